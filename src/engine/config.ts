@@ -1,0 +1,32 @@
+// How an operator configures one loaded model. Defaults suit a 2-core CPU box.
+
+export type ExecutionProvider = 'cpu' | 'cuda';
+
+export interface EngineConfig {
+  /** Folder of a Hugging Face ONNX export (config.json, tokenizer.json, onnx/...). */
+  modelDir: string;
+  /** Which ONNX file under onnx/: 'fp32' → model.onnx, 'int8' → model_quantized.onnx, 'fp16' → model_fp16.onnx, 'q4' → model_q4.onnx. Default: the first that exists, in the order int8, fp32, fp16, q4. */
+  variant?: 'fp32' | 'int8' | 'fp16' | 'q4';
+  provider?: ExecutionProvider;
+  /** onnxruntime intra-op threads; 0 = onnxruntime's choice (one per core). Never more than cores. */
+  threads?: number;
+  graphOptimization?: 'disabled' | 'basic' | 'extended' | 'all';
+  /** Byte budget of the cross-request prefix KV cache; 0 turns it off (zero retention). Default 256 MiB. */
+  prefixCacheBytes?: number;
+  /** Requests waiting for the engine beyond the one running; past this, OverloadedError. Default 64. */
+  maxQueue?: number;
+  /** Token budgets (SPEC §8). */
+  requestTokenBudget?: number;
+  questionTokenBudget?: number;
+  /** Softmax temperature applied to answer logits; default from the model's assay.json manifest, else 1. */
+  temperature?: number;
+}
+
+export const DEFAULTS = {
+  threads: 0,
+  graphOptimization: 'all',
+  prefixCacheBytes: 256 * 1024 * 1024,
+  maxQueue: 64,
+  requestTokenBudget: 64_000,
+  questionTokenBudget: 32_000,
+} as const;

@@ -1,0 +1,8 @@
+// Generates the synthetic models the suite runs on (once; later runs reuse the folders).
+import { ensureSynthModel } from '../models/ensure.js';
+
+export default async function setup(): Promise<void> {
+  await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
+  await ensureSynthModel({ shape: 'tiny', dtype: 'int8' });
+  await ensureSynthModel({ shape: 'tiny', dtype: 'fp32', positionIds: false });
+}
