@@ -1,0 +1,204 @@
+// The Kubernetes manifests under deploy/ and Dockerfile.gpu: valid YAML, and consistent with each
+// other and with the server (ports, /healthz, the metric the autoscaler reads, the env it reads).
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const deployDir = path.join(root, 'deploy');
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Obj = any;
+
+function loadAll(): { file: string; doc: Obj }[] {
+  const out: { file: string; doc: Obj }[] = [];
+  for (const file of readdirSync(deployDir).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+    for (const d of parseAllDocuments(readFileSync(path.join(deployDir, file), 'utf8'))) {
+      expect(d.errors, `${file}: ${d.errors.map((e) => e.message).join('; ')}`).toEqual([]);
+      const doc = d.toJS();
+      if (doc !== null) out.push({ file, doc });
+    }
+  }
+  return out;
+}
+
+const docs = loadAll();
+const k8s = docs.filter((d) => d.doc.apiVersion !== undefined);
+const one = (kind: string): Obj => {
+  const found = k8s.filter((d) => d.doc.kind === kind);
+  expect(found.map((f) => f.file), `one ${kind}`).toHaveLength(1);
+  return found[0].doc;
+};
+
+/** Every ASSAY_* / HOST / PORT variable the server code reads. */
+function envReadBySrc(): Set<string> {
+  const names = new Set<string>();
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.ts')) {
+        for (const m of readFileSync(p, 'utf8').matchAll(/\b(ASSAY_[A-Z0-9_]+|HOST|PORT)\b/g)) names.add(m[1]);
+      }
+    }
+  };
+  walk(path.join(root, 'src'));
+  return names;
+}
+
+describe('deploy/ manifests', () => {
+  it('every file is valid YAML of a known kind with a name', () => {
+    expect(docs.length).toBeGreaterThanOrEqual(6);
+    const kinds = new Set(k8s.map((d) => d.doc.kind));
+    for (const kind of ['Deployment', 'Service', 'HorizontalPodAutoscaler', 'Ingress', 'PersistentVolumeClaim', 'Job']) {
+      expect(kinds, kind).toContain(kind);
+    }
+    for (const { file, doc } of k8s) {
+      expect(typeof doc.metadata?.name, `${file} metadata.name`).toBe('string');
+    }
+  });
+
+  const deployment = one('Deployment');
+  const pod = deployment.spec.template.spec;
+  const container = pod.containers[0];
+  const httpPort = container.ports.find((p: Obj) => p.name === 'http');
+
+  it('Deployment: selector, GPU request, port from the env the server reads', () => {
+    expect(deployment.apiVersion).toBe('apps/v1');
+    expect(deployment.spec.selector.matchLabels).toEqual(
+      expect.objectContaining(deployment.spec.template.metadata.labels),
+    );
+    expect(String(container.resources.requests['nvidia.com/gpu'])).toBe('1');
+    expect(String(container.resources.limits['nvidia.com/gpu'])).toBe('1');
+    expect(httpPort.containerPort).toBe(8080);
+    const env = Object.fromEntries(container.env.map((e: Obj) => [e.name, e.value]));
+    expect(Number(env.PORT)).toBe(httpPort.containerPort);
+    expect(env.HOST).toBe('0.0.0.0');
+    expect(env.ASSAY_PROVIDER).toBe('cuda');
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+  });
+
+  it('Deployment: readiness, liveness and startup probes on /healthz at the http port', () => {
+    for (const probe of ['readinessProbe', 'livenessProbe', 'startupProbe']) {
+      expect(container[probe]?.httpGet?.path, probe).toBe('/healthz');
+      const port = container[probe].httpGet.port;
+      expect([httpPort.name, httpPort.containerPort], probe).toContain(port);
+    }
+  });
+
+  it('Deployment: graceful termination outlasts preStop + the drain, and liveness does not kill a draining pod', () => {
+    const preStop = container.lifecycle.preStop.exec.command;
+    expect(preStop[0]).toBe('sleep');
+    const sleep = Number(preStop[1]);
+    expect(sleep).toBeGreaterThan(0);
+    const grace = pod.terminationGracePeriodSeconds;
+    expect(grace).toBeGreaterThan(sleep + 180);
+    const live = container.livenessProbe;
+    expect(live.periodSeconds * live.failureThreshold).toBeGreaterThanOrEqual(grace - sleep - 90);
+  });
+
+  it('Deployment: the models volume is mounted where the registry env points, read-only', () => {
+    const mount = container.volumeMounts.find((m: Obj) => m.name === 'models');
+    expect(mount.readOnly).toBe(true);
+    const registry = container.env.find((e: Obj) => e.name === 'ASSAY_REGISTRY').value;
+    expect(registry.startsWith(`${mount.mountPath}/`)).toBe(true);
+    const vol = pod.volumes.find((v: Obj) => v.name === 'models');
+    expect(vol.persistentVolumeClaim.claimName).toBe(one('PersistentVolumeClaim').metadata.name);
+  });
+
+  it('Service selects the pods and targets the http port', () => {
+    const svc = one('Service');
+    expect(deployment.spec.template.metadata.labels).toEqual(expect.objectContaining(svc.spec.selector));
+    const port = svc.spec.ports[0];
+    expect([httpPort.name, httpPort.containerPort]).toContain(port.targetPort);
+  });
+
+  it('HPA scales the Deployment on the queue-depth metric the server exports, exposed by the adapter rule', () => {
+    const hpa = one('HorizontalPodAutoscaler');
+    expect(hpa.apiVersion).toBe('autoscaling/v2');
+    expect(hpa.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: deployment.metadata.name });
+    expect(hpa.spec.minReplicas).toBeLessThanOrEqual(hpa.spec.maxReplicas);
+    const metric = hpa.spec.metrics[0];
+    expect(metric.type).toBe('Pods');
+    const name: string = metric.pods.metric.name;
+    expect(name).toMatch(/queue_depth/);
+
+    const metricsTs = path.join(root, 'src/api/metrics.ts');
+    expect(existsSync(metricsTs), 'src/api/metrics.ts').toBe(true);
+    const exported = [...readFileSync(metricsTs, 'utf8').matchAll(/name:\s*['"`]([a-z_:][a-z0-9_:]*)['"`]/g)].map((m) => m[1]);
+    expect(exported).toContain(name);
+
+    const adapter = docs.find((d) => d.file === 'prometheus-adapter-rules.yaml')!.doc;
+    const rule = adapter.rules.custom.find((r: Obj) => r.name.as === name);
+    expect(rule.seriesQuery).toContain(name);
+    expect(rule.resources.overrides.pod.resource).toBe('pod');
+  });
+
+  it('Ingress hashes on the state-hash header and routes to the Service', () => {
+    const ing = one('Ingress');
+    expect(ing.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by']).toBe('$http_x_assay_state_hash');
+    const backend = ing.spec.rules[0].http.paths[0].backend.service;
+    const svc = one('Service');
+    expect(backend.name).toBe(svc.metadata.name);
+    expect(svc.spec.ports.map((p: Obj) => p.name)).toContain(backend.port.name);
+  });
+
+  it('the fetch Job runs models/fetch.ts into the volume the Deployment reads', () => {
+    const job = one('Job');
+    const c = job.spec.template.spec.containers[0];
+    const script = c.command.find((s: string) => s.endsWith('.ts'));
+    expect(existsSync(path.join(root, script)), script).toBe(true);
+    const registry = c.args[c.args.indexOf('--registry') + 1];
+    const deployedRegistry = container.env.find((e: Obj) => e.name === 'ASSAY_REGISTRY').value;
+    expect(registry).toBe(deployedRegistry);
+    expect(job.spec.template.spec.volumes[0].persistentVolumeClaim.claimName).toBe(pod.volumes[0].persistentVolumeClaim.claimName);
+  });
+
+  it('every server setting the manifests pass is one the server reads', () => {
+    const read = envReadBySrc();
+    for (const e of container.env) expect(read, e.name).toContain(e.name);
+  });
+});
+
+describe('Dockerfile.gpu', () => {
+  const text = readFileSync(path.join(root, 'Dockerfile.gpu'), 'utf8');
+  const lines = text.split('\n').filter((l) => !l.trimStart().startsWith('#'));
+  const directive = (name: string) => lines.filter((l) => l.startsWith(`${name} `));
+
+  it('builds on CUDA 12 + cuDNN runtime with Node 20 and installs the CUDA provider', () => {
+    expect(text).toMatch(/ARG CUDA_IMAGE=nvidia\/cuda:12\.[\d.]+-cudnn-runtime-ubuntu22\.04/);
+    expect(text).toMatch(/ARG NODE_IMAGE=node:20[-\w]*/);
+    expect(text).toMatch(/ONNXRUNTIME_NODE_INSTALL=cuda12/);
+    expect(text).toMatch(/npm ci [^\n]*--onnxruntime-node-install=cuda12/);
+  });
+
+  it('runs as a non-root user with models on a volume, the CUDA provider selected, and a /healthz HEALTHCHECK', () => {
+    const user = directive('USER').at(-1);
+    expect(user).toBeDefined();
+    expect(user).not.toMatch(/USER (root|0)\b/);
+    expect(directive('VOLUME').join()).toContain('/models');
+    expect(text).toMatch(/ASSAY_PROVIDER=cuda/);
+    const hc = directive('HEALTHCHECK').join('\n') + text.slice(text.indexOf('HEALTHCHECK'));
+    expect(hc).toContain('/healthz');
+    expect(directive('EXPOSE')[0]).toBe(`EXPOSE ${httpPortOfDeployment()}`);
+  });
+
+  it('sets only env the server reads, and the entry point exists', () => {
+    const read = envReadBySrc();
+    const envBlock = text.slice(text.indexOf('ENV NODE_ENV'), text.indexOf('EXPOSE'));
+    for (const m of envBlock.matchAll(/\b(ASSAY_[A-Z0-9_]+|HOST|PORT)=/g)) expect(read, m[1]).toContain(m[1]);
+    expect(existsSync(path.join(root, 'src/cli.ts'))).toBe(true);
+  });
+
+  it('.dockerignore keeps node_modules, git and downloaded models out of the context', () => {
+    const ignore = readFileSync(path.join(root, '.dockerignore'), 'utf8').split('\n');
+    for (const p of ['node_modules', '.git', 'models/hub', 'models/generated']) expect(ignore).toContain(p);
+  });
+});
+
+function httpPortOfDeployment(): number {
+  const d = docs.find((x) => x.doc.kind === 'Deployment')!.doc;
+  return d.spec.template.spec.containers[0].ports[0].containerPort;
+}
