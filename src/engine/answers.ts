@@ -1,0 +1,45 @@
+// Turning label log-probabilities into the typed answers of SPEC §2.4.
+import type { Answer, Question } from './types.js';
+
+/** Normalizes log-probabilities to probabilities that sum to 1. */
+export function normalize(logps: number[]): number[] {
+  const max = Math.max(...logps);
+  const weights = logps.map((l) => Math.exp(l - max));
+  const total = weights.reduce((a, b) => a + b, 0);
+  return weights.map((w) => w / total);
+}
+
+/**
+ * Confidence = 1 − H(p) / ln(N), H the Shannon entropy in nats, N the number of outcomes:
+ * 1 when all mass is on one outcome (or N = 1), 0 when the distribution is uniform.
+ */
+export function confidence(p: number[]): number {
+  if (p.length <= 1) return 1;
+  let h = 0;
+  for (const x of p) if (x > 0) h -= x * Math.log(x);
+  return Math.min(1, Math.max(0, 1 - h / Math.log(p.length)));
+}
+
+/** `p` is one probability per label, in the order prompts.labels() gave them. */
+export function buildAnswer(question: Question, p: number[]): Answer {
+  if (question.type === 'noul') return { type: 'noul', noul: p[0] };
+  if (question.type === 'choice') {
+    const options = Object.keys(question.criteria);
+    const probabilities: Record<string, number> = {};
+    let best = 0;
+    options.forEach((option, i) => {
+      probabilities[option] = p[i];
+      if (p[i] > p[best]) best = i;
+    });
+    return { type: 'choice', choice: options[best], probabilities, confidence: confidence(p) };
+  }
+  const probabilities: Record<string, number> = {};
+  const legend: Record<string, (typeof question.criteria)[number]> = {};
+  let score = 0;
+  question.criteria.forEach((description, level) => {
+    probabilities[String(level)] = p[level];
+    legend[String(level)] = description;
+    score += level * p[level];
+  });
+  return { type: 'score', score, legend, probabilities, confidence: confidence(p) };
+}

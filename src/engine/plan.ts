@@ -1,0 +1,90 @@
+// Planning a request: prompts → tokens, the shared prefix, each question's suffix, its labels,
+// usage and budgets. Pure (no model passes), so it is cheap and fully testable.
+import { renderContent } from './content.js';
+import { BudgetError } from './errors.js';
+import { labelSequences, startsWith, type LabelSequence } from './labels.js';
+import type { PromptSet } from './prompts.js';
+import type { ChatMessage, TextCodec } from './tokenizer.js';
+import type { EvaluateRequest, Question, Usage } from './types.js';
+
+export interface PlannedQuestion {
+  key: string;
+  question: Question;
+  /** Tokens after the shared prefix, up to where the answer starts. Never empty. */
+  suffix: number[];
+  labels: LabelSequence[];
+}
+
+export interface Plan {
+  /** Tokens every question's prompt starts with: the template's opening and the state. */
+  prefix: number[];
+  questions: PlannedQuestion[];
+  usage: Usage;
+}
+
+export interface Budgets {
+  request: number;
+  question: number;
+  context: number;
+}
+
+export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts: PromptSet, endToken: number, budgets: Budgets): Plan {
+  const system = prompts.system(renderContent(request.state));
+  const memo = new Map<string, number[]>(); // the state's tokens, encoded once for all prompts
+  const entries = Object.entries(request.questions);
+
+  let prompts_: number[][];
+  let prefix: number[];
+  try {
+    // State in the system turn, question in the user turn: the cut right after the system turn's
+    // closing special token is exact (text is always split around special tokens).
+    prompts_ = entries.map(([, q]) => codec.encode(codec.renderChat(chat(system, prompts.user(q)), true), memo));
+    prefix = untilLastAddedToken(codec.encode(codec.renderChat([{ role: 'system', content: system }], false), memo), codec);
+    if (!prompts_.every((p) => startsWith(p, prefix) && p.length > prefix.length)) prefix = commonPrefix(prompts_);
+  } catch {
+    // A template without a system role: one user turn, the state first; share the longest common prefix.
+    prompts_ = entries.map(([, q]) => codec.encode(codec.renderChat([{ role: 'user', content: `${system}\n\n${prompts.user(q)}` }], true), memo));
+    prefix = commonPrefix(prompts_);
+  }
+
+  const questions = entries.map(([key, question], i) => ({
+    key,
+    question,
+    suffix: prompts_[i].slice(prefix.length),
+    labels: labelSequences(prompts.labels(question), (text) => codec.encode(text), endToken),
+  }));
+
+  const suffixTotal = questions.reduce((n, q) => n + q.suffix.length, 0);
+  const usage = {
+    input_tokens: prefix.length + suffixTotal,
+    output_tokens: questions.reduce((n, q) => n + q.labels.reduce((m, l) => m + l.tokens.length, 0), 0),
+  };
+  const longestQuestion = prefix.length + Math.max(...questions.map((q) => q.suffix.length));
+  const longestAnswer = prefix.length + Math.max(...questions.map((q) => q.suffix.length + Math.max(...q.labels.map((l) => l.tokens.length))));
+  if (usage.input_tokens > budgets.request) throw new BudgetError('request', usage.input_tokens, budgets.request);
+  if (longestQuestion > budgets.question) throw new BudgetError('question', longestQuestion, budgets.question);
+  if (longestAnswer > budgets.context) throw new BudgetError('context', longestAnswer, budgets.context);
+  return { prefix, questions, usage };
+}
+
+function chat(system: string, user: string): ChatMessage[] {
+  return [
+    { role: 'system', content: system },
+    { role: 'user', content: user },
+  ];
+}
+
+/** Drops trailing ordinary tokens so the prefix ends right after a special token. */
+function untilLastAddedToken(tokens: number[], codec: TextCodec): number[] {
+  let end = tokens.length;
+  while (end > 0 && !codec.isAddedToken(tokens[end - 1])) end--;
+  return tokens.slice(0, end);
+}
+
+/** Longest common prefix of all prompts, leaving each at least one token of its own. */
+function commonPrefix(prompts: number[][]): number[] {
+  const shortest = Math.min(...prompts.map((p) => p.length));
+  let n = 0;
+  while (n < shortest - 1 && prompts.every((p) => p[n] === prompts[0][n])) n++;
+  return prompts[0].slice(0, n);
+}

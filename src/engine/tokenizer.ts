@@ -1,0 +1,135 @@
+// Tokenizer + chat template of one model folder, as transformers.js does it:
+// @huggingface/tokenizers for tokenization, @huggingface/jinja for the chat template.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { Template } from '@huggingface/jinja';
+import { ModelLoadError } from './errors.js';
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export class TextCodec {
+  private readonly template: Template | undefined;
+  /** Added tokens (specials and others) split out of the text before the BPE model runs. */
+  private readonly addedPattern: RegExp | undefined;
+  private readonly addedIds = new Map<string, number>();
+  private readonly addedIdSet = new Set<number>();
+
+  constructor(
+    private readonly tokenizer: Tokenizer,
+    private readonly config: Record<string, unknown>,
+  ) {
+    const chatTemplate = pickTemplate(config.chat_template);
+    this.template = chatTemplate ? new Template(chatTemplate) : undefined;
+    for (const [id, token] of tokenizer.get_added_tokens_decoder()) {
+      this.addedIds.set(token.content, id);
+      this.addedIdSet.add(id);
+    }
+    const contents = [...this.addedIds.keys()].sort((a, b) => b.length - a.length);
+    if (contents.length > 0) this.addedPattern = new RegExp(`(${contents.map(escapeRegExp).join('|')})`);
+  }
+
+  static async load(dir: string): Promise<TextCodec> {
+    let tokenizerJson: unknown;
+    let config: Record<string, unknown>;
+    try {
+      tokenizerJson = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8'));
+      config = JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8'));
+    } catch (error) {
+      throw new ModelLoadError(`${dir}: cannot read tokenizer.json / tokenizer_config.json (${(error as Error).message})`);
+    }
+    return new TextCodec(new Tokenizer(tokenizerJson as object, config), config);
+  }
+
+  get hasChatTemplate(): boolean {
+    return this.template !== undefined;
+  }
+
+  /** Whether the id is an added token (a special such as <|im_end|>): text is always cut around those. */
+  isAddedToken(id: number): boolean {
+    return this.addedIdSet.has(id);
+  }
+
+  /** The tokenizer_config's eos_token, when it names a single token. */
+  get eosTokenId(): number | undefined {
+    const eos = tokenString(this.config.eos_token);
+    return eos ? this.tokenId(eos) : undefined;
+  }
+
+  /** The id of a single added or vocabulary token, if the string is one. */
+  tokenId(token: string): number | undefined {
+    return this.addedIds.get(token) ?? this.tokenizer.token_to_id(token);
+  }
+
+  /**
+   * Token ids exactly as encoding the whole text in one go (no special tokens added around it).
+   * Added tokens split the text first (as the tokenizer itself does), so the pieces between them
+   * are encoded on their own; `memo` (one per request: nothing outlives it) lets a state shared by
+   * many prompts be tokenized once.
+   */
+  encode(text: string, memo?: Map<string, number[]>): number[] {
+    if (!this.addedPattern) return this.encodeSegment(text, memo);
+    const ids: number[] = [];
+    for (const part of text.split(this.addedPattern)) {
+      if (part === '') continue;
+      const added = this.addedIds.get(part);
+      if (added !== undefined) ids.push(added);
+      else for (const id of this.encodeSegment(part, memo)) ids.push(id);
+    }
+    return ids;
+  }
+
+  decode(ids: number[]): string {
+    return ids.length === 0 ? '' : this.tokenizer.decode(ids, { skip_special_tokens: false });
+  }
+
+  /** The raw tokenizer, for checks that must compare against it. */
+  encodeWhole(text: string): number[] {
+    return this.tokenizer.encode(text, { add_special_tokens: false }).ids;
+  }
+
+  renderChat(messages: ChatMessage[], addGenerationPrompt: boolean): string {
+    if (!this.template) throw new ModelLoadError('tokenizer_config.json has no chat_template');
+    return this.template.render({
+      messages,
+      add_generation_prompt: addGenerationPrompt,
+      enable_thinking: false,
+      bos_token: tokenString(this.config.bos_token),
+      eos_token: tokenString(this.config.eos_token),
+      pad_token: tokenString(this.config.pad_token),
+      unk_token: tokenString(this.config.unk_token),
+    });
+  }
+
+  private encodeSegment(text: string, memo?: Map<string, number[]>): number[] {
+    const known = memo?.get(text);
+    if (known) return known;
+    const ids = this.tokenizer.encode(text, { add_special_tokens: false }).ids;
+    memo?.set(text, ids);
+    return ids;
+  }
+}
+
+function pickTemplate(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) {
+    const named = value.find((t) => t && typeof t === 'object' && (t as { name?: string }).name === 'default');
+    return (named as { template?: string } | undefined)?.template;
+  }
+  return undefined;
+}
+
+function tokenString(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string') {
+    return (value as { content: string }).content;
+  }
+  return '';
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
