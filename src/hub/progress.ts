@@ -8,7 +8,7 @@ export interface ProgressBar {
   done(): void;
 }
 
-export function progressBar(out: NodeJS.WriteStream = process.stderr, width = 30): ProgressBar {
+export function progressBar(out: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr, width = 30): ProgressBar {
   const tty = Boolean(out.isTTY);
   const started = Date.now();
   let lastDraw = 0;

@@ -37,7 +37,7 @@ export class FakeHub {
   readonly log: RequestLogEntry[] = [];
   /** Repo paths served with one byte flipped (the listing still carries the true checksum). */
   readonly corrupt = new Set<string>();
-  /** Files cut off after this many bytes of a response (the connection is then destroyed). */
+  /** Files cut off after this many bytes of a response (the connection is then closed). */
   readonly truncateAt = new Map<string, number>();
   private repos = new Map<string, Repo>();
   private server: Server | undefined;
@@ -180,8 +180,9 @@ export class FakeHub {
       if (req.method === 'HEAD') return void res.end();
       const cut = this.truncateAt.get(m[3]);
       if (cut !== undefined && cut < end + 1) {
-        // Send the bytes up to the cut, then drop the connection mid-body.
-        res.write(bytes.subarray(start, Math.max(start, cut)), () => res.destroy());
+        // Send the bytes up to the cut, then close the connection mid-body (a clean FIN after
+        // the data, so the client keeps every byte sent, as after a dropped connection).
+        res.write(bytes.subarray(start, Math.max(start, cut)), () => res.socket?.end());
         return;
       }
       return void res.end(bytes.subarray(start, end + 1));
