@@ -127,13 +127,16 @@ describe('deploy/ manifests', () => {
 
     const metricsTs = path.join(root, 'src/api/metrics.ts');
     expect(existsSync(metricsTs), 'src/api/metrics.ts').toBe(true);
-    const exported = [...readFileSync(metricsTs, 'utf8').matchAll(/name:\s*['"`]([a-z_:][a-z0-9_:]*)['"`]/g)].map((m) => m[1]);
+    // Metric names are string literals in metrics.ts (passed as `name:` or positionally).
+    const exported = [...readFileSync(metricsTs, 'utf8').matchAll(/['"`](assay_[a-z0-9_]+)['"`]/g)].map((m) => m[1]);
     expect(exported).toContain(name);
 
     const adapter = docs.find((d) => d.file === 'prometheus-adapter-rules.yaml')!.doc;
     const rule = adapter.rules.custom.find((r: Obj) => r.name.as === name);
     expect(rule.seriesQuery).toContain(name);
     expect(rule.resources.overrides.pod.resource).toBe('pod');
+    // The gauge carries a `model` label: the query sums a pod's models into one value per pod.
+    expect(rule.metricsQuery).toMatch(/^sum\(.*\) by \(<<\.GroupBy>>\)$/);
   });
 
   it('Ingress hashes on the state-hash header and routes to the Service', () => {
