@@ -72,6 +72,8 @@ export interface SynthOptions {
   /** Whether the graph takes position_ids (default true); without, it derives them from attention_mask. */
   positionIds?: boolean;
   seed?: number;
+  /** Architecture to use instead of the shape's entry in shapes.json (tests use small variants). */
+  manifest?: ShapeManifest;
   /** Folder to write (created; must be empty or absent). */
   out: string;
   /** Progress lines go here (default: nothing). */
@@ -366,7 +368,7 @@ const GENERATION_CONFIG = {
 export function synthesize(opts: SynthOptions): SynthResult {
   const t0 = performance.now();
   const shapes = loadShapes();
-  const m = shapes[opts.shape];
+  const m = opts.manifest ?? shapes[opts.shape];
   if (!m) throw new Error(`unknown shape ${opts.shape}; known: ${SHAPE_NAMES.join(', ')}`);
   if (!DTYPES.includes(opts.dtype)) throw new Error(`unknown dtype ${opts.dtype}; known: ${DTYPES.join(', ')}`);
   const positionIds = opts.positionIds ?? true;
