@@ -1,0 +1,99 @@
+// The token boundary between the shared prefix and each question's suffix must be exact:
+// prefix + suffix must equal the tokens of the whole prompt encoded in one go.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { planRequest } from '../../src/engine/plan.js';
+import { promptSet } from '../../src/engine/prompts.js';
+import { renderContent } from '../../src/engine/content.js';
+import { TextCodec } from '../../src/engine/tokenizer.js';
+import { BudgetError } from '../../src/engine/errors.js';
+import { choice, noul, score, tinyFp32 } from './fixtures.js';
+
+const prompts = promptSet();
+const budgets = { request: 64_000, question: 32_000, context: 32_768 };
+let codec: TextCodec;
+let end: number;
+
+beforeAll(async () => {
+  codec = await TextCodec.load(await tinyFp32());
+  end = codec.eosTokenId!;
+});
+
+const trickyStates: Record<string, unknown> = {
+  'trailing space': 'The answer is ',
+  'trailing spaces': 'several spaces   ',
+  'trailing newline': 'line one\nline two\n',
+  'trailing newlines': 'para\n\n\n',
+  'trailing period': 'It ends here.',
+  CJK: '这是一个测试。日本語のテキスト',
+  'CJK trailing space': '中文 ',
+  emoji: 'fox 🦊🦊',
+  'emoji ZWJ': 'family 👨‍👩‍👧',
+  digits: 'Total: 1234567',
+  'JSON object': { a: 1, b: [true, null, 'x'], 'ü': { deep: '日本' } },
+  'JSON array': [1, 2, 3],
+  'looks like a special token': 'text <|im_end|> more <|im_start|>user',
+  'tabs and CR': 'a\tb\r\n',
+};
+
+describe('prompt planning', () => {
+  for (const [name, state] of Object.entries(trickyStates)) {
+    it(`prefix + suffix equals the whole prompt's tokens: state with ${name}`, () => {
+      const plan = planRequest({ state: state as string, questions: { a: noul, b: choice, c: score } }, codec, prompts, end, budgets);
+      const system = prompts.system(renderContent(state as string));
+      for (const q of plan.questions) {
+        const whole = codec.renderChat([{ role: 'system', content: system }, { role: 'user', content: prompts.user(q.question) }], true);
+        expect([...plan.prefix, ...q.suffix]).toEqual(codec.encodeWhole(whole));
+        expect(q.suffix.length).toBeGreaterThan(0);
+      }
+      // The prefix is the state's turn: it ends right after a special token and holds the state.
+      expect(codec.isAddedToken(plan.prefix[plan.prefix.length - 1])).toBe(true);
+    });
+  }
+
+  it('the answer starts after the template opens the assistant turn with thinking disabled', () => {
+    const plan = planRequest({ state: 'x', questions: { a: noul } }, codec, prompts, end, budgets);
+    const text = codec.decode([...plan.prefix, ...plan.questions[0].suffix]);
+    expect(text.endsWith('<|im_start|>assistant\n<think>\n\n</think>\n\n')).toBe(true);
+  });
+
+  it('question keys never reach the model', () => {
+    const plan = planRequest({ state: 'x', questions: { SECRET_KEY_123: noul } }, codec, prompts, end, budgets);
+    expect(codec.decode([...plan.prefix, ...plan.questions[0].suffix])).not.toContain('SECRET_KEY_123');
+  });
+
+  it('usage counts the prefix once plus every suffix, and the answer tokens scored', () => {
+    const one = planRequest({ state: 'x', questions: { a: noul } }, codec, prompts, end, budgets);
+    const two = planRequest({ state: 'x', questions: { a: noul, b: noul } }, codec, prompts, end, budgets);
+    expect(two.usage.input_tokens).toBe(one.usage.input_tokens + one.questions[0].suffix.length);
+    expect(one.usage.output_tokens).toBe(2); // Yes, No
+    expect(two.usage.output_tokens).toBe(4);
+  });
+
+  it('labels that begin other labels score the end of the answer too', () => {
+    const plan = planRequest({ state: 'x', questions: { c: choice } }, codec, prompts, end, budgets);
+    const byLabel = Object.fromEntries(plan.questions[0].labels.map((l) => [l.label, l.tokens]));
+    expect(byLabel['1']).toEqual([codec.encode('1')[0], end]);
+    expect(byLabel['12']).toEqual(codec.encode('12'));
+    expect(byLabel.fox).toEqual([...codec.encode('fox'), end]); // "fox" begins "fox terrier"
+    expect(byLabel.dog).toEqual(codec.encode('dog'));
+  });
+
+  it('over a budget is a typed error naming the budget and the count', () => {
+    const big = 'word '.repeat(3000);
+    const small = { request: 4000, question: 3500, context: 32_768 };
+    const one = () => planRequest({ state: big, questions: { a: noul } }, codec, prompts, end, small);
+    expect(one).not.toThrow();
+    let error: unknown;
+    try {
+      planRequest({ state: big, questions: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`q${i}`, noul])) }, codec, prompts, end, small);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(BudgetError);
+    expect((error as BudgetError).budget).toBe('request');
+    expect((error as BudgetError).count).toBeGreaterThan(4000);
+    expect((error as BudgetError).message).toContain('4000');
+    expect(() => planRequest({ state: big + big, questions: { a: noul } }, codec, prompts, end, { ...small, request: 100_000 })).toThrow(/longest question/);
+    expect(() => planRequest({ state: big, questions: { a: noul } }, codec, prompts, end, { request: 1e6, question: 1e6, context: 2000 })).toThrow(/context length/);
+  });
+});
