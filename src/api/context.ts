@@ -1,0 +1,33 @@
+// What the routes share: the registry, the models, keys, limits and metrics of one server.
+import type { Registry } from '../registry.js';
+import type { ApiKey, KeyStore } from './auth.js';
+import type { Metrics } from './metrics.js';
+import type { ModelProvider } from './model-pool.js';
+import type { RateLimiter, RateLimits } from './rate-limit.js';
+
+export interface ApiContext {
+  registry: Registry;
+  models: ModelProvider;
+  keys: KeyStore;
+  limiter: RateLimiter;
+  limits: RateLimits;
+  metrics: Metrics;
+  /** Per-request deadline in ms (queue wait + evaluation); past it, 408. */
+  deadlineMs: number;
+  /** True once shutdown has begun. */
+  draining(): boolean;
+}
+
+/** Per-request facts for the access log (counts and ids only, never content). */
+export interface RequestFacts {
+  model?: string;
+  question_count?: number;
+  input_tokens?: number;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    apiKey: ApiKey | null;
+    facts: RequestFacts | null;
+  }
+}

@@ -1,0 +1,36 @@
+// onRequest guard of the v1 routes: bearer key (401), then the key's rate limits (429).
+// Runs before the body is read, so rejected requests cost no parsing.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ApiKey } from './auth.js';
+import type { ApiContext } from './context.js';
+import { ApiError } from './errors.js';
+import { retryHeaders } from './rate-limit.js';
+
+export function limitsOf(key: ApiKey) {
+  return { requestsPerMinute: key.requestsPerMinute, inputTokensPerSecond: key.inputTokensPerSecond };
+}
+
+export function rateKey(key: ApiKey): string {
+  return key.hash.toString('hex');
+}
+
+export function guard(ctx: ApiContext) {
+  return async function onRequest(req: FastifyRequest, _reply: FastifyReply): Promise<void> {
+    const header = req.headers.authorization;
+    const key = ctx.keys.authenticate(header);
+    if (!key) {
+      throw new ApiError(401, header ? 'Invalid API key' : 'Not authenticated', { 'www-authenticate': 'Bearer' });
+    }
+    req.apiKey = key;
+    const admission = ctx.limiter.admit(rateKey(key), limitsOf(key));
+    if (admission.retryAfterMs > 0) {
+      const what = admission.limit === 'requests_per_minute' ? 'requests per minute' : 'input tokens per second';
+      throw new ApiError(429, `Rate limit exceeded (${what}); retry after ${admission.retryAfterMs} ms`, retryHeaders(admission.retryAfterMs));
+    }
+  };
+}
+
+/** Whether a key may use a model name (alias or versioned id) that resolves to `id`. */
+export function keyAllows(key: ApiKey, name: string, id: string): boolean {
+  return !key.models || key.models.includes(name) || key.models.includes(id);
+}

@@ -1,0 +1,98 @@
+// Prometheus metrics on a private prom-client Registry. Labels carry only route templates,
+// methods, status codes and model ids: never anything a request contained.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EngineStats } from '../engine/index.js';
+
+export interface EngineSnapshot {
+  model: string;
+  stats: EngineStats;
+}
+
+export interface Metrics {
+  registry: Registry;
+  /** One finished HTTP request. `route` is the route template (or "unmatched"). */
+  observe(method: string, route: string, status: number, seconds: number): void;
+  inFlight(route: string, delta: 1 | -1): void;
+  /** Billable input tokens of an answered request. */
+  inputTokens(model: string, n: number): void;
+  text(): Promise<string>;
+  contentType: string;
+}
+
+export function createMetrics(engines: () => EngineSnapshot[]): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'assay_' });
+
+  const requests = new Counter({
+    name: 'assay_http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: 'assay_http_request_duration_seconds',
+    help: 'HTTP request latency, by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [registry],
+  });
+  const inflight = new Gauge({
+    name: 'assay_http_requests_in_flight',
+    help: 'HTTP requests being processed, by route template',
+    labelNames: ['route'] as const,
+    registers: [registry],
+  });
+  const billed = new Counter({
+    name: 'assay_input_tokens_total',
+    help: 'Billable input tokens of answered requests (usage.input_tokens), by model',
+    labelNames: ['model'] as const,
+    registers: [registry],
+  });
+
+  // Engine figures are read from each loaded evaluator's stats() at scrape time.
+  const engineGauge = (name: string, help: string, pick: (s: EngineStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['model'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const e of engines()) this.set({ model: e.model }, pick(e.stats));
+      },
+    });
+  const engineCounter = (name: string, help: string, pick: (s: EngineStats) => number) =>
+    new Counter({
+      name,
+      help,
+      labelNames: ['model'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const e of engines()) this.inc({ model: e.model }, pick(e.stats));
+      },
+    });
+  engineCounter('assay_engine_tokens_evaluated_total', 'Tokens run through the model (after prefix-cache reuse)', (s) => s.tokensEvaluated);
+  engineCounter('assay_prefix_cache_hits_total', 'Prefix KV cache hits', (s) => s.prefixCacheHits);
+  engineCounter('assay_prefix_cache_misses_total', 'Prefix KV cache misses', (s) => s.prefixCacheMisses);
+  engineGauge('assay_prefix_cache_bytes', 'Bytes held by the prefix KV cache', (s) => s.prefixCacheBytes);
+  engineGauge('assay_engine_queue_depth', 'Requests waiting for the engine', (s) => s.queueDepth);
+  engineGauge('assay_engine_running', 'Requests the engine is running', (s) => s.running);
+
+  return {
+    registry,
+    observe(method, route, status, seconds) {
+      const labels = { method, route, status: String(status) };
+      requests.inc(labels);
+      latency.observe(labels, seconds);
+    },
+    inFlight(route, delta) {
+      inflight.inc({ route }, delta);
+    },
+    inputTokens(model, n) {
+      billed.inc({ model }, n);
+    },
+    text: () => registry.metrics(),
+    contentType: registry.contentType,
+  };
+}

@@ -1,0 +1,98 @@
+// GET /openapi.json: an OpenAPI 3.1 document generated from the zod schemas in schemas.ts.
+import { z } from 'zod';
+import {
+  ErrorMessageSchema,
+  HTTPValidationErrorSchema,
+  ModelMetadataListSchema,
+  SystemOneRequestSchema,
+  SystemOneResponseSchema,
+} from './schemas.js';
+
+export const OPENAPI_VERSION = '0.2.0';
+
+type Json = Record<string, unknown>;
+
+/** Adds an OpenAPI discriminator to every oneOf whose members are refs to objects with a const `type`. */
+function addDiscriminators(node: unknown, schemas: Record<string, Json>): void {
+  if (Array.isArray(node)) return node.forEach((n) => addDiscriminators(n, schemas));
+  if (typeof node !== 'object' || node === null) return;
+  const o = node as Json;
+  if (Array.isArray(o.oneOf)) {
+    const mapping: Record<string, string> = {};
+    for (const m of o.oneOf as Json[]) {
+      const ref = typeof m.$ref === 'string' ? m.$ref : '';
+      const target = schemas[ref.replace('#/components/schemas/', '')] as { properties?: { type?: { const?: string } } } | undefined;
+      const tag = target?.properties?.type?.const;
+      if (tag) mapping[tag] = ref;
+    }
+    if (Object.keys(mapping).length === (o.oneOf as unknown[]).length) o.discriminator = { propertyName: 'type', mapping };
+  }
+  for (const v of Object.values(o)) addDiscriminators(v, schemas);
+}
+
+export function buildOpenApi(serverUrl?: string): Json {
+  const all = z.toJSONSchema(
+    z.object({
+      a: SystemOneRequestSchema,
+      b: SystemOneResponseSchema,
+      c: ModelMetadataListSchema,
+      d: HTTPValidationErrorSchema,
+      e: ErrorMessageSchema,
+    }),
+    { target: 'draft-2020-12', unrepresentable: 'any' },
+  );
+  const text = JSON.stringify(all.$defs ?? {}).replaceAll('"#/$defs/', '"#/components/schemas/');
+  const schemas = JSON.parse(text) as Record<string, Json>;
+  addDiscriminators(schemas, schemas);
+
+  const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+  const json = (name: string) => ({ 'application/json': { schema: ref(name) } });
+  const errors = {
+    '401': { description: 'Missing or invalid API key', content: json('ErrorMessage') },
+    '403': { description: 'The key may not use this model', content: json('ErrorMessage') },
+    '422': { description: 'Validation Error', content: json('HTTPValidationError') },
+    '429': { description: 'Rate limit exceeded (retry-after, retry-after-ms)', content: json('ErrorMessage') },
+  };
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Assay question-evaluation API',
+      version: OPENAPI_VERSION,
+      description: 'Evaluates a state against typed questions (noul / choice / score).',
+    },
+    ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
+    paths: {
+      '/v1/systemone': {
+        post: {
+          summary: 'Systemone',
+          operationId: 'systemone_v1_systemone_post',
+          security: [{ HTTPBearer: [] }],
+          requestBody: { required: true, content: json('SystemOneRequest') },
+          responses: {
+            '200': { description: 'Successful Response', content: json('SystemOneResponse') },
+            ...errors,
+            '408': { description: 'The request exceeded its deadline', content: json('ErrorMessage') },
+            '413': { description: 'Body too large', content: json('ErrorMessage') },
+            '415': { description: 'Content type other than application/json', content: json('ErrorMessage') },
+            '529': { description: 'Engine queue full (retry-after)', content: json('ErrorMessage') },
+          },
+        },
+      },
+      '/v1/models': {
+        get: {
+          summary: 'Models V1',
+          operationId: 'models_v1_v1_models_get',
+          security: [{ HTTPBearer: [] }],
+          responses: {
+            '200': { description: 'Successful Response', content: json('ModelMetadataList') },
+            ...errors,
+          },
+        },
+      },
+    },
+    components: {
+      schemas,
+      securitySchemes: { HTTPBearer: { type: 'http', scheme: 'bearer' } },
+    },
+  };
+}

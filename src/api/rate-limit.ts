@@ -1,0 +1,95 @@
+// Per-key rate limits (SPEC §8): requests per minute and input tokens per second, as token buckets.
+//
+// Requests: a bucket of `rpm` requests refilled at rpm/60 per second; each request takes one.
+// Input tokens: a bucket of `tps` tokens refilled at tps per second. The token count of a request
+// is known only after the engine has tokenized it, so a request is admitted while the bucket is
+// not in debt, and its `usage.input_tokens` is charged afterwards (the bucket may go negative;
+// the next requests wait until it has refilled to zero).
+
+export interface RateLimits {
+  requestsPerMinute: number;
+  inputTokensPerSecond: number;
+}
+
+export const DEFAULT_RATE_LIMITS: RateLimits = { requestsPerMinute: 1200, inputTokensPerSecond: 250_000 };
+
+class Bucket {
+  private level: number;
+  private at: number;
+  constructor(
+    readonly capacity: number,
+    readonly perMs: number,
+    now: number,
+  ) {
+    this.level = capacity;
+    this.at = now;
+  }
+  private refill(now: number): void {
+    this.level = Math.min(this.capacity, this.level + (now - this.at) * this.perMs);
+    this.at = now;
+  }
+  /** Milliseconds until the bucket holds `need`, 0 if it does now. */
+  wait(now: number, need: number): number {
+    this.refill(now);
+    return this.level >= need ? 0 : Math.ceil((need - this.level) / this.perMs);
+  }
+  take(now: number, n: number): void {
+    this.refill(now);
+    this.level -= n;
+  }
+}
+
+/** Outcome of an admission check: 0 = go, else how long to wait. */
+export interface Admission {
+  retryAfterMs: number;
+  limit?: 'requests_per_minute' | 'input_tokens_per_second';
+}
+
+export class RateLimiter {
+  private readonly requests = new Map<string, Bucket>();
+  private readonly tokens = new Map<string, Bucket>();
+  constructor(
+    private readonly defaults: RateLimits = DEFAULT_RATE_LIMITS,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  private buckets(key: string, limits: Partial<RateLimits>): [Bucket, Bucket] {
+    const t = this.now();
+    let r = this.requests.get(key);
+    if (!r) {
+      const rpm = limits.requestsPerMinute ?? this.defaults.requestsPerMinute;
+      r = new Bucket(rpm, rpm / 60_000, t);
+      this.requests.set(key, r);
+    }
+    let k = this.tokens.get(key);
+    if (!k) {
+      const tps = limits.inputTokensPerSecond ?? this.defaults.inputTokensPerSecond;
+      k = new Bucket(tps, tps / 1000, t);
+      this.tokens.set(key, k);
+    }
+    return [r, k];
+  }
+
+  /** Admits one request for `key` (taking one from its request bucket) or says how long to wait. */
+  admit(key: string, limits: Partial<RateLimits> = {}): Admission {
+    const [r, k] = this.buckets(key, limits);
+    const t = this.now();
+    const tokenWait = k.wait(t, 0);
+    if (tokenWait > 0) return { retryAfterMs: tokenWait, limit: 'input_tokens_per_second' };
+    const requestWait = r.wait(t, 1);
+    if (requestWait > 0) return { retryAfterMs: requestWait, limit: 'requests_per_minute' };
+    r.take(t, 1);
+    return { retryAfterMs: 0 };
+  }
+
+  /** Charges the input tokens a request used. */
+  charge(key: string, inputTokens: number, limits: Partial<RateLimits> = {}): void {
+    const [, k] = this.buckets(key, limits);
+    k.take(this.now(), inputTokens);
+  }
+}
+
+/** The headers of a 429: whole seconds (rounded up, at least 1) and exact milliseconds. */
+export function retryHeaders(ms: number): Record<string, string> {
+  return { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))), 'retry-after-ms': String(Math.max(0, Math.ceil(ms))) };
+}

@@ -1,0 +1,212 @@
+// buildServer: the Fastify app of the API, from already-made parts (registry, model provider,
+// keys), so tests build it in-process and `assay serve` builds it from configuration.
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyError, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { AbortedError, BudgetError, OverloadedError } from '../engine/index.js';
+import type { Registry } from '../registry.js';
+import { KeyStore, type ApiKey } from './auth.js';
+import type { ApiContext } from './context.js';
+import { ApiError, jsonInvalid, protoKeyErrors } from './errors.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import type { ModelProvider } from './model-pool.js';
+import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.js';
+import { modelsRoute } from './routes/models.js';
+import { opsRoutes } from './routes/ops.js';
+import { systemoneRoute } from './routes/systemone.js';
+
+export const DEFAULT_BODY_LIMIT = 8 * 1024 * 1024;
+export const DEFAULT_DEADLINE_MS = 120_000;
+
+export interface ServerOptions {
+  registry: Registry;
+  models: ModelProvider;
+  keys: readonly ApiKey[];
+  rateLimits?: Partial<RateLimits>;
+  /** Per-request deadline (queue wait + evaluation), ms. */
+  deadlineMs?: number;
+  /** Largest accepted body, bytes (413 above). */
+  bodyLimit?: number;
+  logLevel?: string;
+  /** Where log lines go (default stdout); tests pass a capturing stream. */
+  logStream?: LogStream;
+  /** false: no logging at all. */
+  logging?: boolean;
+  /** Clock of the rate limiter (ms). */
+  now?: () => number;
+}
+
+/** A pino destination: anything with write(line). */
+export interface LogStream {
+  write(line: string): void;
+}
+
+export interface AssayServer extends FastifyInstance {
+  assay: { metrics: Metrics; draining(): boolean };
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:@\-]{1,128}$/;
+
+/** Stack frames only: an error message may quote request content, frames never do. */
+function errorSerializer(err: Error & { code?: string }) {
+  const frames = (err.stack ?? '').split('\n').filter((l) => /^\s+at /.test(l));
+  return { type: err.name, code: err.code, frames: frames.join('\n') };
+}
+
+export function loggerOptions(level = 'info', stream?: LogStream): Exclude<FastifyServerOptions['logger'], boolean | undefined> {
+  const options = {
+    level,
+    ...(stream ? { stream } : {}),
+    // Zero data retention: requests are logged by id, route, status, timing and counts only.
+    serializers: {
+      req: (req: FastifyRequest) => ({ id: req.id, method: req.method }),
+      res: (res: FastifyReply) => ({ statusCode: res.statusCode }),
+      err: errorSerializer,
+    },
+    redact: {
+      paths: ['headers', 'body', 'state', 'instructions', 'criteria', 'questions', '*.headers', '*.body', '*.state', '*.instructions', '*.criteria', '*.questions'],
+      censor: '[redacted]',
+    },
+  };
+  return options as unknown as Exclude<FastifyServerOptions['logger'], boolean | undefined>;
+}
+
+/** Methods each known path answers, for 405 vs 404. */
+const KNOWN: Record<string, string[]> = {
+  '/v1/systemone': ['POST'],
+  '/v1/models': ['GET', 'HEAD'],
+  '/healthz': ['GET', 'HEAD'],
+  '/metrics': ['GET', 'HEAD'],
+  '/openapi.json': ['GET', 'HEAD'],
+};
+
+/** 405 (with Allow) for a known path and another method, else 404, as FastAPI answers them. */
+function notFound(req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const allowed = KNOWN[req.url.split('?')[0]];
+  if (allowed && !allowed.includes(req.method)) {
+    return reply.code(405).header('allow', allowed.join(', ')).send({ detail: 'Method Not Allowed' });
+  }
+  return reply.code(404).send({ detail: 'Not Found' });
+}
+
+export async function buildServer(options: ServerOptions): Promise<AssayServer> {
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  let draining = false;
+  const app = Fastify({
+    logger: options.logging === false ? false : loggerOptions(options.logLevel, options.logStream),
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit,
+    genReqId: (req) => {
+      const h = req.headers['x-request-id'];
+      return typeof h === 'string' && REQUEST_ID.test(h) ? h : `req_${randomUUID().replaceAll('-', '')}`;
+    },
+    // Slow clients must not hold a worker forever; evaluation itself is bounded by the deadline.
+    requestTimeout: 0,
+    return503OnClosing: true,
+  });
+
+  const metrics = createMetrics(() => options.models.loaded());
+  const ctx: ApiContext = {
+    registry: options.registry,
+    models: options.models,
+    keys: new KeyStore(options.keys),
+    limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.rateLimits }, options.now),
+    limits: { ...DEFAULT_RATE_LIMITS, ...options.rateLimits },
+    metrics,
+    deadlineMs: options.deadlineMs ?? DEFAULT_DEADLINE_MS,
+    draining: () => draining,
+  };
+
+  app.decorateRequest('apiKey', null);
+  app.decorateRequest('facts', null);
+  app.decorate('assay', { metrics, draining: () => draining });
+  app.addHook('preClose', async () => {
+    draining = true;
+  });
+
+  // Only application/json bodies; parsed here so malformed JSON gets FastAPI's json_invalid 422.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_req, text, done) => {
+    const raw = text as string;
+    if (raw.length === 0) return done(null, undefined); // no body: "Field required" at ["body"]
+    let body: unknown;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      return done(new ApiError(422, [jsonInvalid(raw)]), undefined);
+    }
+    const proto = protoKeyErrors(body, raw);
+    if (proto.length) return done(new ApiError(422, proto), undefined);
+    done(null, body);
+  });
+
+  // Every response carries the request id; every finished request is counted and logged.
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    const route = req.routeOptions.url ?? 'unmatched';
+    metrics.inFlight(route, 1);
+    let done = false;
+    // 'finish': the response was sent; 'close' without it: the client went away first (499).
+    const finish = (sent: boolean) => {
+      if (done) return;
+      done = true;
+      metrics.inFlight(route, -1);
+      const status = sent ? reply.statusCode : 499;
+      const seconds = reply.elapsedTime / 1000;
+      metrics.observe(req.method, route, status, seconds);
+      req.log.info({ route, method: req.method, status, ms: Math.round(seconds * 1e4) / 10, ...(req.facts ?? {}) }, 'request');
+    };
+    reply.raw.once('finish', () => finish(true));
+    reply.raw.once('close', () => finish(false));
+  });
+
+  app.setErrorHandler((err: FastifyError | Error, req, reply) => {
+    // Body errors (media type, size, JSON) on an unknown path or method: the path is what is wrong.
+    if (!req.routeOptions.url) return notFound(req, reply);
+    if (err instanceof ApiError) {
+      return reply.code(err.statusCode).headers(err.headers).send({ detail: err.detail });
+    }
+    if (err instanceof BudgetError) {
+      return reply.code(422).send({
+        detail: [
+          {
+            type: 'token_budget_exceeded',
+            loc: ['body'],
+            msg: err.message,
+            ctx: { budget: err.budget, limit: err.limit, count: err.count },
+          },
+        ],
+      });
+    }
+    if (err instanceof AbortedError) {
+      return reply.code(408).send({ detail: `Request exceeded its deadline of ${ctx.deadlineMs} ms` });
+    }
+    if (err instanceof OverloadedError) {
+      const s = Math.max(1, Math.ceil(err.retryAfterSeconds));
+      return reply
+        .code(529)
+        .headers({ 'retry-after': String(s), 'retry-after-ms': String(s * 1000) })
+        .send({ detail: 'The engine is overloaded; retry with backoff' });
+    }
+    const code = (err as FastifyError).code;
+    if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return reply.code(413).send({ detail: `Request body is larger than ${bodyLimit} bytes` });
+    }
+    if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return reply.code(415).send({ detail: 'Unsupported media type: send the body as application/json' });
+    }
+    const status = (err as FastifyError).statusCode;
+    if (status && status >= 400 && status < 500 && code?.startsWith('FST_')) {
+      return reply.code(status).send({ detail: err.message });
+    }
+    req.log.error({ err }, 'request failed');
+    return reply.code(500).send({ detail: 'Internal Server Error' });
+  });
+
+  app.setNotFoundHandler((req, reply) => notFound(req, reply));
+
+  systemoneRoute(app, ctx);
+  modelsRoute(app, ctx);
+  opsRoutes(app, ctx);
+  await app.ready();
+  return app as unknown as AssayServer;
+}

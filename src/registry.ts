@@ -1,0 +1,146 @@
+// The model registry: which names the `model` field accepts and which folder answers them.
+//
+// File format (models/registry.json; `path` is relative to the registry file's folder):
+//   {"default": "svc-1.13.0",
+//    "models":  {"svc-1.13.0": {"path": "generated/tiny-fp32", "synthetic": {"shape": "tiny", "dtype": "fp32"},
+//                               "variant": "fp32", "description": "...", "release_date": "2026-11-22"}},
+//    "aliases": {"svc-latest": "svc-1.13.0", "svc-preview": "svc-1.13.0"}}
+// Versioned ids (keys of `models`) are always accepted; GET /v1/models lists the aliases, plus
+// any versioned id whose entry says `"listed": true` (SPEC §2.5: "the list currently holds the aliases").
+import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const DEFAULT_REGISTRY_FILE = fileURLToPath(new URL('../models/registry.json', import.meta.url));
+
+export interface SyntheticSpec {
+  shape: string;
+  dtype: string;
+  positionIds?: boolean;
+  seed?: number;
+}
+
+export interface ModelEntry {
+  /** Model folder (a Hugging Face ONNX export), relative to the registry file's folder or absolute. */
+  path: string;
+  /** Which ONNX file of the folder to run (engine `variant`); default: the engine's choice. */
+  variant?: 'fp32' | 'int8' | 'fp16' | 'q4';
+  /** When set and the folder is missing, the server generates this synthetic (random-weight) model. */
+  synthetic?: SyntheticSpec;
+  description: string;
+  /** YYYY-MM-DD */
+  release_date: string;
+  /** List this versioned id in GET /v1/models as well as its aliases. */
+  listed?: boolean;
+}
+
+export interface RegistryFile {
+  default: string;
+  models: Record<string, ModelEntry>;
+  aliases: Record<string, string>;
+}
+
+export interface Registry extends RegistryFile {
+  /** Absolute path of the file it was read from. */
+  file: string;
+}
+
+export interface ResolvedModel {
+  /** The versioned id that answers (reported in the response's `model`). */
+  id: string;
+  /** Absolute model folder. */
+  dir: string;
+  entry: ModelEntry;
+}
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+function own<T>(o: Record<string, T>, k: string): T | undefined {
+  return Object.prototype.hasOwnProperty.call(o, k) ? o[k] : undefined;
+}
+
+/** Checks the shape and cross-references; throws with a message naming the bad field. */
+export function checkRegistry(data: unknown, file: string): Registry {
+  const fail = (why: string): never => {
+    throw new Error(`model registry ${file}: ${why}`);
+  };
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) fail('not a JSON object');
+  const r = data as Partial<RegistryFile>;
+  if (typeof r.models !== 'object' || r.models === null) fail('"models" must be an object');
+  const models = r.models as Record<string, ModelEntry>;
+  const aliases = (r.aliases ?? {}) as Record<string, string>;
+  for (const [id, e] of Object.entries(models)) {
+    if (typeof e?.path !== 'string' || !e.path) fail(`models["${id}"].path must be a non-empty string`);
+    if (typeof e.description !== 'string') fail(`models["${id}"].description must be a string`);
+    if (typeof e.release_date !== 'string' || !DATE.test(e.release_date)) fail(`models["${id}"].release_date must be YYYY-MM-DD`);
+    if (e.synthetic && (typeof e.synthetic.shape !== 'string' || typeof e.synthetic.dtype !== 'string')) {
+      fail(`models["${id}"].synthetic needs "shape" and "dtype"`);
+    }
+  }
+  for (const [alias, target] of Object.entries(aliases)) {
+    if (own(models, alias)) fail(`alias "${alias}" is also a versioned id`);
+    if (!own(models, target)) fail(`alias "${alias}" points to unknown model "${target}"`);
+  }
+  const def = r.default;
+  if (typeof def !== 'string' || (!own(models, def) && !own(aliases, def))) fail(`"default" must name a model or alias`);
+  return { default: def as string, models, aliases, file: resolve(file) };
+}
+
+export function loadRegistry(file: string = DEFAULT_REGISTRY_FILE): Registry {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`model registry ${file}: cannot read (${(e as Error).message})`);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`model registry ${file}: not valid JSON (${(e as Error).message})`);
+  }
+  return checkRegistry(data, file);
+}
+
+/** A name (alias or versioned id) → the versioned id, its folder and entry; undefined if unknown. */
+export function resolveModel(registry: Registry, name: string): ResolvedModel | undefined {
+  const id = own(registry.aliases, name) ?? name;
+  const entry = own(registry.models, id);
+  if (!entry) return undefined;
+  return { id, dir: resolve(dirname(registry.file), entry.path), entry };
+}
+
+/** Names GET /v1/models lists: the aliases, then versioned ids marked `listed`. */
+export function listModelNames(registry: Registry): string[] {
+  const listed = Object.entries(registry.models)
+    .filter(([, e]) => e.listed)
+    .map(([id]) => id);
+  return [...Object.keys(registry.aliases), ...listed];
+}
+
+/** Every name the `model` field accepts (aliases and versioned ids). */
+export function acceptedModelNames(registry: Registry): string[] {
+  return [...Object.keys(registry.aliases), ...Object.keys(registry.models)];
+}
+
+/**
+ * Adds or replaces a versioned model (and points the given aliases at it), writing the file
+ * atomically (temp file + rename). A relative `entry.path` is taken relative to the registry's folder.
+ */
+export function registerModel(file: string, id: string, entry: ModelEntry, aliases: string[] = []): Registry {
+  const current: RegistryFile = existsSync(file)
+    ? (({ file: _f, ...rest }) => rest)(loadRegistry(file))
+    : { default: id, models: {}, aliases: {} };
+  const next: RegistryFile = {
+    default: current.default,
+    models: { ...current.models, [id]: entry },
+    aliases: { ...current.aliases },
+  };
+  for (const a of aliases) next.aliases[a] = id;
+  const checked = checkRegistry(next, file);
+  mkdirSync(dirname(resolve(file)), { recursive: true });
+  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  writeFileSync(tmp, JSON.stringify(next, null, 2) + '\n');
+  renameSync(tmp, file);
+  return checked;
+}
