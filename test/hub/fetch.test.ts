@@ -1,0 +1,234 @@
+// models:fetch against a local hub (test/hub/hub-server.ts) serving the tiny int8 synthetic
+// export: download + registration, checksum failure, resume, a missing repo, and the engine
+// serving the fetched folder as it lies on disk.
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ensureSynthModel } from '../../models/ensure.js';
+import { run } from '../../models/fetch.js';
+import { loadEvaluator } from '../../src/engine/index.js';
+import { fetchModel, HubFetchError } from '../../src/hub/fetch.js';
+import { loadRegistry, resolveModel } from '../../src/registry.js';
+import { FakeHub } from './hub-server.js';
+
+const REPO = 'acme/tiny-int8';
+const ONNX = 'onnx/model_quantized.onnx';
+const TOKEN = 'hf_localtesttoken';
+/** What a fetch of the int8 variant brings: the export's files, never the synthetic marker assay.json. */
+const EXPECTED = ['config.json', 'generation_config.json', ONNX, 'tokenizer.json', 'tokenizer_config.json'];
+
+let hub: FakeHub;
+let source: string;
+let commit: string;
+let tmp: string;
+let dest: string;
+let registry: string;
+
+beforeAll(async () => {
+  source = await ensureSynthModel({ shape: 'tiny', dtype: 'int8' });
+  hub = new FakeHub();
+  commit = hub.addRepo(REPO, source);
+  await hub.start();
+});
+afterAll(async () => {
+  await hub.stop();
+});
+beforeEach(async () => {
+  tmp = await mkdtemp(path.join(tmpdir(), 'assay-fetch-'));
+  dest = path.join(tmp, 'hub');
+  registry = path.join(tmp, 'registry.json');
+  hub.log.length = 0;
+  hub.corrupt.clear();
+  hub.truncateAt.clear();
+});
+afterEach(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+function sink(): Writable & { text: () => string } {
+  const chunks: string[] = [];
+  const w = new Writable({
+    write(c, _e, cb) {
+      chunks.push(String(c));
+      cb();
+    },
+  });
+  return Object.assign(w, { text: () => chunks.join('') });
+}
+
+async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out = sink();
+  const err = sink();
+  const code = await run([...args, '--dest', dest, '--registry', registry], {
+    env: { HF_ENDPOINT: hub.url, HF_TOKEN: TOKEN },
+    stdout: out,
+    stderr: err,
+  });
+  return { code, out: out.text(), err: err.text() };
+}
+
+const modelDir = () => path.join(dest, 'acme', 'tiny-int8', commit);
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+async function filesUnder(dir: string): Promise<string[]> {
+  if (!existsSync(dir)) return [];
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
+    .sort();
+}
+
+describe('models:fetch', () => {
+  it('downloads and verifies the export, registers it, and the engine serves the folder unchanged', async () => {
+    const r = await cli([REPO, '--variant', 'int8', '--id', 'svc-9.9.0', '--alias', 'svc-next']);
+    expect(r.err).not.toMatch(/error/i);
+    expect(r.code).toBe(0);
+    expect(r.err).toContain('100.0%');
+
+    // Byte-identical copies of exactly the export's files, under <repo>/<commit>/.
+    expect(await filesUnder(modelDir())).toEqual(EXPECTED);
+    for (const f of EXPECTED) {
+      expect(sha256(readFileSync(path.join(modelDir(), f))), f).toBe(sha256(readFileSync(path.join(source, f))));
+    }
+    // Every hub call went to HF_ENDPOINT with HF_TOKEN; the revision was pinned to the commit.
+    expect(hub.log.length).toBeGreaterThan(EXPECTED.length);
+    for (const req of hub.log) expect(req.authorization, req.url).toBe(`Bearer ${TOKEN}`);
+    expect(hub.log.filter((q) => q.url.includes('/resolve/')).every((q) => q.url.includes(`/resolve/${commit}/`))).toBe(true);
+
+    const reg = loadRegistry(registry);
+    expect(reg.models['svc-9.9.0']).toEqual({
+      path: `hub/acme/tiny-int8/${commit}`,
+      variant: 'int8',
+      description: expect.stringContaining(REPO),
+      release_date: '2025-01-15',
+    });
+    expect(reg.aliases['svc-next']).toBe('svc-9.9.0');
+    expect(JSON.parse(r.out)).toMatchObject({ id: 'svc-9.9.0', commit, variant: 'int8' });
+
+    const resolved = resolveModel(reg, 'svc-next')!;
+    expect(resolved.dir).toBe(modelDir());
+    const evaluator = await loadEvaluator({ modelDir: resolved.dir, variant: resolved.entry.variant });
+    try {
+      const res = await evaluator.evaluate({
+        state: 'The invoice was paid on 3 March, two weeks late.',
+        questions: {
+          late: { type: 'noul', instructions: 'Was the invoice paid late?' },
+          how: { type: 'choice', instructions: 'How was it paid?', criteria: { card: null, transfer: 'bank transfer', cash: null } },
+        },
+      });
+      expect(res.answers.late.type).toBe('noul');
+      const noul = res.answers.late as { noul: number };
+      expect(noul.noul).toBeGreaterThanOrEqual(0);
+      expect(noul.noul).toBeLessThanOrEqual(1);
+      const choice = res.answers.how as { choice: string; probabilities: Record<string, number> };
+      expect(Object.keys(choice.probabilities).sort()).toEqual(['card', 'cash', 'transfer']);
+      expect(res.usage.input_tokens).toBeGreaterThan(0);
+    } finally {
+      await evaluator.close();
+    }
+  });
+
+  it('a second run finds the verified files in place and transfers nothing', async () => {
+    expect((await cli([REPO])).code).toBe(0);
+    hub.log.length = 0;
+    const again = await cli([REPO]);
+    expect(again.code).toBe(0);
+    expect(hub.log.filter((q) => q.url.includes('/resolve/'))).toEqual([]);
+    // Default id: <name>-<variant>-<commit7>
+    expect(Object.keys(loadRegistry(registry).models)).toEqual([`tiny-int8-int8-${commit.slice(0, 7)}`]);
+  });
+
+  it('rejects bytes that do not match the hub checksum: clear error, nothing kept, nothing registered', async () => {
+    const before = { default: 'x', models: { x: { path: 'elsewhere', description: 'kept as is', release_date: '2024-01-01' } }, aliases: {} };
+    await writeFile(registry, JSON.stringify(before));
+    const registryBytes = readFileSync(registry);
+    hub.corrupt.add(ONNX);
+
+    const r = await cli([REPO, '--id', 'svc-bad']);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain(`${ONNX} failed verification`);
+    expect(r.err).toContain(`sha256 ${sha256(readFileSync(path.join(source, ONNX)))}`);
+    const left = await filesUnder(modelDir());
+    expect(left).not.toContain(ONNX);
+    expect(left.filter((f) => f.endsWith('.part'))).toEqual([]);
+    expect(readFileSync(registry).equals(registryBytes)).toBe(true);
+  });
+
+  it('resumes a partial download with a Range request for the rest only', async () => {
+    const full = readFileSync(path.join(source, ONNX));
+    const have = Math.floor(full.length * 0.4);
+    await mkdir(path.join(modelDir(), 'onnx'), { recursive: true });
+    await writeFile(path.join(modelDir(), `${ONNX}.part`), full.subarray(0, have));
+
+    const result = await fetchModel({ repo: REPO, destRoot: dest, hubUrl: hub.url, variant: 'int8' });
+    expect(result.files.find((f) => f.path === ONNX)!.how).toBe('resumed');
+    const requests = hub.downloads(ONNX);
+    expect(requests.map((q) => q.range)).toEqual([`bytes=${have}-`]);
+    expect(sha256(readFileSync(path.join(modelDir(), ONNX)))).toBe(sha256(full));
+    expect(existsSync(path.join(modelDir(), `${ONNX}.part`))).toBe(false);
+  });
+
+  it('picks up after a connection dropped mid-file', async () => {
+    const full = readFileSync(path.join(source, ONNX));
+    hub.truncateAt.set(ONNX, Math.floor(full.length / 2));
+    await expect(fetchModel({ repo: REPO, destRoot: dest, hubUrl: hub.url })).rejects.toThrow();
+    const part = path.join(modelDir(), `${ONNX}.part`);
+    const kept = (await stat(part)).size;
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThan(full.length);
+
+    hub.truncateAt.clear();
+    hub.log.length = 0;
+    const result = await fetchModel({ repo: REPO, destRoot: dest, hubUrl: hub.url });
+    expect(hub.downloads(ONNX).map((q) => q.range)).toEqual([`bytes=${kept}-`]);
+    expect(result.files.find((f) => f.path === ONNX)!.how).toBe('resumed');
+    expect(sha256(readFileSync(path.join(modelDir(), ONNX)))).toBe(sha256(full));
+  });
+
+  it('verifies the resumed bytes too: a corrupt partial file fails and is discarded', async () => {
+    const full = readFileSync(path.join(source, ONNX));
+    const bad = Buffer.from(full.subarray(0, 1000));
+    bad[10] ^= 0xff;
+    await mkdir(path.join(modelDir(), 'onnx'), { recursive: true });
+    await writeFile(path.join(modelDir(), `${ONNX}.part`), bad);
+
+    const err = await fetchModel({ repo: REPO, destRoot: dest, hubUrl: hub.url }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HubFetchError);
+    expect((err as HubFetchError).code).toBe('checksum');
+    expect(existsSync(path.join(modelDir(), `${ONNX}.part`))).toBe(false);
+    // The next run starts that file over and succeeds.
+    await fetchModel({ repo: REPO, destRoot: dest, hubUrl: hub.url });
+    expect(sha256(readFileSync(path.join(modelDir(), ONNX)))).toBe(sha256(full));
+  });
+
+  it('a repo the hub does not have: a clear error naming it, nothing written', async () => {
+    const r = await cli(['acme/no-such-model']);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/model repository acme\/no-such-model@main on http:\/\/127\.0\.0\.1:\d+ was not found \(HTTP 404\)/);
+    expect(r.err).toContain('HF_TOKEN');
+    expect(existsSync(dest)).toBe(false);
+    expect(existsSync(registry)).toBe(false);
+  });
+
+  it('a variant the repo lacks: names the variants it has', async () => {
+    const r = await cli([REPO, '--variant', 'fp16']);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('lacks onnx/model_fp16.onnx. Variants this repo has: int8.');
+    expect(existsSync(registry)).toBe(false);
+  });
+
+  it('usage errors exit 2 with the usage text; --help exits 0', async () => {
+    expect((await cli([])).code).toBe(2);
+    const bad = await cli([REPO, '--variant', 'int4']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--variant must be one of fp32, int8, fp16, q4');
+    const help = await cli(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.out).toContain('Usage: npm run models:fetch');
+  });
+});
