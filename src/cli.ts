@@ -1,0 +1,52 @@
+// assay <serve|eval|models> [--help]: the command dispatcher.
+import { pathToFileURL } from 'node:url';
+
+const HELP = `Usage: assay <command> [options]
+
+Commands:
+  serve    run the HTTP API (assay serve --help)
+  eval     answer questions about a state, locally or against a server (assay eval --help)
+  models   list, fetch and register models (assay models --help)
+
+Run 'assay <command> --help' for a command's options.`;
+
+type Command = (argv: string[]) => Promise<number>;
+
+// Loaded on demand, so one command's missing or broken module cannot break another.
+const COMMANDS: Record<string, () => Promise<{ run: Command }>> = {
+  serve: () => import('./commands/serve.js'),
+  eval: () => import('./commands/eval.js'),
+  models: () => import('./commands/models.js'),
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '-h' || name === '--help' || name === 'help') {
+    process.stdout.write(`${HELP}\n`);
+    return name === undefined ? 2 : 0;
+  }
+  const load = COMMANDS[name];
+  if (!load) {
+    process.stderr.write(`assay: unknown command '${name}'\n\n${HELP}\n`);
+    return 2;
+  }
+  return (await load()).run(rest);
+}
+
+/** Runs main and exits with its status, once pending output is flushed. */
+export async function runCli(argv: string[]): Promise<void> {
+  let code: number;
+  try {
+    code = await main(argv);
+  } catch (e) {
+    process.stderr.write(`assay: ${(e as Error)?.stack ?? String(e)}\n`);
+    code = 1;
+  }
+  process.exitCode = code;
+  // Native thread pools can outlive their sessions by a moment; do not hang on them.
+  setTimeout(() => process.exit(code), 1000).unref();
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  void runCli(process.argv.slice(2));
+}
