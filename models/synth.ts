@@ -29,7 +29,7 @@ export const SHAPE_NAMES: readonly ShapeName[] = ['tiny', 'qwen2.5-0.5b', 'qwen3
 export const DTYPES: readonly SynthDtype[] = ['fp32', 'int8'];
 
 /** Bumped whenever the generated files change; ensureSynthModel regenerates older folders. */
-export const GENERATOR_VERSION = 1;
+export const GENERATOR_VERSION = 2;
 export const DEFAULT_SEED = 20240601;
 export const MEANINGLESS_WARNING =
   'SYNTHETIC MODEL: random weights. Its answers are meaningless; only speed, memory, tokenization and numerics are real.';
@@ -336,11 +336,10 @@ export function buildDecoder(g: GraphBuilder, m: ShapeManifest, opts: { quantize
 
   const hf = rmsNorm(ctx, x, 'model.norm.weight', H, eps);
   if (!ctx.quantized) {
-    // Tied head without a second copy: Gemm with transB over the embedding itself.
-    const h2d = g.op('Reshape', [hf, g.constI64([-1, H])]);
-    const l2d = g.op('Gemm', [h2d, embedName], { transB: { i: 1 } });
-    const outShape = g.op('Concat', [idsShape, g.constI64([V])], { axis: { i: 0 } });
-    g.node('Reshape', [l2d, outShape], { outputs: ['logits'] });
+    // Tied head as the PyTorch exporter writes it: MatMul of the final hidden state [batch, seq, H]
+    // by the transposed embedding (onnxruntime folds the Transpose into one constant at load).
+    const embT = g.op('Transpose', [embedName], { perm: { ints: [1, 0] } });
+    g.node('MatMul', [hf, embT], { outputs: ['logits'] });
   } else {
     // The quantized head is its own transposed int8 initializer, as quantize_dynamic makes it.
     const wT = new Float32Array(H * V);

@@ -18,6 +18,8 @@ export interface EngineConfig {
   /** Token budgets (SPEC §8). */
   requestTokenBudget?: number;
   questionTokenBudget?: number;
+  /** Rewrite the loaded graph so passes project only the positions read (default true; false runs the export as is). */
+  rewriteGraph?: boolean;
   /** Softmax temperature applied to answer logits; default from the model's assay.json manifest, else 1. */
   temperature?: number;
 }

@@ -3,7 +3,7 @@
 import { DEFAULTS, type EngineConfig } from './config.js';
 import { AbortedError, ModelLoadError } from './errors.js';
 import { buildAnswer, normalize } from './answers.js';
-import { labelLogProbs } from './labels.js';
+import { firstTokens, labelLogProbs } from './labels.js';
 import { openModelFolder } from './model-folder.js';
 import { planRequest, type Budgets, type PlannedQuestion } from './plan.js';
 import { PrefixCache } from './prefix-cache.js';
@@ -21,12 +21,12 @@ export async function createEvaluator(config: EngineConfig): Promise<Evaluator> 
   }
   const endToken = codec.eosTokenId ?? folder.eosTokenIds[0];
   if (endToken === undefined) throw new ModelLoadError(`${folder.dir}: no eos_token in tokenizer_config.json or generation_config.json`);
-  const runner = await ModelRunner.create(folder, config);
+  const runner = await ModelRunner.create(folder, config, config.temperature ?? folder.manifest.temperature ?? 1);
   return new OnnxEvaluator(config, `${folder.dir}#${folder.variant}`, codec, runner, endToken, {
     request: config.requestTokenBudget ?? DEFAULTS.requestTokenBudget,
     question: config.questionTokenBudget ?? DEFAULTS.questionTokenBudget,
     context: folder.maxContext,
-  }, promptSet(folder.manifest.prompt_version), config.temperature ?? folder.manifest.temperature ?? 1);
+  }, promptSet(folder.manifest.prompt_version));
 }
 
 class OnnxEvaluator implements Evaluator {
@@ -42,7 +42,6 @@ class OnnxEvaluator implements Evaluator {
     private readonly endToken: number,
     private readonly budgets: Budgets,
     private readonly prompts: PromptSet,
-    private readonly temperature: number,
   ) {
     this.scheduler = new Scheduler(config.maxQueue ?? DEFAULTS.maxQueue);
     this.cache = new PrefixCache(config.prefixCacheBytes ?? DEFAULTS.prefixCacheBytes);
@@ -68,7 +67,7 @@ class OnnxEvaluator implements Evaluator {
       let prefixKv = cached;
       if (!prefixKv) {
         checkAborted(signal);
-        prefixKv = (await this.run(plan.prefix, null, 'none', true)).present!;
+        prefixKv = (await this.run(plan.prefix, null, [], true)).present!;
         this.cache.store(this.cacheKey, plan.prefix, prefixKv);
       }
       for (const q of plan.questions) out[q.key] = await this.answer(q, q.suffix, prefixKv, signal);
@@ -97,11 +96,13 @@ class OnnxEvaluator implements Evaluator {
   private async answer(q: PlannedQuestion, tokens: number[], past: KvCache | null, signal?: AbortSignal): Promise<Answer> {
     checkAborted(signal);
     const continues = q.labels.some((l) => l.tokens.length > 1);
-    const first = await this.run(tokens, past, 'last', continues);
-    const logps = await labelLogProbs(q.labels, first.logits[0], async (labelTokens) => {
+    const starts = firstTokens(q.labels);
+    const first = await this.run(tokens, past, [starts], continues);
+    const firstLogprobs = new Map(starts.map((token, c) => [token, first.logprobs[0][c]]));
+    const logps = await labelLogProbs(q.labels, firstLogprobs, async (input, candidates) => {
       checkAborted(signal);
-      return (await this.run(labelTokens, first.present!, 'all', false)).logits;
-    }, this.temperature);
+      return (await this.run(input, first.present!, candidates, false)).logprobs;
+    });
     return buildAnswer(q.question, normalize(logps));
   }
 

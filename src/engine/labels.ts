@@ -19,36 +19,56 @@ export function labelSequences(labels: string[], encode: (text: string) => numbe
   });
 }
 
+/** Candidate log-probabilities at the last positions of a pass: [position][candidate]. */
+export type ReadPass = (input: number[], candidates: number[][]) => Promise<number[][]>;
+
+/** The tokens a label set can start with: the candidates to read right after the prompt. */
+export function firstTokens(sequences: LabelSequence[]): number[] {
+  return [...new Set(sequences.map((s) => s.tokens[0]))];
+}
+
 /**
- * Log-probability of each label sequence. `first` is the distribution after the prompt;
- * `continueWith(tokens)` returns the distributions after each of tokens[0..k] (one pass over the
- * question's cache). Labels that continue the same way share that pass.
+ * Log-probability of each label sequence. `first` maps each first token to its log-probability after
+ * the prompt; `continueWith(input, candidates)` runs `input` on the question's cache and reads the
+ * candidates' log-probabilities at each of its positions. A label whose continuation is the start of
+ * another's rides on that one's pass (causal attention: the shorter input's distributions are the
+ * longer one's first positions), so there is one pass per distinct longest path, not per label.
  */
-export async function labelLogProbs(
-  sequences: LabelSequence[],
-  first: Float32Array,
-  continueWith: (tokens: number[]) => Promise<Float32Array[]>,
-  temperature: number,
-): Promise<number[]> {
-  const firstLog = logSoftmaxAt(first, temperature);
-  const passes = new Map<string, Promise<Float32Array[]>>();
-  const result: number[] = [];
-  for (const { tokens } of sequences) {
-    let logp = firstLog(tokens[0]);
-    if (tokens.length > 1) {
-      const input = tokens.slice(0, -1);
-      const key = input.join(',');
-      let pass = passes.get(key);
-      if (!pass) {
-        pass = continueWith(input);
-        passes.set(key, pass);
-      }
-      const rows = await pass;
-      for (let j = 1; j < tokens.length; j++) logp += logSoftmaxAt(rows[j - 1], temperature)(tokens[j]);
-    }
-    result.push(logp);
+export async function labelLogProbs(sequences: LabelSequence[], first: Map<number, number>, continueWith: ReadPass): Promise<number[]> {
+  interface Pass {
+    input: number[];
+    needs: Array<Set<number>>;
   }
-  return result;
+  const passes: Pass[] = [];
+  const passOf = new Map<LabelSequence, Pass>();
+  const longestFirst = sequences.filter((s) => s.tokens.length > 1).sort((a, b) => b.tokens.length - a.tokens.length);
+  for (const seq of longestFirst) {
+    const input = seq.tokens.slice(0, -1);
+    let pass = passes.find((p) => startsWith(p.input, input));
+    if (!pass) {
+      pass = { input, needs: input.map(() => new Set<number>()) };
+      passes.push(pass);
+    }
+    for (let j = 0; j < input.length; j++) pass.needs[j].add(seq.tokens[j + 1]);
+    passOf.set(seq, pass);
+  }
+
+  const read = new Map<Pass, Array<Map<number, number>>>();
+  for (const pass of passes) {
+    const candidates = pass.needs.map((set) => (set.size > 0 ? [...set] : [0]));
+    const logprobs = await continueWith(pass.input, candidates);
+    read.set(pass, candidates.map((row, j) => new Map(row.map((token, c) => [token, logprobs[j][c]]))));
+  }
+
+  return sequences.map((seq) => {
+    let logp = first.get(seq.tokens[0])!;
+    const pass = passOf.get(seq);
+    if (pass) {
+      const rows = read.get(pass)!;
+      for (let j = 1; j < seq.tokens.length; j++) logp += rows[j - 1].get(seq.tokens[j])!;
+    }
+    return logp;
+  });
 }
 
 /** log softmax(logits / T)[token], computed in float64. Returns a reader over one distribution. */

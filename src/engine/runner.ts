@@ -2,6 +2,9 @@
 // metadata and config.json (no architecture is hard-coded). Everything that touches tensors is here.
 import * as ort from 'onnxruntime-node';
 import { ModelLoadError } from './errors.js';
+import { CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, KEEP_INPUT, LOGPROBS_OUTPUT } from './graph-rewrite.js';
+import { loadModelBytes } from './model-bytes.js';
+import { logSoftmaxAt } from './labels.js';
 import type { ModelFolder } from './model-folder.js';
 import type { EngineConfig } from './config.js';
 
@@ -14,12 +17,10 @@ export interface KvCache {
 }
 
 export interface ForwardResult {
-  /** One row of vocabulary logits per requested position (float32, raw). */
-  logits: Float32Array[];
+  /** logprobs[j][c]: log-probability of candidates[j][c] at the j-th of the last positions read. */
+  logprobs: number[][];
   present?: KvCache;
 }
-
-export type LogitsWanted = 'none' | 'last' | 'all';
 
 export class ModelRunner {
   private readonly pastNames: string[];
@@ -30,11 +31,14 @@ export class ModelRunner {
   private readonly kvType: 'float32' | 'float16';
   private readonly kvHeads: number;
   private readonly headDim: number;
+  /** Whether the loaded graph was rewritten to project only kept positions and return candidate log-probabilities. */
+  readonly rewritten: boolean;
   readonly vocabSize: number;
 
   private constructor(
     private readonly session: ort.InferenceSession,
     folder: ModelFolder,
+    private readonly temperature: number,
   ) {
     const inputs = session.inputNames;
     const outputs = new Set(session.outputNames);
@@ -53,6 +57,7 @@ export class ModelRunner {
     }
     this.hasPositionIds = inputs.includes('position_ids');
     this.logitsToKeepName = inputs.find((n) => n === 'num_logits_to_keep' || n === 'logits_to_keep');
+    this.rewritten = inputs.includes(KEEP_INPUT) && outputs.has(LOGPROBS_OUTPUT);
 
     const meta = session.inputMetadata.find((m) => m.name === this.pastNames[0]);
     const shape = meta && meta.isTensor ? meta.shape : [];
@@ -67,7 +72,7 @@ export class ModelRunner {
     this.vocabSize = num(c.vocab_size);
   }
 
-  static async create(folder: ModelFolder, config: EngineConfig): Promise<ModelRunner> {
+  static async create(folder: ModelFolder, config: EngineConfig, temperature = 1): Promise<ModelRunner> {
     const provider = config.provider ?? 'cpu';
     const options: ort.InferenceSession.SessionOptions = {
       executionProviders: provider === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
@@ -79,7 +84,8 @@ export class ModelRunner {
     };
     let session: ort.InferenceSession;
     try {
-      session = await ort.InferenceSession.create(folder.onnxPath, options);
+      const model = await loadModelBytes(folder, config.rewriteGraph !== false);
+      session = typeof model === 'string' ? await ort.InferenceSession.create(model, options) : await ort.InferenceSession.create(model, options);
     } catch (error) {
       const message = (error as Error).message;
       if (provider === 'cuda') {
@@ -90,7 +96,7 @@ export class ModelRunner {
       }
       throw new ModelLoadError(`${folder.onnxPath}: onnxruntime cannot load it (${message})`);
     }
-    return new ModelRunner(session, folder);
+    return new ModelRunner(session, folder, temperature);
   }
 
   /** Bytes one token's keys and values take over all layers. */
@@ -99,10 +105,44 @@ export class ModelRunner {
   }
 
   /**
-   * Runs `ids` after `past` (batch 1). Fetches only what is asked for: the logits of the last or of
-   * every new position, and the present KV only when a later pass will continue from it.
+   * Runs `ids` after `past` (batch 1) and returns the log-probabilities of `candidates[j]` at each of
+   * the last `candidates.length` positions (none for a prefix pass). The present KV is fetched only
+   * when a later pass continues from it: onnxruntime-node copies every output it returns.
    */
-  async forward(ids: number[], past: KvCache | null, logits: LogitsWanted, present: boolean): Promise<ForwardResult> {
+  async forward(ids: number[], past: KvCache | null, candidates: number[][], present: boolean): Promise<ForwardResult> {
+    const keep = candidates.length;
+    const feeds = this.feeds(ids, past, candidates);
+    const fetches: string[] = [];
+    if (keep > 0) fetches.push(this.rewritten ? LOGPROBS_OUTPUT : 'logits');
+    if (present) for (const name of this.pastNames) fetches.push(this.presentOf.get(name)!);
+    const out = await this.session.run(feeds, fetches);
+
+    const result: ForwardResult = { logprobs: [] };
+    if (keep > 0) {
+      if (this.rewritten) {
+        const data = out[LOGPROBS_OUTPUT].data as Float32Array;
+        const width = out[LOGPROBS_OUTPUT].dims[2];
+        result.logprobs = candidates.map((row, j) => row.map((_, c) => data[j * width + c]));
+      } else {
+        const rows = this.logitRows(out.logits, keep);
+        result.logprobs = candidates.map((row, j) => {
+          const at = logSoftmaxAt(rows[j], this.temperature);
+          return row.map(at);
+        });
+      }
+    }
+    if (present) result.present = this.collectPresent(out, past?.length ?? 0, ids.length);
+    return result;
+  }
+
+  /** Raw vocabulary logits of every position of `ids` (for checks against other implementations). */
+  async logits(ids: number[], past: KvCache | null = null): Promise<Float32Array[]> {
+    const out = await this.session.run(this.feeds(ids, past, ids.map(() => [0])), ['logits']);
+    return this.logitRows(out.logits, ids.length);
+  }
+
+  private feeds(ids: number[], past: KvCache | null, candidates: number[][]): Record<string, ort.Tensor> {
+    const keep = candidates.length;
     const pastLength = past?.length ?? 0;
     const n = ids.length;
     const total = pastLength + n;
@@ -115,30 +155,31 @@ export class ModelRunner {
       for (let i = 0; i < n; i++) positions[i] = BigInt(pastLength + i);
       feeds.position_ids = new ort.Tensor('int64', positions, [1, n]);
     }
-    if (this.logitsToKeepName) {
-      const keep = logits === 'all' ? n : 1;
-      feeds[this.logitsToKeepName] = new ort.Tensor('int64', BigInt64Array.from([BigInt(keep)]), []);
+    // HF's num_logits_to_keep: 0 means all, so a prefix pass keeps 1.
+    if (this.logitsToKeepName) feeds[this.logitsToKeepName] = new ort.Tensor('int64', BigInt64Array.of(BigInt(Math.max(1, keep))), []);
+    if (this.rewritten) {
+      feeds[KEEP_INPUT] = new ort.Tensor('int64', BigInt64Array.of(BigInt(keep)), []);
+      const width = Math.max(1, ...candidates.map((c) => c.length));
+      const ids64 = new BigInt64Array(keep * width);
+      candidates.forEach((row, j) => {
+        for (let c = 0; c < width; c++) ids64[j * width + c] = BigInt(row[c] ?? row[0] ?? 0);
+      });
+      feeds[CANDIDATES_INPUT] = new ort.Tensor('int64', ids64, [1, keep, width]);
+      feeds[INV_TEMPERATURE_INPUT] = new ort.Tensor('float32', Float32Array.of(1 / this.temperature), []);
     }
     for (const name of this.pastNames) feeds[name] = past?.tensors.get(name) ?? this.emptyPast();
+    return feeds;
+  }
 
-    const fetches: string[] = [];
-    if (logits !== 'none') fetches.push('logits');
-    if (present) for (const name of this.pastNames) fetches.push(this.presentOf.get(name)!);
-    const out = await this.session.run(feeds, fetches);
-
-    const result: ForwardResult = { logits: [] };
-    if (logits !== 'none') result.logits = this.logitRows(out.logits, logits === 'all' ? n : 1);
-    if (present) {
-      const tensors = new Map<string, ort.Tensor>();
-      let bytes = 0;
-      for (const name of this.pastNames) {
-        const t = out[this.presentOf.get(name)!];
-        tensors.set(name, t);
-        bytes += (t.data as ArrayBufferView).byteLength;
-      }
-      result.present = { tensors, length: total, bytes };
+  private collectPresent(out: ort.InferenceSession.OnnxValueMapType, pastLength: number, n: number): KvCache {
+    const tensors = new Map<string, ort.Tensor>();
+    let bytes = 0;
+    for (const name of this.pastNames) {
+      const t = out[this.presentOf.get(name)!];
+      tensors.set(name, t);
+      bytes += (t.data as ArrayBufferView).byteLength;
     }
-    return result;
+    return { tensors, length: pastLength + n, bytes };
   }
 
   async close(): Promise<void> {

@@ -46,7 +46,7 @@ describe('multi-token labels', () => {
     const brute: number[] = [];
     for (const { tokens } of plan.questions[0].labels) {
       // One pass over prompt + label: the logits at position (prompt end − 1 + j) predict token j.
-      const { logits } = await runner.forward([...prompt, ...tokens.slice(0, -1)], null, 'all', false);
+      const logits = await runner.logits([...prompt, ...tokens.slice(0, -1)]);
       const rows = logits.slice(prompt.length - 1);
       brute.push(tokens.reduce((sum, token, j) => sum + logSoftmaxAt(rows[j], 1)(token), 0));
     }

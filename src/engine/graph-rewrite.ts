@@ -1,0 +1,176 @@
+// Rewrites a stock decoder export at load time so a pass computes and returns only what the engine reads:
+//
+// 1. the vocabulary projection runs on the last `assay_keep` positions only (a stock export projects
+//    every position: for a 2,000-token prefix that is a quarter of the model's FLOPs thrown away);
+// 2. a new output `assay_logprobs` [batch, keep, K] holds log softmax(logits · inv_temperature) at
+//    the candidate tokens `assay_candidates` [batch, keep, K], so a pass returns a few numbers
+//    instead of a 600 KB vocabulary row per position (onnxruntime-node copies every fetched output).
+//
+// The head is found structurally: walking back from `logits` to the nearest matrix product whose
+// weight has a vocabulary-sized dimension; its activation input (before any DynamicQuantizeLinear)
+// is the final hidden state, sliced along the sequence axis. When the graph has another shape
+// (a reshape after the head, say), the rewrite is skipped and the engine reads full logits instead.
+import onnxProto from 'onnx-proto';
+import type { onnx as OnnxTypes } from 'onnx-proto';
+
+const onnx = onnxProto.onnx;
+const INT64 = 7;
+const FLOAT = 1;
+const MATMULS = new Set(['MatMul', 'Gemm', 'MatMulInteger', 'MatMulNBits', 'DynamicQuantizeMatMul', 'MatMulIntegerToFloat', 'FusedMatMul']);
+/** Nodes the activation passes through between the final norm and the projection. */
+const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
+
+export const KEEP_INPUT = 'assay_keep';
+export const CANDIDATES_INPUT = 'assay_candidates';
+export const INV_TEMPERATURE_INPUT = 'assay_inv_temperature';
+export const LOGPROBS_OUTPUT = 'assay_logprobs';
+
+export interface Rewritten {
+  bytes: Uint8Array;
+  /** Files the model's initializers live in (external data), relative to the model file. */
+  externalFiles: string[];
+}
+
+/** The rewritten model, or undefined when the head was not recognized. */
+export function rewriteHead(modelBytes: Uint8Array, vocabSize: number): Rewritten | undefined {
+  const model = onnx.ModelProto.decode(modelBytes);
+  const graph = model.graph!;
+  const externalFiles = new Set<string>();
+  for (const t of graph.initializer ?? []) {
+    const location = t.externalData?.find((e) => e.key === 'location')?.value;
+    if (location) externalFiles.add(location);
+  }
+  const nodes = graph.node!;
+  const producer = new Map<string, OnnxTypes.INodeProto>();
+  for (const n of nodes) for (const o of n.output ?? []) producer.set(o, n);
+  const dimsOf = new Map<string, number[]>();
+  for (const t of graph.initializer ?? []) dimsOf.set(t.name!, (t.dims ?? []).map(Number));
+
+  // 1. The head: nearest matrix product upstream of logits with a vocabulary-sized weight.
+  const head = findHead('logits', producer, dimsOf, vocabSize);
+  if (!head) return undefined;
+  let hidden = head.input![0];
+  for (let n = producer.get(hidden); n && ACTIVATION_PASSTHROUGH.has(n.opType!); n = producer.get(hidden)) hidden = n.input![0];
+  // The path hidden → logits must not reshape (its output keeps the [batch, seq, vocab] layout).
+  if (!pathIsRankPreserving(hidden, 'logits', producer)) return undefined;
+
+  const opset = Number((model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx')?.version ?? 17);
+  const added: OnnxTypes.INodeProto[] = [];
+  const init: OnnxTypes.ITensorProto[] = [];
+  const c = (name: string, values: number[]): string => {
+    init.push({ name, dataType: INT64, dims: [values.length], int64Data: values });
+    return name;
+  };
+  const node = (opType: string, input: string[], output: string, attribute: OnnxTypes.IAttributeProto[] = []): string => {
+    added.push({ opType, input, output: [output], name: `assay/${output}`, attribute });
+    return output;
+  };
+
+  // 2. Slice the hidden state to the last `keep` positions: start = seq_len − keep.
+  const sliced = 'assay/hidden_kept';
+  node('Shape', [hidden], 'assay/hidden_shape');
+  node('Gather', ['assay/hidden_shape', c('assay/one', [1])], 'assay/seq_len');
+  node('Reshape', [KEEP_INPUT, c('assay/shape1', [1])], 'assay/keep1');
+  node('Sub', ['assay/seq_len', 'assay/keep1'], 'assay/start');
+  node('Slice', [hidden, 'assay/start', c('assay/end', [2 ** 53 - 1]), 'assay/one'], sliced);
+  for (const n of nodes) {
+    if (n === undefined) continue;
+    n.input = n.input!.map((i) => (i === hidden && isDownstreamOfHeadPath(n, producer, hidden) ? sliced : i));
+  }
+
+  // 3. Log-probabilities of the candidate tokens.
+  node('Mul', ['logits', INV_TEMPERATURE_INPUT], 'assay/scaled');
+  const axes = c('assay/last_axis', [-1]);
+  if (opset >= 18) node('ReduceLogSumExp', ['assay/scaled', axes], 'assay/log_z', [{ name: 'keepdims', type: 2, i: 1 }]);
+  else node('ReduceLogSumExp', ['assay/scaled'], 'assay/log_z', [{ name: 'axes', type: 7, ints: [-1] }, { name: 'keepdims', type: 2, i: 1 }]);
+  node('GatherElements', ['assay/scaled', CANDIDATES_INPUT], 'assay/picked', [{ name: 'axis', type: 2, i: 2 }]);
+  node('Sub', ['assay/picked', 'assay/log_z'], LOGPROBS_OUTPUT);
+
+  graph.node = [...nodes, ...added];
+  graph.initializer = [...(graph.initializer ?? []), ...init];
+  graph.input = [
+    ...(graph.input ?? []),
+    tensorInfo(KEEP_INPUT, INT64, []),
+    tensorInfo(CANDIDATES_INPUT, INT64, ['batch_size', 'assay_keep', 'assay_candidates']),
+    tensorInfo(INV_TEMPERATURE_INPUT, FLOAT, []),
+  ];
+  graph.output = [...(graph.output ?? []), tensorInfo(LOGPROBS_OUTPUT, FLOAT, ['batch_size', 'assay_keep', 'assay_candidates'])];
+  return { bytes: onnx.ModelProto.encode(model).finish(), externalFiles: [...externalFiles] };
+}
+
+function findHead(
+  output: string,
+  producer: Map<string, OnnxTypes.INodeProto>,
+  dimsOf: Map<string, number[]>,
+  vocab: number,
+): OnnxTypes.INodeProto | undefined {
+  const queue: Array<[string, number]> = [[output, 0]];
+  const seen = new Set<string>();
+  while (queue.length > 0) {
+    const [name, depth] = queue.shift()!;
+    const n = producer.get(name);
+    if (!n || seen.has(name) || depth > 8) continue;
+    seen.add(name);
+    if (MATMULS.has(n.opType!) && n.input!.slice(1).some((w) => weightHasDim(w, producer, dimsOf, vocab))) return n;
+    for (const i of n.input ?? []) queue.push([i, depth + 1]);
+  }
+  return undefined;
+}
+
+/** Whether a tensor is (a transpose/dequantization of) an initializer with a dimension of size `vocab`. */
+function weightHasDim(name: string, producer: Map<string, OnnxTypes.INodeProto>, dimsOf: Map<string, number[]>, vocab: number): boolean {
+  for (let depth = 0; depth < 4; depth++) {
+    if (dimsOf.get(name)?.includes(vocab)) return true;
+    const n = producer.get(name);
+    if (!n || !n.input?.length) return false;
+    name = n.input[0];
+  }
+  return false;
+}
+
+/** No Reshape/Flatten/Squeeze between the hidden state and logits. */
+function pathIsRankPreserving(from: string, to: string, producer: Map<string, OnnxTypes.INodeProto>): boolean {
+  const stack = [to];
+  const seen = new Set<string>();
+  while (stack.length > 0) {
+    const name = stack.pop()!;
+    if (name === from || seen.has(name)) continue;
+    seen.add(name);
+    const n = producer.get(name);
+    if (!n) continue;
+    if (['Reshape', 'Flatten', 'Squeeze', 'Unsqueeze', 'Transpose'].includes(n.opType!) && reaches(n, from, producer)) return false;
+    stack.push(...(n.input ?? []));
+  }
+  return true;
+}
+
+function reaches(n: OnnxTypes.INodeProto, target: string, producer: Map<string, OnnxTypes.INodeProto>): boolean {
+  return (n.input ?? []).some((i) => dependsOn(i, target, producer));
+}
+
+/** Consumers of the hidden state that feed logits (the head); other consumers keep the full tensor. */
+function isDownstreamOfHeadPath(n: OnnxTypes.INodeProto, producer: Map<string, OnnxTypes.INodeProto>, hidden: string): boolean {
+  // A node consuming `hidden` is on the head path when logits depends on its outputs.
+  return (n.output ?? []).some((o) => dependsOn('logits', o, producer)) && n.input!.includes(hidden);
+}
+
+/** Whether tensor `output` is computed from tensor `on`. */
+function dependsOn(output: string, on: string, producer: Map<string, OnnxTypes.INodeProto>): boolean {
+  const stack = [output];
+  const seen = new Set<string>();
+  while (stack.length > 0) {
+    const name = stack.pop()!;
+    if (name === on) return true;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    stack.push(...(producer.get(name)?.input ?? []));
+  }
+  return false;
+}
+
+function tensorInfo(name: string, elemType: number, dims: Array<number | string>): OnnxTypes.IValueInfoProto {
+  return {
+    name,
+    type: { tensorType: { elemType, shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } },
+  };
+}
