@@ -33,8 +33,20 @@ const EXPECTED_TAGS = QUESTION_TAGS.map((t) => `'${t}'`).join(', ');
 /** Maps the issues of a failed SystemOneRequest parse to pydantic v2 detail entries. */
 export function issuesToDetail(issues: readonly Issue[], body: unknown): ValidationError[] {
   const out: ValidationError[] = [];
-  for (const issue of issues) mapIssue(issue, [], body, out);
+  mapIssues(issues, [], body, out);
   return out;
+}
+
+/** zod runs size checks even after a type failure (a string where a list belongs fails `min`
+ *  too); pydantic reports only the type, so size issues at a path that failed its type are dropped. */
+function mapIssues(issues: readonly Issue[], prefix: readonly PropertyKey[], root: unknown, out: ValidationError[]): void {
+  const key = (i: Issue) => JSON.stringify(i.path.map(String));
+  const typeFailed = new Set(issues.filter((i) => i.code === 'invalid_type').map(key));
+  for (const issue of issues) {
+    const sized = issue.code === 'too_small' || issue.code === 'too_big' || issue.code === 'custom';
+    if (sized && typeFailed.has(key(issue))) continue;
+    mapIssue(issue, prefix, root, out);
+  }
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -123,17 +135,12 @@ function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, o
       // state), only that member's failure is interesting; otherwise list every member, labelled.
       const branches = issue.errors;
       const typed = branches.filter((b) => memberLabel(b) === undefined);
-      if (typed.length === 1) {
-        for (const sub of typed[0]) mapIssue(sub, path, root, out);
-        return;
-      }
+      if (typed.length === 1) return mapIssues(typed[0], path, root, out);
       for (const b of branches) {
         const label = memberLabel(b);
-        for (const sub of b) {
-          const before = out.length;
-          mapIssue(sub, path, root, out);
-          if (label) for (let i = before; i < out.length; i++) out[i].loc = [...out[i].loc, label];
-        }
+        const before = out.length;
+        mapIssues(b, path, root, out);
+        if (label) for (let i = before; i < out.length; i++) out[i].loc = [...out[i].loc, label];
       }
       return;
     }
@@ -159,7 +166,7 @@ function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, o
     }
     case 'unrecognized_keys': {
       for (const k of issue.keys) {
-        out.push({ type: 'extra_forbidden', loc: [...at, k], msg: 'Extra inputs are not permitted', input: valueAt(input, [k]) });
+        out.push({ type: 'extra_forbidden', loc: loc(root, [...path, k]), msg: 'Extra inputs are not permitted', input: valueAt(input, [k]) });
       }
       return;
     }
@@ -176,6 +183,7 @@ function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, o
     case 'custom': {
       const p = (issue.params ?? {}) as { code?: string; min?: number; max?: number };
       if (p.code === 'too_short' || p.code === 'too_long') {
+        if (!isObject(input)) return;
         return void pushSized(push, p.code === 'too_short', 'Dictionary', Number(p.code === 'too_short' ? p.min : p.max), input);
       }
       return void push('value_error', `Value error, ${issue.message}`, input);

@@ -1,0 +1,322 @@
+// Every pinned 422 of issue 3, with FastAPI/pydantic v2 detail entries.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auth, mixedRequest, startServer, type Detail, type TestServer } from './helpers.js';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startServer();
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+async function post(payload: unknown) {
+  const res = await s.app.inject({
+    method: 'POST',
+    url: '/v1/systemone',
+    headers: auth(),
+    payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+  });
+  return { status: res.statusCode, body: res.json() as { detail: Detail[] } & Record<string, unknown> };
+}
+
+const base = () => ({ state: 'Some text.', model: 'svc-latest', questions: { q: { type: 'noul', instructions: 'Is it text?' } } });
+const withQuestion = (q: unknown) => ({ ...base(), questions: { q } });
+const options = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`opt${i}`, null]));
+
+describe('request body', () => {
+  it('rejects `document` (extra_forbidden) and reports the missing state', async () => {
+    const body = { document: 'Some text.', model: 'svc-latest', questions: base().questions };
+    const r = await post(body);
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toEqual([
+      { type: 'missing', loc: ['body', 'state'], msg: 'Field required', input: body },
+      { type: 'extra_forbidden', loc: ['body', 'document'], msg: 'Extra inputs are not permitted', input: 'Some text.' },
+    ]);
+  });
+
+  it('rejects `document` even when `state` is present', async () => {
+    const r = await post({ ...base(), document: 'x' });
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toEqual([{ type: 'extra_forbidden', loc: ['body', 'document'], msg: 'Extra inputs are not permitted', input: 'x' }]);
+  });
+
+  it('rejects an empty questions map', async () => {
+    const r = await post({ ...base(), questions: {} });
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toEqual([
+      {
+        type: 'too_short',
+        loc: ['body', 'questions'],
+        msg: 'Dictionary should have at least 1 item after validation, not 0',
+        input: {},
+        ctx: { field_type: 'Dictionary', min_length: 1, actual_length: 0 },
+      },
+    ]);
+  });
+
+  it('reports each missing required field with the parent object as input', async () => {
+    const r = await post({});
+    expect(r.status).toBe(422);
+    expect(r.body.detail.map((d) => [d.type, d.loc])).toEqual([
+      ['missing', ['body', 'state']],
+      ['missing', ['body', 'model']],
+      ['missing', ['body', 'questions']],
+    ]);
+    expect(r.body.detail[0].input).toEqual({});
+  });
+
+  it.each([null, 42, 3.5, true, false])('rejects state %j, one entry per member of the union', async (state) => {
+    const r = await post({ ...base(), state });
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toEqual([
+      { type: 'string_type', loc: ['body', 'state', 'str'], msg: 'Input should be a valid string', input: state },
+      { type: 'dict_type', loc: ['body', 'state', 'dict[str,any]'], msg: 'Input should be a valid dictionary', input: state },
+      { type: 'list_type', loc: ['body', 'state', 'list[any]'], msg: 'Input should be a valid list', input: state },
+    ]);
+  });
+
+  it('rejects an empty state of each kind', async () => {
+    const str = await post({ ...base(), state: '' });
+    expect(str.status).toBe(422);
+    expect(str.body.detail).toEqual([
+      { type: 'string_too_short', loc: ['body', 'state'], msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } },
+    ]);
+    const obj = await post({ ...base(), state: {} });
+    expect(obj.status).toBe(422);
+    expect(obj.body.detail).toEqual([
+      {
+        type: 'too_short',
+        loc: ['body', 'state'],
+        msg: 'Dictionary should have at least 1 item after validation, not 0',
+        input: {},
+        ctx: { field_type: 'Dictionary', min_length: 1, actual_length: 0 },
+      },
+    ]);
+    const arr = await post({ ...base(), state: [] });
+    expect(arr.status).toBe(422);
+    expect(arr.body.detail).toEqual([
+      {
+        type: 'too_short',
+        loc: ['body', 'state'],
+        msg: 'List should have at least 1 item after validation, not 0',
+        input: [],
+        ctx: { field_type: 'List', min_length: 1, actual_length: 0 },
+      },
+    ]);
+  });
+
+  it('rejects a body that is not an object, and a missing body', async () => {
+    const arr = await post([]);
+    expect(arr.status).toBe(422);
+    expect(arr.body.detail).toEqual([
+      { type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: [] },
+    ]);
+    const none = await s.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth() });
+    expect(none.statusCode).toBe(422);
+    expect(none.json().detail).toEqual([{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
+  });
+
+  it('rejects malformed JSON with json_invalid at the character offset', async () => {
+    const r = await post('{"state": "x", "model": }');
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toEqual([
+      { type: 'json_invalid', loc: ['body', 24], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } },
+    ]);
+    const trailing = await post('{"state": "x",}');
+    expect(trailing.body.detail[0]).toMatchObject({ loc: ['body', 14], ctx: { error: 'Expecting property name enclosed in double quotes' } });
+    const extra = await post('{} {}');
+    expect(extra.body.detail[0]).toMatchObject({ loc: ['body', 3], ctx: { error: 'Extra data' } });
+  });
+
+  it('rejects a __proto__ key instead of silently dropping it', async () => {
+    const r = await post('{"state": "x", "model": "svc-latest", "questions": {"__proto__": {"type": "noul"}}}');
+    expect(r.status).toBe(422);
+    expect(r.body.detail[0]).toMatchObject({ type: 'value_error', loc: ['body', 'questions', '__proto__'] });
+  });
+
+  it('rejects a model that is not a string, and an unknown model at ["body","model"]', async () => {
+    const num = await post({ ...base(), model: 7 });
+    expect(num.body.detail).toEqual([{ type: 'string_type', loc: ['body', 'model'], msg: 'Input should be a valid string', input: 7 }]);
+    const r = await post({ ...base(), model: 'svc-9.9.9' });
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toHaveLength(1);
+    expect(r.body.detail[0]).toMatchObject({ type: 'literal_error', loc: ['body', 'model'], input: 'svc-9.9.9' });
+    expect(r.body.detail[0].msg).toContain("'svc-latest'");
+  });
+});
+
+describe('questions', () => {
+  it('reports an unknown type as union_tag_invalid with the whole question as input', async () => {
+    const q = { type: 'yesno', instructions: 'x' };
+    const r = await post(withQuestion(q));
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toEqual([
+      {
+        type: 'union_tag_invalid',
+        loc: ['body', 'questions', 'q'],
+        msg: "Input tag 'yesno' found using 'type' does not match any of the expected tags: 'noul', 'choice', 'score'",
+        input: q,
+        ctx: { discriminator: "'type'", tag: 'yesno', expected_tags: "'noul', 'choice', 'score'" },
+      },
+    ]);
+  });
+
+  it('reports a missing type as union_tag_not_found', async () => {
+    const q = { instructions: 'x' };
+    const r = await post(withQuestion(q));
+    expect(r.body.detail).toEqual([
+      { type: 'union_tag_not_found', loc: ['body', 'questions', 'q'], msg: "Unable to extract tag using discriminator 'type'", input: q, ctx: { discriminator: "'type'" } },
+    ]);
+  });
+
+  it('puts the tag in the location of a field error inside a question', async () => {
+    const q = { type: 'choice', instructions: 'Pick' };
+    const r = await post(withQuestion(q));
+    expect(r.body.detail).toEqual([{ type: 'missing', loc: ['body', 'questions', 'q', 'choice', 'criteria'], msg: 'Field required', input: q }]);
+    const score = await post(withQuestion({ type: 'score', instructions: 'Rate' }));
+    expect(score.body.detail[0].loc).toEqual(['body', 'questions', 'q', 'score', 'criteria']);
+  });
+
+  it('rejects a question that is not an object', async () => {
+    const r = await post(withQuestion('Is it?'));
+    expect(r.body.detail).toEqual([
+      { type: 'model_attributes_type', loc: ['body', 'questions', 'q'], msg: 'Input should be a valid dictionary or object to extract fields from', input: 'Is it?' },
+    ]);
+  });
+
+  it('rejects preview-API fields on a question', async () => {
+    const r = await post(withQuestion({ type: 'choice', instructions: 'x', options: [{ option: 'a' }], criteria: options(2) }));
+    expect(r.body.detail).toEqual([
+      { type: 'extra_forbidden', loc: ['body', 'questions', 'q', 'choice', 'options'], msg: 'Extra inputs are not permitted', input: [{ option: 'a' }] },
+    ]);
+  });
+
+  it.each([0, 1])('rejects a choice with %i option(s)', async (n) => {
+    const r = await post(withQuestion({ type: 'choice', instructions: 'Pick', criteria: options(n) }));
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toEqual([
+      {
+        type: 'too_short',
+        loc: ['body', 'questions', 'q', 'choice', 'criteria'],
+        msg: `Dictionary should have at least 2 items after validation, not ${n}`,
+        input: options(n),
+        ctx: { field_type: 'Dictionary', min_length: 2, actual_length: n },
+      },
+    ]);
+  });
+
+  it('rejects a choice with 256 options and accepts 255', async () => {
+    const r = await post(withQuestion({ type: 'choice', instructions: 'Pick', criteria: options(256) }));
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toHaveLength(1);
+    expect(r.body.detail[0]).toMatchObject({
+      type: 'too_long',
+      loc: ['body', 'questions', 'q', 'choice', 'criteria'],
+      msg: 'Dictionary should have at most 255 items after validation, not 256',
+      ctx: { field_type: 'Dictionary', max_length: 255, actual_length: 256 },
+    });
+    const ok = await post(withQuestion({ type: 'choice', instructions: 'Pick', criteria: options(255) }));
+    expect(ok.status).toBe(200);
+    expect(Object.keys((ok.body.answers as Record<string, { probabilities: object }>).q.probabilities)).toHaveLength(255);
+  });
+
+  it('rejects an empty option name at [..., "", "[key]"]', async () => {
+    const r = await post(withQuestion({ type: 'choice', instructions: 'Pick', criteria: { '': null, b: null } }));
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toEqual([
+      {
+        type: 'string_too_short',
+        loc: ['body', 'questions', 'q', 'choice', 'criteria', '', '[key]'],
+        msg: 'String should have at least 1 character',
+        input: '',
+        ctx: { min_length: 1 },
+      },
+    ]);
+  });
+
+  it('accepts null choice descriptions', async () => {
+    const r = await post(withQuestion({ type: 'choice', instructions: 'Pick', criteria: { yes: null, no: null, maybe: 'unclear' } }));
+    expect(r.status).toBe(200);
+  });
+
+  it.each([0, 1, 11])('rejects a score with %i level(s)', async (n) => {
+    const levels = Array.from({ length: n }, (_, i) => `level ${i}`);
+    const r = await post(withQuestion({ type: 'score', instructions: 'Rate', criteria: levels }));
+    expect(r.status).toBe(422);
+    const min = n < 2;
+    expect(r.body.detail).toEqual([
+      {
+        type: min ? 'too_short' : 'too_long',
+        loc: ['body', 'questions', 'q', 'score', 'criteria'],
+        msg: min ? `List should have at least 2 items after validation, not ${n}` : 'List should have at most 10 items after validation, not 11',
+        input: levels,
+        ctx: min ? { field_type: 'List', min_length: 2, actual_length: n } : { field_type: 'List', max_length: 10, actual_length: 11 },
+      },
+    ]);
+  });
+
+  it('accepts 2 and 10 score levels', async () => {
+    for (const n of [2, 10]) {
+      const r = await post(withQuestion({ type: 'score', instructions: 'Rate', criteria: Array.from({ length: n }, (_, i) => `level ${i}`) }));
+      expect(r.status).toBe(200);
+    }
+  });
+
+  it('rejects a null score level, naming each union member', async () => {
+    const r = await post(withQuestion({ type: 'score', instructions: 'Rate', criteria: ['low', null] }));
+    expect(r.body.detail.map((d) => d.loc)).toEqual([
+      ['body', 'questions', 'q', 'score', 'criteria', 1, 'str'],
+      ['body', 'questions', 'q', 'score', 'criteria', 1, 'dict[str,any]'],
+      ['body', 'questions', 'q', 'score', 'criteria', 1, 'list[any]'],
+    ]);
+  });
+
+  it('rejects noul criteria keys other than true/false', async () => {
+    const r = await post(withQuestion({ type: 'noul', instructions: 'Is it?', criteria: { true: 'yes', yes: 'y', no: 'n' } }));
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toEqual([
+      { type: 'extra_forbidden', loc: ['body', 'questions', 'q', 'noul', 'criteria', 'yes'], msg: 'Extra inputs are not permitted', input: 'y' },
+      { type: 'extra_forbidden', loc: ['body', 'questions', 'q', 'noul', 'criteria', 'no'], msg: 'Extra inputs are not permitted', input: 'n' },
+    ]);
+  });
+
+  it('accepts noul criteria with only one side, or null', async () => {
+    expect((await post(withQuestion({ type: 'noul', instructions: 'Is it?', criteria: { false: 'no' } }))).status).toBe(200);
+    expect((await post(withQuestion({ type: 'noul', instructions: 'Is it?', criteria: null }))).status).toBe(200);
+  });
+
+  it('accepts a question without instructions (the machine schema makes it optional)', async () => {
+    const r = await post({
+      ...base(),
+      questions: { a: { type: 'noul' }, b: { type: 'choice', criteria: options(2) }, c: { type: 'score', criteria: ['lo', 'hi'] } },
+    });
+    expect(r.status).toBe(200);
+    expect(Object.keys(r.body.answers as object).sort()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('collects errors from several questions in one response', async () => {
+    const r = await post({ ...mixedRequest(), questions: { a: { type: 'choice', criteria: {} }, b: { type: 'score', criteria: 'x' } } });
+    expect(r.body.detail.map((d) => [d.type, d.loc])).toEqual([
+      ['too_short', ['body', 'questions', 'a', 'choice', 'criteria']],
+      ['list_type', ['body', 'questions', 'b', 'score', 'criteria']],
+    ]);
+  });
+});
+
+describe('token budgets', () => {
+  it('answers 422 naming the budget and the count', async () => {
+    const before = s.evaluator.stats().tokensEvaluated;
+    const r = await post({ ...base(), state: 'word '.repeat(40_000) });
+    expect(r.status).toBe(422);
+    expect(r.body.detail).toHaveLength(1);
+    const d = r.body.detail[0];
+    expect(d).toMatchObject({ type: 'token_budget_exceeded', loc: ['body'] });
+    const ctx = d.ctx as { budget: string; limit: number; count: number };
+    expect(['request', 'question', 'context']).toContain(ctx.budget);
+    expect(ctx.count).toBeGreaterThan(ctx.limit);
+    expect(d.msg).toContain(String(ctx.limit));
+    expect(d.msg).toContain(String(ctx.count));
+    expect(s.evaluator.stats().tokensEvaluated).toBe(before); // refused before any model work
+  });
+});
