@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { DEFAULT_DEADLINE_MS } from '../../src/api/server.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const deployDir = path.join(root, 'deploy');
@@ -88,15 +89,21 @@ describe('deploy/ manifests', () => {
     }
   });
 
-  it('Deployment: graceful termination outlasts preStop + the drain, and liveness does not kill a draining pod', () => {
+  it('Deployment: graceful termination outlasts preStop + the request deadline, and liveness does not kill a draining pod', () => {
     const preStop = container.lifecycle.preStop.exec.command;
     expect(preStop[0]).toBe('sleep');
     const sleep = Number(preStop[1]);
     expect(sleep).toBeGreaterThan(0);
+    const deadlineEnv = container.env.find((e: Obj) => e.name === 'ASSAY_DEADLINE_MS')?.value;
+    const drainS = Number(deadlineEnv ?? DEFAULT_DEADLINE_MS) / 1000;
     const grace = pod.terminationGracePeriodSeconds;
-    expect(grace).toBeGreaterThan(sleep + 180);
+    expect(grace).toBeGreaterThan(sleep + drainS);
+    // Liveness failures needed for a restart take longer than the whole drain.
     const live = container.livenessProbe;
-    expect(live.periodSeconds * live.failureThreshold).toBeGreaterThanOrEqual(grace - sleep - 90);
+    expect(live.periodSeconds * live.failureThreshold).toBeGreaterThan(drainS);
+    // The ingress waits at least as long as a request may take.
+    const ingress = one('Ingress');
+    expect(Number(ingress.metadata.annotations['nginx.ingress.kubernetes.io/proxy-read-timeout'])).toBeGreaterThanOrEqual(drainS);
   });
 
   it('Deployment: the models volume is mounted where the registry env points, read-only', () => {
@@ -192,7 +199,9 @@ describe('Dockerfile.gpu', () => {
     const read = envReadBySrc();
     const envBlock = text.slice(text.indexOf('ENV NODE_ENV'), text.indexOf('EXPOSE'));
     for (const m of envBlock.matchAll(/\b(ASSAY_[A-Z0-9_]+|HOST|PORT)=/g)) expect(read, m[1]).toContain(m[1]);
-    expect(existsSync(path.join(root, 'src/cli.ts'))).toBe(true);
+    const entry = directive('ENTRYPOINT')[0];
+    const script = /"(bin\/[^"]+|src\/[^"]+)"/.exec(entry)?.[1];
+    expect(script && existsSync(path.join(root, script)), entry).toBe(true);
   });
 
   it('.dockerignore keeps node_modules, git and downloaded models out of the context', () => {

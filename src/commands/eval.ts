@@ -1,0 +1,169 @@
+// assay eval --state FILE|- --questions FILE [--url URL] [--model M] [--format json|table]
+//
+// Evaluates questions against a state, either on a local engine (the registry's model, loaded in
+// this process) or on a running server (--url, through the client SDK), and prints the answers.
+import { readFile } from 'node:fs/promises';
+import { issuesToDetail } from '../api/errors.js';
+import { createModelPool } from '../api/model-pool.js';
+import { SystemOneRequestSchema, type Answer, type SystemOneRequest, type SystemOneResponse } from '../api/schemas.js';
+import { AssayClient } from '../client/index.js';
+import { loadRegistry, resolveModel } from '../registry.js';
+import { describeError, parseCommand, registryFile, resolveIo, table, type CommandIo, type Io } from './common.js';
+
+const HELP = `Usage: assay eval --state FILE|- --questions FILE [options]
+
+Answers the questions about the state and prints one answer per question.
+
+  --state FILE|-      the state: a JSON file (string, object or array) or plain text; - reads stdin.
+                      Text that is not JSON is sent as a string (one trailing newline removed).
+  --questions FILE    JSON: the questions map {"<id>": {"type": "noul"|"choice"|"score", ...}},
+                      or a request body holding one under "questions"
+  --url URL           ask a running server (key from ASSAY_API_KEY) instead of a local engine
+  --model M           model name or alias (default: the registry's default; with --url, svc-latest)
+  --registry FILE     local engine: model registry (default ASSAY_REGISTRY or models/registry.json)
+  --format F          json (default: the API's response body) or table
+  --timeout MS        with --url: per-attempt timeout (default 180000)
+  --retries N         with --url: retries on 408/429/5xx/529 (default 2)
+  -h, --help          this text
+
+Exit status: 0 answered, 1 the evaluation failed, 2 bad arguments or input files.`;
+
+export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
+  const io = resolveIo(ioOptions);
+  const parsed = parseCommand('eval', argv, ['state', 'questions', 'url', 'model', 'registry', 'format', 'timeout', 'retries'], HELP, io);
+  if (typeof parsed === 'number') return parsed;
+  const { values, format } = parsed;
+  if (!values.state || !values.questions) return usage(io, 'both --state and --questions are required');
+  const timeoutMs = optionalNumber(values.timeout);
+  const retries = optionalNumber(values.retries);
+  if (Number.isNaN(timeoutMs) || Number.isNaN(retries)) return usage(io, '--timeout and --retries take numbers');
+
+  let state: unknown;
+  let questions: unknown;
+  try {
+    state = await readState(values.state, io);
+    questions = await readQuestions(values.questions);
+  } catch (e) {
+    io.err(`assay eval: ${(e as Error).message}\n`);
+    return 2;
+  }
+
+  let response: SystemOneResponse;
+  try {
+    if (values.url) {
+      const client = new AssayClient({ baseUrl: values.url, env: io.env, timeoutMs, maxRetries: retries });
+      const body = { state, questions, ...(values.model ? { model: values.model } : {}) } as SystemOneRequest;
+      response = await client.evaluate(body);
+    } else {
+      const local = await evaluateLocally(state, questions, values.model, registryFile(values.registry, io.env), io);
+      if (typeof local === 'number') return local;
+      response = local;
+    }
+  } catch (e) {
+    io.err(`assay eval: ${describeError(e)}\n`);
+    return 1;
+  }
+  io.out(format === 'json' ? `${JSON.stringify(response, null, 2)}\n` : `${answersTable(response)}\n`);
+  return 0;
+}
+
+async function evaluateLocally(state: unknown, questions: unknown, model: string | undefined, file: string, io: Io): Promise<SystemOneResponse | number> {
+  const registry = loadRegistry(file);
+  const name = model ?? registry.default;
+  const resolved = resolveModel(registry, name);
+  if (!resolved) return usage(io, `model "${name}" is not in the registry ${registry.file}`);
+  // The same validation the server does, reported the way it reports it (422 detail entries).
+  const body = { state, model: name, questions };
+  const parsed = SystemOneRequestSchema.safeParse(body);
+  if (!parsed.success) {
+    const lines = issuesToDetail(parsed.error.issues, body).map((d) => `  ${d.loc.join('.')}: ${d.msg} (${d.type})`);
+    io.err(`assay eval: the request is not valid:\n${lines.join('\n')}\n`);
+    return 2;
+  }
+  const warned = new Set<string>();
+  const pool = createModelPool(registry, {}, {
+    info: () => {},
+    warn: (_o, msg) => {
+      if (!warned.has(msg)) io.err(`assay eval: ${msg}\n`);
+      warned.add(msg);
+    },
+  });
+  try {
+    const evaluator = await pool.get(resolved.id);
+    const { answers, usage } = await evaluator.evaluate({ state: parsed.data.state, questions: parsed.data.questions });
+    return { model: resolved.id, answers, usage } as SystemOneResponse;
+  } finally {
+    await pool.close();
+  }
+}
+
+async function readState(source: string, io: Io): Promise<unknown> {
+  const text = source === '-' ? await readAll(io.stdin) : await readFile(source, 'utf8').catch((e: NodeJS.ErrnoException) => {
+    throw new Error(`cannot read --state ${source}: ${e.code ?? e.message}`);
+  });
+  try {
+    const v = JSON.parse(text) as unknown;
+    if (typeof v === 'string' || (typeof v === 'object' && v !== null)) return v;
+  } catch {
+    // not JSON: plain text
+  }
+  return text.replace(/\r?\n$/, '');
+}
+
+async function readQuestions(file: string): Promise<unknown> {
+  const text = await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
+    throw new Error(`cannot read --questions ${file}: ${e.code ?? e.message}`);
+  });
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`--questions ${file} is not JSON: ${(e as Error).message}`);
+  }
+  // A whole request body: take its questions (a question keyed "questions" has a "type").
+  if (v && typeof v === 'object' && !Array.isArray(v)) {
+    const q = (v as Record<string, unknown>).questions;
+    if (q && typeof q === 'object' && !Array.isArray(q) && !('type' in q)) return q;
+  }
+  return v;
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(typeof c === 'string' ? Buffer.from(c) : (c as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** QUESTION TYPE ANSWER CONFIDENCE DISTRIBUTION, one row per question, in the request's order. */
+export function answersTable(r: SystemOneResponse): string {
+  const rows = [['QUESTION', 'TYPE', 'ANSWER', 'CONFIDENCE', 'PROBABILITIES']];
+  for (const [id, a] of Object.entries(r.answers)) rows.push([id, a.type, answerText(a), confidenceText(a), distribution(a)]);
+  const head = `model ${r.model}   input_tokens ${r.usage.input_tokens}   output_tokens ${r.usage.output_tokens}`;
+  return `${head}\n${table(rows)}`;
+}
+
+function answerText(a: Answer): string {
+  if (a.type === 'noul') return `${a.noul >= 0.5 ? 'yes' : 'no'} (p_yes ${a.noul.toFixed(3)})`;
+  if (a.type === 'choice') return a.choice;
+  return `${a.score.toFixed(2)} of ${Object.keys(a.legend).length - 1}`;
+}
+
+function confidenceText(a: Answer): string {
+  return a.type === 'noul' ? '-' : a.confidence.toFixed(3);
+}
+
+function distribution(a: Answer): string {
+  if (a.type === 'noul') return `yes ${a.noul.toFixed(3)}  no ${(1 - a.noul).toFixed(3)}`;
+  return Object.entries(a.probabilities)
+    .map(([k, p]) => `${k} ${p.toFixed(3)}`)
+    .join('  ');
+}
+
+function optionalNumber(v: string | undefined): number | undefined {
+  return v === undefined ? undefined : Number(v);
+}
+
+function usage(io: Io, message: string): number {
+  io.err(`assay eval: ${message}\n\nRun assay eval --help for usage.\n`);
+  return 2;
+}

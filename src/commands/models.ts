@@ -1,0 +1,64 @@
+// assay models [--url URL] [--registry FILE] [--format json|table]
+// assay models fetch <owner/name> [...]   (= npm run models:fetch; see models/fetch.ts)
+//
+// Lists the model names: a running server's GET /v1/models (--url), or what a local registry
+// would list, with the versioned id and folder each name resolves to.
+import type { ModelMetadataList } from '../api/schemas.js';
+import { AssayClient } from '../client/index.js';
+import { listModelNames, loadRegistry, resolveModel } from '../registry.js';
+import { describeError, parseCommand, registryFile, resolveIo, table, type CommandIo } from './common.js';
+
+const HELP = `Usage: assay models [options]
+
+Lists the model names the \`model\` field accepts.
+
+  --url URL         ask a running server (GET /v1/models; key from ASSAY_API_KEY)
+  --registry FILE   without --url: the registry to read (default ASSAY_REGISTRY or models/registry.json)
+  --format F        json (default: the API's response body) or table
+  -h, --help        this text
+
+  assay models fetch <owner/name> [...]   download a Hugging Face ONNX export and register it
+                                          (assay models fetch --help)
+
+Without --url the list is what the server would list for a key allowed every model, and the
+table also shows the versioned id and folder behind each name.`;
+
+export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
+  const io = resolveIo(ioOptions);
+  if (argv[0] === 'fetch') {
+    const fetchCli = await import('../../models/fetch.js');
+    return fetchCli.run(argv.slice(1), { env: io.env, stdout: ioOptions?.stdout, stderr: ioOptions?.stderr });
+  }
+  const parsed = parseCommand('models', argv, ['url', 'registry', 'format'], HELP, io);
+  if (typeof parsed === 'number') return parsed;
+  const { values, format } = parsed;
+
+  let list: ModelMetadataList;
+  const resolvesTo = new Map<string, string>();
+  try {
+    if (values.url) {
+      list = await new AssayClient({ baseUrl: values.url, env: io.env }).listModels();
+    } else {
+      const registry = loadRegistry(registryFile(values.registry, io.env));
+      list = { models: [] };
+      for (const name of listModelNames(registry)) {
+        const m = resolveModel(registry, name)!;
+        list.models.push({ name, description: m.entry.description, release_date: m.entry.release_date });
+        resolvesTo.set(name, `${m.id} (${m.dir})`);
+      }
+    }
+  } catch (e) {
+    io.err(`assay models: ${describeError(e)}\n`);
+    return 1;
+  }
+
+  if (format === 'json') {
+    io.out(`${JSON.stringify(list, null, 2)}\n`);
+    return 0;
+  }
+  const local = resolvesTo.size > 0;
+  const rows = [['NAME', 'RELEASED', ...(local ? ['RESOLVES TO'] : []), 'DESCRIPTION']];
+  for (const m of list.models) rows.push([m.name, m.release_date, ...(local ? [resolvesTo.get(m.name)!] : []), m.description]);
+  io.out(`${table(rows)}\n`);
+  return 0;
+}
