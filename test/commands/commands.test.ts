@@ -1,0 +1,190 @@
+// `assay eval` and `assay models`, called through run() with captured output: the local engine
+// on a registry of the tiny synthetic model, and the same through a real server (--url).
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { PassThrough, Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SystemOneResponseSchema } from '../../src/api/schemas.js';
+import { run as evalCmd } from '../../src/commands/eval.js';
+import { run as modelsCmd } from '../../src/commands/models.js';
+import { KEY, startServer, type TestServer } from '../api/helpers.js';
+
+let tmp: string;
+let registry: string;
+let srv: TestServer;
+let url: string;
+let stateFile: string;
+let questionsFile: string;
+
+const STATE = { ticket: 'T-77', text: 'The app crashes every time I open the settings page.' };
+const QUESTIONS = {
+  bug: { type: 'noul', instructions: 'Is this a bug report?' },
+  area: { type: 'choice', instructions: 'Which area?', criteria: { settings: null, login: 'sign-in and accounts', billing: null } },
+  severity: { type: 'score', instructions: 'How severe?', criteria: ['cosmetic', 'annoying', 'blocking'] },
+};
+
+beforeAll(async () => {
+  srv = await startServer();
+  await srv.app.listen({ port: 0, host: '127.0.0.1' });
+  url = `http://127.0.0.1:${(srv.app.server.address() as AddressInfo).port}`;
+  tmp = await mkdtemp(path.join(tmpdir(), 'assay-cmd-'));
+  // The same model folder the server runs, under the same versioned id.
+  registry = path.join(tmp, 'registry.json');
+  await writeFile(
+    registry,
+    JSON.stringify({
+      default: 'svc-1.13.0',
+      models: { 'svc-1.13.0': { path: srv.evaluator.modelDir, variant: 'fp32', description: 'tiny synthetic', release_date: '2026-11-22' } },
+      aliases: { 'svc-latest': 'svc-1.13.0', 'svc-preview': 'svc-1.13.0' },
+    }),
+  );
+  stateFile = path.join(tmp, 'state.json');
+  await writeFile(stateFile, JSON.stringify(STATE));
+  questionsFile = path.join(tmp, 'questions.json');
+  await writeFile(questionsFile, JSON.stringify(QUESTIONS));
+});
+afterAll(async () => {
+  await srv?.close();
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+function capture() {
+  const chunks = { out: [] as string[], err: [] as string[] };
+  const sink = (into: string[]) =>
+    new Writable({
+      write(c, _e, cb) {
+        into.push(String(c));
+        cb();
+      },
+    });
+  return {
+    stdout: sink(chunks.out),
+    stderr: sink(chunks.err),
+    out: () => chunks.out.join(''),
+    err: () => chunks.err.join(''),
+  };
+}
+
+async function evalRun(args: string[], stdin?: string) {
+  const io = capture();
+  const input = new PassThrough();
+  input.end(stdin ?? '');
+  const code = await evalCmd(args, { stdout: io.stdout, stderr: io.stderr, stdin: input, env: { ASSAY_API_KEY: KEY } });
+  return { code, out: io.out(), err: io.err() };
+}
+
+async function modelsRun(args: string[], env: Record<string, string> = { ASSAY_API_KEY: KEY }) {
+  const io = capture();
+  const code = await modelsCmd(args, { stdout: io.stdout, stderr: io.stderr, env });
+  return { code, out: io.out(), err: io.err() };
+}
+
+describe('assay eval', () => {
+  it('answers on a local engine (the registry default) and on a server (--url) identically', async () => {
+    const local = await evalRun(['--state', stateFile, '--questions', questionsFile, '--registry', registry]);
+    expect(local.code).toBe(0);
+    // A random-weight model is announced, once.
+    expect(local.err.match(/SYNTHETIC RANDOM-WEIGHT MODEL/g)).toHaveLength(1);
+    const localBody = SystemOneResponseSchema.parse(JSON.parse(local.out));
+    expect(localBody.model).toBe('svc-1.13.0');
+    expect(Object.keys(localBody.answers)).toEqual(['bug', 'area', 'severity']);
+
+    const remote = await evalRun(['--state', stateFile, '--questions', questionsFile, '--url', url]);
+    expect(remote.code).toBe(0);
+    // Same model folder, same engine: the same answers and usage, to the last bit.
+    expect(JSON.parse(remote.out)).toEqual(localBody);
+  });
+
+  it('reads the state from stdin with -, plain text as a string; a request body works as --questions', async () => {
+    const bodyFile = path.join(tmp, 'request.json');
+    await writeFile(bodyFile, JSON.stringify({ state: 'ignored', model: 'svc-latest', questions: { bug: QUESTIONS.bug } }));
+    const piped = await evalRun(['--state', '-', '--questions', bodyFile, '--registry', registry], 'The app crashes on start.\n');
+    expect(piped.code).toBe(0);
+    const fromFile = path.join(tmp, 'state.txt');
+    await writeFile(fromFile, 'The app crashes on start.');
+    const direct = await evalRun(['--state', fromFile, '--questions', bodyFile, '--registry', registry]);
+    expect(JSON.parse(piped.out)).toEqual(JSON.parse(direct.out));
+    expect(Object.keys(JSON.parse(piped.out).answers)).toEqual(['bug']);
+  });
+
+  it('prints a readable table', async () => {
+    const r = await evalRun(['--state', stateFile, '--questions', questionsFile, '--registry', registry, '--format', 'table']);
+    expect(r.code).toBe(0);
+    const lines = r.out.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^model svc-1\.13\.0 {3}input_tokens \d+ {3}output_tokens \d+$/);
+    expect(lines[1]).toMatch(/^QUESTION\s+TYPE\s+ANSWER\s+CONFIDENCE\s+PROBABILITIES$/);
+    expect(lines.slice(2).map((l) => l.split(/\s+/).slice(0, 2))).toEqual([
+      ['bug', 'noul'],
+      ['area', 'choice'],
+      ['severity', 'score'],
+    ]);
+    expect(lines[3]).toMatch(/settings 0\.\d{3} {2}login 0\.\d{3} {2}billing 0\.\d{3}$/);
+  });
+
+  it('reports an invalid question the way the server does, exit 2, without loading a model', async () => {
+    const bad = path.join(tmp, 'bad.json');
+    await writeFile(bad, JSON.stringify({ c: { type: 'choice', instructions: 'x', criteria: { only: null } } }));
+    const r = await evalRun(['--state', stateFile, '--questions', bad, '--registry', registry]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('body.questions.c.choice.criteria: Dictionary should have at least 2 items');
+    expect(r.out).toBe('');
+  });
+
+  it('a server error is reported with its status and request id, exit 1', async () => {
+    const io = capture();
+    const input = new PassThrough();
+    input.end();
+    const code = await evalCmd(['--state', stateFile, '--questions', questionsFile, '--url', url], {
+      stdout: io.stdout,
+      stderr: io.stderr,
+      stdin: input,
+      env: { ASSAY_API_KEY: 'wrong' },
+    });
+    expect(code).toBe(1);
+    expect(io.err()).toMatch(/^assay eval: 401 Invalid API key; request id req_\w+\n$/);
+  });
+
+  it('usage: --help exits 0, missing flags and bad formats exit 2', async () => {
+    const help = await evalRun(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.out).toContain('Usage: assay eval --state FILE|- --questions FILE');
+    expect((await evalRun(['--state', stateFile])).code).toBe(2);
+    const fmt = await evalRun(['--state', stateFile, '--questions', questionsFile, '--format', 'xml']);
+    expect(fmt.code).toBe(2);
+    expect(fmt.err).toContain('--format must be json or table');
+    expect((await evalRun(['--bogus'])).code).toBe(2);
+    const missing = await evalRun(['--state', path.join(tmp, 'nope.json'), '--questions', questionsFile]);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain('cannot read --state');
+  });
+});
+
+describe('assay models', () => {
+  it('lists a local registry as the server would, and a server the same', async () => {
+    const local = await modelsRun(['--registry', registry]);
+    expect(local.code).toBe(0);
+    const remote = await modelsRun(['--url', url]);
+    expect(remote.code).toBe(0);
+    expect(JSON.parse(remote.out)).toEqual(JSON.parse(local.out));
+    expect(JSON.parse(local.out).models.map((m: { name: string }) => m.name)).toEqual(['svc-latest', 'svc-preview']);
+  });
+
+  it('table: local rows show the versioned id and folder behind each name', async () => {
+    const r = await modelsRun(['--registry', registry, '--format', 'table']);
+    expect(r.code).toBe(0);
+    const lines = r.out.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^NAME\s+RELEASED\s+RESOLVES TO\s+DESCRIPTION$/);
+    expect(lines[1]).toContain(`svc-latest   2026-11-22  svc-1.13.0 (${srv.evaluator.modelDir})  tiny synthetic`);
+  });
+
+  it('a remote without a key says so; --help exits 0', async () => {
+    const r = await modelsRun(['--url', url], {});
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('ASSAY_API_KEY');
+    const help = await modelsRun(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.out).toContain('assay models fetch');
+  });
+});
