@@ -45,9 +45,16 @@ export function testKeys(): ApiKey[] {
 }
 
 export async function startServer(
-  opts: Partial<ServerOptions> & { engine?: Partial<EngineConfig>; wrap?: (e: Evaluator) => Evaluator } = {},
+  opts: Partial<ServerOptions> & {
+    engine?: Partial<EngineConfig>;
+    /** Reuse a loaded evaluator (the caller closes it). */
+    evaluator?: Evaluator;
+    /** Fault injection around the real evaluator. */
+    wrap?: (e: Evaluator) => Evaluator;
+  } = {},
 ): Promise<TestServer> {
-  const evaluator = await tinyEvaluator(opts.engine);
+  const owned = !opts.evaluator;
+  const evaluator = opts.evaluator ?? (await tinyEvaluator(opts.engine));
   const used = opts.wrap ? opts.wrap(evaluator) : evaluator;
   const logs: string[] = [];
   const stream = new Writable({
@@ -71,7 +78,7 @@ export async function startServer(
     logs,
     async close() {
       await app.close();
-      await evaluator.close();
+      if (owned) await evaluator.close();
     },
   };
 }
