@@ -1,4 +1,5 @@
 // A typed client for the Assay HTTP API (and the hosted API it replaces), on global fetch.
+import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import {
   ModelMetadataListSchema,
@@ -31,6 +32,11 @@ export interface AssayClientOptions {
   retryMaxDelayMs?: number;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
+  /**
+   * Send `x-assay-state-hash` (sha256 of the state's JSON) with each evaluation, so an ingress
+   * hashing on it sends repeated states to the replica whose prefix cache holds them. Default true.
+   */
+  stateHash?: boolean;
   /** Called before each retry (for logging or metrics). */
   onRetry?: (info: RetryInfo) => void;
   /** Replaces global fetch (e.g. a proxy-aware one). */
@@ -74,6 +80,7 @@ export class AssayClient {
   private readonly retryBaseDelayMs: number;
   private readonly retryMaxDelayMs: number;
   private readonly headers: Record<string, string>;
+  private readonly stateHash: boolean;
   private readonly onRetry?: (info: RetryInfo) => void;
   private readonly fetchImpl: typeof fetch;
 
@@ -89,6 +96,7 @@ export class AssayClient {
     this.retryBaseDelayMs = nonNegative(options.retryBaseDelayMs ?? 500, 'retryBaseDelayMs');
     this.retryMaxDelayMs = nonNegative(options.retryMaxDelayMs ?? 60_000, 'retryMaxDelayMs');
     this.headers = options.headers ?? {};
+    this.stateHash = options.stateHash ?? true;
     this.onRetry = options.onRetry;
     this.fetchImpl = options.fetch ?? globalThis.fetch;
   }
@@ -96,6 +104,10 @@ export class AssayClient {
   /** POST /v1/systemone: one typed answer per question. */
   evaluate(request: EvaluateRequest, options?: RequestOptions): Promise<WithRequestId<SystemOneResponse>> {
     const body = { ...request, model: request.model ?? this.model };
+    if (this.stateHash) {
+      const hash = createHash('sha256').update(JSON.stringify(request.state)).digest('hex');
+      options = { ...options, headers: { 'x-assay-state-hash': hash, ...options?.headers } };
+    }
     return this.send('POST', '/v1/systemone', body, SystemOneResponseSchema, options);
   }
 

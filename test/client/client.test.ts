@@ -1,6 +1,7 @@
 // The client SDK against the real server (buildServer + the tiny synthetic model on a real
 // socket): answers and model list, 429 and 529 provoked for real and retried after the server's
 // retry-after-ms, 401/422 not retried, timeouts and aborts.
+import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -159,10 +160,12 @@ describe('client: timeouts, aborts, connection errors', () => {
   let hung: Server;
   let hungUrl: string;
   let received = 0;
+  let lastHeaders: Record<string, unknown> = {};
   const waiters: (() => void)[] = [];
   beforeAll(async () => {
-    hung = createServer(() => {
+    hung = createServer((req) => {
       received++;
+      lastHeaders = req.headers;
       waiters.splice(0).forEach((w) => w());
     });
     await new Promise<void>((r) => hung.listen(0, '127.0.0.1', r));
@@ -193,6 +196,10 @@ describe('client: timeouts, aborts, connection errors', () => {
     expect(err).toBeInstanceOf(AssayAbortError);
     expect((err as Error).name).toBe('AbortError');
     expect(received).toBe(1);
+    // What went out: the key, JSON, and the state hash an ingress can route on.
+    expect(lastHeaders.authorization).toBe('Bearer k');
+    expect(lastHeaders['content-type']).toBe('application/json');
+    expect(lastHeaders['x-assay-state-hash']).toBe(createHash('sha256').update('"x"').digest('hex'));
   });
 
   it('a refused connection is retried with backoff, then reported', async () => {
