@@ -1,0 +1,73 @@
+// Zero data retention: no request content reaches the logs at any level, whatever the outcome.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { auth, startServer, type TestServer } from './helpers.js';
+
+const CANARY = 'CANARY-7f3a9c-zero-retention';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startServer({
+    logLevel: 'trace',
+    bodyLimit: 32 * 1024,
+    // An engine failure whose message quotes the request, as a careless error might.
+    wrap: (e) => ({
+      modelDir: e.modelDir,
+      stats: () => e.stats(),
+      close: () => e.close(),
+      evaluate: (req, o) =>
+        JSON.stringify(req.state).includes('fail') ? Promise.reject(new Error(`cannot evaluate ${JSON.stringify(req)}`)) : e.evaluate(req, o),
+    }),
+  });
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+function request(state: unknown) {
+  return {
+    state,
+    model: 'svc-latest',
+    questions: {
+      [`key-${CANARY}`]: { type: 'noul', instructions: `instructions ${CANARY}`, criteria: { true: `yes ${CANARY}`, false: `no ${CANARY}` } },
+      pick: { type: 'choice', instructions: { text: CANARY }, criteria: { [`option ${CANARY}`]: `description ${CANARY}`, plain: null } },
+      rate: { type: 'score', instructions: [CANARY], criteria: [`low ${CANARY}`, { level: CANARY }] },
+    },
+  };
+}
+
+it('never logs state, instructions, criteria or question ids, at trace level, for any outcome', async () => {
+  const send = (payload: unknown, headers = auth(), url = '/v1/systemone') =>
+    s.app.inject({ method: 'POST', url, headers, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
+
+  const outcomes = [
+    await send(request(`state ${CANARY}`)), // 200
+    await send(request({ note: CANARY, nested: [CANARY] })), // 200, object state
+    await send({ ...request(`state ${CANARY}`), document: CANARY }), // 422 validation
+    await send({ ...request(`state ${CANARY}`), model: CANARY }), // 422 unknown model
+    await send(`{"state": "${CANARY}", "model": `), // 422 malformed JSON
+    await send(request(`fail ${CANARY}`)), // 500 with the request in the error message
+    await send(request(`${CANARY} `.repeat(2000))), // 413
+    await send(request(CANARY), { authorization: `Bearer ${CANARY}`, 'content-type': 'application/json' }), // 401
+    await send(CANARY, { ...auth(), 'content-type': 'text/plain' }), // 415
+    await send(request(CANARY), auth(), `/v1/${CANARY}?q=${CANARY}`), // 404
+  ];
+  expect(outcomes.map((r) => r.statusCode)).toEqual([200, 200, 422, 422, 422, 500, 413, 401, 415, 404]);
+  // the 422 response itself echoes the input (as FastAPI does); only logs must not
+  expect(outcomes[2].body).toContain(CANARY);
+
+  const log = s.logs.join('');
+  expect(log).not.toContain(CANARY);
+  expect(log).not.toContain('CANARY');
+
+  // ...while the logs still say what happened: id, route, status, timing, token counts.
+  const lines = s.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
+  expect(lines.map((l) => l.status)).toEqual([200, 200, 422, 422, 422, 500, 413, 401, 415, 404]);
+  expect(lines[0]).toMatchObject({ route: '/v1/systemone', method: 'POST', model: 'svc-1.13.0', question_count: 3 });
+  expect(lines[0].input_tokens).toBeGreaterThan(0);
+  expect(typeof lines[0].ms).toBe('number');
+  expect(typeof lines[0].reqId).toBe('string');
+  expect(lines[9].route).toBe('unmatched');
+  const failure = s.logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'request failed');
+  expect(failure?.err?.type).toBe('Error'); // the 500 is logged, by type and stack frames only
+  expect(log).not.toMatch(/authorization|Bearer/i);
+});
