@@ -1,10 +1,8 @@
 // What the session is created from: the export's own file, or its rewritten graph (graph-rewrite.ts).
-// A rewritten graph with external weights is written to a temporary folder beside links to the
-// weight files, since onnxruntime finds external data relative to the model file.
+// A graph with inline weights is rewritten in memory; one with external weights is written once as
+// a small graph-only file beside the export (onnx/<name>.assay-<id>.onnx) that shares its weights.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { rewriteHead } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
 
@@ -15,19 +13,19 @@ export async function loadModelBytes(folder: ModelFolder, rewrite: boolean): Pro
   if (!rewritten) return folder.onnxPath;
   if (rewritten.externalFiles.length === 0) return rewritten.bytes;
 
+  // onnxruntime only reads external data from the model file's own folder (links are resolved and
+  // refused), so the rewritten graph is written beside the export, named by the source's identity.
   const stat = statSync(folder.onnxPath);
-  const id = createHash('sha256').update(`${resolve(folder.onnxPath)}:${stat.size}:${stat.mtimeMs}`).digest('hex').slice(0, 16);
-  const dir = join(tmpdir(), `assay-graph-${id}`);
-  const target = join(dir, basename(folder.onnxPath));
+  const id = createHash('sha256').update(`${stat.size}:${stat.mtimeMs}`).digest('hex').slice(0, 12);
+  const target = folder.onnxPath.replace(/\.onnx$/, `.assay-${id}.onnx`);
   if (!existsSync(target)) {
-    mkdirSync(dir, { recursive: true });
-    for (const file of rewritten.externalFiles) {
-      const link = join(dir, file);
-      if (!existsSync(link)) symlinkSync(resolve(dirname(folder.onnxPath), file), link);
-    }
     const partial = `${target}.${process.pid}.tmp`;
-    writeFileSync(partial, rewritten.bytes);
-    renameSync(partial, target);
+    try {
+      writeFileSync(partial, rewritten.bytes);
+      renameSync(partial, target);
+    } catch {
+      return folder.onnxPath; // a read-only model folder: run the export as is
+    }
   }
   return target;
 }

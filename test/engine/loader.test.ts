@@ -1,0 +1,75 @@
+// The loader discovers the I/O contract from the export and rejects what it cannot serve, clearly.
+import { mkdtempSync, mkdirSync, copyFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import onnxProto from 'onnx-proto';
+import { GraphBuilder, DataType } from '../../models/onnx-graph.js';
+import { loadEvaluator, ModelLoadError } from '../../src/engine/index.js';
+import { noul, request, tinyFp32 } from './fixtures.js';
+
+async function loadError(modelDir: string): Promise<Error> {
+  const result = await loadEvaluator({ modelDir, threads: 1 }).then(
+    async (e) => {
+      await e.close();
+      return undefined;
+    },
+    (e: Error) => e,
+  );
+  if (!result) throw new Error(`${modelDir} loaded`);
+  return result;
+}
+
+/** A folder with the tiny model's config and tokenizer but the given ONNX file. */
+async function folderWith(onnx?: Uint8Array): Promise<string> {
+  const source = await tinyFp32();
+  const dir = mkdtempSync(join(tmpdir(), 'assay-loader-'));
+  for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(source, f), join(dir, f));
+  if (onnx) {
+    mkdirSync(join(dir, 'onnx'));
+    writeFileSync(join(dir, 'onnx', 'model.onnx'), onnx);
+  }
+  return dir;
+}
+
+describe('model loader', () => {
+  it('rejects a folder that does not exist, or has no config.json', async () => {
+    expect(await loadError('/nonexistent/model')).toBeInstanceOf(ModelLoadError);
+    const empty = mkdtempSync(join(tmpdir(), 'assay-empty-'));
+    const e = await loadError(empty);
+    expect(e).toBeInstanceOf(ModelLoadError);
+    expect(e.message).toMatch(/config\.json is missing/);
+  });
+
+  it('rejects a folder without an ONNX file', async () => {
+    const e = await loadError(await folderWith());
+    expect(e).toBeInstanceOf(ModelLoadError);
+    expect(e.message).toMatch(/not an ONNX decoder export/);
+  });
+
+  it('rejects an ONNX model that is not a decoder with a KV cache', async () => {
+    // An encoder-like graph: input_ids + attention_mask in, logits out, no past_key_values.
+    const g = new GraphBuilder('not-a-decoder');
+    g.input('input_ids', DataType.INT64, ['batch_size', 'sequence_length']);
+    g.input('attention_mask', DataType.INT64, ['batch_size', 'sequence_length']);
+    const f = g.op('Cast', ['input_ids'], { to: { i: DataType.FLOAT } });
+    g.node('Unsqueeze', [f, g.constI64([2])], { outputs: ['logits'] });
+    g.output('logits', DataType.FLOAT, ['batch_size', 'sequence_length', 1]);
+    const bytes = onnxProto.onnx.ModelProto.encode(g.toModel({ opset: 17 })).finish();
+    const e = await loadError(await folderWith(bytes));
+    expect(e).toBeInstanceOf(ModelLoadError);
+    expect(e.message).toMatch(/past_key_values/);
+  });
+
+  it('rejects a file that is not ONNX at all', async () => {
+    const e = await loadError(await folderWith(new TextEncoder().encode('this is not a protobuf')));
+    expect(e).toBeInstanceOf(ModelLoadError);
+  });
+
+  it('loads the exports it should and answers', async () => {
+    const evaluator = await loadEvaluator({ modelDir: await tinyFp32(), threads: 1 });
+    const { answers } = await evaluator.evaluate(request({ n: noul }));
+    expect(answers.n.type).toBe('noul');
+    await evaluator.close();
+  });
+});

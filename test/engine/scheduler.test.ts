@@ -1,0 +1,96 @@
+// Requests queue in front of one session; a full queue refuses at once; aborted waiters leave.
+import { describe, expect, it } from 'vitest';
+import { Scheduler } from '../../src/engine/scheduler.js';
+import { AbortedError, OverloadedError } from '../../src/engine/errors.js';
+import { PrefixCache } from '../../src/engine/prefix-cache.js';
+import type { KvCache } from '../../src/engine/runner.js';
+
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+describe('scheduler', () => {
+  it('runs one job at a time in arrival order', async () => {
+    const s = new Scheduler(8);
+    const order: string[] = [];
+    const g = gate();
+    const a = s.run(async () => {
+      order.push('a start');
+      await g.promise;
+      order.push('a end');
+    });
+    const b = s.run(async () => void order.push('b'));
+    expect(s.queueDepth).toBe(1);
+    g.open();
+    await Promise.all([a, b]);
+    expect(order).toEqual(['a start', 'a end', 'b']);
+  });
+
+  it('refuses past the queue bound with a retry hint, and keeps serving', async () => {
+    const s = new Scheduler(1);
+    const g = gate();
+    const running = s.run(() => g.promise);
+    const queued = s.run(async () => 'queued');
+    await expect(s.run(async () => 'refused')).rejects.toBeInstanceOf(OverloadedError);
+    const error = await s.run(async () => 1).catch((e: OverloadedError) => e);
+    expect((error as OverloadedError).retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    g.open();
+    await running;
+    expect(await queued).toBe('queued');
+    expect(await s.run(async () => 'later')).toBe('later');
+  });
+
+  it('an aborted waiter leaves the queue; a failing job does not stop the next', async () => {
+    const s = new Scheduler(4);
+    const g = gate();
+    const running = s.run(() => g.promise);
+    const controller = new AbortController();
+    const waiting = s.run(async () => 'never', controller.signal);
+    controller.abort();
+    await expect(waiting).rejects.toBeInstanceOf(AbortedError);
+    expect(s.queueDepth).toBe(0);
+    const failing = s.run(async () => {
+      throw new Error('boom');
+    });
+    g.open();
+    await running;
+    await expect(failing).rejects.toThrow('boom');
+    expect(await s.run(async () => 'ok')).toBe('ok');
+  });
+});
+
+describe('prefix cache', () => {
+  const kv = (bytes: number): KvCache => ({ tensors: new Map(), length: 1, bytes });
+
+  it('evicts the least recently used entries to stay within its byte budget', () => {
+    const c = new PrefixCache(300);
+    c.store('m', [1], kv(100));
+    c.store('m', [2], kv(100));
+    c.store('m', [3], kv(100));
+    expect(c.lookup('m', [1])).toBeDefined(); // 1 is now the most recent
+    c.store('m', [4], kv(100)); // evicts 2
+    expect(c.lookup('m', [2])).toBeUndefined();
+    expect(c.lookup('m', [1])).toBeDefined();
+    expect(c.lookup('m', [3])).toBeDefined();
+    expect(c.bytes).toBe(300);
+    expect(c.hits).toBe(3);
+    expect(c.misses).toBe(1);
+  });
+
+  it('keys on the model and the exact tokens; size 0 keeps nothing', () => {
+    const c = new PrefixCache(1000);
+    c.store('m', [1, 2], kv(10));
+    expect(c.lookup('other', [1, 2])).toBeUndefined();
+    expect(c.lookup('m', [1, 2, 3])).toBeUndefined();
+    expect(c.lookup('m', [12])).toBeUndefined();
+    const off = new PrefixCache(0);
+    off.store('m', [1], kv(1));
+    expect(off.lookup('m', [1])).toBeUndefined();
+    expect(off.size).toBe(0);
+    const tooBig = new PrefixCache(5);
+    tooBig.store('m', [1], kv(10));
+    expect(tooBig.size).toBe(0);
+  });
+});
