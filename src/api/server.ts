@@ -101,7 +101,8 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     },
     // Slow clients must not hold a worker forever; evaluation itself is bounded by the deadline.
     requestTimeout: 0,
-    return503OnClosing: true,
+    // Requests that still arrive while draining get our own 503 (see onRequest).
+    return503OnClosing: false,
   });
 
   const metrics = createMetrics(() => options.models.loaded());
@@ -121,6 +122,11 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
   app.decorate('assay', { metrics, draining: () => draining });
   app.addHook('preClose', async () => {
     draining = true;
+  });
+  // While draining, every response closes its connection, so keep-alive clients do not hold
+  // the shutdown open once their in-flight request is answered.
+  app.addHook('onSend', async (_req, reply) => {
+    if (draining) reply.header('connection', 'close');
   });
 
   // Only application/json bodies; parsed here so malformed JSON gets FastAPI's json_invalid 422.
@@ -157,6 +163,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     };
     reply.raw.once('finish', () => finish(true));
     reply.raw.once('close', () => finish(false));
+    if (draining && route !== '/healthz') throw new ApiError(503, 'The server is shutting down');
   });
 
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {

@@ -168,6 +168,8 @@ export async function run(argv: string[]): Promise<number> {
       }
       stopping = true;
       server.log.info({ signal }, 'shutting down: not accepting new requests, finishing in-flight ones');
+      // In-flight work is bounded by the deadline; past it (plus a margin), cut the connections.
+      setTimeout(() => server.server.closeAllConnections(), config.deadlineMs + 10_000).unref();
       server
         .close()
         .then(() => pool.close())

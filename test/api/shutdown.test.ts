@@ -1,0 +1,128 @@
+// Graceful shutdown: in-flight requests finish, new connections are refused, the process exits 0.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ensureSynthModel } from '../../models/ensure.js';
+import { staticModels } from '../../src/api/model-pool.js';
+import { buildServer } from '../../src/api/server.js';
+import { auth, mixedRequest, startServer, testRegistry } from './helpers.js';
+
+describe('in-process close()', () => {
+  it('finishes a request that is in flight when close() begins', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => (entered = r));
+    const s = await startServer({
+      logging: false,
+      // Holds the request inside the evaluator until the test has started closing.
+      wrap: (e) => ({
+        modelDir: e.modelDir,
+        stats: () => e.stats(),
+        close: () => e.close(),
+        evaluate: async (req, o) => {
+          entered();
+          await gate;
+          return e.evaluate(req, o);
+        },
+      }),
+    });
+    const base = await s.app.listen({ port: 0, host: '127.0.0.1' });
+    const inFlight = fetch(`${base}/v1/systemone`, { method: 'POST', headers: auth(), body: JSON.stringify(mixedRequest()) });
+    await inside;
+
+    let closed = false;
+    const closing = s.app.close().then(() => (closed = true));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(s.app.assay.draining()).toBe(true);
+    expect(closed).toBe(false); // waiting for the in-flight request
+    await expect(fetch(`${base}/healthz`)).rejects.toThrow(); // no new connections
+
+    release();
+    const res = await inFlight;
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { answers: Record<string, unknown> };
+    expect(Object.keys(body.answers).sort()).toEqual(['channel', 'paid', 'punctuality']);
+    await closing;
+    expect(closed).toBe(true);
+    await s.evaluator.close();
+  });
+
+  it('/healthz is 503 "loading" until the default model is ready', async () => {
+    const loading = await buildServer({
+      registry: testRegistry(await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' })),
+      models: { ...staticModels({}), ready: () => false },
+      keys: [],
+      logging: false,
+    });
+    const res = await loading.inject({ method: 'GET', url: '/healthz' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toEqual({ status: 'loading' });
+    await loading.close();
+  });
+});
+
+describe('the assay serve process', () => {
+  it('on SIGTERM finishes in-flight work and exits 0', async () => {
+    const modelDir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
+    const dir = mkdtempSync(join(tmpdir(), 'assay-serve-'));
+    const registry = join(dir, 'registry.json');
+    writeFileSync(
+      registry,
+      JSON.stringify({
+        default: 'svc-1.13.0',
+        models: { 'svc-1.13.0': { path: modelDir, description: 'tiny', release_date: '2026-11-22' } },
+        aliases: { 'svc-latest': 'svc-1.13.0' },
+      }),
+    );
+    const child = spawn(process.execPath, ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry], {
+      env: { ...process.env, ASSAY_API_KEYS: 'proc-key', HOST: '127.0.0.1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    try {
+      const base = await new Promise<string>((resolve, reject) => {
+        const check = () => {
+          const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+          if (m) resolve(m[1]);
+        };
+        child.stdout.on('data', check);
+        child.on('exit', () => reject(new Error(`serve exited early:\n${out}`)));
+      });
+      for (let i = 0; ; i++) {
+        if ((await fetch(`${base}/healthz`)).status === 200) break;
+        expect(i).toBeLessThan(600);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(out).not.toContain('generated for this run'); // a key was configured
+      // A heavy request, then SIGTERM as soon as the server reports it in flight.
+      const questions = Object.fromEntries(
+        Array.from({ length: 150 }, (_, i) => [`q${i}`, { type: 'choice', instructions: `Aspect ${i} of the text?`, criteria: { yes: null, no: null, unclear: 'not said' } }]),
+      );
+      const pending = fetch(`${base}/v1/systemone`, {
+        method: 'POST',
+        headers: auth('proc-key'),
+        body: JSON.stringify({ state: 'A report. '.repeat(300), model: 'svc-latest', questions }),
+      });
+      for (let i = 0; i < 200; i++) {
+        const metrics = await (await fetch(`${base}/metrics`)).text();
+        if (/assay_http_requests_in_flight\{route="\/v1\/systemone"\} 1/.test(metrics)) break;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      child.kill('SIGTERM');
+      const res = await pending;
+      expect(res.status).toBe(200);
+      expect(Object.keys(((await res.json()) as { answers: object }).answers)).toHaveLength(150);
+      expect(await exited).toBe(0);
+      expect(out).toContain('shutting down');
+      expect(out).toContain('shutdown complete');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
