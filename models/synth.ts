@@ -29,7 +29,7 @@ export const SHAPE_NAMES: readonly ShapeName[] = ['tiny', 'qwen2.5-0.5b', 'qwen3
 export const DTYPES: readonly SynthDtype[] = ['fp32', 'int8'];
 
 /** Bumped whenever the generated files change; ensureSynthModel regenerates older folders. */
-export const GENERATOR_VERSION = 2;
+export const GENERATOR_VERSION = 3;
 export const DEFAULT_SEED = 20240601;
 export const MEANINGLESS_WARNING =
   'SYNTHETIC MODEL: random weights. Its answers are meaningless; only speed, memory, tokenization and numerics are real.';
@@ -151,7 +151,6 @@ function quantizeSymmetric(w: Float32Array): { q: Int8Array; scale: number } {
 
 const F = DataType.FLOAT;
 const I64 = DataType.INT64;
-const FLOAT32_LOWEST = -3.4028234663852886e38;
 
 interface BuildContext {
   g: GraphBuilder;
@@ -286,7 +285,10 @@ export function buildDecoder(g: GraphBuilder, m: ShapeManifest, opts: { quantize
   const causal = g.op('LessOrEqual', [g.op('Unsqueeze', [kIdx, zero]), g.op('Unsqueeze', [qIdx, one])]);
   const pad = g.op('Unsqueeze', [g.op('Cast', [mask], { to: { i: DataType.BOOL } }), g.constI64([1, 2, 3])]);
   const allowed = g.op('And', [causal, pad]);
-  const lowest = g.scalarF32(FLOAT32_LOWEST);
+  // Additive float mask, built once for all layers (as HF's eager attention adds its causal mask):
+  // a per-layer Where over the scores costs more than the attention matmuls on long contexts.
+  // -1e9 rather than the float minimum keeps fully masked (left-padding) rows finite.
+  const maskBias = g.op('Where', [allowed, g.scalarF32(0), g.scalarF32(-1e9)]);
   const scale = g.scalarF32(1 / Math.sqrt(D));
 
   // Embedding (fp32 Gather in both dtypes), tied with the LM head.
@@ -319,7 +321,7 @@ export function buildDecoder(g: GraphBuilder, m: ShapeManifest, opts: { quantize
     const q5 = g.op('Reshape', [q, g.constI64([0, kvH, rep, -1, D])]);
     const k5 = g.op('Transpose', [g.op('Unsqueeze', [presentK, g.constI64([2])])], { perm: { ints: [0, 1, 2, 4, 3] } });
     const scores = g.op('Mul', [g.op('MatMul', [q5, k5]), scale]);
-    const masked = g.op('Where', [allowed, scores, lowest]);
+    const masked = g.op('Add', [scores, maskBias]);
     const probs = g.op('Softmax', [masked], { axis: { i: -1 } });
     const ctx5 = g.op('MatMul', [probs, g.op('Unsqueeze', [presentV, g.constI64([2])])]);
     const ctx4 = g.op('Transpose', [g.op('Reshape', [ctx5, g.constI64([0, nH, -1, D])])], { perm: { ints: [0, 2, 1, 3] } });

@@ -80,8 +80,7 @@ export function rewriteHead(modelBytes: Uint8Array, vocabSize: number): Rewritte
 
   // 3. Log-probabilities of the candidate tokens.
   node('Mul', ['logits', INV_TEMPERATURE_INPUT], 'assay/scaled');
-  const axes = c('assay/last_axis', [-1]);
-  if (opset >= 18) node('ReduceLogSumExp', ['assay/scaled', axes], 'assay/log_z', [{ name: 'keepdims', type: 2, i: 1 }]);
+  if (opset >= 18) node('ReduceLogSumExp', ['assay/scaled', c('assay/last_axis', [-1])], 'assay/log_z', [{ name: 'keepdims', type: 2, i: 1 }]);
   else node('ReduceLogSumExp', ['assay/scaled'], 'assay/log_z', [{ name: 'axes', type: 7, ints: [-1] }, { name: 'keepdims', type: 2, i: 1 }]);
   node('GatherElements', ['assay/scaled', CANDIDATES_INPUT], 'assay/picked', [{ name: 'axis', type: 2, i: 2 }]);
   node('Sub', ['assay/picked', 'assay/log_z'], LOGPROBS_OUTPUT);
