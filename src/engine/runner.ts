@@ -80,7 +80,8 @@ export class ModelRunner {
       intraOpNumThreads: config.threads ?? 0,
       interOpNumThreads: 1,
       executionMode: 'sequential',
-      logSeverityLevel: 3,
+      // With CUDA, warnings stay on: onnxruntime then logs each node it places on the CPU instead.
+      logSeverityLevel: provider === 'cuda' ? 2 : 3,
     };
     let session: ort.InferenceSession;
     try {
