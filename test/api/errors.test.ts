@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keysFromList, sha256 } from '../../src/api/auth.js';
 import type { Evaluator } from '../../src/engine/index.js';
-import { auth, KEY, mixedRequest, OTHER_KEY, startServer, tinyEvaluator, type TestServer } from './helpers.js';
+import { auth, KEY, mixedRequest, OTHER_KEY, startServer, tinyEvaluator, withEvaluate, type TestServer } from './helpers.js';
 
 let shared: Evaluator;
 let s: TestServer;
@@ -13,12 +13,8 @@ beforeAll(async () => {
     evaluator: shared,
     bodyLimit: 64 * 1024,
     // A fault injected around the real engine: a state of "explode" makes it throw.
-    wrap: (e) => ({
-      modelDir: e.modelDir,
-      stats: () => e.stats(),
-      close: () => e.close(),
-      evaluate: (req, o) => (req.state === 'explode' ? Promise.reject(new Error('engine blew up on: explode')) : e.evaluate(req, o)),
-    }),
+    wrap: (e) =>
+      withEvaluate(e, (req, o, real) => (req.state === 'explode' ? Promise.reject(new Error('engine blew up on: explode')) : real.evaluate(req, o))),
   });
 });
 afterAll(async () => {

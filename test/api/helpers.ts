@@ -83,6 +83,14 @@ export async function startServer(
   };
 }
 
+/** The real evaluator with its evaluate() replaced (fault injection); `real` is the original. */
+export function withEvaluate(
+  e: Evaluator,
+  evaluate: (req: Parameters<Evaluator['evaluate']>[0], o: Parameters<Evaluator['evaluate']>[1], real: Evaluator) => ReturnType<Evaluator['evaluate']>,
+): Evaluator {
+  return { modelDir: e.modelDir, stats: () => e.stats(), close: () => e.close(), evaluate: (req, o) => evaluate(req, o, e) };
+}
+
 export const auth = (key = KEY) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
 
 /** A request with one question of each type. */

@@ -1,6 +1,6 @@
 // Zero data retention: no request content reaches the logs at any level, whatever the outcome.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { auth, startServer, type TestServer } from './helpers.js';
+import { auth, startServer, withEvaluate, type TestServer } from './helpers.js';
 
 const CANARY = 'CANARY-7f3a9c-zero-retention';
 
@@ -10,13 +10,10 @@ beforeAll(async () => {
     logLevel: 'trace',
     bodyLimit: 32 * 1024,
     // An engine failure whose message quotes the request, as a careless error might.
-    wrap: (e) => ({
-      modelDir: e.modelDir,
-      stats: () => e.stats(),
-      close: () => e.close(),
-      evaluate: (req, o) =>
-        JSON.stringify(req.state).includes('fail') ? Promise.reject(new Error(`cannot evaluate ${JSON.stringify(req)}`)) : e.evaluate(req, o),
-    }),
+    wrap: (e) =>
+      withEvaluate(e, (req, o, real) =>
+        JSON.stringify(req.state).includes('fail') ? Promise.reject(new Error(`cannot evaluate ${JSON.stringify(req)}`)) : real.evaluate(req, o),
+      ),
   });
 });
 afterAll(async () => {

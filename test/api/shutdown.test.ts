@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../models/ensure.js';
 import { staticModels } from '../../src/api/model-pool.js';
 import { buildServer } from '../../src/api/server.js';
-import { auth, mixedRequest, startServer, testRegistry } from './helpers.js';
+import { auth, mixedRequest, startServer, testRegistry, withEvaluate } from './helpers.js';
 
 describe('in-process close()', () => {
   it('finishes a request that is in flight when close() begins', async () => {
@@ -18,16 +18,12 @@ describe('in-process close()', () => {
     const s = await startServer({
       logging: false,
       // Holds the request inside the evaluator until the test has started closing.
-      wrap: (e) => ({
-        modelDir: e.modelDir,
-        stats: () => e.stats(),
-        close: () => e.close(),
-        evaluate: async (req, o) => {
+      wrap: (e) =>
+        withEvaluate(e, async (req, o, real) => {
           entered();
           await gate;
-          return e.evaluate(req, o);
-        },
-      }),
+          return real.evaluate(req, o);
+        }),
     });
     const base = await s.app.listen({ port: 0, host: '127.0.0.1' });
     const inFlight = fetch(`${base}/v1/systemone`, { method: 'POST', headers: auth(), body: JSON.stringify(mixedRequest()) });
