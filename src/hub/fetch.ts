@@ -32,7 +32,7 @@ const OPTIONAL_FILES = ['generation_config.json', 'chat_template.jinja', 'specia
 
 export const DEFAULT_HUB_URL = 'https://huggingface.co';
 
-export type HubFetchErrorCode = 'not_found' | 'unauthorized' | 'missing_file' | 'checksum' | 'http';
+export type HubFetchErrorCode = 'not_found' | 'unauthorized' | 'missing_file' | 'checksum' | 'http' | 'network';
 
 export class HubFetchError extends Error {
   constructor(
@@ -224,7 +224,9 @@ async function fetchFile(a: FetchFileArgs): Promise<FetchedFile> {
     const headers: Record<string, string> = {};
     if (a.accessToken) headers.Authorization = `Bearer ${a.accessToken}`;
     if (offset > 0) headers.Range = `bytes=${offset}-`;
-    const res = await fetch(a.url, { headers, signal: a.signal });
+    const res = await fetch(a.url, { headers, signal: a.signal }).catch((e: unknown) => {
+      throw networkError(e, `cannot download ${file.path} from ${a.url}`, a.signal);
+    });
     if (offset > 0 && res.status === 200) {
       // The server ignored the Range: start over rather than append the whole file.
       a.log(`${file.path}: the server does not resume partial downloads; starting it over`);
@@ -246,19 +248,23 @@ async function fetchFile(a: FetchFileArgs): Promise<FetchedFile> {
     if (!res.body) throw new HubFetchError('http', `${file.path}: empty response from ${a.url}`);
     let onDisk = offset;
     a.onBytes(onDisk);
-    await pipeline(
-      Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>),
-      new Transform({
-        transform(chunk: Buffer, _enc, cb) {
-          hash.update(chunk);
-          onDisk += chunk.length;
-          a.onBytes(Math.min(onDisk, file.size));
-          cb(null, chunk);
-        },
-      }),
-      createWriteStream(part, { flags: offset > 0 ? 'a' : 'w' }),
-      { signal: a.signal },
-    );
+    try {
+      await pipeline(
+        Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>),
+        new Transform({
+          transform(chunk: Buffer, _enc, cb) {
+            hash.update(chunk);
+            onDisk += chunk.length;
+            a.onBytes(Math.min(onDisk, file.size));
+            cb(null, chunk);
+          },
+        }),
+        createWriteStream(part, { flags: offset > 0 ? 'a' : 'w' }),
+        { signal: a.signal },
+      );
+    } catch (e) {
+      throw networkError(e, `the transfer of ${file.path} stopped at ${formatBytes(onDisk)} of ${formatBytes(file.size)}; run the same command again to resume`, a.signal);
+    }
   }
 
   const size = (await sizeOf(part)) ?? 0;
@@ -332,8 +338,17 @@ async function hubCall<T>(repo: string, revision: string, hubUrl: string, fn: ()
     if (e instanceof TypeError && /access token/.test(e.message)) {
       throw new HubFetchError('unauthorized', `HF_TOKEN is not a Hugging Face token: ${e.message}`);
     }
-    throw e;
+    throw networkError(e, `cannot reach ${hubUrl}`);
   }
+}
+
+/** A failed connection or an interrupted body as a HubFetchError (an abort stays an abort). */
+function networkError(e: unknown, doing: string, signal?: AbortSignal): unknown {
+  if (signal?.aborted || e instanceof HubFetchError) return e;
+  const err = e as Error & { cause?: { code?: string; message?: string }; code?: string };
+  if (!(err instanceof Error)) return e;
+  const why = err.cause?.code ?? err.code ?? err.cause?.message ?? err.message;
+  return new HubFetchError('network', `${doing} (${why})`);
 }
 
 function httpError(status: number, doing: string): HubFetchError {

@@ -4,6 +4,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -176,7 +178,10 @@ describe('models:fetch', () => {
   it('picks up after a connection dropped mid-file', async () => {
     const full = readFileSync(path.join(source, ONNX));
     hub.truncateAt.set(ONNX, Math.floor(full.length / 2));
-    await expect(fetchModel({ repo: REPO, destRoot: dest, hubUrl: hub.url })).rejects.toThrow();
+    const cut = await fetchModel({ repo: REPO, destRoot: dest, hubUrl: hub.url }).catch((e: unknown) => e);
+    expect(cut).toBeInstanceOf(HubFetchError);
+    expect((cut as HubFetchError).code).toBe('network');
+    expect((cut as Error).message).toMatch(/^the transfer of onnx\/model_quantized\.onnx stopped at .* run the same command again to resume/);
     const part = path.join(modelDir(), `${ONNX}.part`);
     const kept = (await stat(part)).size;
     expect(kept).toBeGreaterThan(0);
@@ -212,6 +217,18 @@ describe('models:fetch', () => {
     expect(r.err).toMatch(/model repository acme\/no-such-model@main on http:\/\/127\.0\.0\.1:\d+ was not found \(HTTP 404\)/);
     expect(r.err).toContain('HF_TOKEN');
     expect(existsSync(dest)).toBe(false);
+    expect(existsSync(registry)).toBe(false);
+  });
+
+  it('a hub that cannot be reached: a clear error, not a stack trace', async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const endpoint = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise((r) => closed.close(r));
+    const io = { out: sink(), err: sink() };
+    const code = await run([REPO, '--dest', dest, '--registry', registry], { env: { HF_ENDPOINT: endpoint }, stdout: io.out, stderr: io.err });
+    expect(code).toBe(1);
+    expect(io.err.text()).toContain(`models:fetch: cannot reach ${endpoint} (ECONNREFUSED)`);
     expect(existsSync(registry)).toBe(false);
   });
 
