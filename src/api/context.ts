@@ -3,14 +3,13 @@ import type { Registry } from '../registry.js';
 import type { ApiKey, KeyStore } from './auth.js';
 import type { Metrics } from './metrics.js';
 import type { ModelProvider } from './model-pool.js';
-import type { RateLimiter, RateLimits } from './rate-limit.js';
+import type { RateLimiter } from './rate-limit.js';
 
 export interface ApiContext {
   registry: Registry;
   models: ModelProvider;
   keys: KeyStore;
   limiter: RateLimiter;
-  limits: RateLimits;
   metrics: Metrics;
   /** Per-request deadline in ms (queue wait + evaluation); past it, 408. */
   deadlineMs: number;

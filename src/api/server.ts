@@ -99,8 +99,8 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
       const h = req.headers['x-request-id'];
       return typeof h === 'string' && REQUEST_ID.test(h) ? h : `req_${randomUUID().replaceAll('-', '')}`;
     },
-    // Slow clients must not hold a worker forever; evaluation itself is bounded by the deadline.
-    requestTimeout: 0,
+    // A client gets 60 s to send its whole request (slowloris guard); evaluation is bounded by the deadline.
+    requestTimeout: 60_000,
     // Requests that still arrive while draining get our own 503 (see onRequest).
     return503OnClosing: false,
   });
@@ -111,7 +111,6 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     models: options.models,
     keys: new KeyStore(options.keys),
     limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.rateLimits }, options.now),
-    limits: { ...DEFAULT_RATE_LIMITS, ...options.rateLimits },
     metrics,
     deadlineMs: options.deadlineMs ?? DEFAULT_DEADLINE_MS,
     draining: () => draining,
