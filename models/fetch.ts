@@ -1,16 +1,17 @@
 // npm run models:fetch -- <repo id> [--revision R] [--variant fp32|int8|fp16|q4] [--id ID]
-//                         [--alias NAME]... [--registry FILE] [--dest DIR] [--description TEXT]
+//                         [--alias NAME]... [--default] [--registry FILE] [--dest DIR] [--description TEXT]
 //
 // Downloads a Hugging Face ONNX export (transformers.js / Optimum layout) into
 // models/hub/<owner>/<name>/<commit>/, resuming partial files and verifying each against the hub's
 // checksums, then registers the folder in the model registry under a versioned id. Honours
 // HF_ENDPOINT (a mirror or a local hub) and HF_TOKEN (private or gated repos).
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { fetchModel, formatBytes, HubFetchError, hubUrlFromEnv, VARIANTS, type FetchModelResult, type Variant } from '../src/hub/fetch.js';
 import { progressBar } from '../src/hub/progress.js';
-import { DEFAULT_REGISTRY_FILE, registerModel } from '../src/registry.js';
+import { checkRegistry, DEFAULT_REGISTRY_FILE, registerModel, type RegistryFile } from '../src/registry.js';
 
 export const DEFAULT_DEST = fileURLToPath(new URL('./hub/', import.meta.url));
 
@@ -26,6 +27,7 @@ Options:
   --id ID            versioned id to register, e.g. svc-1.14.0
                      (default: <name>-<variant>-<commit[0:7]>, lower case)
   --alias NAME       point an alias (e.g. svc-latest) at it; repeatable
+  --default          make it the registry's default (the model the server loads at startup)
   --registry FILE    registry to update (default models/registry.json)
   --dest DIR         download root (default models/hub)
   --description T    description listed by GET /v1/models
@@ -54,6 +56,7 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
         variant: { type: 'string' },
         id: { type: 'string' },
         alias: { type: 'string', multiple: true },
+        default: { type: 'boolean' },
         registry: { type: 'string' },
         dest: { type: 'string' },
         description: { type: 'string' },
@@ -130,14 +133,25 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
       },
       o.alias ?? [],
     );
+    if (o.default) setDefault(registry, id);
   } catch (e) {
     stderr.write(`models:fetch: downloaded, but could not register it: ${(e as Error).message}\n`);
     return 1;
   }
-  const aliasNote = o.alias?.length ? ` (aliases: ${o.alias.join(', ')})` : '';
-  log(`registered ${id}${aliasNote} in ${registry}`);
+  const aliasNote = [o.alias?.length ? `aliases: ${o.alias.join(', ')}` : '', o.default ? 'default' : ''].filter(Boolean).join('; ');
+  log(`registered ${id}${aliasNote ? ` (${aliasNote})` : ''} in ${registry}`);
   stdout.write(`${JSON.stringify({ id, path: rel, dir: result.modelDir, commit: result.commit, variant })}\n`);
   return 0;
+}
+
+/** Points the registry's "default" at id (registerModel leaves it alone), atomically. */
+function setDefault(file: string, id: string): void {
+  const data = JSON.parse(readFileSync(file, 'utf8')) as RegistryFile;
+  data.default = id;
+  checkRegistry(data, file);
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(data, null, 2)}\n`);
+  renameSync(tmp, file);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {

@@ -136,13 +136,19 @@ describe('models:fetch', () => {
   });
 
   it('a second run finds the verified files in place and transfers nothing', async () => {
+    // An existing registry keeps its default unless --default says otherwise.
+    await writeFile(registry, JSON.stringify({ default: 'old', models: { old: { path: 'x', description: 'd', release_date: '2024-01-01' } }, aliases: {} }));
     expect((await cli([REPO])).code).toBe(0);
+    expect(loadRegistry(registry).default).toBe('old');
     hub.log.length = 0;
     const again = await cli([REPO]);
     expect(again.code).toBe(0);
     expect(hub.log.filter((q) => q.url.includes('/resolve/'))).toEqual([]);
     // Default id: <name>-<variant>-<commit7>
-    expect(Object.keys(loadRegistry(registry).models)).toEqual([`tiny-int8-int8-${commit.slice(0, 7)}`]);
+    const id = `tiny-int8-int8-${commit.slice(0, 7)}`;
+    expect(Object.keys(loadRegistry(registry).models)).toEqual(['old', id]);
+    expect((await cli([REPO, '--default'])).code).toBe(0);
+    expect(loadRegistry(registry).default).toBe(id);
   });
 
   it('rejects bytes that do not match the hub checksum: clear error, nothing kept, nothing registered', async () => {
