@@ -22,6 +22,7 @@ GET /healthz, GET /metrics). Every option can also be set by the environment var
   --tps N                  ASSAY_RATE_TPS             input tokens per second per key (default ${DEFAULT_RATE_LIMITS.inputTokensPerSecond})
   --threads N              ASSAY_THREADS              onnxruntime threads per model (default 0 = one per core)
   --prefix-cache-bytes N   ASSAY_PREFIX_CACHE_BYTES   prefix KV cache size (default ${DEFAULTS.prefixCacheBytes}; 0 = off)
+  --prefill-chunk N        ASSAY_PREFILL_CHUNK        prefill long prompts in chunks of N tokens (default ${DEFAULTS.prefillChunk}; 0 = one pass)
   --max-queue N            ASSAY_MAX_QUEUE            requests waiting per model before 529 (default ${DEFAULTS.maxQueue})
   --deadline-ms N          ASSAY_DEADLINE_MS          per-request deadline before 408 (default ${DEFAULT_DEADLINE_MS})
   --body-limit N           ASSAY_BODY_LIMIT           largest request body in bytes before 413 (default ${DEFAULT_BODY_LIMIT})
@@ -42,6 +43,7 @@ export interface ServeConfig {
   inputTokensPerSecond: number;
   threads: number;
   prefixCacheBytes: number;
+  prefillChunk: number;
   maxQueue: number;
   deadlineMs: number;
   bodyLimit: number;
@@ -71,6 +73,7 @@ export function serveConfig(argv: string[], env: Record<string, string | undefin
       tps: { type: 'string' },
       threads: { type: 'string' },
       'prefix-cache-bytes': { type: 'string' },
+      'prefill-chunk': { type: 'string' },
       'max-queue': { type: 'string' },
       'deadline-ms': { type: 'string' },
       'body-limit': { type: 'string' },
@@ -102,6 +105,7 @@ export function serveConfig(argv: string[], env: Record<string, string | undefin
     inputTokensPerSecond: int(f.tps ?? env.ASSAY_RATE_TPS, '--tps', DEFAULT_RATE_LIMITS.inputTokensPerSecond, 1),
     threads: int(f.threads ?? env.ASSAY_THREADS, '--threads', DEFAULTS.threads),
     prefixCacheBytes: int(f['prefix-cache-bytes'] ?? env.ASSAY_PREFIX_CACHE_BYTES, '--prefix-cache-bytes', DEFAULTS.prefixCacheBytes),
+    prefillChunk: int(f['prefill-chunk'] ?? env.ASSAY_PREFILL_CHUNK, '--prefill-chunk', DEFAULTS.prefillChunk),
     maxQueue: int(f['max-queue'] ?? env.ASSAY_MAX_QUEUE, '--max-queue', DEFAULTS.maxQueue),
     deadlineMs: int(f['deadline-ms'] ?? env.ASSAY_DEADLINE_MS, '--deadline-ms', DEFAULT_DEADLINE_MS, 1),
     bodyLimit: int(f['body-limit'] ?? env.ASSAY_BODY_LIMIT, '--body-limit', DEFAULT_BODY_LIMIT, 1),
@@ -137,7 +141,7 @@ export async function run(argv: string[]): Promise<number> {
   };
   const pool = createModelPool(
     registry,
-    { provider: config.provider, threads: config.threads, prefixCacheBytes: config.prefixCacheBytes, maxQueue: config.maxQueue },
+    { provider: config.provider, threads: config.threads, prefixCacheBytes: config.prefixCacheBytes, prefillChunk: config.prefillChunk, maxQueue: config.maxQueue },
     log,
   );
   app = await buildServer({

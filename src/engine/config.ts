@@ -18,6 +18,8 @@ export interface EngineConfig {
   /** Token budgets (SPEC §8). */
   requestTokenBudget?: number;
   questionTokenBudget?: number;
+  /** Prompts longer than this many tokens are prefilled in chunks of this size (0: one pass). */
+  prefillChunk?: number;
   /** Rewrite the loaded graph so passes project only the positions read (default true; false runs the export as is). */
   rewriteGraph?: boolean;
   /** Softmax temperature applied to answer logits; default from the model's assay.json manifest, else 1. */
@@ -29,6 +31,7 @@ export const DEFAULTS = {
   graphOptimization: 'all',
   prefixCacheBytes: 256 * 1024 * 1024,
   maxQueue: 64,
+  prefillChunk: 256,
   requestTokenBudget: 64_000,
   questionTokenBudget: 32_000,
 } as const;

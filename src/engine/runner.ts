@@ -6,7 +6,7 @@ import { CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, KEEP_INPUT, LOGPROBS_OUTPUT } 
 import { loadModelBytes } from './model-bytes.js';
 import { logSoftmaxAt } from './labels.js';
 import type { ModelFolder } from './model-folder.js';
-import type { EngineConfig } from './config.js';
+import { DEFAULTS, type EngineConfig } from './config.js';
 
 /** Keys and values of every layer for `length` tokens, as the session's present.* outputs gave them. */
 export interface KvCache {
@@ -31,6 +31,8 @@ export class ModelRunner {
   private readonly kvType: 'float32' | 'float16';
   private readonly kvHeads: number;
   private readonly headDim: number;
+  /** Inputs longer than this run in chunks of this many tokens (0: never). */
+  prefillChunk: number;
   /** Whether the loaded graph was rewritten to project only kept positions and return candidate log-probabilities. */
   readonly rewritten: boolean;
   readonly vocabSize: number;
@@ -39,7 +41,9 @@ export class ModelRunner {
     private readonly session: ort.InferenceSession,
     folder: ModelFolder,
     private readonly temperature: number,
+    prefillChunk: number,
   ) {
+    this.prefillChunk = prefillChunk;
     const inputs = session.inputNames;
     const outputs = new Set(session.outputNames);
     for (const required of ['input_ids', 'attention_mask']) {
@@ -97,7 +101,7 @@ export class ModelRunner {
       }
       throw new ModelLoadError(`${folder.onnxPath}: onnxruntime cannot load it (${message})`);
     }
-    return new ModelRunner(session, folder, temperature);
+    return new ModelRunner(session, folder, temperature, config.prefillChunk ?? DEFAULTS.prefillChunk);
   }
 
   /** Bytes one token's keys and values take over all layers. */
@@ -111,6 +115,28 @@ export class ModelRunner {
    * when a later pass continues from it: onnxruntime-node copies every output it returns.
    */
   async forward(ids: number[], past: KvCache | null, candidates: number[][], present: boolean): Promise<ForwardResult> {
+    // Long inputs run in chunks over the growing cache: a stock export's attention materializes
+    // [heads, n, past + n] scores, so one 8,000-token pass would need gigabytes and run at a
+    // fraction of the speed of 512-token pieces.
+    const chunk = this.prefillChunk;
+    if (chunk > 0 && ids.length > chunk && candidates.length < ids.length) {
+      // The last piece holds every position read; the rest go in chunks that grow with the cache
+      // (a longer past makes each chunk's present copy dearer than its attention).
+      const lastLength = Math.max(candidates.length, 1);
+      const headEnd = ids.length - lastLength;
+      let cache = past;
+      for (let start = 0; start < headEnd; ) {
+        const size = chunkFor(chunk, (cache?.length ?? 0));
+        const end = Math.min(start + size, headEnd);
+        cache = (await this.pass(ids.slice(start, end), cache, [], true)).present!;
+        start = end;
+      }
+      return this.pass(ids.slice(headEnd), cache, candidates, present);
+    }
+    return this.pass(ids, past, candidates, present);
+  }
+
+  private async pass(ids: number[], past: KvCache | null, candidates: number[][], present: boolean): Promise<ForwardResult> {
     const keep = candidates.length;
     const feeds = this.feeds(ids, past, candidates);
     const fetches: string[] = [];
@@ -203,6 +229,13 @@ export class ModelRunner {
     }
     return rows;
   }
+}
+
+/** Chunk size for a prefill piece after `past` tokens: the base, doubled at 4× and 16× the base of past. */
+function chunkFor(base: number, past: number): number {
+  if (past >= 16 * base) return 4 * base;
+  if (past >= 4 * base) return 2 * base;
+  return base;
 }
 
 function num(v: unknown): number {

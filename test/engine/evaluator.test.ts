@@ -1,21 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadEvaluator, type Answer, type Evaluator } from '../../src/engine/index.js';
-import { choice, manyQuestions, noul, request, score, state, tinyFp32 } from './fixtures.js';
-
-/** Every probability an answer carries, in a stable order, for numeric comparison. */
-function numbers(answer: Answer): number[] {
-  if (answer.type === 'noul') return [answer.noul];
-  const keys = Object.keys(answer.probabilities).sort();
-  return keys.map((k) => answer.probabilities[k]);
-}
-
-function expectClose(a: Answer, b: Answer, tolerance = 1e-5): void {
-  expect(a.type).toBe(b.type);
-  const x = numbers(a);
-  const y = numbers(b);
-  expect(x.length).toBe(y.length);
-  x.forEach((v, i) => expect(Math.abs(v - y[i])).toBeLessThan(tolerance));
-}
+import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
+import { choice, expectClose, manyQuestions, noul, request, score, state, tinyFp32 } from './fixtures.js';
 
 describe('evaluator on the tiny synthetic model', () => {
   let cold: Evaluator; // no cross-request cache: every request runs from scratch

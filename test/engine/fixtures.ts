@@ -1,6 +1,7 @@
 // Shared fixtures for engine tests: the tiny synthetic models and a few requests.
 import { ensureSynthModel } from '../../models/ensure.js';
-import type { EvaluateRequest, Question } from '../../src/engine/types.js';
+import { expect } from 'vitest';
+import type { Answer, EvaluateRequest, EvaluateResult, Question } from '../../src/engine/types.js';
 
 export const tinyFp32 = () => ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
 export const tinyInt8 = () => ensureSynthModel({ shape: 'tiny', dtype: 'int8' });
@@ -32,4 +33,27 @@ export function manyQuestions(n: number): Record<string, Question> {
 
 export function request(questions: Record<string, Question>, s: EvaluateRequest['state'] = state): EvaluateRequest {
   return { state: s, questions };
+}
+
+/** Every probability an answer carries, in a stable order, for numeric comparison. */
+export function probabilities(answer: Answer): number[] {
+  if (answer.type === 'noul') return [answer.noul];
+  return Object.keys(answer.probabilities)
+    .sort()
+    .map((k) => answer.probabilities[k]);
+}
+
+/** The same answer types and probabilities within `tolerance`. */
+export function expectClose(a: Answer, b: Answer, tolerance = 1e-5): void {
+  expect(b.type).toBe(a.type);
+  const x = probabilities(a);
+  const y = probabilities(b);
+  expect(y.length).toBe(x.length);
+  x.forEach((v, i) => expect(Math.abs(v - y[i])).toBeLessThan(tolerance));
+}
+
+/** Two results with equal usage and every answer close. */
+export function expectSameResult(a: EvaluateResult, b: EvaluateResult, tolerance = 1e-5): void {
+  expect(b.usage).toEqual(a.usage);
+  for (const key of Object.keys(a.answers)) expectClose(a.answers[key], b.answers[key], tolerance);
 }

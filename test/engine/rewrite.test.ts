@@ -1,10 +1,10 @@
 // The load-time graph rewrite (project only kept positions, return candidate log-probabilities)
 // must change no answer, and must actually apply to the exports we serve.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
+import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
 import { openModelFolder } from '../../src/engine/model-folder.js';
 import { ModelRunner } from '../../src/engine/runner.js';
-import { choice, manyQuestions, noul, request, score, tinyFp32, tinyInt8, tinyNoPositionIds } from './fixtures.js';
+import { choice, expectSameResult, manyQuestions, noul, request, score, tinyFp32, tinyInt8, tinyNoPositionIds } from './fixtures.js';
 
 describe('graph rewrite', () => {
   it('applies to the fp32, int8 and no-position_ids exports', async () => {
@@ -30,16 +30,7 @@ describe('graph rewrite', () => {
 
     it('for every type, alone and together', async () => {
       for (const questions of [{ n: noul, c: choice, s: score, ...manyQuestions(4) }, { c: choice }]) {
-        const a = await plain.evaluate(request(questions));
-        const b = await rewritten.evaluate(request(questions));
-        expect(b.usage).toEqual(a.usage);
-        for (const key of Object.keys(questions)) {
-          const x = a.answers[key];
-          const y = b.answers[key];
-          const px = x.type === 'noul' ? [x.noul] : Object.values(x.probabilities);
-          const py = y.type === 'noul' ? [y.noul] : Object.values(y.probabilities);
-          px.forEach((p, i) => expect(Math.abs(p - py[i])).toBeLessThan(1e-5));
-        }
+        expectSameResult(await plain.evaluate(request(questions)), await rewritten.evaluate(request(questions)));
       }
     });
   });
@@ -68,5 +59,23 @@ describe('graph rewrite', () => {
     expect(b.confidence).toBeLessThan(0.01);
     await sharp.close();
     await flat.close();
+  });
+});
+
+describe('chunked prefill', () => {
+  it('gives the answers of one pass over the whole prompt', async () => {
+    const modelDir = await tinyFp32();
+    const whole = await loadEvaluator({ modelDir, threads: 1, prefixCacheBytes: 0, prefillChunk: 0 });
+    const chunked = await loadEvaluator({ modelDir, threads: 1, prefixCacheBytes: 0, prefillChunk: 64 });
+    const longState = Array.from({ length: 80 }, (_, i) => `Line ${i}: the fox jumped over fence number ${i * 7}.`).join('\n');
+    const sets: Array<Record<string, Question>> = [{ c: choice }, { n: noul, c: choice, s: score }];
+    for (const questions of sets) {
+      const a = await whole.evaluate(request(questions, longState));
+      const b = await chunked.evaluate(request(questions, longState));
+      expect(a.usage.input_tokens).toBeGreaterThan(64 * 8);
+      expectSameResult(a, b);
+    }
+    await whole.close();
+    await chunked.close();
   });
 });
