@@ -124,8 +124,13 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
   });
   // While draining, every response closes its connection, so keep-alive clients do not hold
   // the shutdown open once their in-flight request is answered.
+  // Server-Timing: `total` is the server's time on the request up to sending (body read, parsing,
+  // validation, handler, serialization); routes that run the engine add `engine` before it.
   app.addHook('onSend', async (_req, reply) => {
     if (draining) reply.header('connection', 'close');
+    const engine = reply.getHeader('server-timing');
+    const total = `total;dur=${reply.elapsedTime.toFixed(2)}`;
+    reply.header('server-timing', typeof engine === 'string' ? `${engine}, ${total}` : total);
   });
 
   // Only application/json bodies; parsed here so malformed JSON gets FastAPI's json_invalid 422.
