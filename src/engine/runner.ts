@@ -120,18 +120,18 @@ export class ModelRunner {
     // fraction of the speed of 512-token pieces.
     const chunk = this.prefillChunk;
     if (chunk > 0 && ids.length > chunk && candidates.length < ids.length) {
-      // The last piece holds every position read; the rest go in chunks that grow with the cache
-      // (a longer past makes each chunk's present copy dearer than its attention).
-      const lastLength = Math.max(candidates.length, 1);
-      const headEnd = ids.length - lastLength;
+      // Pieces grow with the cache (a longer past makes each piece's present copy dearer than
+      // its attention); the last piece is the remainder, long enough to hold every position read.
+      const ends: number[] = [];
+      for (let end = 0; end < ids.length; ) ends.push((end = Math.min(ids.length, end + chunkFor(chunk, (past?.length ?? 0) + end))));
+      while (ends.length > 1 && ids.length - ends[ends.length - 2] < candidates.length) ends.splice(ends.length - 2, 1);
       let cache = past;
-      for (let start = 0; start < headEnd; ) {
-        const size = chunkFor(chunk, (cache?.length ?? 0));
-        const end = Math.min(start + size, headEnd);
+      let start = 0;
+      for (const end of ends.slice(0, -1)) {
         cache = (await this.pass(ids.slice(start, end), cache, [], true)).present!;
         start = end;
       }
-      return this.pass(ids.slice(headEnd), cache, candidates, present);
+      return this.pass(ids.slice(start), cache, candidates, present);
     }
     return this.pass(ids, past, candidates, present);
   }
