@@ -185,22 +185,30 @@ export async function rooflineSection(ctx: BenchContext): Promise<SectionResult>
   const after = [await kernelGflops(ctx, s, 'int8-chain', m, kernelTime), await kernelGflops(ctx, s, 'int8-fused', m, kernelTime)];
   const fp32 = await kernelGflops(ctx, s, 'fp32', m, kernelTime);
   const ceiling = Math.max(...before.map((k) => k.gflops), ...after.map((k) => k.gflops));
-  for (const p of prefill) p.fractionOfInt8Ceiling = round((p.linearGflopsAchieved as number) / ceiling, 3);
+  for (const p of prefill) {
+    p.fractionOfInt8Ceiling = round((p.linearGflopsAchieved as number) / ceiling, 3);
+    // The issue's definition: 2 × parameters FLOPs per token (the manifest's count, tied embedding once).
+    p.parameterGflops = round((2 * manifest.parameters * (p.tokensPerSecond as number)) / 1e9, 1);
+    p.fractionByParameters = round((p.parameterGflops as number) / ceiling, 3);
+  }
   const p512 = prefill[0];
   const targets: Target[] = [{
-    name: `prefill ${p512.tokens} tokens vs the int8 MatMul ceiling (linear FLOPs)`,
+    name: `prefill ${p512.tokens} tokens vs the int8 MatMul ceiling (2 × parameters FLOPs per token)`,
     goal: '≥ 70%',
-    value: round((p512.fractionOfInt8Ceiling as number) * 100, 1),
+    value: round((p512.fractionByParameters as number) * 100, 1),
     unit: '%',
-    met: (p512.fractionOfInt8Ceiling as number) >= 0.7,
-    detail: `${p512.tokensPerSecond} tok/s = ${p512.linearGflopsAchieved} GFLOP/s of ${ceiling} GFLOP/s`,
+    met: (p512.fractionByParameters as number) >= 0.7,
+    detail:
+      `${p512.tokensPerSecond} tok/s × 2 × ${(manifest.parameters / 1e6).toFixed(1)} M parameters = ${p512.parameterGflops} GFLOP/s of ${ceiling} GFLOP/s; ` +
+      `counting only the FLOPs executed (linear layers; the rewritten graph skips the vocabulary projection on prefix positions): ` +
+      `${p512.linearGflopsAchieved} GFLOP/s = ${round((p512.fractionOfInt8Ceiling as number) * 100, 1)} %`,
   }];
   const notes = [
     `FLOPs per token: 2 × ${(linearPerToken / 2 / 1e6).toFixed(1)} M linear weights (24 layers × q,k,v,o,gate,up,down) = ${(linearPerToken / 1e9).toFixed(3)} GFLOP; ` +
       `the embedding (${((s.vocab * s.hidden) / 1e6).toFixed(1)} M of the manifest's ${(manifest.parameters / 1e6).toFixed(1)} M parameters) is a lookup, ` +
       `and the tied vocabulary projection (${(head / 1e9).toFixed(2)} GFLOP) runs only at the one position read.`,
     'Attention adds 4 · layers · N · hidden FLOPs per token (QKᵀ and PV over the full N × N scores, which the plain-op graph computes before masking), in fp32: ' +
-      prefill.map((p) => `${(((p.attentionShareOfFlops as number) * 100)).toFixed(0)}% of all FLOPs at ${p.tokens} tokens`).join(', ') + '. The fraction above counts linear FLOPs only.',
+      prefill.map((p) => `${(((p.attentionShareOfFlops as number) * 100)).toFixed(0)}% of all FLOPs at ${p.tokens} tokens`).join(', ') + '. The target uses the issue\'s count (2 × parameters per token); the table also gives the linear FLOPs actually executed and their fraction of the ceiling.',
     'The ceiling is the best of the int8 kernels (export-style chain and fused DynamicQuantizeMatMul), measured before and after the prefill timing.',
   ];
   if (ctx.quick) notes.push('--quick: 512 tokens only, fewer samples.');
@@ -209,10 +217,11 @@ export async function rooflineSection(ctx: BenchContext): Promise<SectionResult>
     table(['kernel', 'M', 'ms per layer (median)', 'GFLOP/s (median)', 'when'], kernels.map((k) => [k.kernel, k.m, k.msPerLayer.median, k.gflops, k.when])),
     '',
     table(
-      ['prefill tokens', 'ms (median, min–max)', 'tokens/s', 'linear GFLOP/s', 'of int8 ceiling', 'attention share of FLOPs'],
+      ['prefill tokens', 'ms (median, min–max)', 'tokens/s', '2 × params GFLOP/s', 'of int8 ceiling', 'linear GFLOP/s executed', 'of int8 ceiling', 'attention share of FLOPs'],
       prefill.map((p) => {
         const t = p.ms as { median: number; min: number; max: number };
-        return [p.tokens as number, `${t.median} (${t.min}–${t.max})`, p.tokensPerSecond as number, p.linearGflopsAchieved as number, `${(((p.fractionOfInt8Ceiling as number) * 100)).toFixed(1)}%`, `${(((p.attentionShareOfFlops as number) * 100)).toFixed(1)}%`];
+        const pct = (x: unknown) => `${((x as number) * 100).toFixed(1)}%`;
+        return [p.tokens as number, `${t.median} (${t.min}–${t.max})`, p.tokensPerSecond as number, p.parameterGflops as number, pct(p.fractionByParameters), p.linearGflopsAchieved as number, pct(p.fractionOfInt8Ceiling), pct(p.attentionShareOfFlops)];
       }),
     ),
   ].join('\n');
