@@ -7,8 +7,10 @@ export class BudgetError extends Error {
     readonly budget: 'request' | 'question' | 'context',
     readonly count: number,
     readonly limit: number,
+    /** The count stopped early: the request needs at least `count` tokens. */
+    readonly atLeast = false,
   ) {
-    super(`${budgetName(budget)} is ${limit} tokens; this request needs ${count}`);
+    super(`${budgetName(budget)} is ${limit} tokens; this request needs ${atLeast ? 'more than ' : ''}${count}`);
     this.name = 'BudgetError';
   }
 }

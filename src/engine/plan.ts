@@ -29,7 +29,9 @@ export interface Budgets {
 }
 
 export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts: PromptSet, endToken: number, budgets: Budgets): Plan {
-  const system = prompts.system(renderContent(request.state));
+  const stateText = renderContent(request.state);
+  rejectOversizedState(stateText, codec, budgets);
+  const system = prompts.system(stateText);
   const memo = new Map<string, number[]>(); // the state's tokens, encoded once for all prompts
   const entries = Object.entries(request.questions);
 
@@ -65,6 +67,31 @@ export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts:
   if (longestQuestion > budgets.question) throw new BudgetError('question', longestQuestion, budgets.question);
   if (longestAnswer > budgets.context) throw new BudgetError('context', longestAnswer, budgets.context);
   return { prefix, questions, usage };
+}
+
+/** Tokens counted piece by piece may differ from one-go tokens by a few at each cut. */
+const PIECE_CHARS = 16_384;
+const SLACK_PER_PIECE = 8;
+
+/**
+ * A state far over budget is refused after tokenizing about a budget's worth of it, not all of it:
+ * an 8 MiB body would otherwise hold the event loop for seconds. Counting stops once the pieces
+ * seen already exceed the smallest budget the state alone must fit (by more than the cut slack).
+ */
+function rejectOversizedState(text: string, codec: TextCodec, budgets: Budgets): void {
+  const [budget, limit] = (Object.entries(budgets) as Array<[keyof Budgets, number]>).reduce((a, b) => (b[1] < a[1] ? b : a));
+  if (Buffer.byteLength(text) <= limit) return; // byte-level BPE: never more tokens than bytes
+  let count = 0;
+  let pieces = 0;
+  for (let start = 0; start < text.length; pieces++) {
+    let end = Math.min(text.length, start + PIECE_CHARS);
+    if (end < text.length && /[\uDC00-\uDFFF]/.test(text[end])) end++; // keep surrogate pairs whole
+    count += codec.encode(text.slice(start, end)).length;
+    start = end;
+    if (count > limit + SLACK_PER_PIECE * (pieces + 1)) {
+      throw new BudgetError(budget, count, limit, true);
+    }
+  }
 }
 
 function chat(system: string, user: string): ChatMessage[] {

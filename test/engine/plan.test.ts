@@ -78,6 +78,29 @@ describe('prompt planning', () => {
     expect(byLabel.dog).toEqual(codec.encode('dog'));
   });
 
+  it('a state far over budget is refused after counting about a budget of it, not all of it', () => {
+    const huge = 'The quick brown fox jumps over the lazy dog. '.repeat(90_000); // ~4 MB, ~900k tokens
+    let error: BudgetError | undefined;
+    try {
+      planRequest({ state: huge, questions: { a: noul } }, codec, prompts, end, budgets);
+    } catch (e) {
+      error = e as BudgetError;
+    }
+    expect(error).toBeInstanceOf(BudgetError);
+    expect(error!.budget).toBe('question'); // the smallest budget the state alone must fit
+    expect(error!.atLeast).toBe(true);
+    expect(error!.count).toBeGreaterThan(32_000);
+    expect(error!.count).toBeLessThan(40_000); // it stopped early
+    expect(error!.message).toContain('more than');
+  });
+
+  it('a state just under budget, counted in many pieces, is not refused early', () => {
+    const near = 'word '.repeat(31_000);
+    const plan = planRequest({ state: near, questions: { a: noul } }, codec, prompts, end, budgets);
+    expect(plan.prefix.length).toBeGreaterThan(31_000);
+    expect(plan.prefix.length).toBeLessThan(32_000);
+  });
+
   it('over a budget is a typed error naming the budget and the count', () => {
     const big = 'word '.repeat(3000);
     const small = { request: 4000, question: 3500, context: 32_768 };
