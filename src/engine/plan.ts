@@ -30,22 +30,23 @@ export interface Budgets {
 
 export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts: PromptSet, endToken: number, budgets: Budgets): Plan {
   const stateText = renderContent(request.state);
-  rejectOversizedState(stateText, codec, budgets);
+  const entries = Object.entries(request.questions);
+  const userTexts = entries.map(([, q]) => prompts.user(q));
+  rejectOversized(stateText, userTexts, codec, budgets);
   const system = prompts.system(stateText);
   const memo = new Map<string, number[]>(); // the state's tokens, encoded once for all prompts
-  const entries = Object.entries(request.questions);
 
   let prompts_: number[][];
   let prefix: number[];
   try {
     // State in the system turn, question in the user turn: the cut right after the system turn's
     // closing special token is exact (text is always split around special tokens).
-    prompts_ = entries.map(([, q]) => codec.encode(codec.renderChat(chat(system, prompts.user(q)), true), memo));
+    prompts_ = userTexts.map((user) => codec.encode(codec.renderChat(chat(system, user), true), memo));
     prefix = untilLastAddedToken(codec.encode(codec.renderChat([{ role: 'system', content: system }], false), memo), codec);
     if (!prompts_.every((p) => startsWith(p, prefix) && p.length > prefix.length)) prefix = commonPrefix(prompts_);
   } catch {
     // A template without a system role: one user turn, the state first; share the longest common prefix.
-    prompts_ = entries.map(([, q]) => codec.encode(codec.renderChat([{ role: 'user', content: `${system}\n\n${prompts.user(q)}` }], true), memo));
+    prompts_ = userTexts.map((user) => codec.encode(codec.renderChat([{ role: 'user', content: `${system}\n\n${user}` }], true), memo));
     prefix = commonPrefix(prompts_);
   }
 
@@ -74,13 +75,27 @@ const PIECE_CHARS = 16_384;
 const SLACK_PER_PIECE = 8;
 
 /**
- * A state far over budget is refused after tokenizing about a budget's worth of it, not all of it:
- * an 8 MiB body would otherwise hold the event loop for seconds. Counting stops once the pieces
- * seen already exceed the smallest budget the state alone must fit (by more than the cut slack).
+ * A request far over budget is refused after tokenizing about a budget's worth of it, not all of
+ * it: an 8 MiB body would otherwise hold the event loop for seconds. Texts that cannot reach a
+ * budget (fewer bytes than its tokens: byte-level BPE never makes more tokens than bytes) are not
+ * counted here; big ones are counted in pieces, stopping once over. The exact check follows.
  */
-function rejectOversizedState(text: string, codec: TextCodec, budgets: Budgets): void {
-  const [budget, limit] = (Object.entries(budgets) as Array<[keyof Budgets, number]>).reduce((a, b) => (b[1] < a[1] ? b : a));
-  if (Buffer.byteLength(text) <= limit) return; // byte-level BPE: never more tokens than bytes
+function rejectOversized(stateText: string, questionTexts: string[], codec: TextCodec, budgets: Budgets): void {
+  const [smallest, smallestLimit] = (Object.entries(budgets) as Array<[keyof Budgets, number]>).reduce((a, b) => (b[1] < a[1] ? b : a));
+  const state = lowerBound(stateText, smallestLimit, codec);
+  if (state.over) throw new BudgetError(smallest, state.count, smallestLimit, true);
+  let total = state.count;
+  for (const text of questionTexts) {
+    const q = lowerBound(text, budgets.question - state.count, codec);
+    if (q.over) throw new BudgetError('question', state.count + q.count, budgets.question, true);
+    total += q.count;
+    if (total > budgets.request) throw new BudgetError('request', total, budgets.request, true);
+  }
+}
+
+/** At least how many tokens `text` has: 0 when it is too short to matter, else counted up to `cap`. */
+function lowerBound(text: string, cap: number, codec: TextCodec): { count: number; over: boolean } {
+  if (Buffer.byteLength(text) <= cap) return { count: 0, over: false };
   let count = 0;
   let pieces = 0;
   for (let start = 0; start < text.length; pieces++) {
@@ -88,10 +103,10 @@ function rejectOversizedState(text: string, codec: TextCodec, budgets: Budgets):
     if (end < text.length && /[\uDC00-\uDFFF]/.test(text[end])) end++; // keep surrogate pairs whole
     count += codec.encode(text.slice(start, end)).length;
     start = end;
-    if (count > limit + SLACK_PER_PIECE * (pieces + 1)) {
-      throw new BudgetError(budget, count, limit, true);
-    }
+    const slack = SLACK_PER_PIECE * (pieces + 1);
+    if (count > cap + slack) return { count: count - slack, over: true };
   }
+  return { count: Math.max(0, count - SLACK_PER_PIECE * pieces), over: false };
 }
 
 function chat(system: string, user: string): ChatMessage[] {

@@ -94,6 +94,16 @@ describe('prompt planning', () => {
     expect(error!.message).toContain('more than');
   });
 
+  it('huge question texts are refused early too, per question and over the whole request', () => {
+    const long = 'Consider every clause of the contract carefully. '.repeat(40_000); // ~2 MB
+    const one = () => planRequest({ state: 'x', questions: { a: { type: 'noul', instructions: long } } }, codec, prompts, end, budgets);
+    expect(one).toThrow(BudgetError);
+    expect(one).toThrow(/longest question.*more than/);
+    const medium = 'Consider every clause of the contract carefully. '.repeat(2_000); // ~18k tokens each
+    const many = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`q${i}`, { type: 'noul' as const, instructions: medium }]));
+    expect(() => planRequest({ state: 'x', questions: many }, codec, prompts, end, budgets)).toThrow(/all questions.*more than/);
+  });
+
   it('a state just under budget, counted in many pieces, is not refused early', () => {
     const near = 'word '.repeat(31_000);
     const plan = planRequest({ state: near, questions: { a: noul } }, codec, prompts, end, budgets);
