@@ -76,9 +76,9 @@ const SLACK_PER_PIECE = 8;
 
 /**
  * A request far over budget is refused after tokenizing about a budget's worth of it, not all of
- * it: an 8 MiB body would otherwise hold the event loop for seconds. Texts that cannot reach a
- * budget (fewer bytes than its tokens: byte-level BPE never makes more tokens than bytes) are not
- * counted here; big ones are counted in pieces, stopping once over. The exact check follows.
+ * it: an 8 MiB body (a huge state, huge instructions, or tens of thousands of small questions each
+ * rendered with the state) would otherwise hold the event loop for seconds. Counting stops once
+ * over; the exact check on the whole prompts follows.
  */
 function rejectOversized(stateText: string, questionTexts: string[], codec: TextCodec, budgets: Budgets): void {
   const [smallest, smallestLimit] = (Object.entries(budgets) as Array<[keyof Budgets, number]>).reduce((a, b) => (b[1] < a[1] ? b : a));
@@ -93,8 +93,13 @@ function rejectOversized(stateText: string, questionTexts: string[], codec: Text
   }
 }
 
-/** At least how many tokens `text` has: 0 when it is too short to matter, else counted up to `cap`. */
+/**
+ * At least how many tokens `text` has (counted alone; the slack covers tokens that merge across a
+ * cut): short texts are simply encoded (many small questions add up too), long ones in pieces up
+ * to `cap`; a text with fewer bytes than `cap` can never exceed it alone.
+ */
 function lowerBound(text: string, cap: number, codec: TextCodec): { count: number; over: boolean } {
+  if (text.length <= 2048) return { count: Math.max(0, codec.encode(text).length - 2), over: false };
   if (Buffer.byteLength(text) <= cap) return { count: 0, over: false };
   let count = 0;
   let pieces = 0;

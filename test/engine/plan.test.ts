@@ -102,6 +102,16 @@ describe('prompt planning', () => {
     const medium = 'Consider every clause of the contract carefully. '.repeat(2_000); // ~18k tokens each
     const many = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`q${i}`, { type: 'noul' as const, instructions: medium }]));
     expect(() => planRequest({ state: 'x', questions: many }, codec, prompts, end, budgets)).toThrow(/all questions.*more than/);
+    // Tens of thousands of small questions add up before any prompt is rendered with the state.
+    const flood = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`q${i}`, { type: 'noul' as const, instructions: `Is item ${i} present?` }]));
+    let error: BudgetError | undefined;
+    try {
+      planRequest({ state: 'The quick brown fox. '.repeat(1500), questions: flood }, codec, prompts, end, budgets);
+    } catch (e) {
+      error = e as BudgetError;
+    }
+    expect(error?.budget).toBe('request');
+    expect(error?.atLeast).toBe(true);
   });
 
   it('a state just under budget, counted in many pieces, is not refused early', () => {
