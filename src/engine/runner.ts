@@ -104,11 +104,6 @@ export class ModelRunner {
     return new ModelRunner(session, folder, temperature, config.prefillChunk ?? DEFAULTS.prefillChunk);
   }
 
-  /** Bytes one token's keys and values take over all layers. */
-  get kvBytesPerToken(): number {
-    return this.pastNames.length * this.kvHeads * this.headDim * (this.kvType === 'float32' ? 4 : 2);
-  }
-
   /**
    * Runs `ids` after `past` (batch 1) and returns the log-probabilities of `candidates[j]` at each of
    * the last `candidates.length` positions (none for a prefix pass). The present KV is fetched only
