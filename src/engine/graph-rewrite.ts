@@ -20,6 +20,9 @@ const MATMULS = new Set(['MatMul', 'Gemm', 'MatMulInteger', 'MatMulNBits', 'Dyna
 /** Nodes the activation passes through between the final norm and the projection. */
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
+/** Bumped whenever the rewrite changes, so graphs rewritten by an older version are not reused. */
+export const REWRITE_VERSION = 1;
+
 export const KEEP_INPUT = 'assay_keep';
 export const CANDIDATES_INPUT = 'assay_candidates';
 export const INV_TEMPERATURE_INPUT = 'assay_inv_temperature';

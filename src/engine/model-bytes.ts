@@ -3,7 +3,7 @@
 // a small graph-only file beside the export (onnx/<name>.assay-<id>.onnx) that shares its weights.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { rewriteHead } from './graph-rewrite.js';
+import { REWRITE_VERSION, rewriteHead } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
 
 export async function loadModelBytes(folder: ModelFolder, rewrite: boolean): Promise<string | Uint8Array> {
@@ -16,7 +16,7 @@ export async function loadModelBytes(folder: ModelFolder, rewrite: boolean): Pro
   // onnxruntime only reads external data from the model file's own folder (links are resolved and
   // refused), so the rewritten graph is written beside the export, named by the source's identity.
   const stat = statSync(folder.onnxPath);
-  const id = createHash('sha256').update(`${stat.size}:${stat.mtimeMs}`).digest('hex').slice(0, 12);
+  const id = createHash('sha256').update(`${REWRITE_VERSION}:${stat.size}:${stat.mtimeMs}`).digest('hex').slice(0, 12);
   const target = folder.onnxPath.replace(/\.onnx$/, `.assay-${id}.onnx`);
   if (!existsSync(target)) {
     const partial = `${target}.${process.pid}.tmp`;
