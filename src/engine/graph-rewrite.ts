@@ -76,9 +76,9 @@ export function rewriteHead(modelBytes: Uint8Array, vocabSize: number): Rewritte
   node('Reshape', [KEEP_INPUT, c('assay/shape1', [1])], 'assay/keep1');
   node('Sub', ['assay/seq_len', 'assay/keep1'], 'assay/start');
   node('Slice', [hidden, 'assay/start', c('assay/end', [2 ** 53 - 1]), 'assay/one'], sliced);
+  // Consumers of the hidden state on the head's path read the slice; any other keeps the full tensor.
   for (const n of nodes) {
-    if (n === undefined) continue;
-    n.input = n.input!.map((i) => (i === hidden && isDownstreamOfHeadPath(n, producer, hidden) ? sliced : i));
+    n.input = n.input!.map((i) => (i === hidden && (n.output ?? []).some((o) => dependsOn('logits', o, producer)) ? sliced : i));
   }
 
   // 3. Log-probabilities of the candidate tokens.
@@ -148,12 +148,6 @@ function pathIsRankPreserving(from: string, to: string, producer: Map<string, On
 
 function reaches(n: OnnxTypes.INodeProto, target: string, producer: Map<string, OnnxTypes.INodeProto>): boolean {
   return (n.input ?? []).some((i) => dependsOn(i, target, producer));
-}
-
-/** Consumers of the hidden state that feed logits (the head); other consumers keep the full tensor. */
-function isDownstreamOfHeadPath(n: OnnxTypes.INodeProto, producer: Map<string, OnnxTypes.INodeProto>, hidden: string): boolean {
-  // A node consuming `hidden` is on the head path when logits depends on its outputs.
-  return (n.output ?? []).some((o) => dependsOn('logits', o, producer)) && n.input!.includes(hidden);
 }
 
 /** Whether tensor `output` is computed from tensor `on`. */

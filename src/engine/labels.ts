@@ -71,16 +71,6 @@ export async function labelLogProbs(sequences: LabelSequence[], first: Map<numbe
   });
 }
 
-/** log softmax(logits / T)[token], computed in float64. Returns a reader over one distribution. */
-export function logSoftmaxAt(logits: Float32Array, temperature: number): (token: number) => number {
-  let max = -Infinity;
-  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
-  let sum = 0;
-  for (let i = 0; i < logits.length; i++) sum += Math.exp((logits[i] - max) / temperature);
-  const logZ = Math.log(sum);
-  return (token) => (logits[token] - max) / temperature - logZ;
-}
-
 export function startsWith(a: number[], prefix: number[]): boolean {
   if (prefix.length > a.length) return false;
   for (let i = 0; i < prefix.length; i++) if (a[i] !== prefix[i]) return false;

@@ -82,6 +82,11 @@ const SLACK_PER_PIECE = 8;
  */
 function rejectOversized(stateText: string, questionTexts: string[], codec: TextCodec, budgets: Budgets): void {
   const [smallest, smallestLimit] = (Object.entries(budgets) as Array<[keyof Budgets, number]>).reduce((a, b) => (b[1] < a[1] ? b : a));
+  // Byte-level BPE never makes more tokens than bytes: texts that fit the smallest budget in bytes
+  // cannot break any budget, and need no counting here (the usual request).
+  let bytes = Buffer.byteLength(stateText);
+  for (const text of questionTexts) bytes += Buffer.byteLength(text);
+  if (bytes <= smallestLimit) return;
   const state = lowerBound(stateText, smallestLimit, codec);
   if (state.over) throw new BudgetError(smallest, state.count, smallestLimit, true);
   let total = state.count;

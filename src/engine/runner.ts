@@ -4,7 +4,6 @@ import * as ort from 'onnxruntime-node';
 import { ModelLoadError } from './errors.js';
 import { CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, KEEP_INPUT, LOGPROBS_OUTPUT } from './graph-rewrite.js';
 import { loadModelBytes } from './model-bytes.js';
-import { logSoftmaxAt } from './labels.js';
 import type { ModelFolder } from './model-folder.js';
 import { DEFAULTS, type EngineConfig } from './config.js';
 
@@ -35,7 +34,6 @@ export class ModelRunner {
   prefillChunk: number;
   /** Whether the loaded graph was rewritten to project only kept positions and return candidate log-probabilities. */
   readonly rewritten: boolean;
-  readonly vocabSize: number;
 
   private constructor(
     private readonly session: ort.InferenceSession,
@@ -73,7 +71,6 @@ export class ModelRunner {
     this.kvHeads = typeof shape[1] === 'number' ? shape[1] : num(c.num_key_value_heads) || heads;
     this.headDim = typeof shape[3] === 'number' ? shape[3] : num(c.head_dim) || num(c.hidden_size) / heads;
     if (!this.kvHeads || !this.headDim) throw new ModelLoadError(`${folder.dir}/config.json: cannot tell the KV cache shape (num_key_value_heads, head_dim)`);
-    this.vocabSize = num(c.vocab_size);
   }
 
   static async create(folder: ModelFolder, config: EngineConfig, temperature = 1): Promise<ModelRunner> {
@@ -112,7 +109,7 @@ export class ModelRunner {
   async forward(ids: number[], past: KvCache | null, candidates: number[][], present: boolean): Promise<ForwardResult> {
     // Long inputs run in chunks over the growing cache: a stock export's attention materializes
     // [heads, n, past + n] scores, so one 8,000-token pass would need gigabytes and run at a
-    // fraction of the speed of 512-token pieces.
+    // fraction of the speed of 256-token pieces.
     const chunk = this.prefillChunk;
     if (chunk > 0 && ids.length > chunk && candidates.length < ids.length) {
       // Pieces grow with the cache (a longer past makes each piece's present copy dearer than
@@ -224,6 +221,19 @@ export class ModelRunner {
     }
     return rows;
   }
+}
+
+/**
+ * log softmax(logits / T)[token], computed in float64; a reader over one distribution. Used when the
+ * graph could not be rewritten and full logits come back.
+ */
+export function logSoftmaxAt(logits: Float32Array, temperature: number): (token: number) => number {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp((logits[i] - max) / temperature);
+  const logZ = Math.log(sum);
+  return (token) => (logits[token] - max) / temperature - logZ;
 }
 
 /** Chunk size for a prefill piece after `past` tokens: the base, doubled at 4× and 16× the base of past. */

@@ -7,7 +7,7 @@ import { ModelRunner } from '../../src/engine/runner.js';
 import { TextCodec } from '../../src/engine/tokenizer.js';
 import { planRequest } from '../../src/engine/plan.js';
 import { promptSet } from '../../src/engine/prompts.js';
-import { logSoftmaxAt } from '../../src/engine/labels.js';
+import { logSoftmaxAt } from '../../src/engine/runner.js';
 import { normalize } from '../../src/engine/answers.js';
 import { tinyFp32 } from './fixtures.js';
 
