@@ -1,7 +1,7 @@
 // Loads evaluators for the registry's versioned ids on first use and keeps them.
 // A synthetic entry whose folder is missing is generated first; serving a synthetic
 // (random-weight) model is always announced with a loud warning.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadEvaluator, type EngineConfig, type Evaluator } from '../engine/index.js';
 import { resolveModel, type Registry } from '../registry.js';
@@ -43,14 +43,6 @@ export const SYNTHETIC_WARNING =
   'SERVING A SYNTHETIC RANDOM-WEIGHT MODEL: its answers are MEANINGLESS until a real model is configured ' +
   '(npm run models:fetch, or point models/registry.json at an exported model folder; see README)';
 
-function isSyntheticFolder(dir: string): boolean {
-  try {
-    return JSON.parse(readFileSync(join(dir, 'assay.json'), 'utf8'))?.synthetic === true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Evaluators for a registry. `engine` holds the options every model shares (threads, queue,
  * prefix cache, provider); folder and variant come from each registry entry.
@@ -75,7 +67,7 @@ export function createModelPool(
     const started = performance.now();
     const evaluator = await loadEvaluator({ ...engine, modelDir: m.dir, variant: m.entry.variant });
     log.info({ model: id, dir: m.dir, ms: Math.round(performance.now() - started) }, 'model loaded');
-    if (m.entry.synthetic || isSyntheticFolder(m.dir)) {
+    if (m.entry.synthetic || evaluator.synthetic) {
       for (let i = 0; i < 3; i++) log.warn({ model: id }, SYNTHETIC_WARNING);
     }
     ready.set(id, evaluator);

@@ -5,7 +5,8 @@ import { generateKey, keysFromList, loadKeysFile, type ApiKey } from '../api/aut
 import { createModelPool, type PoolLog } from '../api/model-pool.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_DEADLINE_MS, buildServer, type AssayServer } from '../api/server.js';
 import { DEFAULT_RATE_LIMITS } from '../api/rate-limit.js';
-import { DEFAULT_REGISTRY_FILE, loadRegistry } from '../registry.js';
+import { loadRegistry } from '../registry.js';
+import { registryFile } from './common.js';
 import { DEFAULTS } from '../engine/config.js';
 
 const HELP = `Usage: assay serve [options]
@@ -98,7 +99,7 @@ export function serveConfig(argv: string[], env: Record<string, string | undefin
   return {
     host: f.host ?? env.HOST ?? '127.0.0.1',
     port: int(f.port ?? env.PORT, '--port', 8080),
-    registryFile: f.registry ?? env.ASSAY_REGISTRY ?? DEFAULT_REGISTRY_FILE,
+    registryFile: registryFile(f.registry, env),
     keys,
     generatedKey,
     requestsPerMinute: int(f.rpm ?? env.ASSAY_RATE_RPM, '--rpm', DEFAULT_RATE_LIMITS.requestsPerMinute, 1),

@@ -22,7 +22,7 @@ export async function createEvaluator(config: EngineConfig): Promise<Evaluator> 
   const endToken = codec.eosTokenId ?? folder.eosTokenIds[0];
   if (endToken === undefined) throw new ModelLoadError(`${folder.dir}: no eos_token in tokenizer_config.json or generation_config.json`);
   const runner = await ModelRunner.create(folder, config, config.temperature ?? folder.manifest.temperature ?? 1);
-  return new OnnxEvaluator(config, `${folder.dir}#${folder.variant}`, codec, runner, endToken, {
+  return new OnnxEvaluator(config, folder.manifest.synthetic === true, `${folder.dir}#${folder.variant}`, codec, runner, endToken, {
     request: config.requestTokenBudget ?? DEFAULTS.requestTokenBudget,
     question: config.questionTokenBudget ?? DEFAULTS.questionTokenBudget,
     context: folder.maxContext,
@@ -36,6 +36,7 @@ class OnnxEvaluator implements Evaluator {
 
   constructor(
     private readonly config: EngineConfig,
+    readonly synthetic: boolean,
     private readonly cacheKey: string,
     private readonly codec: TextCodec,
     private readonly runner: ModelRunner,

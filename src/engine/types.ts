@@ -81,6 +81,8 @@ export interface EngineStats {
 /** One loaded model that answers requests. */
 export interface Evaluator {
   readonly modelDir: string;
+  /** The model folder's assay.json marks it synthetic (random weights: meaningless answers). */
+  readonly synthetic?: boolean;
   evaluate(request: EvaluateRequest, options?: EvaluateOptions): Promise<EvaluateResult>;
   stats(): EngineStats;
   close(): Promise<void>;

@@ -88,7 +88,7 @@ export function withEvaluate(
   e: Evaluator,
   evaluate: (req: Parameters<Evaluator['evaluate']>[0], o: Parameters<Evaluator['evaluate']>[1], real: Evaluator) => ReturnType<Evaluator['evaluate']>,
 ): Evaluator {
-  return { modelDir: e.modelDir, stats: () => e.stats(), close: () => e.close(), evaluate: (req, o) => evaluate(req, o, e) };
+  return { modelDir: e.modelDir, synthetic: e.synthetic, stats: () => e.stats(), close: () => e.close(), evaluate: (req, o) => evaluate(req, o, e) };
 }
 
 export const auth = (key = KEY) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });

@@ -80,12 +80,10 @@ export function systemoneRoute(app: FastifyInstance, ctx: ApiContext): void {
     try {
       const evaluator = await untilAborted(ctx.models.get(resolved.id), controller.signal);
       const started = performance.now();
+      // An AbortedError (deadline, client gone) becomes 408 in the server's error handler.
       result = await evaluator.evaluate(request as EvaluateRequest, { signal: controller.signal });
       // Time in the engine (queue wait + passes), so callers can tell it from the server's own time.
       reply.header('server-timing', `engine;dur=${(performance.now() - started).toFixed(2)}`);
-    } catch (err) {
-      if (err instanceof AbortedError) throw new ApiError(408, `Request exceeded its deadline of ${ctx.deadlineMs} ms`);
-      throw err;
     } finally {
       clearTimeout(timer);
     }

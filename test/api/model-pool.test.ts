@@ -1,0 +1,26 @@
+// The model pool loads registry entries on first use and says loudly when a model is synthetic,
+// whether the registry declares it or only the folder's own assay.json does.
+import { describe, expect, it } from 'vitest';
+import { ensureSynthModel } from '../../models/ensure.js';
+import { createModelPool, SYNTHETIC_WARNING } from '../../src/api/model-pool.js';
+import { checkRegistry } from '../../src/registry.js';
+
+describe('model pool', () => {
+  it('warns that a synthetic folder is meaningless even when the registry entry does not say so', async () => {
+    const dir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
+    const registry = checkRegistry(
+      { default: 'svc-x', models: { 'svc-x': { path: dir, variant: 'fp32', description: 'plain entry', release_date: '2026-11-22' } }, aliases: {} },
+      '/tmp/assay-pool-registry.json',
+    );
+    const warnings: string[] = [];
+    const pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: (_o, m) => void warnings.push(m) });
+    try {
+      const evaluator = await pool.preload();
+      expect(evaluator.synthetic).toBe(true);
+      expect(pool.ready()).toBe(true);
+      expect(warnings).toContain(SYNTHETIC_WARNING);
+    } finally {
+      await pool.close();
+    }
+  });
+});
