@@ -216,7 +216,7 @@ async function fetchFile(a: FetchFileArgs): Promise<FetchedFile> {
   const hash = newHasher(expected.algo, file.size);
   if (offset > 0) {
     // Hash what is already there so the whole file is verified, not just the new bytes.
-    await pipeline(createReadStream(part), new Transform({ transform(c, _e, cb) { hash.update(c); cb(); } }));
+    for await (const chunk of createReadStream(part)) hash.update(chunk as Buffer);
   }
 
   let how: FetchedFile['how'] = offset > 0 ? 'resumed' : 'downloaded';
