@@ -1,7 +1,7 @@
-// npm run models:fetch -- <repo id> [--revision R] [--variant fp32|int8|fp16|q4] [--id ID]
+// npm run models:fetch -- <repo id> [--revision R] [--variant V] [--subfolder DIR] [--id ID]
 //                         [--alias NAME]... [--default] [--registry FILE] [--dest DIR] [--description TEXT]
 //
-// Downloads a Hugging Face ONNX export (transformers.js / Optimum layout) into
+// Downloads an ONNX export (transformers.js, Optimum or onnxruntime-genai layout) into
 // models/hub/<owner>/<name>/<commit>/, resuming partial files and verifying each against the hub's
 // checksums, then registers the folder in the model registry under a versioned id. Honours
 // HF_ENDPOINT (a mirror or a local hub) and HF_TOKEN (private or gated repos).
@@ -9,7 +9,8 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { fetchModel, formatBytes, HubFetchError, hubUrlFromEnv, VARIANTS, type FetchModelResult, type Variant } from '../src/hub/fetch.js';
+import { fetchModel, formatBytes, HubFetchError, hubUrlFromEnv, VARIANTS, type FetchModelResult } from '../src/hub/fetch.js';
+import { parseVariant } from '../src/engine/variants.js';
 import { progressBar } from '../src/hub/progress.js';
 import { checkRegistry, DEFAULT_REGISTRY_FILE, registerModel, type RegistryFile } from '../src/registry.js';
 
@@ -17,13 +18,18 @@ export const DEFAULT_DEST = fileURLToPath(new URL('./hub/', import.meta.url));
 
 const USAGE = `Usage: npm run models:fetch -- <owner/name> [options]
 
-Downloads a Hugging Face ONNX export (config.json, tokenizer files and one onnx/ variant) and
-registers it in the model registry.
+Downloads an ONNX decoder export and registers it in the model registry: a transformers.js /
+Optimum export (config.json, tokenizer and template files, and one variant's ONNX file under onnx/
+or at the root, with its external data), or an onnxruntime-genai build (genai_config.json and its
+model.onnx + model.onnx.data).
 
 Options:
   --revision R       branch, tag or commit (default main); the folder is named after the commit
-  --variant V        fp32 (onnx/model.onnx), int8 (onnx/model_quantized.onnx, default),
-                     fp16 (onnx/model_fp16.onnx) or q4 (onnx/model_q4.onnx)
+  --variant V        which ONNX file, by its transformers.js dtype suffix: fp32 (model.onnx),
+                     fp16 (_fp16), int8 (_int8, else _quantized; the default), uint8 (_uint8),
+                     quantized or q8 (_quantized), q4 (_q4), q4f16 (_q4f16), bnb4 (_bnb4);
+                     not for an onnxruntime-genai build (it has one file)
+  --subfolder DIR    the repo folder holding the export (genai repos keep one build per folder)
   --id ID            versioned id to register, e.g. svc-1.14.0
                      (default: <name>-<variant>-<commit[0:7]>, lower case)
   --alias NAME       point an alias (e.g. svc-latest) at it; repeatable
@@ -54,6 +60,7 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
       options: {
         revision: { type: 'string' },
         variant: { type: 'string' },
+        subfolder: { type: 'string' },
         id: { type: 'string' },
         alias: { type: 'string', multiple: true },
         default: { type: 'boolean' },
@@ -76,9 +83,9 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
     stderr.write(`expected exactly one repo id, got ${positionals.length}\n\n${USAGE}\n`);
     return 2;
   }
-  const variant = (o.variant ?? 'int8') as Variant;
-  if (!VARIANTS.includes(variant)) {
-    stderr.write(`--variant must be one of ${VARIANTS.join(', ')}, not "${o.variant}"\n`);
+  const variant = o.variant === undefined ? undefined : parseVariant(o.variant);
+  if (o.variant !== undefined && !variant) {
+    stderr.write(`--variant must be one of ${VARIANTS.join(', ')} (q8 = quantized), not "${o.variant}"\n`);
     return 2;
   }
   const repo = positionals[0];
@@ -93,11 +100,12 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
 
   let result: FetchModelResult;
   try {
-    log(`fetching ${repo}@${o.revision ?? 'main'} (${variant}) from ${hubUrl}`);
+    log(`fetching ${repo}@${o.revision ?? 'main'}${o.subfolder ? `/${o.subfolder}` : ''} (${variant ?? 'default variant'}) from ${hubUrl}`);
     result = await fetchModel({
       repo,
       revision: o.revision,
       variant,
+      subfolder: o.subfolder,
       destRoot: dest,
       hubUrl,
       accessToken: env.HF_TOKEN || undefined,
@@ -119,7 +127,8 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
   log(`verified ${result.files.length} files (${formatBytes(bytes)}, ${fresh} transferred) in ${result.modelDir}`);
 
   const name = repo.split('/')[1].toLowerCase();
-  const id = o.id ?? `${name}-${variant}-${result.commit.slice(0, 7)}`;
+  const label = result.variant ?? result.layout;
+  const id = o.id ?? `${name}-${label}-${result.commit.slice(0, 7)}`;
   const rel = path.relative(path.dirname(registry), result.modelDir).split(path.sep).join('/');
   try {
     registerModel(
@@ -127,8 +136,8 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
       id,
       {
         path: rel,
-        variant,
-        description: o.description ?? `${repo} (${variant}) at commit ${result.commit.slice(0, 12)}, from ${hubUrl}`,
+        ...(result.variant ? { variant: result.variant } : {}),
+        description: o.description ?? `${repo} (${label}) at commit ${result.commit.slice(0, 12)}, from ${hubUrl}`,
         release_date: result.lastModified,
       },
       o.alias ?? [],
@@ -140,7 +149,7 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
   }
   const aliasNote = [o.alias?.length ? `aliases: ${o.alias.join(', ')}` : '', o.default ? 'default' : ''].filter(Boolean).join('; ');
   log(`registered ${id}${aliasNote ? ` (${aliasNote})` : ''} in ${registry}`);
-  stdout.write(`${JSON.stringify({ id, path: rel, dir: result.modelDir, commit: result.commit, variant })}\n`);
+  stdout.write(`${JSON.stringify({ id, path: rel, dir: result.modelDir, commit: result.commit, variant: result.variant, layout: result.layout })}\n`);
   return 0;
 }
 

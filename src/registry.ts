@@ -10,6 +10,7 @@
 import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseVariant, VARIANTS } from './engine/variants.js';
 
 export const DEFAULT_REGISTRY_FILE = fileURLToPath(new URL('../models/registry.json', import.meta.url));
 
@@ -23,8 +24,10 @@ export interface SyntheticSpec {
 export interface ModelEntry {
   /** Model folder (a Hugging Face ONNX export), relative to the registry file's folder or absolute. */
   path: string;
-  /** Which ONNX file of the folder to run (engine `variant`); default: the engine's choice. */
-  variant?: 'fp32' | 'int8' | 'fp16' | 'q4';
+  /** Which ONNX file of the folder to run (engine `variant`: fp32, fp16, int8, uint8, quantized, q4, q4f16, bnb4); default: the engine's choice. */
+  variant?: string;
+  /** false: run the export as is, without the load-time graph rewrite (the server's --no-graph-rewrite, per model). */
+  graph_rewrite?: boolean;
   /** When set and the folder is missing, the server generates this synthetic (random-weight) model. */
   synthetic?: SyntheticSpec;
   description: string;
@@ -73,6 +76,10 @@ export function checkRegistry(data: unknown, file: string): Registry {
     if (typeof e?.path !== 'string' || !e.path) fail(`models["${id}"].path must be a non-empty string`);
     if (typeof e.description !== 'string') fail(`models["${id}"].description must be a string`);
     if (typeof e.release_date !== 'string' || !DATE.test(e.release_date)) fail(`models["${id}"].release_date must be YYYY-MM-DD`);
+    if (e.variant !== undefined && (typeof e.variant !== 'string' || !parseVariant(e.variant))) {
+      fail(`models["${id}"].variant must be one of ${VARIANTS.join(', ')}`);
+    }
+    if (e.graph_rewrite !== undefined && typeof e.graph_rewrite !== 'boolean') fail(`models["${id}"].graph_rewrite must be true or false`);
     if (e.synthetic && (typeof e.synthetic.shape !== 'string' || typeof e.synthetic.dtype !== 'string')) {
       fail(`models["${id}"].synthetic needs "shape" and "dtype"`);
     }

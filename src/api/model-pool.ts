@@ -65,7 +65,13 @@ export function createModelPool(
       await ensureSynthModel({ ...(m.entry.synthetic as Parameters<typeof ensureSynthModel>[0]), out: m.dir });
     }
     const started = performance.now();
-    const evaluator = await loadEvaluator({ ...engine, modelDir: m.dir, variant: m.entry.variant });
+    const evaluator = await loadEvaluator({
+      ...engine,
+      modelDir: m.dir,
+      variant: m.entry.variant,
+      rewriteGraph: engine.rewriteGraph !== false && m.entry.graph_rewrite !== false,
+      onWarning: (message) => log.warn({ model: id, reason: message }, 'model load fell back'),
+    });
     log.info({ model: id, dir: m.dir, ms: Math.round(performance.now() - started) }, 'model loaded');
     if (m.entry.synthetic || evaluator.synthetic) {
       for (let i = 0; i < 3; i++) log.warn({ model: id }, SYNTHETIC_WARNING);

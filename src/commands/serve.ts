@@ -28,6 +28,8 @@ GET /healthz, GET /metrics). Every option can also be set by the environment var
   --deadline-ms N          ASSAY_DEADLINE_MS          per-request deadline before 408 (default ${DEFAULT_DEADLINE_MS})
   --body-limit N           ASSAY_BODY_LIMIT           largest request body in bytes before 413 (default ${DEFAULT_BODY_LIMIT})
   --provider cpu|cuda      ASSAY_PROVIDER             execution provider (default cpu)
+  --no-graph-rewrite       ASSAY_GRAPH_REWRITE=0      run every export as is, without the load-time graph rewrite
+                                                      (per model: "graph_rewrite": false in the registry)
   --log-level L            ASSAY_LOG_LEVEL            fatal|error|warn|info|debug|trace|silent (default info)
   -h, --help                                          this text
 
@@ -49,6 +51,7 @@ export interface ServeConfig {
   deadlineMs: number;
   bodyLimit: number;
   provider: ExecutionProvider;
+  graphRewrite: boolean;
   logLevel: string;
 }
 
@@ -79,6 +82,7 @@ export function serveConfig(argv: string[], env: Record<string, string | undefin
       'deadline-ms': { type: 'string' },
       'body-limit': { type: 'string' },
       provider: { type: 'string' },
+      'no-graph-rewrite': { type: 'boolean' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -111,6 +115,7 @@ export function serveConfig(argv: string[], env: Record<string, string | undefin
     deadlineMs: int(f['deadline-ms'] ?? env.ASSAY_DEADLINE_MS, '--deadline-ms', DEFAULT_DEADLINE_MS, 1),
     bodyLimit: int(f['body-limit'] ?? env.ASSAY_BODY_LIMIT, '--body-limit', DEFAULT_BODY_LIMIT, 1),
     provider,
+    graphRewrite: !f['no-graph-rewrite'] && !['0', 'false', 'no', 'off'].includes((env.ASSAY_GRAPH_REWRITE ?? '').toLowerCase()),
     logLevel: f['log-level'] ?? env.ASSAY_LOG_LEVEL ?? 'info',
   };
 }
@@ -142,7 +147,14 @@ export async function run(argv: string[]): Promise<number> {
   };
   const pool = createModelPool(
     registry,
-    { provider: config.provider, threads: config.threads, prefixCacheBytes: config.prefixCacheBytes, prefillChunk: config.prefillChunk, maxQueue: config.maxQueue },
+    {
+      provider: config.provider,
+      threads: config.threads,
+      prefixCacheBytes: config.prefixCacheBytes,
+      prefillChunk: config.prefillChunk,
+      maxQueue: config.maxQueue,
+      rewriteGraph: config.graphRewrite,
+    },
     log,
   );
   app = await buildServer({

@@ -5,8 +5,12 @@ export type ExecutionProvider = 'cpu' | 'cuda';
 export interface EngineConfig {
   /** Folder of a Hugging Face ONNX export (config.json, tokenizer.json, onnx/...). */
   modelDir: string;
-  /** Which ONNX file under onnx/: 'fp32' → model.onnx, 'int8' → model_quantized.onnx, 'fp16' → model_fp16.onnx, 'q4' → model_q4.onnx. Default: the first that exists, in the order int8, fp32, fp16, q4. */
-  variant?: 'fp32' | 'int8' | 'fp16' | 'q4';
+  /**
+   * Which ONNX file of the folder: a transformers.js dtype (fp32, fp16, int8, uint8, quantized (= q8),
+   * q4, q4f16, bnb4; see variants.ts). Default: the first that exists in variants.ts's DEFAULT_ORDER.
+   * A genai folder has one file (its genai_config.json names it).
+   */
+  variant?: string;
   provider?: ExecutionProvider;
   /** onnxruntime intra-op threads; 0 = onnxruntime's choice (one per core). Never more than cores. */
   threads?: number;
@@ -22,6 +26,13 @@ export interface EngineConfig {
   prefillChunk?: number;
   /** Rewrite the loaded graph so passes project only the positions read (default true; false runs the export as is). */
   rewriteGraph?: boolean;
+  /**
+   * Where rewritten graphs of read-only model folders go (default: beside the export when writable,
+   * else `<os tmpdir>/assay-graphs`).
+   */
+  graphCacheDir?: string;
+  /** Told once, at load, when the engine falls back from what was asked (e.g. the rewritten graph did not load). */
+  onWarning?: (message: string) => void;
   /** Softmax temperature applied to answer logits; default from the model's assay.json manifest, else 1. */
   temperature?: number;
 }

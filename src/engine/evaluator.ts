@@ -17,7 +17,9 @@ export async function createEvaluator(config: EngineConfig): Promise<Evaluator> 
   const folder = await openModelFolder(config.modelDir, config.variant);
   const codec = await TextCodec.load(folder.dir);
   if (!codec.hasChatTemplate) {
-    throw new ModelLoadError(`${folder.dir}/tokenizer_config.json has no chat_template: Assay needs an instruction-tuned (chat) model`);
+    throw new ModelLoadError(
+      `${folder.dir}: no chat template in tokenizer_config.json, chat_template.jinja or chat_template.json: Assay needs an instruction-tuned (chat) model`,
+    );
   }
   const endToken = codec.eosTokenId ?? folder.eosTokenIds[0];
   if (endToken === undefined) throw new ModelLoadError(`${folder.dir}: no eos_token in tokenizer_config.json or generation_config.json`);

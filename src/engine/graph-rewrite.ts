@@ -16,33 +16,45 @@ import type { onnx as OnnxTypes } from 'onnx-proto';
 const onnx = onnxProto.onnx;
 const INT64 = 7;
 const FLOAT = 1;
+const FLOAT16 = 10;
 const MATMULS = new Set(['MatMul', 'Gemm', 'MatMulInteger', 'MatMulNBits', 'DynamicQuantizeMatMul', 'MatMulIntegerToFloat', 'FusedMatMul']);
 /** Nodes the activation passes through between the final norm and the projection. */
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
 /** Bumped whenever the rewrite changes, so graphs rewritten by an older version are not reused. */
-export const REWRITE_VERSION = 1;
+export const REWRITE_VERSION = 2;
 
 export const KEEP_INPUT = 'assay_keep';
 export const CANDIDATES_INPUT = 'assay_candidates';
 export const INV_TEMPERATURE_INPUT = 'assay_inv_temperature';
 export const LOGPROBS_OUTPUT = 'assay_logprobs';
 
-export interface Rewritten {
-  bytes: Uint8Array;
-  /** Files the model's initializers live in (external data), relative to the model file. */
-  externalFiles: string[];
+export type ModelProto = OnnxTypes.ModelProto;
+
+/** Decodes an ONNX file. From a Node Buffer, protobufjs returns the initializers' raw bytes as views (no copy). */
+export function decodeModel(bytes: Uint8Array): ModelProto {
+  return onnx.ModelProto.decode(bytes);
 }
 
-/** The rewritten model, or undefined when the head was not recognized. */
-export function rewriteHead(modelBytes: Uint8Array, vocabSize: number): Rewritten | undefined {
-  const model = onnx.ModelProto.decode(modelBytes);
-  const graph = model.graph!;
-  const externalFiles = new Set<string>();
-  for (const t of graph.initializer ?? []) {
+export function encodeModel(model: ModelProto): Uint8Array {
+  return onnx.ModelProto.encode(model).finish();
+}
+
+/** Files the model's initializers live in (external data), relative to the model file. */
+export function externalFiles(model: ModelProto): string[] {
+  const files = new Set<string>();
+  for (const t of model.graph?.initializer ?? []) {
     const location = t.externalData?.find((e) => e.key === 'location')?.value;
-    if (location) externalFiles.add(location);
+    if (location) files.add(location);
   }
+  return [...files];
+}
+
+/** Rewrites the model in place; false (and the model untouched) when the head was not recognized. */
+export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
+  const graph = model.graph!;
+  const logitsType = (graph.output ?? []).find((o) => o.name === 'logits')?.type?.tensorType?.elemType;
+  if (logitsType !== undefined && logitsType !== FLOAT && logitsType !== FLOAT16) return false;
   const nodes = graph.node!;
   const producer = new Map<string, OnnxTypes.INodeProto>();
   for (const n of nodes) for (const o of n.output ?? []) producer.set(o, n);
@@ -51,11 +63,11 @@ export function rewriteHead(modelBytes: Uint8Array, vocabSize: number): Rewritte
 
   // 1. The head: nearest matrix product upstream of logits with a vocabulary-sized weight.
   const head = findHead('logits', producer, dimsOf, vocabSize);
-  if (!head) return undefined;
+  if (!head) return false;
   let hidden = head.input![0];
   for (let n = producer.get(hidden); n && ACTIVATION_PASSTHROUGH.has(n.opType!); n = producer.get(hidden)) hidden = n.input![0];
   // The path hidden → logits must not reshape (its output keeps the [batch, seq, vocab] layout).
-  if (!pathIsRankPreserving(hidden, 'logits', producer)) return undefined;
+  if (!pathIsRankPreserving(hidden, 'logits', producer)) return false;
 
   const opset = Number((model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx')?.version ?? 17);
   const added: OnnxTypes.INodeProto[] = [];
@@ -81,8 +93,11 @@ export function rewriteHead(modelBytes: Uint8Array, vocabSize: number): Rewritte
     n.input = n.input!.map((i) => (i === hidden && (n.output ?? []).some((o) => dependsOn('logits', o, producer)) ? sliced : i));
   }
 
-  // 3. Log-probabilities of the candidate tokens.
-  node('Mul', ['logits', INV_TEMPERATURE_INPUT], 'assay/scaled');
+  // 3. Log-probabilities of the candidate tokens, in float32 whatever the export's logits are:
+  //    float16 logits (fp16 / q4f16 exports, onnxruntime-genai CUDA builds) are cast first, so the
+  //    temperature and the log-softmax run in float32 and the output type is always float32.
+  const logits = logitsType === FLOAT16 ? node('Cast', ['logits'], 'assay/logits_f32', [{ name: 'to', type: 2, i: FLOAT }]) : 'logits';
+  node('Mul', [logits, INV_TEMPERATURE_INPUT], 'assay/scaled');
   if (opset >= 18) node('ReduceLogSumExp', ['assay/scaled', c('assay/last_axis', [-1])], 'assay/log_z', [{ name: 'keepdims', type: 2, i: 1 }]);
   else node('ReduceLogSumExp', ['assay/scaled'], 'assay/log_z', [{ name: 'axes', type: 7, ints: [-1] }, { name: 'keepdims', type: 2, i: 1 }]);
   node('GatherElements', ['assay/scaled', CANDIDATES_INPUT], 'assay/picked', [{ name: 'axis', type: 2, i: 2 }]);
@@ -97,7 +112,7 @@ export function rewriteHead(modelBytes: Uint8Array, vocabSize: number): Rewritte
     tensorInfo(INV_TEMPERATURE_INPUT, FLOAT, []),
   ];
   graph.output = [...(graph.output ?? []), tensorInfo(LOGPROBS_OUTPUT, FLOAT, ['batch_size', 'assay_keep', 'assay_candidates'])];
-  return { bytes: onnx.ModelProto.encode(model).finish(), externalFiles: [...externalFiles] };
+  return true;
 }
 
 function findHead(

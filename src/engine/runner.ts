@@ -3,7 +3,7 @@
 import * as ort from 'onnxruntime-node';
 import { ModelLoadError } from './errors.js';
 import { CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, KEEP_INPUT, LOGPROBS_OUTPUT } from './graph-rewrite.js';
-import { loadModelBytes } from './model-bytes.js';
+import { rewrittenGraph } from './graph-file.js';
 import type { ModelFolder } from './model-folder.js';
 import { DEFAULTS, type EngineConfig } from './config.js';
 
@@ -48,14 +48,16 @@ export class ModelRunner {
       if (!inputs.includes(required)) throw new ModelLoadError(`${folder.onnxPath}: no ${required} input: not a decoder export`);
     }
     if (!outputs.has('logits')) throw new ModelLoadError(`${folder.onnxPath}: no logits output: not a causal LM export`);
-    this.pastNames = inputs.filter((n) => n.startsWith('past_key_values.'));
+    // KV names as genai_config.json gives them, else past_key_values.* ↔ present.* (HF, Optimum).
+    const kv = folder.kvNames ?? inputs.filter((n) => n.startsWith('past_key_values.')).map((past) => ({ past, present: past.replace(/^past_key_values\./, 'present.') }));
+    this.pastNames = kv.map((k) => k.past);
     if (this.pastNames.length === 0) {
       throw new ModelLoadError(`${folder.onnxPath}: no past_key_values.* inputs: export it with a KV cache (text-generation-with-past)`);
     }
-    for (const name of this.pastNames) {
-      const present = name.replace(/^past_key_values\./, 'present.');
-      if (!outputs.has(present)) throw new ModelLoadError(`${folder.onnxPath}: input ${name} has no matching ${present} output`);
-      this.presentOf.set(name, present);
+    for (const { past, present } of kv) {
+      if (!inputs.includes(past)) throw new ModelLoadError(`${folder.onnxPath}: no input ${past} (named by ${folder.layout === 'genai' ? 'genai_config.json' : 'the export'})`);
+      if (!outputs.has(present)) throw new ModelLoadError(`${folder.onnxPath}: input ${past} has no matching ${present} output`);
+      this.presentOf.set(past, present);
     }
     this.hasPositionIds = inputs.includes('position_ids');
     this.logitsToKeepName = inputs.find((n) => n === 'num_logits_to_keep' || n === 'logits_to_keep');
@@ -84,20 +86,39 @@ export class ModelRunner {
       // With CUDA, warnings stay on: onnxruntime then logs each node it places on the CPU instead.
       logSeverityLevel: provider === 'cuda' ? 2 : 3,
     };
-    let session: ort.InferenceSession;
-    try {
-      const model = await loadModelBytes(folder, config.rewriteGraph !== false);
-      session = typeof model === 'string' ? await ort.InferenceSession.create(model, options) : await ort.InferenceSession.create(model, options);
-    } catch (error) {
-      const message = (error as Error).message;
-      if (provider === 'cuda') {
-        throw new ModelLoadError(
-          `cannot start the CUDA execution provider (${message}). Install onnxruntime-node with its CUDA 12 binaries ` +
-            '(npm ci --onnxruntime-node-install=cuda12) on a machine with an NVIDIA driver, CUDA 12 and cuDNN 9, or set the provider to cpu.',
-        );
+    const create = async (path: string): Promise<ort.InferenceSession> => {
+      try {
+        return await ort.InferenceSession.create(path, options);
+      } catch (error) {
+        const message = (error as Error).message;
+        if (provider === 'cuda' && /cuda|provider/i.test(message)) {
+          throw new ModelLoadError(
+            `cannot start the CUDA execution provider (${message}). Install onnxruntime-node with its CUDA 12 binaries ` +
+              '(npm ci --onnxruntime-node-install=cuda12) on a machine with an NVIDIA driver, CUDA 12 and cuDNN 9, or set the provider to cpu.',
+          );
+        }
+        throw new ModelLoadError(`${path}: onnxruntime cannot load it (${message})`);
       }
-      throw new ModelLoadError(`${folder.onnxPath}: onnxruntime cannot load it (${message})`);
+    };
+    let session: ort.InferenceSession | undefined;
+    const vocab = num(folder.config.vocab_size);
+    if (config.rewriteGraph !== false && vocab) {
+      let rewritten: string | undefined;
+      try {
+        rewritten = await rewrittenGraph(folder, vocab, config.graphCacheDir);
+      } catch (error) {
+        // An unreadable or undecodable file: the stock load below reports it.
+        config.onWarning?.(`graph rewrite skipped for ${folder.onnxPath}: ${(error as Error).message}`);
+      }
+      if (rewritten) {
+        try {
+          session = await create(rewritten);
+        } catch (error) {
+          config.onWarning?.(`the rewritten graph of ${folder.onnxPath} did not load (${(error as Error).message}); running the export as is`);
+        }
+      }
     }
+    session ??= await create(folder.onnxPath);
     return new ModelRunner(session, folder, temperature, config.prefillChunk ?? DEFAULTS.prefillChunk);
   }
 

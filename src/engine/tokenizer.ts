@@ -1,5 +1,6 @@
 // Tokenizer + chat template of one model folder, as transformers.js does it:
 // @huggingface/tokenizers for tokenization, @huggingface/jinja for the chat template.
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
@@ -41,6 +42,8 @@ export class TextCodec {
     } catch (error) {
       throw new ModelLoadError(`${dir}: cannot read tokenizer.json / tokenizer_config.json (${(error as Error).message})`);
     }
+    // Recent exports keep the template only in chat_template.jinja (or chat_template.json).
+    config.chat_template ??= await templateFile(dir);
     return new TextCodec(new Tokenizer(tokenizerJson as object, config), config);
   }
 
@@ -110,6 +113,19 @@ export class TextCodec {
     const ids = this.tokenizer.encode(text, { add_special_tokens: false }).ids;
     memo?.set(text, ids);
     return ids;
+  }
+}
+
+/** The chat template of chat_template.jinja, else of chat_template.json ({"chat_template": ...}). */
+async function templateFile(dir: string): Promise<unknown> {
+  const jinja = join(dir, 'chat_template.jinja');
+  if (existsSync(jinja)) return readFile(jinja, 'utf8');
+  const json = join(dir, 'chat_template.json');
+  if (!existsSync(json)) return undefined;
+  try {
+    return (JSON.parse(await readFile(json, 'utf8')) as { chat_template?: unknown }).chat_template;
+  } catch (error) {
+    throw new ModelLoadError(`${json}: invalid JSON (${(error as Error).message})`);
   }
 }
 

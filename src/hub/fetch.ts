@@ -14,21 +14,14 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { HubApiError, listFiles, modelInfo } from '@huggingface/hub';
 
-export type Variant = 'fp32' | 'int8' | 'fp16' | 'q4';
-export const VARIANTS: readonly Variant[] = ['fp32', 'int8', 'fp16', 'q4'];
+import { ONNX_DIRS, VARIANTS, variantFileNames, type Variant } from '../engine/variants.js';
 
-/** The ONNX file name (under onnx/) of each variant, as transformers.js names them. */
-export const VARIANT_FILES: Record<Variant, string> = {
-  fp32: 'model.onnx',
-  int8: 'model_quantized.onnx',
-  fp16: 'model_fp16.onnx',
-  q4: 'model_q4.onnx',
-};
+export { VARIANTS, type Variant } from '../engine/variants.js';
 
-/** Files every export needs; a repo without one of them is not something the engine can load. */
-const REQUIRED_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json'];
+/** Tokenizer files every export needs; a repo without one of them is not something the engine can load. */
+const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json'];
 /** Fetched when the repo has them: newer exports keep the chat template in its own file. */
-const OPTIONAL_FILES = ['generation_config.json', 'chat_template.jinja', 'special_tokens_map.json'];
+const OPTIONAL_FILES = ['generation_config.json', 'chat_template.jinja', 'chat_template.json', 'special_tokens_map.json'];
 
 export const DEFAULT_HUB_URL = 'https://huggingface.co';
 
@@ -56,7 +49,10 @@ export interface FetchModelOptions {
   repo: string;
   /** Branch, tag or commit; default "main". The folder is named after the commit it resolves to. */
   revision?: string;
+  /** Which ONNX file of a transformers.js / Optimum export (default int8); an onnxruntime-genai folder has one. */
   variant?: Variant;
+  /** A folder of the repo holding the export (onnxruntime-genai repos keep one build per folder). */
+  subfolder?: string;
   /** Folder holding <repo>/<commit>/ folders. */
   destRoot: string;
   /** Default: HF_ENDPOINT, else https://huggingface.co. */
@@ -84,7 +80,9 @@ export interface FetchModelResult {
   commit: string;
   /** YYYY-MM-DD of the repo's last modification as the hub reports it. */
   lastModified: string;
-  variant: Variant;
+  /** The variant fetched; undefined for an onnxruntime-genai folder (its genai_config.json names its one file). */
+  variant?: Variant;
+  layout: 'hf' | 'optimum' | 'genai';
   modelDir: string;
   files: FetchedFile[];
   hubUrl: string;
@@ -92,6 +90,8 @@ export interface FetchModelResult {
 
 interface RemoteFile {
   path: string;
+  /** Path inside the local model folder (the repo path less the subfolder). */
+  local?: string;
   size: number;
   /** git blob sha1 (non-LFS) */
   oid?: string;
@@ -106,7 +106,6 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
   const hubUrl = (opts.hubUrl ?? hubUrlFromEnv()).replace(/\/+$/, '');
   const accessToken = opts.accessToken ?? (process.env.HF_TOKEN || undefined);
   const revision = opts.revision ?? 'main';
-  const variant = opts.variant ?? 'int8';
   const log = opts.log ?? (() => {});
   if (!/^[\w.-]+\/[\w.-]+$/.test(opts.repo)) {
     throw new HubFetchError('not_found', `"${opts.repo}" is not a model repo id; expected <owner>/<name>, e.g. onnx-community/Qwen2.5-0.5B-Instruct`);
@@ -127,8 +126,8 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
     }
   });
 
-  const wanted = selectFiles(tree, variant, `${opts.repo}@${revision}`);
-  const modelDir = path.join(opts.destRoot, ...opts.repo.split('/'), commit);
+  const { files: wanted, layout, variant } = selectFiles(tree, opts.variant, opts.subfolder ?? '', `${opts.repo}@${revision}`);
+  const modelDir = path.join(opts.destRoot, ...opts.repo.split('/'), commit, ...(opts.subfolder ?? '').split('/').filter(Boolean));
   const totalBytes = wanted.reduce((n, f) => n + f.size, 0);
   let doneBytes = 0;
   const files: FetchedFile[] = [];
@@ -137,7 +136,7 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
     const fetched = await fetchFile({
       file,
       url: `${hubUrl}/${opts.repo}/resolve/${encodeURIComponent(commit)}/${file.path.split('/').map(encodeURIComponent).join('/')}`,
-      dest: path.join(modelDir, ...file.path.split('/')),
+      dest: path.join(modelDir, ...(file.local ?? file.path).split('/')),
       accessToken,
       signal: opts.signal,
       log,
@@ -153,31 +152,55 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
     commit,
     lastModified: isoDay(info.updatedAt),
     variant,
+    layout,
     modelDir,
     files,
     hubUrl,
   };
 }
 
-function selectFiles(tree: Map<string, RemoteFile>, variant: Variant, where: string): RemoteFile[] {
-  const onnx = `onnx/${VARIANT_FILES[variant]}`;
-  const missing = [...REQUIRED_FILES, onnx].filter((p) => !tree.has(p));
-  if (missing.length) {
-    const variants = VARIANTS.filter((v) => tree.has(`onnx/${VARIANT_FILES[v]}`));
-    const hint = missing.includes(onnx)
-      ? ` Variants this repo has: ${variants.length ? variants.join(', ') : 'none (it is not an ONNX export in the transformers.js layout)'}.`
-      : '';
-    throw new HubFetchError('missing_file', `${where} lacks ${missing.join(', ')}.${hint}`);
+/**
+ * The files of one loadable folder: an onnxruntime-genai build (genai_config.json, every .onnx and
+ * its data at that level), or a transformers.js / Optimum export (config.json and the variant's
+ * file under onnx/ or at the root, with its external data), plus the tokenizer and template files.
+ */
+function selectFiles(
+  tree: Map<string, RemoteFile>,
+  asked: Variant | undefined,
+  subfolder: string,
+  where: string,
+): { files: RemoteFile[]; layout: FetchModelResult['layout']; variant?: Variant } {
+  const prefix = subfolder ? `${subfolder.replace(/^\/+|\/+$/g, '')}/` : '';
+  const has = (p: string) => tree.has(prefix + p);
+  const pick = (paths: string[]) => paths.map((p) => ({ ...tree.get(prefix + p)!, local: p }));
+  const level = [...tree.keys()].filter((p) => p.startsWith(prefix)).map((p) => p.slice(prefix.length));
+  const optional = OPTIONAL_FILES.filter(has);
+
+  if (has('genai_config.json') && !has('config.json')) {
+    if (asked) throw new HubFetchError('missing_file', `${where}${prefix ? ` (${prefix})` : ''} is an onnxruntime-genai build with one model file: omit --variant`);
+    const missing = TOKENIZER_FILES.filter((p) => !has(p));
+    if (missing.length) throw new HubFetchError('missing_file', `${where} lacks ${missing.map((p) => prefix + p).join(', ')}.`);
+    const onnx = level.filter((p) => !p.includes('/') && /\.onnx(\.data|_data(_\d+)?)?$/.test(p)).sort();
+    if (!onnx.some((p) => p.endsWith('.onnx'))) throw new HubFetchError('missing_file', `${where} has genai_config.json but no .onnx file beside it.`);
+    return { files: pick(['genai_config.json', ...TOKENIZER_FILES, ...optional, ...onnx]), layout: 'genai' };
   }
-  // External weights: model.onnx_data, or model.onnx_data_1, _2 ... for exports over 2 GB.
-  const external = new RegExp(`^${escapeRe(onnx)}_data(_\\d+)?$`);
-  const paths = [
-    ...REQUIRED_FILES,
-    ...OPTIONAL_FILES.filter((p) => tree.has(p)),
-    onnx,
-    ...[...tree.keys()].filter((p) => external.test(p)).sort(),
-  ];
-  return paths.map((p) => tree.get(p)!);
+
+  const variant = asked ?? 'int8';
+  const onnx = ONNX_DIRS.flatMap((dir) => variantFileNames(variant).map((f) => (dir === '.' ? f : `${dir}/${f}`))).find(has);
+  const missing = ['config.json', ...TOKENIZER_FILES].filter((p) => !has(p));
+  if (missing.length || !onnx) {
+    const variants = VARIANTS.filter((v) => ONNX_DIRS.some((dir) => variantFileNames(v).some((f) => has(dir === '.' ? f : `${dir}/${f}`))));
+    const hint = onnx
+      ? ''
+      : ` No ${variantFileNames(variant).join(' / ')} under onnx/ or at the root. Variants this repo has: ${
+          variants.length ? variants.join(', ') : has('genai_config.json') ? 'none (genai_config.json beside config.json)' : 'none (it is not an ONNX export)'
+        }.`;
+    throw new HubFetchError('missing_file', `${where} lacks ${[...missing.map((p) => prefix + p), ...(onnx ? [] : [`the ${variant} ONNX file`])].join(', ')}.${hint}`);
+  }
+  // External weights: model.onnx_data, or model.onnx_data_1, _2 ... for exports over 2 GB; model.onnx.data.
+  const external = new RegExp(`^${escapeRe(onnx)}(_data(_\\d+)?|\\.data)$`);
+  const paths = ['config.json', ...TOKENIZER_FILES, ...optional, onnx, ...level.filter((p) => external.test(p)).sort()];
+  return { files: pick(paths), layout: onnx.includes('/') ? 'hf' : 'optimum', variant };
 }
 
 interface FetchFileArgs {

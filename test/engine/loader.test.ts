@@ -38,13 +38,14 @@ describe('model loader', () => {
     const empty = mkdtempSync(join(tmpdir(), 'assay-empty-'));
     const e = await loadError(empty);
     expect(e).toBeInstanceOf(ModelLoadError);
-    expect(e.message).toMatch(/config\.json is missing/);
+    expect(e.message).toMatch(/found none of config\.json, genai_config\.json, \*\.onnx; expected config\.json .* or genai_config\.json/);
   });
 
   it('rejects a folder without an ONNX file', async () => {
     const e = await loadError(await folderWith());
     expect(e).toBeInstanceOf(ModelLoadError);
-    expect(e.message).toMatch(/not an ONNX decoder export/);
+    // It says what it found and what it expected, not a misleading "not a decoder".
+    expect(e.message).toMatch(/found config\.json, tokenizer\.json, tokenizer_config\.json; expected an ONNX decoder file: model_int8\.onnx, model_quantized\.onnx, model\.onnx/);
   });
 
   it('rejects an ONNX model that is not a decoder with a KV cache', async () => {

@@ -241,7 +241,7 @@ describe('models:fetch', () => {
   it('a variant the repo lacks: names the variants it has', async () => {
     const r = await cli([REPO, '--variant', 'fp16']);
     expect(r.code).toBe(1);
-    expect(r.err).toContain('lacks onnx/model_fp16.onnx. Variants this repo has: int8.');
+    expect(r.err).toContain('lacks the fp16 ONNX file. No model_fp16.onnx under onnx/ or at the root. Variants this repo has: int8, quantized.');
     expect(existsSync(registry)).toBe(false);
   });
 
@@ -249,9 +249,73 @@ describe('models:fetch', () => {
     expect((await cli([])).code).toBe(2);
     const bad = await cli([REPO, '--variant', 'int4']);
     expect(bad.code).toBe(2);
-    expect(bad.err).toContain('--variant must be one of fp32, int8, fp16, q4');
+    expect(bad.err).toContain('--variant must be one of fp32, fp16, int8, uint8, quantized, q4, q4f16, bnb4 (q8 = quantized)');
     const help = await cli(['--help']);
     expect(help.code).toBe(0);
     expect(help.out).toContain('Usage: npm run models:fetch');
+  });
+
+  it('fetches an Optimum export (model.onnx at the root) and an onnxruntime-genai build, and the engine loads both', async () => {
+    const fp32 = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
+    const copy = async (dir: string, files: Record<string, string>) => {
+      await mkdir(dir, { recursive: true });
+      for (const [to, from] of Object.entries(files)) await writeFile(path.join(dir, to), readFileSync(path.join(fp32, from)));
+    };
+    const optimum = path.join(tmp, 'src-optimum');
+    await copy(optimum, { 'config.json': 'config.json', 'tokenizer.json': 'tokenizer.json', 'tokenizer_config.json': 'tokenizer_config.json', 'model.onnx': 'onnx/model.onnx' });
+    // A genai build keeps one of its builds per folder, with genai_config.json and no config.json.
+    const genai = path.join(tmp, 'src-genai', 'cpu-fp32');
+    await copy(genai, { 'tokenizer.json': 'tokenizer.json', 'tokenizer_config.json': 'tokenizer_config.json', 'model.onnx': 'onnx/model.onnx' });
+    const c = JSON.parse(readFileSync(path.join(fp32, 'config.json'), 'utf8')) as Record<string, number>;
+    await writeFile(
+      path.join(genai, 'genai_config.json'),
+      JSON.stringify({
+        model: {
+          type: 'qwen2',
+          context_length: c.max_position_embeddings,
+          eos_token_id: [151645, 151643],
+          vocab_size: c.vocab_size,
+          decoder: {
+            filename: 'model.onnx',
+            head_size: c.head_dim,
+            hidden_size: c.hidden_size,
+            num_attention_heads: c.num_attention_heads,
+            num_key_value_heads: c.num_key_value_heads,
+            num_hidden_layers: c.num_hidden_layers,
+            inputs: { input_ids: 'input_ids', attention_mask: 'attention_mask', past_key_names: 'past_key_values.%d.key', past_value_names: 'past_key_values.%d.value' },
+            outputs: { logits: 'logits', present_key_names: 'present.%d.key', present_value_names: 'present.%d.value' },
+          },
+        },
+      }),
+    );
+    const optimumCommit = hub.addRepo('acme/optimum-tiny', optimum);
+    const genaiCommit = hub.addRepo('acme/genai-tiny', path.join(tmp, 'src-genai'));
+
+    const o = await cli(['acme/optimum-tiny', '--variant', 'fp32', '--id', 'opt']);
+    expect(o.code, o.err).toBe(0);
+    expect(await filesUnder(path.join(dest, 'acme', 'optimum-tiny', optimumCommit))).toEqual(['config.json', 'model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(JSON.parse(o.out)).toMatchObject({ variant: 'fp32', layout: 'optimum' });
+
+    expect((await cli(['acme/genai-tiny', '--subfolder', 'cpu-fp32', '--variant', 'fp32'])).err).toContain('omit --variant');
+    const g = await cli(['acme/genai-tiny', '--subfolder', 'cpu-fp32', '--id', 'gen']);
+    expect(g.code, g.err).toBe(0);
+    const genaiDir = path.join(dest, 'acme', 'genai-tiny', genaiCommit, 'cpu-fp32');
+    expect(await filesUnder(genaiDir)).toEqual(['genai_config.json', 'model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(loadRegistry(registry).models.gen.variant).toBeUndefined();
+
+    const question = { state: 'The parcel arrived late.', questions: { late: { type: 'noul' as const, instructions: 'Was it late?' } } };
+    const answers: number[] = [];
+    for (const id of ['opt', 'gen']) {
+      const m = resolveModel(loadRegistry(registry), id)!;
+      const evaluator = await loadEvaluator({ modelDir: m.dir, variant: m.entry.variant, threads: 1 });
+      try {
+        const a = (await evaluator.evaluate(question)).answers.late;
+        answers.push(a.type === 'noul' ? a.noul : NaN);
+      } finally {
+        await evaluator.close();
+      }
+    }
+    // The same weights behind both layouts give the same answer.
+    expect(Math.abs(answers[0] - answers[1])).toBeLessThan(1e-6);
   });
 });

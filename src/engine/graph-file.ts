@@ -1,0 +1,89 @@
+// Which graph file the session is created from: the export's own file, or its rewritten graph
+// (graph-rewrite.ts), written once to disk and reused by every later load.
+//
+// - An export with external weights (model.onnx + model.onnx_data): the small rewritten graph is
+//   written beside it (onnx/<name>.assay-<id>.onnx) and shares its weights file: onnxruntime reads
+//   external data only from the model file's own folder. A read-only folder runs the export as is.
+// - A single-file export (how quantized files ship): its weights are moved into an external-data
+//   file next to the rewritten graph (`.assay-<id>.onnx.data`), beside the export when the folder is
+//   writable, else under the graph cache folder. Handing onnxruntime the rewritten bytes in memory
+//   would hold the file twice (our buffer and onnxruntime's copy); from disk the weights are read once.
+// The <id> hashes the rewrite's version and the source file's identity (size, mtime), so an
+// upgrade or a new export never reuses an older rewrite.
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { decodeModel, encodeModel, externalFiles, REWRITE_VERSION, rewriteHead, type ModelProto } from './graph-rewrite.js';
+import type { ModelFolder } from './model-folder.js';
+
+/** Initializers smaller than this stay inside the graph file. */
+const INLINE_BYTES = 1024;
+/** External data offsets are aligned so onnxruntime may map the file instead of copying it. */
+const ALIGN = 4096;
+
+/** The rewritten graph's path, or undefined when the head is not recognized or nothing can be written. */
+export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<string | undefined> {
+  const source = folder.onnxPath;
+  const info = await stat(source);
+  const id = createHash('sha256').update(`${REWRITE_VERSION}:${source}:${info.size}:${info.mtimeMs}`).digest('hex').slice(0, 12);
+  const name = basename(source).replace(/\.onnx$/, `.assay-${id}.onnx`);
+  const candidates = [join(dirname(source), name), join(cacheDir ?? join(tmpdir(), 'assay-graphs'), id, name)];
+  for (const target of candidates) if (existsSync(target)) return target;
+
+  const model = decodeModel(await readFile(source));
+  if (!rewriteHead(model, vocab)) return undefined;
+  const shared = externalFiles(model).length > 0;
+  // A graph that shares the export's weights file can only live beside it.
+  for (const target of shared ? candidates.slice(0, 1) : candidates) {
+    try {
+      await mkdir(dirname(target), { recursive: true });
+      await writeGraph(model, target, shared);
+      return target;
+    } catch {
+      // not writable here: try the next place
+    }
+  }
+  return undefined;
+}
+
+/** Writes the graph (and, unless its weights are already external, a weights file beside it) atomically. */
+async function writeGraph(model: ModelProto, target: string, shared: boolean): Promise<void> {
+  const partial = `${target}.${process.pid}.tmp`;
+  const dataName = `${basename(target)}.data`;
+  try {
+    if (!shared) await externalize(model, `${partial}.data`, dataName);
+    await writeFile(partial, encodeModel(model));
+    if (!shared) await rename(`${partial}.data`, join(dirname(target), dataName));
+    await rename(partial, target); // last: its presence means complete
+  } catch (error) {
+    await rm(partial, { force: true });
+    await rm(`${partial}.data`, { force: true });
+    throw error;
+  }
+}
+
+/** Moves every large inline initializer's bytes into `file`, leaving an external-data reference. */
+async function externalize(model: ModelProto, file: string, location: string): Promise<void> {
+  const handle = await open(file, 'w');
+  try {
+    let offset = 0;
+    for (const t of model.graph?.initializer ?? []) {
+      const raw = t.rawData;
+      if (!raw || raw.byteLength < INLINE_BYTES) continue;
+      const start = Math.ceil(offset / ALIGN) * ALIGN;
+      await handle.write(raw, 0, raw.byteLength, start);
+      offset = start + raw.byteLength;
+      t.rawData = new Uint8Array(0);
+      t.dataLocation = 1; // EXTERNAL
+      t.externalData = [
+        { key: 'location', value: location },
+        { key: 'offset', value: String(start) },
+        { key: 'length', value: String(raw.byteLength) },
+      ];
+    }
+  } finally {
+    await handle.close();
+  }
+}
