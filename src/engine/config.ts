@@ -24,6 +24,8 @@ export interface EngineConfig {
   questionTokenBudget?: number;
   /** Prompts longer than this many tokens are prefilled in chunks of this size (0: one pass). */
   prefillChunk?: number;
+  /** Worker threads that plan requests (tokenization, templates, budgets) off the event loop; 0 plans on the calling thread. Default max(1, cores / 2). */
+  plannerThreads?: number;
   /** Rewrite the loaded graph so passes project only the positions read (default true; false runs the export as is). */
   rewriteGraph?: boolean;
   /**

@@ -5,9 +5,10 @@ import { AbortedError, ModelLoadError } from './errors.js';
 import { buildAnswer, normalize } from './answers.js';
 import { firstTokens, labelLogProbs } from './labels.js';
 import { openModelFolder } from './model-folder.js';
-import { planRequest, type Budgets, type PlannedQuestion } from './plan.js';
+import type { Budgets, PlannedQuestion } from './plan.js';
+import { defaultPlannerThreads, inlinePlanner, workerPlanner, type Planner } from './planner/index.js';
 import { PrefixCache } from './prefix-cache.js';
-import { promptSet, type PromptSet } from './prompts.js';
+import { promptSet } from './prompts.js';
 import { ModelRunner, type KvCache } from './runner.js';
 import { Scheduler } from './scheduler.js';
 import { TextCodec } from './tokenizer.js';
@@ -24,11 +25,19 @@ export async function createEvaluator(config: EngineConfig): Promise<Evaluator> 
   const endToken = codec.eosTokenId ?? folder.eosTokenIds[0];
   if (endToken === undefined) throw new ModelLoadError(`${folder.dir}: no eos_token in tokenizer_config.json or generation_config.json`);
   const runner = await ModelRunner.create(folder, config, config.temperature ?? folder.manifest.temperature ?? 1);
-  return new OnnxEvaluator(config, folder.manifest.synthetic === true, `${folder.dir}#${folder.variant}`, codec, runner, endToken, {
+  const budgets: Budgets = {
     request: config.requestTokenBudget ?? DEFAULTS.requestTokenBudget,
     question: config.questionTokenBudget ?? DEFAULTS.questionTokenBudget,
     context: folder.maxContext,
-  }, promptSet(folder.manifest.prompt_version));
+  };
+  const promptVersion = folder.manifest.prompt_version;
+  promptSet(promptVersion); // an unknown prompt_version fails the load, not each request
+  const threads = config.plannerThreads ?? defaultPlannerThreads();
+  const planner =
+    threads > 0
+      ? workerPlanner({ modelDir: folder.dir, promptVersion, endToken, budgets, threads })
+      : inlinePlanner(codec, { promptVersion, endToken, budgets });
+  return new OnnxEvaluator(config, folder.manifest.synthetic === true, `${folder.dir}#${folder.variant}`, runner, planner);
 }
 
 class OnnxEvaluator implements Evaluator {
@@ -40,11 +49,8 @@ class OnnxEvaluator implements Evaluator {
     private readonly config: EngineConfig,
     readonly synthetic: boolean,
     private readonly cacheKey: string,
-    private readonly codec: TextCodec,
     private readonly runner: ModelRunner,
-    private readonly endToken: number,
-    private readonly budgets: Budgets,
-    private readonly prompts: PromptSet,
+    private readonly planner: Planner,
   ) {
     this.scheduler = new Scheduler(config.maxQueue ?? DEFAULTS.maxQueue);
     this.cache = new PrefixCache(config.prefixCacheBytes ?? DEFAULTS.prefixCacheBytes);
@@ -56,24 +62,34 @@ class OnnxEvaluator implements Evaluator {
 
   async evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
     // Planning throws budget errors before the request takes a place in the queue.
-    const plan = planRequest(request, this.codec, this.prompts, this.endToken, this.budgets);
+    const plan = await this.planner.plan(request, options.signal);
     const { signal } = options;
-    const answers = await this.scheduler.run(async () => {
-      const out: Record<string, Answer> = {};
-      const cached = this.cache.lookup(this.cacheKey, plan.prefix);
+    const cacheKey = `${options.cacheScope ?? ''}\u0001${this.cacheKey}`;
+    const answers = await this.scheduler.request(async (ticket) => {
+      // Every pass (prefill chunks included) takes its turn: requests interleave pass by pass,
+      // and an aborted request stops at its next pass.
+      const run: Run = (ids, past, candidates, present) =>
+        this.runner.forward(ids, past, candidates, present, (pass, tokens) =>
+          ticket.pass(() => {
+            this.tokensEvaluated += tokens;
+            return pass();
+          }),
+        );
+      // Keyed by caller strings (question ids may be "__proto__"): no prototype to collide with.
+      const out: Record<string, Answer> = Object.create(null) as Record<string, Answer>;
+      const cached = this.cache.lookup(cacheKey, plan.prefix);
       if (plan.questions.length === 1 && !cached) {
         // One question: one pass over the whole prompt beats a prefix pass plus a suffix pass.
         const q = plan.questions[0];
-        out[q.key] = await this.answer(q, [...plan.prefix, ...q.suffix], null, signal);
+        out[q.key] = await this.answer(run, q, [...plan.prefix, ...q.suffix], null, signal);
         return out;
       }
       let prefixKv = cached;
       if (!prefixKv) {
-        checkAborted(signal);
-        prefixKv = (await this.run(plan.prefix, null, [], true)).present!;
-        this.cache.store(this.cacheKey, plan.prefix, prefixKv);
+        prefixKv = (await run(plan.prefix, null, [], true)).present!;
+        this.cache.store(cacheKey, plan.prefix, prefixKv);
       }
-      for (const q of plan.questions) out[q.key] = await this.answer(q, q.suffix, prefixKv, signal);
+      for (const q of plan.questions) out[q.key] = await this.answer(run, q, q.suffix, prefixKv, signal);
       return out;
     }, signal);
     return { answers, usage: plan.usage };
@@ -92,28 +108,26 @@ class OnnxEvaluator implements Evaluator {
 
   async close(): Promise<void> {
     this.cache.clear();
-    await this.scheduler.run(() => this.runner.close());
+    await this.planner.close();
+    await this.scheduler.exclusive(() => this.runner.close());
   }
 
   /** One question: a pass over its tokens after `past`, then the passes its multi-token labels need. */
-  private async answer(q: PlannedQuestion, tokens: number[], past: KvCache | null, signal?: AbortSignal): Promise<Answer> {
+  private async answer(run: Run, q: PlannedQuestion, tokens: number[], past: KvCache | null, signal?: AbortSignal): Promise<Answer> {
     checkAborted(signal);
     const continues = q.labels.some((l) => l.tokens.length > 1);
     const starts = firstTokens(q.labels);
-    const first = await this.run(tokens, past, [starts], continues);
+    const first = await run(tokens, past, [starts], continues);
     const firstLogprobs = new Map(starts.map((token, c) => [token, first.logprobs[0][c]]));
     const logps = await labelLogProbs(q.labels, firstLogprobs, async (input, candidates) => {
       checkAborted(signal);
-      return (await this.run(input, first.present!, candidates, false)).logprobs;
+      return (await run(input, first.present!, candidates, false)).logprobs;
     });
     return buildAnswer(q.question, normalize(logps));
   }
-
-  private run(...args: Parameters<ModelRunner['forward']>): ReturnType<ModelRunner['forward']> {
-    this.tokensEvaluated += args[0].length;
-    return this.runner.forward(...args);
-  }
 }
+
+type Run = (ids: number[], past: KvCache | null, candidates: number[][], present: boolean) => ReturnType<ModelRunner['forward']>;
 
 function checkAborted(signal?: AbortSignal): void {
   if (signal?.aborted) throw new AbortedError();

@@ -127,7 +127,14 @@ export class ModelRunner {
    * the last `candidates.length` positions (none for a prefix pass). The present KV is fetched only
    * when a later pass continues from it: onnxruntime-node copies every output it returns.
    */
-  async forward(ids: number[], past: KvCache | null, candidates: number[][], present: boolean): Promise<ForwardResult> {
+  async forward(
+    ids: number[],
+    past: KvCache | null,
+    candidates: number[][],
+    present: boolean,
+    /** Runs each pass (the scheduler's turn: passes of concurrent requests interleave, an aborted request stops here). */
+    step: <T>(pass: () => Promise<T>, tokens: number) => Promise<T> = (pass) => pass(),
+  ): Promise<ForwardResult> {
     // Long inputs run in chunks over the growing cache: a stock export's attention materializes
     // [heads, n, past + n] scores, so one 8,000-token pass would need gigabytes and run at a
     // fraction of the speed of 256-token pieces.
@@ -141,12 +148,15 @@ export class ModelRunner {
       let cache = past;
       let start = 0;
       for (const end of ends.slice(0, -1)) {
-        cache = (await this.pass(ids.slice(start, end), cache, [], true)).present!;
+        const piece = ids.slice(start, end);
+        const from = cache;
+        cache = (await step(() => this.pass(piece, from, [], true), piece.length)).present!;
         start = end;
       }
-      return this.pass(ids.slice(start), cache, candidates, present);
+      const last = ids.slice(start);
+      return step(() => this.pass(last, cache, candidates, present), last.length);
     }
-    return this.pass(ids, past, candidates, present);
+    return step(() => this.pass(ids, past, candidates, present), ids.length);
   }
 
   private async pass(ids: number[], past: KvCache | null, candidates: number[][], present: boolean): Promise<ForwardResult> {

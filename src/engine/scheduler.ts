@@ -1,68 +1,121 @@
-// One model session runs one request at a time (onnxruntime already uses every core for one pass);
-// the rest wait in a bounded FIFO queue. A full queue refuses at once instead of growing memory.
+// Fair scheduling of one model session: work is granted one forward pass at a time, in the order
+// passes are asked for. A request asks for its next pass only when its previous one is done, so
+// concurrent requests take turns pass by pass (round robin): a one-question request waits for at
+// most one pass of each other request, never for a 255-option or 400-question request to finish.
+// onnxruntime already uses every core for one pass, so passes never overlap.
+//
+// Admission is bounded: at most `maxQueue` requests wait beside the one holding the session;
+// past that a request is refused at once (OverloadedError → 529) instead of growing memory.
+// An aborted request leaves at its next turn (or while waiting for one) with AbortedError.
 import { AbortedError, OverloadedError } from './errors.js';
 
-interface Job {
-  start: () => void;
+interface Turn {
+  grant: () => void;
   signal?: AbortSignal;
   onAbort?: () => void;
 }
 
+/** One admitted request: asks for passes through `pass`. */
+export interface Ticket {
+  /** Runs `fn` as this request's next pass, after the passes asked for before it. */
+  pass<T>(fn: () => Promise<T>): Promise<T>;
+  /** Whether this request has run any pass yet. */
+  readonly started: boolean;
+}
+
 export class Scheduler {
-  private readonly waiting: Job[] = [];
+  private readonly turns: Turn[] = [];
   private busy = false;
-  /** Moving average of how long one job runs, for retry-after hints. */
+  private admitted = 0;
+  private startedCount = 0;
+  /** Moving average of how long one request takes, for retry-after hints. */
   private averageMs = 100;
 
   constructor(private readonly maxQueue: number) {}
 
+  /** Requests admitted that have not run a pass yet (the load signal an autoscaler reads). */
   get queueDepth(): number {
-    return this.waiting.length;
+    return this.admitted - this.startedCount;
   }
 
+  /** Requests in progress: they have run at least one pass and are not finished. */
   get running(): number {
-    return this.busy ? 1 : 0;
+    return this.startedCount;
   }
 
-  run<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    if (signal?.aborted) return Promise.reject(new AbortedError());
-    if (this.busy && this.waiting.length >= this.maxQueue) {
-      const seconds = Math.max(1, Math.ceil(((this.waiting.length + 1) * this.averageMs) / 1000));
-      return Promise.reject(new OverloadedError(seconds));
+  /** Admits a request (or refuses it: OverloadedError) and runs `work`, which runs its passes through the ticket. */
+  async request<T>(work: (ticket: Ticket) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted) throw new AbortedError();
+    if (this.admitted > this.maxQueue) {
+      throw new OverloadedError(Math.max(1, Math.ceil(((this.admitted + 1) * this.averageMs) / 1000)));
     }
-    return new Promise<T>((resolve, reject) => {
-      const job: Job = {
+    this.admitted++;
+    let started = false;
+    const ticket: Ticket = {
+      pass: async (fn) => {
+        await this.turn(signal);
+        if (!started) {
+          started = true;
+          this.startedCount++;
+        }
+        try {
+          return await fn();
+        } finally {
+          this.release();
+        }
+      },
+      get started() {
+        return started;
+      },
+    };
+    const began = performance.now();
+    try {
+      return await work(ticket);
+    } finally {
+      this.admitted--;
+      if (started) this.startedCount--;
+      this.averageMs = 0.8 * this.averageMs + 0.2 * (performance.now() - began);
+    }
+  }
+
+  /** Runs `fn` alone on the session once every pass asked for before it is done (e.g. closing it). */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.turn().then(() => fn().finally(() => this.release()));
+  }
+
+  private turn(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(new AbortedError());
+    return new Promise<void>((resolve, reject) => {
+      const turn: Turn = {
         signal,
-        start: () => {
-          signal?.removeEventListener('abort', job.onAbort!);
-          const began = performance.now();
-          work()
-            .then(resolve, reject)
-            .finally(() => {
-              this.averageMs = 0.8 * this.averageMs + 0.2 * (performance.now() - began);
-              this.busy = false;
-              this.next();
-            });
+        grant: () => {
+          signal?.removeEventListener('abort', turn.onAbort!);
+          resolve();
         },
       };
-      job.onAbort = () => {
-        const i = this.waiting.indexOf(job);
+      turn.onAbort = () => {
+        const i = this.turns.indexOf(turn);
         if (i >= 0) {
-          this.waiting.splice(i, 1);
+          this.turns.splice(i, 1);
           reject(new AbortedError());
         }
       };
-      signal?.addEventListener('abort', job.onAbort, { once: true });
-      this.waiting.push(job);
+      signal?.addEventListener('abort', turn.onAbort, { once: true });
+      this.turns.push(turn);
       this.next();
     });
   }
 
+  private release(): void {
+    this.busy = false;
+    this.next();
+  }
+
   private next(): void {
     if (this.busy) return;
-    const job = this.waiting.shift();
-    if (!job) return;
+    const turn = this.turns.shift();
+    if (!turn) return;
     this.busy = true;
-    job.start();
+    turn.grant();
   }
 }

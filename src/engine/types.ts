@@ -61,6 +61,12 @@ export interface EvaluateRequest {
 export interface EvaluateOptions {
   /** Aborts the request: queued work is dropped, running work stops at the next pass. */
   signal?: AbortSignal;
+  /**
+   * The prefix cache scope (e.g. a hash of the caller's API key): a request only reuses prefix KV
+   * stored under the same scope, so one tenant cannot learn another's states by timing. Undefined:
+   * the shared scope.
+   */
+  cacheScope?: string;
 }
 
 export interface EvaluateResult {

@@ -1,4 +1,4 @@
-// Requests queue in front of one session; a full queue refuses at once; aborted waiters leave.
+// Requests take turns pass by pass on one session; a full queue refuses at once; aborted requests leave.
 import { describe, expect, it } from 'vitest';
 import { Scheduler } from '../../src/engine/scheduler.js';
 import { AbortedError, OverloadedError } from '../../src/engine/errors.js';
@@ -12,52 +12,58 @@ function gate(): { promise: Promise<void>; open: () => void } {
 }
 
 describe('scheduler', () => {
-  it('runs one job at a time in arrival order', async () => {
+  it('interleaves the passes of concurrent requests, round robin', async () => {
     const s = new Scheduler(8);
     const order: string[] = [];
-    const g = gate();
-    const a = s.run(async () => {
-      order.push('a start');
-      await g.promise;
-      order.push('a end');
-    });
-    const b = s.run(async () => void order.push('b'));
-    expect(s.queueDepth).toBe(1);
-    g.open();
-    await Promise.all([a, b]);
-    expect(order).toEqual(['a start', 'a end', 'b']);
+    const passes = (name: string, n: number) =>
+      s.request(async (ticket) => {
+        for (let i = 1; i <= n; i++) await ticket.pass(async () => void order.push(`${name}${i}`));
+      });
+    // A long request first, then a short one: the short one waits for one pass, not for all of them.
+    await Promise.all([passes('long', 5), passes('short', 1), passes('mid', 2)]);
+    expect(order).toEqual(['long1', 'short1', 'mid1', 'long2', 'mid2', 'long3', 'long4', 'long5']);
   });
 
   it('refuses past the queue bound with a retry hint, and keeps serving', async () => {
     const s = new Scheduler(1);
     const g = gate();
-    const running = s.run(() => g.promise);
-    const queued = s.run(async () => 'queued');
-    await expect(s.run(async () => 'refused')).rejects.toBeInstanceOf(OverloadedError);
-    const error = await s.run(async () => 1).catch((e: OverloadedError) => e);
+    const running = s.request((t) => t.pass(() => g.promise));
+    const queued = s.request(async (t) => t.pass(async () => 'queued'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(s.queueDepth).toBe(1);
+    expect(s.running).toBe(1);
+    await expect(s.request(async () => 'refused')).rejects.toBeInstanceOf(OverloadedError);
+    const error = await s.request(async () => 1).catch((e: OverloadedError) => e);
     expect((error as OverloadedError).retryAfterSeconds).toBeGreaterThanOrEqual(1);
     g.open();
     await running;
     expect(await queued).toBe('queued');
-    expect(await s.run(async () => 'later')).toBe('later');
+    expect(await s.request(async (t) => t.pass(async () => 'later'))).toBe('later');
   });
 
-  it('an aborted waiter leaves the queue; a failing job does not stop the next', async () => {
+  it('an aborted request leaves at its next pass; a failing pass does not stop the next', async () => {
     const s = new Scheduler(4);
     const g = gate();
-    const running = s.run(() => g.promise);
+    const running = s.request((t) => t.pass(() => g.promise));
     const controller = new AbortController();
-    const waiting = s.run(async () => 'never', controller.signal);
+    let ran = 0;
+    const waiting = s.request(async (t) => {
+      await t.pass(async () => ran++);
+      await t.pass(async () => ran++);
+    }, controller.signal);
     controller.abort();
     await expect(waiting).rejects.toBeInstanceOf(AbortedError);
+    expect(ran).toBe(0);
     expect(s.queueDepth).toBe(0);
-    const failing = s.run(async () => {
-      throw new Error('boom');
-    });
+    const failing = s.request((t) =>
+      t.pass(async () => {
+        throw new Error('boom');
+      }),
+    );
     g.open();
     await running;
     await expect(failing).rejects.toThrow('boom');
-    expect(await s.run(async () => 'ok')).toBe('ok');
+    expect(await s.request((t) => t.pass(async () => 'ok'))).toBe('ok');
   });
 });
 

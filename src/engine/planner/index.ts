@@ -1,0 +1,74 @@
+// Planning (template rendering, tokenization of the state and every question, label tries, budget
+// checks: plan.ts) off the event loop, in a pool of worker threads that each load the model's
+// tokenizer once. The main thread only parses, validates, schedules and serializes: a 28k-token
+// state or 200 questions on a 120 KB state no longer stall /healthz or other callers.
+//
+// Pool size: `plannerThreads`, default max(1, floor(cores / 2)) — onnxruntime already uses every
+// core for a forward pass, so more planning threads would only take turns with it. 0 plans on the
+// calling thread (library use that wants no threads).
+import { availableParallelism } from 'node:os';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import { AbortedError } from '../errors.js';
+import { rebuild, type PlanFailure } from './failure.js';
+import { planRequest, type Budgets, type Plan } from '../plan.js';
+import { promptSet } from '../prompts.js';
+import { TextCodec } from '../tokenizer.js';
+import type { EvaluateRequest } from '../types.js';
+
+export type { PlanFailure } from './failure.js';
+
+export interface PlannerOptions {
+  modelDir: string;
+  promptVersion?: string;
+  endToken: number;
+  budgets: Budgets;
+  threads: number;
+}
+
+export interface Planner {
+  plan(request: EvaluateRequest, signal?: AbortSignal): Promise<Plan>;
+  close(): Promise<void>;
+}
+
+export function defaultPlannerThreads(): number {
+  return Math.max(1, Math.floor(availableParallelism() / 2));
+}
+
+/** Plans on the calling thread. */
+export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads' | 'modelDir'>): Planner {
+  const prompts = promptSet(o.promptVersion);
+  return {
+    plan: async (request) => planRequest(request, codec, prompts, o.endToken, o.budgets),
+    close: async () => {},
+  };
+}
+
+/** The worker's entry: compiled JavaScript when it exists, else the TypeScript source through tsx. */
+function workerFile(): string {
+  const js = fileURLToPath(new URL('./worker.js', import.meta.url));
+  return existsSync(js) ? js : fileURLToPath(new URL('./worker-tsx.mjs', import.meta.url));
+}
+
+export function workerPlanner(o: PlannerOptions): Planner {
+  const pool = new Piscina({
+    filename: workerFile(),
+    minThreads: o.threads,
+    maxThreads: o.threads,
+    // Tokenizer loading is the worker's start-up cost: keep them.
+    idleTimeout: Number.POSITIVE_INFINITY,
+    workerData: { modelDir: o.modelDir, promptVersion: o.promptVersion, endToken: o.endToken, budgets: o.budgets },
+  });
+  return {
+    async plan(request, signal) {
+      const result = (await pool.run(request, { signal }).catch((error: unknown) => {
+        if (signal?.aborted) throw new AbortedError();
+        throw error;
+      })) as { plan: Plan } | { failure: PlanFailure };
+      if ('failure' in result) throw rebuild(result.failure);
+      return result.plan;
+    },
+    close: () => pool.destroy(),
+  };
+}
