@@ -217,27 +217,6 @@ function pushSized(
   push(min ? 'too_short' : 'too_long', msg, input, ctx);
 }
 
-// ---------------------------------------------------------------- keys a JS object cannot hold
-
-/** `__proto__` as an object key would be silently dropped (or re-parent an object) once parsed
- *  into JS objects, so a question, an option or a state field could vanish. Refuse it instead. */
-export function protoKeyErrors(body: unknown, raw: string): ValidationError[] {
-  if (!raw.includes('__proto__')) return [];
-  const out: ValidationError[] = [];
-  const walk = (v: unknown, path: (string | number)[]): void => {
-    if (Array.isArray(v)) v.forEach((x, i) => walk(x, [...path, i]));
-    else if (isObject(v)) {
-      for (const k of Object.keys(v)) {
-        if (k === '__proto__') {
-          out.push({ type: 'value_error', loc: loc(body, [...path, k]), msg: "Value error, the key '__proto__' is not accepted", input: v[k] });
-        } else walk(v[k], [...path, k]);
-      }
-    }
-  };
-  walk(body, []);
-  return out;
-}
-
 // ---------------------------------------------------------------- malformed JSON
 
 /** FastAPI's answer to a body that is not JSON: loc ["body", offset], ctx.error in Python's words. */

@@ -6,7 +6,8 @@ import { AbortedError, BudgetError, OverloadedError } from '../engine/index.js';
 import type { Registry } from '../registry.js';
 import { KeyStore, type ApiKey } from './auth.js';
 import type { ApiContext } from './context.js';
-import { ApiError, jsonInvalid, protoKeyErrors } from './errors.js';
+import { depthErrors } from './body-depth.js';
+import { ApiError, jsonInvalid } from './errors.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { ModelProvider } from './model-pool.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.js';
@@ -144,8 +145,8 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     } catch {
       return done(new ApiError(422, [jsonInvalid(raw)]), undefined);
     }
-    const proto = protoKeyErrors(body, raw);
-    if (proto.length) return done(new ApiError(422, proto), undefined);
+    const deep = depthErrors(body);
+    if (deep.length) return done(new ApiError(422, deep), undefined);
     done(null, body);
   });
 

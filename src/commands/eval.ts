@@ -3,10 +3,11 @@
 // Evaluates questions against a state, either on a local engine (the registry's model, loaded in
 // this process) or on a running server (--url, through the client SDK), and prints the answers.
 import { readFile } from 'node:fs/promises';
-import { issuesToDetail } from '../api/errors.js';
+import { requestErrors } from '../api/request-validation.js';
 import { createModelPool } from '../api/model-pool.js';
-import { SystemOneRequestSchema, type Answer, type SystemOneRequest, type SystemOneResponse } from '../api/schemas.js';
+import { type Answer, type SystemOneRequest, type SystemOneResponse } from '../api/schemas.js';
 import { AssayClient } from '../client/index.js';
+import type { EvaluateRequest } from '../engine/index.js';
 import { loadRegistry, resolveModel } from '../registry.js';
 import { describeError, parseCommand, registryFile, resolveIo, table, type CommandIo, type Io } from './common.js';
 
@@ -74,9 +75,9 @@ async function evaluateLocally(state: unknown, questions: unknown, model: string
   if (!resolved) return usage(io, `model "${name}" is not in the registry ${registry.file}`);
   // The same validation the server does, reported the way it reports it (422 detail entries).
   const body = { state, model: name, questions };
-  const parsed = SystemOneRequestSchema.safeParse(body);
-  if (!parsed.success) {
-    const lines = issuesToDetail(parsed.error.issues, body).map((d) => `  ${d.loc.join('.')}: ${d.msg} (${d.type})`);
+  const invalid = requestErrors(body);
+  if (invalid.length) {
+    const lines = invalid.map((d) => `  ${d.loc.join('.')}: ${d.msg} (${d.type})`);
     io.err(`assay eval: the request is not valid:\n${lines.join('\n')}\n`);
     return 2;
   }
@@ -90,7 +91,9 @@ async function evaluateLocally(state: unknown, questions: unknown, model: string
   });
   try {
     const evaluator = await pool.get(resolved.id);
-    const { answers, usage } = await evaluator.evaluate({ state: parsed.data.state, questions: parsed.data.questions });
+    // The validated body itself, as the server passes it (zod's copy would drop __proto__ keys).
+    const request = body as SystemOneRequest;
+    const { answers, usage } = await evaluator.evaluate({ state: request.state, questions: request.questions } as EvaluateRequest);
     return { model: resolved.id, answers, usage } as SystemOneResponse;
   } finally {
     await pool.close();

@@ -25,7 +25,8 @@ export function buildAnswer(question: Question, p: number[]): Answer {
   if (question.type === 'noul') return { type: 'noul', noul: p[0] };
   if (question.type === 'choice') {
     const options = Object.keys(question.criteria);
-    const probabilities: Record<string, number> = {};
+    // Option names are caller strings ("__proto__" included): no prototype to collide with.
+    const probabilities = Object.create(null) as Record<string, number>;
     let best = 0;
     options.forEach((option, i) => {
       probabilities[option] = p[i];
@@ -33,8 +34,8 @@ export function buildAnswer(question: Question, p: number[]): Answer {
     });
     return { type: 'choice', choice: options[best], probabilities, confidence: confidence(p) };
   }
-  const probabilities: Record<string, number> = {};
-  const legend: Record<string, (typeof question.criteria)[number]> = {};
+  const probabilities = Object.create(null) as Record<string, number>;
+  const legend = Object.create(null) as Record<string, (typeof question.criteria)[number]>;
   let score = 0;
   question.criteria.forEach((description, level) => {
     probabilities[String(level)] = p[level];

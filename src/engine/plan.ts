@@ -1,6 +1,6 @@
 // Planning a request: prompts → tokens, the shared prefix, each question's suffix, its labels,
 // usage and budgets. Pure (no model passes), so it is cheap and fully testable.
-import { renderContent } from './content.js';
+import { ContentTooLarge, renderContent } from './content.js';
 import { BudgetError } from './errors.js';
 import { labelSequences, startsWith, type LabelSequence } from './labels.js';
 import type { PromptSet } from './prompts.js';
@@ -29,9 +29,25 @@ export interface Budgets {
 }
 
 export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts: PromptSet, endToken: number, budgets: Budgets): Plan {
-  const stateText = renderContent(request.state);
+  // A text longer than budget × the longest token (in bytes) cannot fit the budget: refused by its
+  // length, before it is rendered in full or tokenized.
+  const maxChars = budgets.request * codec.maxTokenBytes;
   const entries = Object.entries(request.questions);
-  const userTexts = entries.map(([, q]) => prompts.user(q));
+  let stateText: string;
+  let userTexts: string[];
+  try {
+    stateText = renderContent(request.state, maxChars);
+    let total = stateText.length;
+    userTexts = entries.map(([, q]) => {
+      const text = prompts.user(q, maxChars);
+      total += text.length;
+      if (total > maxChars) throw new ContentTooLarge(maxChars);
+      return text;
+    });
+  } catch (error) {
+    if (error instanceof ContentTooLarge) throw new BudgetError('request', Math.floor(maxChars / codec.maxTokenBytes), budgets.request, true);
+    throw error;
+  }
   rejectOversized(stateText, userTexts, codec, budgets);
   const system = prompts.system(stateText);
   const memo = new Map<string, number[]>(); // the state's tokens, encoded once for all prompts

@@ -7,8 +7,8 @@ import type { Question } from './types.js';
 export interface PromptSet {
   /** The system turn: shared by every question of a request, so its tokens are the reusable prefix. */
   system(stateText: string): string;
-  /** The user turn for one question. */
-  user(question: Question): string;
+  /** The user turn for one question (ContentTooLarge past `maxChars` of rendered content). */
+  user(question: Question, maxChars?: number): string;
   /** The answers the model may give, in the order of the answer's outcomes. */
   labels(question: Question): string[];
 }
@@ -19,25 +19,26 @@ const v1: PromptSet = {
     'with exactly one of the allowed answers and nothing else.\n\n' +
     `Content:\n${state}`,
 
-  user(question) {
-    const instructions = renderContent(question.instructions);
+  user(question, maxChars) {
+    const render = (value: Parameters<typeof renderContent>[0]) => renderContent(value, maxChars);
+    const instructions = render(question.instructions);
     const lines = [`Question: ${instructions}`];
     if (question.type === 'noul') {
-      const yes = renderContent(question.criteria?.true);
-      const no = renderContent(question.criteria?.false);
+      const yes = render(question.criteria?.true);
+      const no = render(question.criteria?.false);
       if (yes) lines.push(`Answer Yes if: ${yes}`);
       if (no) lines.push(`Answer No if: ${no}`);
       lines.push('Answer with Yes or No.');
     } else if (question.type === 'choice') {
       lines.push('Options:');
       for (const [option, description] of Object.entries(question.criteria)) {
-        const text = renderContent(description);
+        const text = render(description);
         lines.push(text ? `- ${option}: ${text}` : `- ${option}`);
       }
       lines.push('Answer with the name of one option, exactly as written.');
     } else {
       lines.push('Levels:');
-      question.criteria.forEach((description, level) => lines.push(`${level}: ${renderContent(description)}`));
+      question.criteria.forEach((description, level) => lines.push(`${level}: ${render(description)}`));
       lines.push('Answer with the number of one level.');
     }
     return lines.join('\n');

@@ -129,10 +129,19 @@ describe('request body', () => {
     expect(extra.body.detail[0]).toMatchObject({ loc: ['body', 3], ctx: { error: 'Extra data' } });
   });
 
-  it('rejects a __proto__ key instead of silently dropping it', async () => {
-    const r = await post('{"state": "x", "model": "svc-latest", "questions": {"__proto__": {"type": "noul"}}}');
-    expect(r.status).toBe(422);
-    expect(r.body.detail[0]).toMatchObject({ type: 'value_error', loc: ['body', 'questions', '__proto__'] });
+  it('treats __proto__ and constructor as ordinary keys, validated like any other', async () => {
+    const bad = await post('{"state": "x", "model": "svc-latest", "questions": {"__proto__": {"type": "maybe"}}}');
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail[0]).toMatchObject({ type: 'union_tag_invalid', loc: ['body', 'questions', '__proto__'] });
+    const ok = await post(
+      '{"state": {"__proto__": "a state field"}, "model": "svc-latest", "questions": {"__proto__": {"type": "noul"},' +
+        ' "constructor": {"type": "choice", "criteria": {"__proto__": null, "constructor": "c", "toString": null}}}}',
+    );
+    expect(ok.status).toBe(200);
+    const answers = ok.body.answers as Record<string, { type: string; probabilities?: Record<string, number> }>;
+    expect(Object.keys(answers).sort()).toEqual(['__proto__', 'constructor']);
+    expect(answers['__proto__'].type).toBe('noul');
+    expect(Object.keys(answers['constructor'].probabilities!).sort()).toEqual(['__proto__', 'constructor', 'toString']);
   });
 
   it('rejects a model that is not a string, and an unknown model at ["body","model"]', async () => {

@@ -138,7 +138,8 @@ describe('client against the real server', () => {
       Array.from({ length: 24 }, (_, i) => [`q${i}`, { type: 'score' as const, instructions: `Rate aspect ${i}`, criteria: ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'] }]),
     );
     const blocker = srv.evaluator.evaluate({ state: big, questions });
-    expect(srv.evaluator.stats().running).toBe(1);
+    // Planned in a worker thread, then admitted: wait until it holds the engine.
+    while (srv.evaluator.stats().running < 1) await new Promise((r) => setTimeout(r, 2));
 
     const { c, retries } = client({ maxRetries: 20 });
     const res = await c.evaluate({ state: STATE, questions: { q: QUESTIONS.late } });

@@ -3,9 +3,10 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AbortedError, type EvaluateRequest, type EvaluateResult } from '../../engine/index.js';
 import { acceptedModelNames, resolveModel } from '../../registry.js';
 import type { ApiContext } from '../context.js';
-import { ApiError, issuesToDetail, validationError } from '../errors.js';
+import { ApiError, validationError } from '../errors.js';
+import { requestErrors } from '../request-validation.js';
 import { guard, keyAllows, limitsOf, rateKey } from '../guard.js';
-import { SystemOneRequestSchema, SystemOneResponseSchema, type SystemOneRequest, type SystemOneResponse } from '../schemas.js';
+import { SystemOneResponseSchema, type SystemOneRequest, type SystemOneResponse } from '../schemas.js';
 
 /** pydantic's wording for a value outside a set of literals: 'a', 'b' or 'c'. */
 function literalList(names: string[]): string {
@@ -48,8 +49,8 @@ export function systemoneRoute(app: FastifyInstance, ctx: ApiContext): void {
   app.post('/v1/systemone', { onRequest: guard(ctx) }, async (req, reply: FastifyReply) => {
     const key = req.apiKey!;
     const body = req.body;
-    const parsed = SystemOneRequestSchema.safeParse(body);
-    if (!parsed.success) throw validationError(issuesToDetail(parsed.error.issues, body));
+    const invalid = requestErrors(body);
+    if (invalid.length) throw validationError(invalid);
     // zod has validated the raw body; the raw values go on (zod's copies would drop odd keys).
     const request = body as SystemOneRequest;
 

@@ -1,0 +1,86 @@
+// Hostile input shapes over a real socket: each gets its clear answer quickly, and /healthz keeps
+// answering within 250 ms throughout (nothing heavy runs on the event loop).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auth, mixedRequest, startServer, type TestServer } from './helpers.js';
+
+let s: TestServer;
+let base: string;
+beforeAll(async () => {
+  s = await startServer({ logging: false });
+  base = await s.app.listen({ host: '127.0.0.1', port: 0 });
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+async function post(body: string | object): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${base}/v1/systemone`, { method: 'POST', headers: auth(), body: typeof body === 'string' ? body : JSON.stringify(body) });
+  return { status: res.status, json: await res.json() };
+}
+
+/** Polls /healthz while `work` runs; returns the slowest answer in ms. */
+async function healthWhile<T>(work: Promise<T>): Promise<{ result: T; slowest: number }> {
+  let done = false;
+  let slowest = 0;
+  const poller = (async () => {
+    while (!done) {
+      const t0 = performance.now();
+      const r = await fetch(`${base}/healthz`);
+      await r.text();
+      slowest = Math.max(slowest, performance.now() - t0);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  const result = await work.finally(() => (done = true));
+  await poller;
+  return { result, slowest };
+}
+
+const nested = (depth: number) => `{"state": ${'['.repeat(depth)}"x"${']'.repeat(depth)}, "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`;
+
+describe('hostile inputs', () => {
+  it('content nested deeper than 64 levels is a pinned 422 naming where, at any depth', async () => {
+    for (const depth of [65, 3_000, 10_000, 1_000_000]) {
+      const { result: r, slowest } = await healthWhile(post(nested(depth)));
+      expect(r.status, `depth ${depth}`).toBe(422);
+      expect(r.json.detail).toEqual([
+        {
+          type: 'json_too_deep',
+          loc: ['body', 'state', ...Array.from({ length: 64 }, () => 0)],
+          msg: 'JSON nesting is deeper than 64 levels',
+          ctx: { max_depth: 64 },
+        },
+      ]);
+      expect(slowest).toBeLessThan(250);
+    }
+    // 64 levels are fine, in the state, in instructions and in criteria.
+    const ok = mixedRequest(JSON.parse(`${'['.repeat(64)}"deep"${']'.repeat(64)}`));
+    (ok.questions.paid as Record<string, unknown>).instructions = JSON.parse(`${'{"a":'.repeat(63)}"x"${'}'.repeat(63)}`);
+    expect((await post(ok)).status).toBe(200);
+    const deepCriteria = mixedRequest();
+    (deepCriteria.questions.channel.criteria as Record<string, unknown>).cash = JSON.parse(`${'['.repeat(65)}1${']'.repeat(65)}`);
+    const r = await post(deepCriteria);
+    expect(r.status).toBe(422);
+    expect(r.json.detail[0].loc.slice(0, 6)).toEqual(['body', 'questions', 'channel', 'criteria', 'cash', 0]);
+  });
+
+  it('300,000 spaces in a state and 400,000 letters are answered while /healthz stays fast', async () => {
+    for (const state of [`Report:${' '.repeat(300_000)}end.`, 'a'.repeat(400_000)]) {
+      const { result: r, slowest } = await healthWhile(post(mixedRequest(state)));
+      // Over the token budget or answered: either way a clear answer, not a stall.
+      expect([200, 422]).toContain(r.status);
+      if (r.status === 422) expect(r.json.detail[0].type).toBe('token_budget_exceeded');
+      expect(slowest).toBeLessThan(250);
+    }
+  });
+
+  it('200 questions on a 120 KB state are planned off the event loop', async () => {
+    const state = Array.from({ length: 2_500 }, (_, i) => `Line ${i}: an ordinary sentence about item ${i}.`).join('\n');
+    expect(state.length).toBeGreaterThan(100_000);
+    const questions = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`q${i}`, { type: 'noul', instructions: `Is item ${i} listed?` }]));
+    const { result: r, slowest } = await healthWhile(post({ state, model: 'svc-latest', questions }));
+    expect(r.status).toBe(422); // 200 × the state's suffix is far over 64k tokens, counted in a worker
+    expect(r.json.detail[0].type).toBe('token_budget_exceeded');
+    expect(slowest).toBeLessThan(250);
+  });
+});
