@@ -13,6 +13,10 @@ export interface ApiContext {
   metrics: Metrics;
   /** Per-request deadline in ms (queue wait + evaluation); past it, 408. */
   deadlineMs: number;
+  /** 'key' (default): each API key has its own prefix cache scope; 'shared': one cache for all keys. */
+  prefixCacheScope: 'key' | 'shared';
+  /** Send the engine's duration in Server-Timing (off by default: it tells a cache hit from a miss). */
+  serverTimingEngine: boolean;
   /** True once shutdown has begun. */
   draining(): boolean;
 }

@@ -2,11 +2,11 @@
 // keys), so tests build it in-process and `assay serve` builds it from configuration.
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyError, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { AbortedError, BudgetError, OverloadedError } from '../engine/index.js';
 import type { Registry } from '../registry.js';
 import { KeyStore, type ApiKey } from './auth.js';
 import type { ApiContext } from './context.js';
 import { depthErrors } from './body-depth.js';
+import { contentFree, errorResponse } from './error-table.js';
 import { ApiError, jsonInvalid } from './errors.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { ModelProvider } from './model-pool.js';
@@ -32,6 +32,10 @@ export interface ServerOptions {
   logStream?: LogStream;
   /** false: no logging at all. */
   logging?: boolean;
+  /** 'key' (default): prefix cache scoped per API key; 'shared': one cache for every key. */
+  prefixCacheScope?: 'key' | 'shared';
+  /** Report the engine's duration in Server-Timing (default off). */
+  serverTimingEngine?: boolean;
   /** Clock of the rate limiter (ms). */
   now?: () => number;
 }
@@ -47,10 +51,10 @@ export interface AssayServer extends FastifyInstance {
 
 const REQUEST_ID = /^[A-Za-z0-9._:@\-]{1,128}$/;
 
-/** Stack frames only: an error message may quote request content, frames never do. */
+/** Stack frames only, plus the message of content-free (engine, runtime) errors: other messages may quote request content. */
 function errorSerializer(err: Error & { code?: string }) {
   const frames = (err.stack ?? '').split('\n').filter((l) => /^\s+at /.test(l));
-  return { type: err.name, code: err.code, frames: frames.join('\n') };
+  return { type: err.name, code: err.code, ...(contentFree(err) ? { message: err.message } : {}), frames: frames.join('\n') };
 }
 
 export function loggerOptions(level = 'info', stream?: LogStream): Exclude<FastifyServerOptions['logger'], boolean | undefined> {
@@ -114,6 +118,8 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.rateLimits }, options.now),
     metrics,
     deadlineMs: options.deadlineMs ?? DEFAULT_DEADLINE_MS,
+    prefixCacheScope: options.prefixCacheScope ?? 'key',
+    serverTimingEngine: options.serverTimingEngine ?? false,
     draining: () => draining,
   };
 
@@ -174,44 +180,9 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
     // Body errors (media type, size, JSON) on an unknown path or method: the path is what is wrong.
     if (!req.routeOptions.url) return notFound(req, reply);
-    if (err instanceof ApiError) {
-      return reply.code(err.statusCode).headers(err.headers).send({ detail: err.detail });
-    }
-    if (err instanceof BudgetError) {
-      return reply.code(422).send({
-        detail: [
-          {
-            type: 'token_budget_exceeded',
-            loc: ['body'],
-            msg: err.message,
-            ctx: { budget: err.budget, limit: err.limit, count: err.count },
-          },
-        ],
-      });
-    }
-    if (err instanceof AbortedError) {
-      return reply.code(408).send({ detail: `Request exceeded its deadline of ${ctx.deadlineMs} ms` });
-    }
-    if (err instanceof OverloadedError) {
-      const s = Math.max(1, Math.ceil(err.retryAfterSeconds));
-      return reply
-        .code(529)
-        .headers({ 'retry-after': String(s), 'retry-after-ms': String(s * 1000) })
-        .send({ detail: 'The engine is overloaded; retry with backoff' });
-    }
-    const code = (err as FastifyError).code;
-    if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      return reply.code(413).send({ detail: `Request body is larger than ${bodyLimit} bytes` });
-    }
-    if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      return reply.code(415).send({ detail: 'Unsupported media type: send the body as application/json' });
-    }
-    const status = (err as FastifyError).statusCode;
-    if (status && status >= 400 && status < 500 && code?.startsWith('FST_')) {
-      return reply.code(status).send({ detail: err.message });
-    }
-    req.log.error({ err }, 'request failed');
-    return reply.code(500).send({ detail: 'Internal Server Error' });
+    const r = errorResponse(err, { deadlineMs: ctx.deadlineMs, bodyLimit });
+    if (r.log) req.log.error({ err }, r.status >= 500 ? 'request failed' : 'request refused');
+    return reply.code(r.status).headers(r.headers ?? {}).send(r.body);
   });
 
   app.setNotFoundHandler((req, reply) => notFound(req, reply));

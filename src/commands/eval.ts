@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { requestErrors } from '../api/request-validation.js';
 import { createModelPool } from '../api/model-pool.js';
+import { ensureSyntheticModels } from './synthetic.js';
 import { type Answer, type SystemOneRequest, type SystemOneResponse } from '../api/schemas.js';
 import { AssayClient } from '../client/index.js';
 import type { EvaluateRequest } from '../engine/index.js';
@@ -90,7 +91,8 @@ async function evaluateLocally(state: unknown, questions: unknown, model: string
     },
   });
   try {
-    const evaluator = await pool.get(resolved.id);
+    await ensureSyntheticModels(registry, (line) => io.err(`assay eval: ${line}\n`), resolved.id);
+    const evaluator = await pool.load(resolved.id);
     // The validated body itself, as the server passes it (zod's copy would drop __proto__ keys).
     const request = body as SystemOneRequest;
     const { answers, usage } = await evaluator.evaluate({ state: request.state, questions: request.questions } as EvaluateRequest);

@@ -7,6 +7,7 @@ import { DEFAULT_BODY_LIMIT, DEFAULT_DEADLINE_MS, buildServer, type AssayServer 
 import { DEFAULT_RATE_LIMITS } from '../api/rate-limit.js';
 import { loadRegistry } from '../registry.js';
 import { registryFile } from './common.js';
+import { ensureSyntheticModels } from './synthetic.js';
 import { DEFAULTS } from '../engine/config.js';
 
 const HELP = `Usage: assay serve [options]
@@ -28,6 +29,11 @@ GET /healthz, GET /metrics). Every option can also be set by the environment var
   --deadline-ms N          ASSAY_DEADLINE_MS          per-request deadline before 408 (default ${DEFAULT_DEADLINE_MS})
   --body-limit N           ASSAY_BODY_LIMIT           largest request body in bytes before 413 (default ${DEFAULT_BODY_LIMIT})
   --provider cpu|cuda      ASSAY_PROVIDER             execution provider (default cpu)
+  --prefix-cache-scope key|shared
+                           ASSAY_PREFIX_CACHE_SCOPE   key (default): each API key reuses only its own cached prefixes;
+                                                      shared: one prefix cache across keys (a key can then time
+                                                      whether another key sent a state recently)
+  --server-timing-engine   ASSAY_SERVER_TIMING_ENGINE=1  add the engine's time to Server-Timing (default off)
   --no-graph-rewrite       ASSAY_GRAPH_REWRITE=0      run every export as is, without the load-time graph rewrite
                                                       (per model: "graph_rewrite": false in the registry)
   --log-level L            ASSAY_LOG_LEVEL            fatal|error|warn|info|debug|trace|silent (default info)
@@ -52,6 +58,8 @@ export interface ServeConfig {
   bodyLimit: number;
   provider: ExecutionProvider;
   graphRewrite: boolean;
+  prefixCacheScope: 'key' | 'shared';
+  serverTimingEngine: boolean;
   logLevel: string;
 }
 
@@ -83,6 +91,8 @@ export function serveConfig(argv: string[], env: Record<string, string | undefin
       'body-limit': { type: 'string' },
       provider: { type: 'string' },
       'no-graph-rewrite': { type: 'boolean' },
+      'prefix-cache-scope': { type: 'string' },
+      'server-timing-engine': { type: 'boolean' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -93,6 +103,8 @@ export function serveConfig(argv: string[], env: Record<string, string | undefin
   const provider = f.provider ?? env.ASSAY_PROVIDER ?? 'cpu';
   if (provider !== 'cpu' && provider !== 'cuda') throw new UsageError(`--provider must be cpu or cuda, got '${provider}'`);
 
+  const scope = f['prefix-cache-scope'] ?? env.ASSAY_PREFIX_CACHE_SCOPE ?? 'key';
+  if (scope !== 'key' && scope !== 'shared') throw new UsageError(`--prefix-cache-scope must be key or shared, got '${scope}'`);
   const keysFile = f['keys-file'] ?? env.ASSAY_KEYS_FILE;
   const keys = [...(keysFile ? loadKeysFile(keysFile) : []), ...keysFromList(env.ASSAY_API_KEYS ?? '')];
   let generatedKey: string | undefined;
@@ -115,6 +127,8 @@ export function serveConfig(argv: string[], env: Record<string, string | undefin
     deadlineMs: int(f['deadline-ms'] ?? env.ASSAY_DEADLINE_MS, '--deadline-ms', DEFAULT_DEADLINE_MS, 1),
     bodyLimit: int(f['body-limit'] ?? env.ASSAY_BODY_LIMIT, '--body-limit', DEFAULT_BODY_LIMIT, 1),
     provider,
+    prefixCacheScope: scope,
+    serverTimingEngine: f['server-timing-engine'] === true || ['1', 'true', 'yes', 'on'].includes((env.ASSAY_SERVER_TIMING_ENGINE ?? '').toLowerCase()),
     graphRewrite: !f['no-graph-rewrite'] && !['0', 'false', 'no', 'off'].includes((env.ASSAY_GRAPH_REWRITE ?? '').toLowerCase()),
     logLevel: f['log-level'] ?? env.ASSAY_LOG_LEVEL ?? 'info',
   };
@@ -138,6 +152,14 @@ export async function run(argv: string[]): Promise<number> {
   } catch (e) {
     process.stderr.write(`assay serve: ${(e as Error).message}\n`);
     return 2;
+  }
+
+  // Synthetic models the registry declares are generated now, before serving, never in a request.
+  try {
+    await ensureSyntheticModels(registry, (line) => process.stderr.write(`assay serve: ${line}\n`));
+  } catch (e) {
+    process.stderr.write(`assay serve: cannot generate a synthetic model: ${(e as Error).message}\n`);
+    return 1;
   }
 
   let app: AssayServer | undefined;
@@ -165,6 +187,8 @@ export async function run(argv: string[]): Promise<number> {
     deadlineMs: config.deadlineMs,
     bodyLimit: config.bodyLimit,
     logLevel: config.logLevel,
+    prefixCacheScope: config.prefixCacheScope,
+    serverTimingEngine: config.serverTimingEngine,
   });
 
   if (config.generatedKey) {

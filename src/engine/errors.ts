@@ -44,3 +44,14 @@ export class ModelLoadError extends Error {
     this.name = 'ModelLoadError';
   }
 }
+
+/**
+ * onnxruntime failed during a pass. Its message names graph nodes and shapes, never request
+ * content, so it is safe to log. → 500
+ */
+export class EngineError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EngineError';
+  }
+}

@@ -1,7 +1,7 @@
 // The model runner: one onnxruntime session and its I/O contract, discovered from the session's
 // metadata and config.json (no architecture is hard-coded). Everything that touches tensors is here.
 import * as ort from 'onnxruntime-node';
-import { ModelLoadError } from './errors.js';
+import { EngineError, ModelLoadError } from './errors.js';
 import { CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, KEEP_INPUT, LOGPROBS_OUTPUT } from './graph-rewrite.js';
 import { rewrittenGraph } from './graph-file.js';
 import type { ModelFolder } from './model-folder.js';
@@ -165,7 +165,12 @@ export class ModelRunner {
     const fetches: string[] = [];
     if (keep > 0) fetches.push(this.rewritten ? LOGPROBS_OUTPUT : 'logits');
     if (present) for (const name of this.pastNames) fetches.push(this.presentOf.get(name)!);
-    const out = await this.session.run(feeds, fetches);
+    let out: ort.InferenceSession.OnnxValueMapType;
+    try {
+      out = await this.session.run(feeds, fetches);
+    } catch (error) {
+      throw new EngineError(`onnxruntime failed a pass of ${ids.length} tokens after ${past?.length ?? 0}: ${(error as Error).message}`);
+    }
 
     const result: ForwardResult = { logprobs: [] };
     if (keep > 0) {

@@ -1,6 +1,6 @@
 // POST /v1/systemone: validate, resolve the model, evaluate under a deadline, check the answer.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { AbortedError, type EvaluateRequest, type EvaluateResult } from '../../engine/index.js';
+import { AbortedError, BudgetError, type EvaluateRequest, type EvaluateResult } from '../../engine/index.js';
 import { acceptedModelNames, resolveModel } from '../../registry.js';
 import type { ApiContext } from '../context.js';
 import { ApiError, validationError } from '../errors.js';
@@ -81,10 +81,16 @@ export function systemoneRoute(app: FastifyInstance, ctx: ApiContext): void {
     try {
       const evaluator = await untilAborted(ctx.models.get(resolved.id), controller.signal);
       const started = performance.now();
+      // Each key's prefix cache is its own unless the operator shares it: no key can time another's.
+      const cacheScope = ctx.prefixCacheScope === 'shared' ? undefined : rateKey(key);
       // An AbortedError (deadline, client gone) becomes 408 in the server's error handler.
-      result = await evaluator.evaluate(request as EvaluateRequest, { signal: controller.signal });
-      // Time in the engine (queue wait + passes), so callers can tell it from the server's own time.
-      reply.header('server-timing', `engine;dur=${(performance.now() - started).toFixed(2)}`);
+      result = await evaluator.evaluate(request as EvaluateRequest, { signal: controller.signal, cacheScope });
+      // Time in the engine (queue wait + passes): off unless the operator turns it on.
+      if (ctx.serverTimingEngine) reply.header('server-timing', `engine;dur=${(performance.now() - started).toFixed(2)}`);
+    } catch (error) {
+      // A request refused for its size still cost tokenizer time: its counted tokens are charged.
+      if (error instanceof BudgetError) ctx.limiter.charge(rateKey(key), error.count, limitsOf(key));
+      throw error;
     } finally {
       clearTimeout(timer);
     }

@@ -1,0 +1,69 @@
+// The one error table: every error a request can end in → status, `detail` body, retry headers,
+// and whether (and how) it is logged. The server's error handler reads nothing else.
+//
+// Logging keeps the message of engine and runtime errors (model loading, onnxruntime failures,
+// budgets): those messages name files, graph nodes, shapes and counts, never request content.
+// Any other error is logged by type and stack frames only: its message could quote the request.
+import type { FastifyError } from 'fastify';
+import { AbortedError, BudgetError, EngineError, ModelLoadError, OverloadedError } from '../engine/index.js';
+import { ApiError } from './errors.js';
+import { ModelUnavailableError } from './model-pool.js';
+
+export interface ErrorResponse {
+  status: number;
+  body: { detail: unknown };
+  headers?: Record<string, string>;
+  /** Logged at this level with its message (content-free classes), or 'frames' (type and stack only), or not at all. */
+  log?: 'message' | 'frames';
+}
+
+export interface ErrorContext {
+  deadlineMs: number;
+  bodyLimit: number;
+}
+
+function retryAfter(seconds: number): Record<string, string> {
+  const s = Math.max(1, Math.ceil(seconds));
+  return { 'retry-after': String(s), 'retry-after-ms': String(s * 1000) };
+}
+
+type Row = [new (...args: never[]) => Error, (e: never, c: ErrorContext) => ErrorResponse];
+
+const TABLE: Row[] = [
+  [ApiError, (e: ApiError) => ({ status: e.statusCode, body: { detail: e.detail }, headers: e.headers })],
+  [
+    BudgetError,
+    (e: BudgetError) => ({
+      status: 422,
+      body: { detail: [{ type: 'token_budget_exceeded', loc: ['body'], msg: e.message, ctx: { budget: e.budget, limit: e.limit, count: e.count } }] },
+    }),
+  ],
+  [AbortedError, (_e: AbortedError, c) => ({ status: 408, body: { detail: `Request exceeded its deadline of ${c.deadlineMs} ms` } })],
+  [OverloadedError, (e: OverloadedError) => ({ status: 529, body: { detail: 'The engine is overloaded; retry with backoff' }, headers: retryAfter(e.retryAfterSeconds) })],
+  [
+    ModelUnavailableError,
+    (e: ModelUnavailableError) => ({ status: 503, body: { detail: e.message }, headers: retryAfter(e.retryAfterSeconds), log: e.failed ? 'message' : undefined }),
+  ],
+  [ModelLoadError, (e: ModelLoadError) => ({ status: 503, body: { detail: `The model cannot be loaded: ${e.message}` }, headers: retryAfter(30), log: 'message' })],
+  [EngineError, () => ({ status: 500, body: { detail: 'Internal Server Error' }, log: 'message' })],
+];
+
+/** Fastify's own client errors, by code. */
+const FASTIFY: Record<string, (c: ErrorContext, e: FastifyError) => ErrorResponse> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: (c) => ({ status: 413, body: { detail: `Request body is larger than ${c.bodyLimit} bytes` } }),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => ({ status: 415, body: { detail: 'Unsupported media type: send the body as application/json' } }),
+};
+
+export function errorResponse(err: Error, c: ErrorContext): ErrorResponse {
+  for (const [type, respond] of TABLE) if (err instanceof type) return respond(err as never, c);
+  const f = err as FastifyError;
+  const known = f.code ? FASTIFY[f.code] : undefined;
+  if (known) return known(c, f);
+  if (f.statusCode && f.statusCode >= 400 && f.statusCode < 500 && f.code?.startsWith('FST_')) return { status: f.statusCode, body: { detail: err.message } };
+  return { status: 500, body: { detail: 'Internal Server Error' }, log: 'frames' };
+}
+
+/** Whether an error's message is safe to log (it never carries request content). */
+export function contentFree(err: Error): boolean {
+  return err instanceof ModelLoadError || err instanceof EngineError || err instanceof ModelUnavailableError || err instanceof BudgetError;
+}
