@@ -75,6 +75,33 @@ export function loggerOptions(level = 'info', stream?: LogStream): Exclude<Fasti
   return options as unknown as Exclude<FastifyServerOptions['logger'], boolean | undefined>;
 }
 
+/** How much of an oversized body is read and discarded so the client can read its 413. */
+const DRAIN_BYTES = 128 * 1024 * 1024;
+const DRAIN_MS = 30_000;
+
+function drain(raw: NodeJS.ReadableStream & { complete?: boolean }): Promise<void> {
+  if (raw.complete) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const finish = () => {
+      clearTimeout(timer);
+      raw.removeListener('data', onData);
+      raw.removeListener('end', finish);
+      raw.removeListener('error', finish);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > DRAIN_BYTES) finish();
+    };
+    const timer = setTimeout(finish, DRAIN_MS);
+    raw.on('data', onData);
+    raw.on('end', finish);
+    raw.on('error', finish);
+    raw.resume();
+  });
+}
+
 /** Methods each known path answers, for 405 vs 404. */
 const KNOWN: Record<string, string[]> = {
   '/v1/systemone': ['POST'],
@@ -182,7 +209,10 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     if (!req.routeOptions.url) return notFound(req, reply);
     const r = errorResponse(err, { deadlineMs: ctx.deadlineMs, bodyLimit });
     if (r.log) req.log.error({ err }, r.status >= 500 ? 'request failed' : 'request refused');
-    return reply.code(r.status).headers(r.headers ?? {}).send(r.body);
+    const respond = () => reply.code(r.status).headers(r.headers ?? {}).send(r.body);
+    // A client still sending an oversized body would see its connection reset (EPIPE) instead of
+    // the 413: read and discard what it sends, up to a bound, then answer and close.
+    return r.status === 413 ? drain(req.raw).then(respond) : respond();
   });
 
   app.setNotFoundHandler((req, reply) => notFound(req, reply));
