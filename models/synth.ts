@@ -217,7 +217,23 @@ function rope(ctx: BuildContext, x: string, cos: string, sin: string, headDim: n
   return g.op('Add', [g.op('Mul', [x, cos]), g.op('Mul', [rot, sin])]);
 }
 
-export function buildDecoder(g: GraphBuilder, m: ShapeManifest, opts: { quantized: boolean; positionIds: boolean; seed: number; log?: (s: string) => void }): void {
+export function buildDecoder(
+  g: GraphBuilder,
+  m: ShapeManifest,
+  opts: {
+    quantized: boolean;
+    positionIds: boolean;
+    seed: number;
+    log?: (s: string) => void;
+    /**
+     * 'plain' (default): attention in standard ops, as the PyTorch exporter writes it. 'gqa':
+     * com.microsoft GroupQueryAttention with rotary inside the op (do_rotary, cos/sin caches),
+     * seqlens_k and total_sequence_length computed from attention_mask, as onnxruntime-genai's
+     * model builder emits it.
+     */
+    attention?: 'plain' | 'gqa';
+  },
+): void {
   const c = m.config;
   const H = c.hidden_size;
   const D = c.head_dim;
@@ -291,6 +307,32 @@ export function buildDecoder(g: GraphBuilder, m: ShapeManifest, opts: { quantize
   const maskBias = g.op('Where', [allowed, g.scalarF32(0), g.scalarF32(-1e9)]);
   const scale = g.scalarF32(1 / Math.sqrt(D));
 
+  // GroupQueryAttention's inputs (genai builder): seqlens_k = sum(mask) - 1 (int32, [B]), total
+  // sequence length (int32 scalar), and rotary caches [max_positions, head_dim / 2].
+  const gqa = opts.attention === 'gqa';
+  let seqlensK = '';
+  let totalLen = '';
+  let cosCache = '';
+  let sinCache = '';
+  if (gqa) {
+    if (m.qk_norm) throw new Error('the gqa flavor does not support qk_norm shapes');
+    const sum = g.op('ReduceSum', [mask, one], { keepdims: { i: 0 } });
+    seqlensK = g.op('Cast', [g.op('Sub', [sum, oneS])], { to: { i: DataType.INT32 } });
+    totalLen = g.op('Cast', [totalS], { to: { i: DataType.INT32 } });
+    const positions = c.max_position_embeddings;
+    const cosT = new Float32Array(positions * (D / 2));
+    const sinT = new Float32Array(positions * (D / 2));
+    for (let p = 0; p < positions; p++) {
+      for (let i = 0; i < D / 2; i++) {
+        const angle = Math.fround(Math.fround(p) * invFreq[i]);
+        cosT[p * (D / 2) + i] = Math.cos(angle);
+        sinT[p * (D / 2) + i] = Math.sin(angle);
+      }
+    }
+    cosCache = g.initializer('cos_cache', F, [positions, D / 2], cosT);
+    sinCache = g.initializer('sin_cache', F, [positions, D / 2], sinT);
+  }
+
   // Embedding (fp32 Gather in both dtypes), tied with the LM head.
   const embed = fillRandom(new Float32Array(V * H), opts.seed, 'model.embed_tokens.weight', 2 / Math.sqrt(H));
   const embedName = g.initializer('model.embed_tokens.weight', F, [V, H], embed);
@@ -306,26 +348,39 @@ export function buildDecoder(g: GraphBuilder, m: ShapeManifest, opts: { quantize
       if (m.qk_norm && n !== 'v') y = rmsNorm(ctx, y, `${p}.self_attn.${n}_norm.weight`, D, eps);
       return g.op('Transpose', [y], { perm: { ints: [0, 2, 1, 3] } });
     };
-    const q = rope(ctx, proj('q', nH), cos, sin, D);
-    const k = rope(ctx, proj('k', kvH), cos, sin, D);
-    const v = proj('v', kvH);
-    const presentK = g.node('Concat', [`past_key_values.${i}.key`, k], {
-      outputs: [`present.${i}.key`],
-      attrs: { axis: { i: 2 } },
-    })[0];
-    const presentV = g.node('Concat', [`past_key_values.${i}.value`, v], {
-      outputs: [`present.${i}.value`],
-      attrs: { axis: { i: 2 } },
-    })[0];
-    // GQA without copying KV: queries as [B, kvH, rep, S, D] against keys [B, kvH, 1, D, T].
-    const q5 = g.op('Reshape', [q, g.constI64([0, kvH, rep, -1, D])]);
-    const k5 = g.op('Transpose', [g.op('Unsqueeze', [presentK, g.constI64([2])])], { perm: { ints: [0, 1, 2, 4, 3] } });
-    const scores = g.op('Mul', [g.op('MatMul', [q5, k5]), scale]);
-    const masked = g.op('Add', [scores, maskBias]);
-    const probs = g.op('Softmax', [masked], { axis: { i: -1 } });
-    const ctx5 = g.op('MatMul', [probs, g.op('Unsqueeze', [presentV, g.constI64([2])])]);
-    const ctx4 = g.op('Transpose', [g.op('Reshape', [ctx5, g.constI64([0, nH, -1, D])])], { perm: { ints: [0, 2, 1, 3] } });
-    const attn = g.op('Reshape', [ctx4, g.constI64([0, 0, nH * D])]);
+    let attn: string;
+    if (gqa) {
+      const flat = (n: string, heads: number): string => {
+        const y = linear(ctx, h, `${p}.self_attn.${n}_proj.weight`, H, heads * D);
+        return m.qkv_bias ? addBias(ctx, y, `${p}.self_attn.${n}_proj.bias`, heads * D) : y;
+      };
+      attn = g.node('GroupQueryAttention', [flat('q', nH), flat('k', kvH), flat('v', kvH), `past_key_values.${i}.key`, `past_key_values.${i}.value`, seqlensK, totalLen, cosCache, sinCache], {
+        outputs: [g.fresh('attn'), `present.${i}.key`, `present.${i}.value`],
+        domain: 'com.microsoft',
+        attrs: { num_heads: { i: nH }, kv_num_heads: { i: kvH }, do_rotary: { i: 1 }, rotary_interleaved: { i: 0 }, scale: { f: 1 / Math.sqrt(D) } },
+      })[0];
+    } else {
+      const q = rope(ctx, proj('q', nH), cos, sin, D);
+      const k = rope(ctx, proj('k', kvH), cos, sin, D);
+      const v = proj('v', kvH);
+      const presentK = g.node('Concat', [`past_key_values.${i}.key`, k], {
+        outputs: [`present.${i}.key`],
+        attrs: { axis: { i: 2 } },
+      })[0];
+      const presentV = g.node('Concat', [`past_key_values.${i}.value`, v], {
+        outputs: [`present.${i}.value`],
+        attrs: { axis: { i: 2 } },
+      })[0];
+      // GQA without copying KV: queries as [B, kvH, rep, S, D] against keys [B, kvH, 1, D, T].
+      const q5 = g.op('Reshape', [q, g.constI64([0, kvH, rep, -1, D])]);
+      const k5 = g.op('Transpose', [g.op('Unsqueeze', [presentK, g.constI64([2])])], { perm: { ints: [0, 1, 2, 4, 3] } });
+      const scores = g.op('Mul', [g.op('MatMul', [q5, k5]), scale]);
+      const masked = g.op('Add', [scores, maskBias]);
+      const probs = g.op('Softmax', [masked], { axis: { i: -1 } });
+      const ctx5 = g.op('MatMul', [probs, g.op('Unsqueeze', [presentV, g.constI64([2])])]);
+      const ctx4 = g.op('Transpose', [g.op('Reshape', [ctx5, g.constI64([0, nH, -1, D])])], { perm: { ints: [0, 2, 1, 3] } });
+      attn = g.op('Reshape', [ctx4, g.constI64([0, 0, nH * D])]);
+    }
     x = g.op('Add', [x, linear(ctx, attn, `${p}.self_attn.o_proj.weight`, nH * D, H)]);
 
     const h2 = rmsNorm(ctx, x, `${p}.post_attention_layernorm.weight`, H, eps);
