@@ -14,22 +14,53 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { once } from 'node:events';
 import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { decodeModel, encodeModel, externalFiles, REWRITE_VERSION, rewriteHead, type ModelProto } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
+import { workerExecArgv } from './worker-args.js';
 
 /** Initializers smaller than this stay inside the graph file. */
 const INLINE_BYTES = 1024;
 /** External data offsets are aligned so onnxruntime may map the file instead of copying it. */
 const ALIGN = 4096;
 
-/** The rewritten graph's path, or undefined when the head is not recognized or nothing can be written. */
+/**
+ * The rewritten graph's path, or undefined when the head is not recognized or nothing can be
+ * written. A graph already on disk is found without reading the model; otherwise the rewrite runs
+ * in a worker thread (off the event loop, and its copy of the model is freed with the thread
+ * before onnxruntime loads the result).
+ */
 export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<string | undefined> {
+  const found = (await targets(folder, cacheDir)).find((t) => existsSync(t));
+  if (found) return found;
+  const js = fileURLToPath(new URL('./graph-file-worker.js', import.meta.url));
+  const file = existsSync(js) ? js : fileURLToPath(new URL('./graph-file-worker-tsx.mjs', import.meta.url));
+  const worker = new Worker(file, { workerData: { folder, vocab, cacheDir }, execArgv: workerExecArgv() });
+  try {
+    const [reply] = (await once(worker, 'message')) as [{ path?: string; error?: string }];
+    if (reply.error !== undefined) throw new Error(reply.error);
+    return reply.path;
+  } finally {
+    await worker.terminate();
+  }
+}
+
+/** Where the rewritten graph of an export goes: beside it, else under the cache folder. */
+async function targets(folder: ModelFolder, cacheDir?: string): Promise<string[]> {
   const source = folder.onnxPath;
   const info = await stat(source);
   const id = createHash('sha256').update(`${REWRITE_VERSION}:${source}:${info.size}:${info.mtimeMs}`).digest('hex').slice(0, 12);
   const name = basename(source).replace(/\.onnx$/, `.assay-${id}.onnx`);
-  const candidates = [join(dirname(source), name), join(cacheDir ?? join(tmpdir(), 'assay-graphs'), id, name)];
+  return [join(dirname(source), name), join(cacheDir ?? join(tmpdir(), 'assay-graphs'), id, name)];
+}
+
+/** Rewrites the export and writes the result (the worker's job); see rewrittenGraph. */
+export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<string | undefined> {
+  const source = folder.onnxPath;
+  const candidates = await targets(folder, cacheDir);
   for (const target of candidates) if (existsSync(target)) return target;
 
   const model = decodeModel(await readFile(source));

@@ -11,6 +11,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { AbortedError } from '../errors.js';
+import { workerExecArgv } from '../worker-args.js';
 import { rebuild, type PlanFailure } from './failure.js';
 import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
@@ -58,6 +59,7 @@ export function workerPlanner(o: PlannerOptions): Planner {
     maxThreads: o.threads,
     // Tokenizer loading is the worker's start-up cost: keep them.
     idleTimeout: Number.POSITIVE_INFINITY,
+    execArgv: workerExecArgv(),
     workerData: { modelDir: o.modelDir, promptVersion: o.promptVersion, endToken: o.endToken, budgets: o.budgets },
   });
   return {
