@@ -64,7 +64,12 @@ for (const shape of values.shapes.split(',') as ShapeName[]) {
     const dense = new Float32Array(ours.length);
     for (const [token, v] of theirs) dense[token] = v;
     let max = 0;
-    for (let i = 0; i < ours.length; i++) max = Math.max(max, Math.abs(ours[i] - dense[i]));
+    let worst = 0;
+    for (let i = 0; i < ours.length; i++) {
+      const d = Math.abs(ours[i] - dense[i]);
+      if (d > max) [max, worst] = [d, i];
+    }
+    log(`  ${shape} ${type}: worst token ${worst} (ours ${ours[worst]}, llama.cpp ${dense[worst]}, ${theirs.size} logits returned)`);
     const pass = type !== 'F32' || max <= TOLERANCE;
     failed ||= !pass;
     rows.push(`| ${shape} | ${type} | ${ids.length} | ${max.toExponential(2)}${type === 'F32' ? (pass ? ' (pass)' : ' (FAIL)') : ''} | ${argmax(ours)} / ${argmax(dense)} | ${((performance.now() - t0) / 1000).toFixed(1)} |`);

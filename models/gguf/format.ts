@@ -132,8 +132,9 @@ export function writeGguf(path: string, metadata: Array<[string, MetaValue]>, te
       if (data.byteLength !== tensorBytes(t)) throw new Error(`${t.name}: ${data.byteLength} bytes, expected ${tensorBytes(t)}`);
       writeSync(fd, data, 0, data.byteLength, dataStart + offsets[i]);
     });
-    // Pad the file to the end of the last tensor's aligned slot.
-    writeSync(fd, Buffer.alloc(1), 0, 1, dataStart + offset - 1);
+    // Pad the file to the end of the last tensor's aligned slot (zeros after its data, never over it).
+    const last = tensors.length ? offsets[offsets.length - 1] + tensorBytes(tensors[tensors.length - 1]) : 0;
+    if (offset > last) writeSync(fd, Buffer.alloc(offset - last), 0, offset - last, dataStart + last);
   } finally {
     closeSync(fd);
   }

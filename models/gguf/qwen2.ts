@@ -87,6 +87,14 @@ export function tokenizerMetadata(dir: string, vocabSize: number, config: Record
 
 /** Writes `<model dir>/assay-<type>.gguf` from a synthetic fp32 export folder; returns its path. */
 export function writeQwenGguf(dir: string, type: Exclude<GgmlType, 'F16'>): string {
+  const { metadata, tensors } = qwenGguf(dir, type);
+  const out = join(dir, `assay-${type.toLowerCase()}.gguf`);
+  writeGguf(out, metadata, tensors);
+  return out;
+}
+
+/** The metadata and tensors of the GGUF of a synthetic fp32 export folder. */
+export function qwenGguf(dir: string, type: Exclude<GgmlType, 'F16'>): { metadata: Array<[string, MetaValue]>; tensors: TensorSpec[] } {
   const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, number | string[]>;
   const manifest = JSON.parse(readFileSync(join(dir, 'assay.json'), 'utf8')) as { shape?: string };
   const arch = (config.model_type as unknown as string) === 'qwen3' ? 'qwen3' : 'qwen2';
@@ -123,7 +131,8 @@ export function writeQwenGguf(dir: string, type: Exclude<GgmlType, 'F16'>): stri
     tensors.push(linear(`blk.${i}.ffn_down.weight`, `${p}.mlp.down_proj.weight`));
   }
   tensors.push(vector('output_norm.weight', 'model.norm.weight'));
-  // Tied embeddings: no output.weight; llama.cpp's qwen2/qwen3 loaders then use token_embd.
+  // Tied embeddings: no output.weight, as convert_hf_to_gguf writes tied models; llama.cpp's
+  // qwen2/qwen3 loaders then use token_embd for the head.
   const metadata: Array<[string, MetaValue]> = [
     ['general.architecture', { str: arch }],
     ['general.name', { str: `assay synthetic ${manifest.shape ?? ''}`.trim() }],
@@ -141,9 +150,7 @@ export function writeQwenGguf(dir: string, type: Exclude<GgmlType, 'F16'>): stri
     [`${arch}.attention.layer_norm_rms_epsilon`, { f32: Number(config.rms_norm_eps) }],
     ...tokenizerMetadata(dir, V, config),
   ];
-  const out = join(dir, `assay-${type.toLowerCase()}.gguf`);
-  writeGguf(out, metadata, tensors);
-  return out;
+  return { metadata, tensors };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {

@@ -34,6 +34,17 @@ describe('GGUF container', () => {
     const dataStart = Math.ceil(at / 32) * 32;
     expect(new Float32Array(f.buffer.slice(f.byteOffset + dataStart, f.byteOffset + dataStart + 256))).toEqual(a);
     expect(f.subarray(dataStart + 256, dataStart + 256 + 34)).toEqual(Buffer.from(quantizeQ8_0(a.subarray(0, 32))));
+    // The file is padded to the last tensor's aligned slot with zeros after its data.
+    expect(f.length).toBe(dataStart + 256 + 64);
+    expect(f.subarray(dataStart + 256 + 34).every((x) => x === 0)).toBe(true);
+  });
+
+  it('pads after the last tensor, never over it (an aligned last tensor keeps its last byte)', () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'assay-gguf-')), 'y.gguf');
+    const a = Float32Array.from({ length: 8 }, (_, i) => i + 1); // 32 bytes: ends on the alignment
+    writeGguf(path, [], [{ name: 'a', ne: [8], type: 'F32', data: () => new Uint8Array(a.buffer) }]);
+    const f = readFileSync(path);
+    expect(new Float32Array(f.buffer.slice(f.byteOffset + f.length - 32, f.byteOffset + f.length))).toEqual(a);
   });
 });
 
