@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 import onnxProto from 'onnx-proto';
 import { GraphBuilder, DataType } from '../../models/onnx-graph.js';
 import { loadEvaluator, ModelLoadError } from '../../src/engine/index.js';
+import { rewrittenGraph } from '../../src/engine/graph-file.js';
+import { openModelFolder } from '../../src/engine/model-folder.js';
 import { noul, request, tinyFp32 } from './fixtures.js';
 
 async function loadError(modelDir: string): Promise<Error> {
@@ -72,5 +74,35 @@ describe('model loader', () => {
     const { answers } = await evaluator.evaluate(request({ n: noul }));
     expect(answers.n.type).toBe('noul');
     await evaluator.close();
+  });
+});
+
+describe('graph rewrite fallback', () => {
+  it('a rewritten graph onnxruntime refuses is replaced by the stock graph, with one warning naming why', async () => {
+    const source = await tinyFp32();
+    const dir = mkdtempSync(join(tmpdir(), 'assay-fallback-'));
+    for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(source, f), join(dir, f));
+    mkdirSync(join(dir, 'onnx'));
+    copyFileSync(join(source, 'onnx', 'model.onnx'), join(dir, 'onnx', 'model.onnx'));
+    // Learn where the rewritten graph goes, then corrupt it (a damaged cache, a rewrite a newer
+    // onnxruntime op defeats: either way onnxruntime refuses the rewritten file).
+    const folder = await openModelFolder(dir);
+    const target = (await rewrittenGraph(folder, 151936))!;
+    writeFileSync(target, 'not a model');
+    const warnings: string[] = [];
+    const evaluator = await loadEvaluator({ modelDir: dir, threads: 1, onWarning: (m) => warnings.push(m) });
+    try {
+      const { answers } = await evaluator.evaluate(request({ n: noul }));
+      expect(answers.n.type).toBe('noul');
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/rewritten graph of .*model\.onnx did not load .*running the export as is/);
+    } finally {
+      await evaluator.close();
+    }
+    // Turned off, nothing is rewritten or warned about.
+    const quiet: string[] = [];
+    const off = await loadEvaluator({ modelDir: dir, threads: 1, rewriteGraph: false, onWarning: (m) => quiet.push(m) });
+    await off.close();
+    expect(quiet).toEqual([]);
   });
 });
