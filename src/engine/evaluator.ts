@@ -35,7 +35,7 @@ export async function createEvaluator(config: EngineConfig): Promise<Evaluator> 
   const threads = config.plannerThreads ?? defaultPlannerThreads();
   const planner =
     threads > 0
-      ? workerPlanner({ modelDir: folder.dir, promptVersion, endToken, budgets, threads })
+      ? workerPlanner({ modelDir: folder.dir, promptVersion, endToken, budgets, threads, maxQueue: config.maxQueue ?? DEFAULTS.maxQueue })
       : inlinePlanner(codec, { promptVersion, endToken, budgets });
   return new OnnxEvaluator(config, folder.manifest.synthetic === true, `${folder.dir}#${folder.variant}`, runner, planner);
 }

@@ -1,7 +1,7 @@
 // The engine under concurrent load: passes interleave fairly, aborts stop mid-prefill, the prefix
 // cache is scoped, and planning in worker threads gives exactly the main thread's plans and errors.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AbortedError, BudgetError, loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
+import { AbortedError, BudgetError, loadEvaluator, OverloadedError, type Evaluator, type Question } from '../../src/engine/index.js';
 import { openModelFolder } from '../../src/engine/model-folder.js';
 import { planRequest } from '../../src/engine/plan.js';
 import { workerPlanner } from '../../src/engine/planner/index.js';
@@ -83,7 +83,7 @@ describe('planning in worker threads', () => {
     const codec = await TextCodec.load(dir);
     const endToken = codec.eosTokenId!;
     const budgets = { request: 500, question: 400, context: folder.maxContext };
-    const planner = workerPlanner({ modelDir: dir, endToken, budgets, threads: 1 });
+    const planner = workerPlanner({ modelDir: dir, endToken, budgets, threads: 1, maxQueue: 8 });
     try {
       const r = request({ n: noul, c: choice, s: score, ...manyQuestions(3) });
       expect(await planner.plan(r)).toEqual(planRequest(r, codec, promptSet(), endToken, budgets));
@@ -97,6 +97,25 @@ describe('planning in worker threads', () => {
         expected = e;
       }
       expect({ ...(error as BudgetError), message: (error as Error).message }).toEqual({ ...(expected as BudgetError), message: (expected as Error).message });
+    } finally {
+      await planner.close();
+    }
+  });
+});
+
+describe('the planning queue is bounded', () => {
+  it('past its bound a request is refused with OverloadedError, and the rest are planned', async () => {
+    const dir = await tinyFp32();
+    const codec = await TextCodec.load(dir);
+    const budgets = { request: 64_000, question: 32_000, context: 32_768 };
+    const planner = workerPlanner({ modelDir: dir, endToken: codec.eosTokenId!, budgets, threads: 1, maxQueue: 2 });
+    try {
+      const r = request({ n: noul }, longState);
+      const outcomes = await Promise.allSettled(Array.from({ length: 8 }, () => planner.plan(r)));
+      const refused = outcomes.filter((o) => o.status === 'rejected');
+      expect(refused.length).toBeGreaterThan(0);
+      for (const o of refused) expect((o as PromiseRejectedResult).reason).toBeInstanceOf(OverloadedError);
+      expect(outcomes.filter((o) => o.status === 'fulfilled').length).toBeGreaterThanOrEqual(3);
     } finally {
       await planner.close();
     }

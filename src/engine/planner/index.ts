@@ -10,7 +10,7 @@ import { availableParallelism } from 'node:os';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { AbortedError } from '../errors.js';
+import { AbortedError, OverloadedError } from '../errors.js';
 import { workerExecArgv } from '../worker-args.js';
 import { rebuild, type PlanFailure } from './failure.js';
 import { planRequest, type Budgets, type Plan } from '../plan.js';
@@ -26,6 +26,8 @@ export interface PlannerOptions {
   endToken: number;
   budgets: Budgets;
   threads: number;
+  /** Requests waiting for a planning thread before OverloadedError (529): planning has a bounded queue too. */
+  maxQueue: number;
 }
 
 export interface Planner {
@@ -38,7 +40,7 @@ export function defaultPlannerThreads(): number {
 }
 
 /** Plans on the calling thread. */
-export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads' | 'modelDir'>): Planner {
+export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads' | 'modelDir' | 'maxQueue'>): Planner {
   const prompts = promptSet(o.promptVersion);
   return {
     plan: async (request) => planRequest(request, codec, prompts, o.endToken, o.budgets),
@@ -60,12 +62,14 @@ export function workerPlanner(o: PlannerOptions): Planner {
     // Tokenizer loading is the worker's start-up cost: keep them.
     idleTimeout: Number.POSITIVE_INFINITY,
     execArgv: workerExecArgv(),
+    maxQueue: o.maxQueue,
     workerData: { modelDir: o.modelDir, promptVersion: o.promptVersion, endToken: o.endToken, budgets: o.budgets },
   });
   return {
     async plan(request, signal) {
       const result = (await pool.run(request, { signal }).catch((error: unknown) => {
         if (signal?.aborted) throw new AbortedError();
+        if ((error as Error).message === 'Task queue is at limit') throw new OverloadedError(Math.max(1, Math.ceil(pool.queueSize / o.threads / 10)));
         throw error;
       })) as { plan: Plan } | { failure: PlanFailure };
       if ('failure' in result) throw rebuild(result.failure);
