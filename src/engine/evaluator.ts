@@ -35,7 +35,8 @@ export async function createEvaluator(config: EngineConfig): Promise<Evaluator> 
   const threads = config.plannerThreads ?? defaultPlannerThreads();
   const planner =
     threads > 0
-      ? workerPlanner({ modelDir: folder.dir, promptVersion, endToken, budgets, threads, maxQueue: config.maxQueue ?? DEFAULTS.maxQueue })
+      ? // Planning is quick next to a request's passes: its queue holds at least 16 (the engine's bound decides 529s).
+        workerPlanner({ modelDir: folder.dir, promptVersion, endToken, budgets, threads, maxQueue: Math.max(16, config.maxQueue ?? DEFAULTS.maxQueue) })
       : inlinePlanner(codec, { promptVersion, endToken, budgets });
   return new OnnxEvaluator(config, folder.manifest.synthetic === true, `${folder.dir}#${folder.variant}`, runner, planner);
 }

@@ -69,7 +69,10 @@ export function workerPlanner(o: PlannerOptions): Planner {
     async plan(request, signal) {
       const result = (await pool.run(request, { signal }).catch((error: unknown) => {
         if (signal?.aborted) throw new AbortedError();
-        if ((error as Error).message === 'Task queue is at limit') throw new OverloadedError(Math.max(1, Math.ceil(pool.queueSize / o.threads / 10)));
+        // piscina's refusals when its queue is full (or, with no queue, every worker is busy).
+        if (/^(Task queue is at limit|No task queue available)/.test((error as Error).message)) {
+          throw new OverloadedError(Math.max(1, Math.ceil(pool.queueSize / o.threads / 10)));
+        }
         throw error;
       })) as { plan: Plan } | { failure: PlanFailure };
       if ('failure' in result) throw rebuild(result.failure);
