@@ -18,6 +18,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
+import { externalize } from '../src/engine/graph-file.js';
 import { GENERATED_DIR, ensureSynthModel } from './ensure.js';
 import { GraphBuilder } from './onnx-graph.js';
 import { buildDecoder, DEFAULT_SEED, loadShapes } from './synth.js';
@@ -258,8 +259,8 @@ export async function ensureFlavor(o: FlavorOptions): Promise<string> {
   const bytes = onnx.ModelProto.encode(model).finish();
   if (layout === 'genai') {
     // The builder always writes its weights as external data next to model.onnx.
-    const { writeExternal } = await import('./external-data.js');
-    writeExternal(model, tmp, 'model.onnx', 'model.onnx.data');
+    await externalize(model, join(tmp, 'model.onnx.data'), 'model.onnx.data');
+    writeFileSync(join(tmp, 'model.onnx'), onnx.ModelProto.encode(model).finish());
     writeFileSync(join(tmp, 'genai_config.json'), `${JSON.stringify(genaiConfig(config, 'model.onnx'), null, 4)}\n`);
   } else {
     const dir = layout === 'hf' ? join(tmp, 'onnx') : tmp;
