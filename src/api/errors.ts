@@ -259,46 +259,55 @@ export function locateJsonError(s: string): { pos: number; msg: string } {
       } else i++;
     }
   };
-  const value = (): void => {
+  const key = (): void => {
+    if (s[i] !== '"') fail(i, 'Expecting property name enclosed in double quotes');
+    string();
     ws();
-    const c = s[i];
-    if (c === '"') return string();
-    if (c === '{') {
-      i++;
+    if (s[i] !== ':') fail(i, "Expecting ':' delimiter");
+    i++;
+  };
+  // Iterative (an explicit stack of open containers): any nesting depth, no recursion on caller data.
+  const value = (): void => {
+    const open: string[] = [];
+    for (;;) {
       ws();
-      if (s[i] === '}') return void i++;
-      for (;;) {
-        if (s[i] !== '"') fail(i, 'Expecting property name enclosed in double quotes');
-        string();
-        ws();
-        if (s[i] !== ':') fail(i, "Expecting ':' delimiter");
+      const c = s[i];
+      if (c === '"') string();
+      else if (c === '{' || c === '[') {
         i++;
-        value();
         ws();
-        if (s[i] === '}') return void i++;
+        if (s[i] === (c === '{' ? '}' : ']')) i++;
+        else {
+          open.push(c);
+          if (c === '{') key();
+          continue;
+        }
+      } else {
+        const lit = ['true', 'false', 'null'].find((l) => s.startsWith(l, i));
+        const num = lit ? undefined : /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?/.exec(s.slice(i, i + 400));
+        if (lit) i += lit.length;
+        else if (num) i += num[0].length;
+        else fail(i, 'Expecting value');
+      }
+      // A value is complete: close what it completes, or go on after a comma.
+      for (;;) {
+        if (open.length === 0) return;
+        ws();
+        const top = open[open.length - 1];
+        if (s[i] === (top === '{' ? '}' : ']')) {
+          i++;
+          open.pop();
+          continue;
+        }
         if (s[i] !== ',') fail(i, "Expecting ',' delimiter");
         i++;
-        ws();
+        if (top === '{') {
+          ws();
+          key();
+        }
+        break;
       }
     }
-    if (c === '[') {
-      i++;
-      ws();
-      if (s[i] === ']') return void i++;
-      for (;;) {
-        value();
-        ws();
-        if (s[i] === ']') return void i++;
-        if (s[i] !== ',') fail(i, "Expecting ',' delimiter");
-        i++;
-      }
-    }
-    for (const lit of ['true', 'false', 'null']) {
-      if (s.startsWith(lit, i)) return void (i += lit.length);
-    }
-    const num = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?/.exec(s.slice(i, i + 400));
-    if (num) return void (i += num[0].length);
-    fail(i, 'Expecting value');
   };
   try {
     value();
@@ -307,6 +316,6 @@ export function locateJsonError(s: string): { pos: number; msg: string } {
     return { pos: 0, msg: 'Expecting value' }; // JSON.parse disagreed; should not happen
   } catch (e) {
     if (e instanceof JsonFault) return { pos: e.pos, msg: e.msg };
-    return { pos: 0, msg: 'Expecting value' }; // nesting deeper than the stack
+    return { pos: 0, msg: 'Expecting value' };
   }
 }

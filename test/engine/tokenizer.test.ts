@@ -1,0 +1,42 @@
+// Cutting long runs before BPE never changes the tokens of ordinary prompts: the full prompts the
+// planner encodes for ordinary states give exactly the raw tokenizer's ids.
+import { describe, expect, it } from 'vitest';
+import { renderContent } from '../../src/engine/content.js';
+import { LONG_RUN, splitLongRuns, TextCodec } from '../../src/engine/tokenizer.js';
+import { tinyFp32 } from './fixtures.js';
+
+const states: unknown[] = [
+  'The customer paid €42.50 in cash on 2024-05-01 and asked for a receipt.',
+  { order: { id: 'A-1', items: [{ sku: 'x', qty: 2, price: 1.5e-3 }], note: 'Ünïcode «日本語» 🦊\ttab\nline' }, paid: true, refund: null },
+  [1, -0, 1e21, 'quote " and \\ backslash', { '': [] }, {}],
+  Array.from({ length: 200 }, (_, i) => `Line ${i}: an ordinary sentence, with punctuation; and    some  spaces.`).join('\n'),
+  `code:\n${'    if (x) {\n        return y;\n    }\n'.repeat(50)}`,
+];
+
+describe('TextCodec.encode', () => {
+  it('gives the raw tokenizer ids for the prompts of ordinary states', async () => {
+    const codec = await TextCodec.load(await tinyFp32());
+    for (const state of states) {
+      const text = renderContent(state as never);
+      const prompt = codec.renderChat(
+        [
+          { role: 'system', content: `Read this state:\n${text}` },
+          { role: 'user', content: 'Is it paid? Answer yes or no.' },
+        ],
+        true,
+      );
+      expect(codec.encode(prompt)).toEqual(codec.encodeWhole(prompt));
+    }
+  });
+
+  it('cuts only stretches longer than LONG_RUN characters, and decodes back to the text', async () => {
+    const codec = await TextCodec.load(await tinyFp32());
+    const justUnder = `${'a'.repeat(LONG_RUN - 1)} ${' '.repeat(LONG_RUN - 1)}b`;
+    expect(splitLongRuns(justUnder)).toEqual([justUnder]);
+    expect(codec.encode(justUnder)).toEqual(codec.encodeWhole(justUnder));
+    for (const text of ['a'.repeat(400_000), `x${' '.repeat(80_000)}y`, '{'.repeat(100_000), 'é'.repeat(50_000)]) {
+      expect(splitLongRuns(text).every((p) => p.length <= 2 * LONG_RUN)).toBe(true);
+      expect(codec.decode(codec.encode(text))).toBe(text);
+    }
+  });
+});
