@@ -95,8 +95,8 @@ async function writeGraph(model: ModelProto, target: string, shared: boolean): P
   }
 }
 
-/** Moves every large inline initializer's bytes into `file`, leaving an external-data reference. */
-async function externalize(model: ModelProto, file: string, location: string): Promise<void> {
+/** Moves every large inline initializer's bytes into `file`, leaving an external-data reference to `location`. */
+export async function externalize(model: ModelProto, file: string, location: string): Promise<void> {
   const handle = await open(file, 'w');
   try {
     let offset = 0;
