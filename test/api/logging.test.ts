@@ -1,5 +1,7 @@
 // Zero data retention: no request content reaches the logs at any level, whatever the outcome.
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { AbortedError, BudgetError, EngineError, ModelLoadError, OverloadedError } from '../../src/engine/index.js';
+import { ModelUnavailableError } from '../../src/api/model-pool.js';
 import { auth, startServer, withEvaluate, type TestServer } from './helpers.js';
 
 const CANARY = 'CANARY-7f3a9c-zero-retention';
@@ -67,4 +69,45 @@ it('never logs state, instructions, criteria or question ids, at trace level, fo
   const failure = s.logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'request failed');
   expect(failure?.err?.type).toBe('Error'); // the 500 is logged, by type and stack frames only
   expect(log).not.toMatch(/authorization|Bearer/i);
+});
+
+// Every engine error class, raised while the request (with the canary everywhere) is in flight:
+// each gets its status from the error table, and the log keeps the type and, for the engine's own
+// content-free classes, the message, yet never the request.
+const THROWN: Record<string, { error: () => Error; status: number; logged?: string }> = {
+  aborted: { error: () => new AbortedError('deadline passed'), status: 408 },
+  overloaded: { error: () => new OverloadedError(2), status: 529 },
+  budget: { error: () => new BudgetError('request', 70_000, 65_536), status: 422 },
+  loading: { error: () => new ModelUnavailableError('model svc-1.13.0 failed to load: /models/x/model.onnx is truncated; retrying in 4 s', 4, true), status: 503, logged: 'model.onnx is truncated' },
+  load: { error: () => new ModelLoadError('/models/x/model.onnx: protobuf parsing failed'), status: 503, logged: 'protobuf parsing failed' },
+  engine: { error: () => new EngineError('onnxruntime failed a pass of 12 tokens: Non-zero status code returned while running MatMul node'), status: 500, logged: 'Non-zero status code' },
+};
+
+it('logs each engine error class by type (and its content-free message), never the request', async () => {
+  const t = await startServer({
+    logLevel: 'trace',
+    wrap: (e) =>
+      withEvaluate(e, (req) => {
+        const kind = String(req.state).split(' ')[0]!;
+        return Promise.reject(THROWN[kind]!.error());
+      }),
+  });
+  try {
+    for (const [kind, { status, logged }] of Object.entries(THROWN)) {
+      const before = t.logs.length;
+      const r = await t.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: JSON.stringify(request(`${kind} ${CANARY}`)) });
+      expect(r.statusCode, kind).toBe(status);
+      expect(r.body, kind).not.toContain(CANARY);
+      const lines = t.logs.slice(before);
+      expect(lines.join(''), kind).not.toContain('CANARY');
+      expect(lines.map((l) => JSON.parse(l).status).filter(Boolean), kind).toEqual([status]);
+      if (logged) {
+        const err = lines.map((l) => JSON.parse(l)).find((l) => l.err)?.err;
+        expect(err, kind).toMatchObject({ type: THROWN[kind]!.error().name, message: expect.stringContaining(logged) });
+        expect(err.frames, kind).toMatch(/\bat /);
+      }
+    }
+  } finally {
+    await t.close();
+  }
 });
