@@ -25,7 +25,7 @@ export interface LlamaSequence {
   controlledEvaluate(input: Array<number | [number, object]>): Promise<Array<{ next?: { logits?: Map<number, number> } } | undefined>>;
 }
 
-/** node-llama-cpp, installing it into PEER_DIR first if needed; undefined (and why) when it cannot be had. */
+/** node-llama-cpp, installing it into PEER_DIR first if needed; why not (a string) when it cannot be had. */
 export async function loadNodeLlamaCpp(log: (line: string) => void): Promise<NodeLlamaCpp | string> {
   const entry = join(PEER_DIR, 'node_modules', 'node-llama-cpp', 'dist', 'index.js');
   if (!existsSync(entry)) {
@@ -35,12 +35,16 @@ export async function loadNodeLlamaCpp(log: (line: string) => void): Promise<Nod
       writeFileSync(join(PEER_DIR, 'package.json'), '{"name":"assay-peer-llamacpp","private":true}\n');
       execFileSync(
         'npm',
-        ['install', '--omit=optional', '--no-package-lock', '--no-audit', '--no-fund', `node-llama-cpp@${PEER_VERSION}`, `@node-llama-cpp/linux-x64@${PEER_VERSION}`],
+        ['install', '--omit=optional', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--prefix', PEER_DIR, `node-llama-cpp@${PEER_VERSION}`, `@node-llama-cpp/linux-x64@${PEER_VERSION}`],
         { cwd: PEER_DIR, stdio: ['ignore', 'ignore', 'pipe'] },
       );
     } catch (error) {
       return `node-llama-cpp could not be installed (${(error as Error).message.split('\n')[0]})`;
     }
   }
-  return (await import(pathToFileURL(entry).href)) as NodeLlamaCpp;
+  try {
+    return (await import(pathToFileURL(entry).href)) as NodeLlamaCpp;
+  } catch (error) {
+    return `node-llama-cpp in ${PEER_DIR} could not be loaded (${(error as Error).message.split('\n')[0]}); delete that folder to reinstall`;
+  }
 }
