@@ -6,6 +6,7 @@
 // object would re-parent it) and so never validates what is under them: such keys are renamed to a
 // placeholder in a shadow copy for validation, and named back in the 422 entries. The body itself
 // (JSON.parse keeps `__proto__` as an own property) is what the engine gets.
+import { depthErrors } from './body-depth.js';
 import { issuesToDetail } from './errors.js';
 import { SystemOneRequestSchema, type ValidationError } from './schemas.js';
 
@@ -48,6 +49,10 @@ function hasKey(value: unknown, key: string): boolean {
 
 /** The body's 422 entries, or none when it is a valid SystemOneRequest. */
 export function requestErrors(body: unknown): ValidationError[] {
+  // The nesting bound first (the server's body parser checks it too; `assay eval` relies on this):
+  // everything after walks bounded data.
+  const deep = depthErrors(body);
+  if (deep.length) return deep;
   const hasProto = hasKey(body, PROTO);
   const checked = hasProto ? shadow(structuredClone(body), [PROTO, PLACEHOLDER]) : body;
   const parsed = SystemOneRequestSchema.safeParse(checked);

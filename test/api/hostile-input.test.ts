@@ -1,6 +1,7 @@
 // Hostile input shapes over a real socket: each gets its clear answer quickly, and /healthz keeps
 // answering within 250 ms throughout (nothing heavy runs on the event loop).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestErrors } from '../../src/api/request-validation.js';
 import { auth, mixedRequest, startServer, type TestServer } from './helpers.js';
 
 let s: TestServer;
@@ -75,6 +76,15 @@ describe('hostile inputs', () => {
       // V8's own JSON.parse needs ~0.3 s to fail on a 1,000,000-deep body here: bounded for 100,000 only.
       if (depth === 100_000) expect(slowest).toBeLessThan(250);
     }
+  });
+
+  it('assay eval\'s validation (requestErrors) bounds the nesting too, under a __proto__ key as well', () => {
+    const body = JSON.parse(`{"state": {"__proto__": ${'['.repeat(100_000)}${']'.repeat(100_000)}}, "model": "m", "questions": {"q": {"type": "noul"}}}`);
+    const detail = requestErrors(body);
+    expect(detail).toHaveLength(1);
+    expect(detail[0]).toMatchObject({ type: 'json_too_deep', ctx: { max_depth: 64 } });
+    expect(detail[0].loc.slice(0, 4)).toEqual(['body', 'state', '__proto__', 0]);
+    expect(detail[0].loc).toHaveLength(3 + 63);
   });
 
   it('300,000 spaces in a state and 400,000 letters are answered while /healthz stays fast', async () => {
