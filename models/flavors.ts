@@ -45,6 +45,8 @@ const FLOAT = 1;
 const FLOAT16 = 10;
 const UINT8 = 2;
 const BLOCK = 32;
+/** Bumped when a flavor folder's bytes or manifest change: cached folders of another version are rewritten. */
+const FLAVOR_VERSION = 2;
 
 /** transformers.js file names. */
 const FILE: Record<FlavorOptions['dtype'], string> = { fp32: 'model.onnx', fp16: 'model_fp16.onnx', q4: 'model_q4.onnx', q4f16: 'model_q4f16.onnx' };
@@ -244,7 +246,9 @@ function gqaModel(): Model {
 /** The tiny synthetic model in one flavor (generated once, from the fp32 twin's weights). */
 export async function ensureFlavor(o: FlavorOptions): Promise<string> {
   const out = join(GENERATED_DIR, flavorName(o));
-  if (existsSync(join(out, 'assay.json'))) return out;
+  if (flavorName(o) === 'tiny-fp32') return ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
+  const manifestPath = join(out, 'assay.json');
+  if (existsSync(manifestPath) && (JSON.parse(readFileSync(manifestPath, 'utf8')) as { flavor_version?: number }).flavor_version === FLAVOR_VERSION) return out;
   const source = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
   const tmp = `${out}.${process.pid}.tmp`;
   rmSync(tmp, { recursive: true, force: true });
@@ -279,7 +283,20 @@ export async function ensureFlavor(o: FlavorOptions): Promise<string> {
   writeFileSync(join(tmp, 'tokenizer_config.json'), `${JSON.stringify(tokenizerConfig, null, 2)}\n`);
   const manifest = JSON.parse(readFileSync(join(source, 'assay.json'), 'utf8')) as Record<string, unknown>;
   const flavor = { dtype: o.dtype, attention: o.attention ?? 'plain', layout, template };
-  writeFileSync(join(tmp, 'assay.json'), `${JSON.stringify({ ...manifest, position_ids: o.attention !== 'gqa', flavor, derived_from: 'tiny-fp32' }, null, 2)}\n`);
+  const q4 = o.dtype === 'q4' || o.dtype === 'q4f16';
+  const derived: Record<string, unknown> = {
+    ...manifest,
+    dtype: o.dtype,
+    position_ids: o.attention !== 'gqa',
+    model_file: layout === 'hf' ? `onnx/${FILE[o.dtype]}` : 'model.onnx',
+    external_data: layout === 'genai' ? 'model.onnx.data' : null,
+    quantization: q4 ? { op: 'com.microsoft.MatMulNBits', bits: 4, block_size: BLOCK, symmetric: true, accuracy_level: o.accuracyLevel ?? 4 } : null,
+    flavor,
+    flavor_version: FLAVOR_VERSION,
+    derived_from: 'tiny-fp32',
+  };
+  for (const k of ['model_bytes', 'external_bytes', 'generation_seconds']) delete derived[k];
+  writeFileSync(join(tmp, 'assay.json'), `${JSON.stringify(derived, null, 2)}\n`);
   rmSync(out, { recursive: true, force: true });
   renameSync(tmp, out);
   return out;
