@@ -52,7 +52,8 @@ const FLAVOR_VERSION = 2;
 const FILE: Record<FlavorOptions['dtype'], string> = { fp32: 'model.onnx', fp16: 'model_fp16.onnx', q4: 'model_q4.onnx', q4f16: 'model_q4f16.onnx' };
 
 export function flavorName(o: FlavorOptions): string {
-  return ['tiny', o.dtype, o.attention === 'gqa' ? 'gqa' : '', o.layout && o.layout !== 'hf' ? o.layout : '', o.template && o.template !== 'tokenizer_config' ? `template-${o.template}` : '']
+  const acc = (o.dtype === 'q4' || o.dtype === 'q4f16') && o.accuracyLevel !== undefined && o.accuracyLevel !== 4 ? `acc${o.accuracyLevel}` : '';
+  return ['tiny', o.dtype, acc, o.attention === 'gqa' ? 'gqa' : '', o.layout && o.layout !== 'hf' ? o.layout : '', o.template && o.template !== 'tokenizer_config' ? `template-${o.template}` : '']
     .filter(Boolean)
     .join('-');
 }
