@@ -7,7 +7,8 @@
 //   - the server's own event-loop delay (p99, max) from its /metrics (prom-client's
 //     monitorEventLoopDelay, reset by the scrape that starts the window).
 // `--repo DIR` runs another checkout's server (an older commit) for a before/after comparison:
-//   npx tsx bench/serving.ts [--quick] [--repo DIR]   or   npm run bench -- --only serving
+// `--url URL` measures a server already running (key in ASSAY_API_KEY; it must serve `svc-latest`):
+//   npx tsx bench/serving.ts [--quick] [--repo DIR | --url URL]   or   npm run bench -- --only serving
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -90,11 +91,11 @@ export interface ServingResult {
   heavy: Record<string, Record<string, number>>;
 }
 
-export async function measureServing(ctx: BenchContext, repo = ROOT): Promise<ServingResult> {
-  const modelDir = await ctx.model('tiny', 'fp32');
-  const server = await startServer(repo, modelDir, ctx.threads);
+/** Against `repo`'s server started here on the tiny model, or against a running server at `url` (its key in ASSAY_API_KEY). */
+export async function measureServing(ctx: BenchContext, repo = ROOT, url?: string): Promise<ServingResult> {
+  const server = url ? { url: url.replace(/\/$/, ''), stop: () => {} } : await startServer(repo, await ctx.model('tiny', 'fp32'), ctx.threads);
   const seconds = ctx.quick ? 30 : 90;
-  const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
+  const headers = { authorization: `Bearer ${url ? (process.env.ASSAY_API_KEY ?? '') : KEY}`, 'content-type': 'application/json' };
   try {
     await eventLoop(server.url); // starts the measured window
     const end = performance.now() + seconds * 1000;
@@ -166,6 +167,7 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const args = process.argv.slice(2);
   const repo = args.includes('--repo') ? resolve(args[args.indexOf('--repo') + 1]) : ROOT;
   const ctx = createContext({ quick: args.includes('--quick') });
-  const r = await measureServing(ctx, repo);
-  process.stdout.write(`${JSON.stringify({ repo, ...r }, null, 2)}\n`);
+  const url = args.includes('--url') ? args[args.indexOf('--url') + 1] : undefined;
+  const r = await measureServing(ctx, repo, url);
+  process.stdout.write(`${JSON.stringify({ ...(url ? { url } : { repo }), ...r }, null, 2)}\n`);
 }
