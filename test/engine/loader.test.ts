@@ -1,8 +1,8 @@
 // The loader discovers the I/O contract from the export and rejects what it cannot serve, clearly.
-import { mkdtempSync, mkdirSync, copyFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import onnxProto from 'onnx-proto';
 import { GraphBuilder, DataType } from '../../models/onnx-graph.js';
 import { loadEvaluator, ModelLoadError } from '../../src/engine/index.js';
@@ -34,7 +34,13 @@ async function folderWith(onnx?: Uint8Array): Promise<string> {
   return dir;
 }
 
+let tinyFp32Dir: string;
+
 describe('model loader', () => {
+  beforeAll(async () => {
+    tinyFp32Dir = await tinyFp32();
+  });
+
   it('rejects a folder that does not exist, or has no config.json', async () => {
     expect(await loadError('/nonexistent/model')).toBeInstanceOf(ModelLoadError);
     const empty = mkdtempSync(join(tmpdir(), 'assay-empty-'));
@@ -67,6 +73,25 @@ describe('model loader', () => {
   it('rejects a file that is not ONNX at all', async () => {
     const e = await loadError(await folderWith(new TextEncoder().encode('this is not a protobuf')));
     expect(e).toBeInstanceOf(ModelLoadError);
+  });
+
+  it('a variant the folder lacks: names the variant, its file and what is there', async () => {
+    const dir = await folderWith(readFileSync(join(tinyFp32Dir, 'onnx', 'model.onnx')));
+    const e = await loadEvaluator({ modelDir: dir, variant: 'q4f16', threads: 1 }).then(
+      (ev) => ev.close().then(() => undefined),
+      (err: Error) => err,
+    );
+    expect(e).toBeInstanceOf(ModelLoadError);
+    expect(e!.message).toMatch(/found .*onnx\/model\.onnx, config\.json.*; expected variant 'q4f16' as model_q4f16\.onnx under onnx\/ or at the folder root/);
+  });
+
+  it('an onnxruntime-genai folder without the model file it names: says so, not "not a decoder"', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'assay-genai-'));
+    copyFileSync(join(tinyFp32Dir, 'tokenizer.json'), join(dir, 'tokenizer.json'));
+    writeFileSync(join(dir, 'genai_config.json'), JSON.stringify({ model: { type: 'qwen2', context_length: 512, decoder: { filename: 'model.onnx', head_size: 16, hidden_size: 64, num_attention_heads: 4, num_key_value_heads: 2, num_hidden_layers: 2 }, eos_token_id: [1] } }));
+    const e = await loadError(dir);
+    expect(e).toBeInstanceOf(ModelLoadError);
+    expect(e.message).toMatch(/genai_config\.json names model\.onnx, which is missing \(found genai_config\.json, tokenizer\.json\)/);
   });
 
   it('loads the exports it should and answers', async () => {
