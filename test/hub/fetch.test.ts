@@ -11,6 +11,9 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../models/ensure.js';
+import { ensureFlavor } from '../../models/flavors.js';
+import { externalize } from '../../src/engine/graph-file.js';
+import { decodeModel, encodeModel } from '../../src/engine/graph-rewrite.js';
 import { run } from '../../models/fetch.js';
 import { loadEvaluator } from '../../src/engine/index.js';
 import { fetchModel, HubFetchError } from '../../src/hub/fetch.js';
@@ -253,6 +256,43 @@ describe('models:fetch', () => {
     const help = await cli(['--help']);
     expect(help.code).toBe(0);
     expect(help.out).toContain('Usage: npm run models:fetch');
+  });
+
+  it('--variant q4f16 brings that file, its external data and chat_template.jinja, nothing of other variants; the engine answers', async () => {
+    const jinja = await ensureFlavor({ dtype: 'fp32', template: 'jinja' });
+    const q4f16 = await ensureFlavor({ dtype: 'q4f16' });
+    const src = path.join(tmp, 'src-q4f16');
+    await mkdir(path.join(src, 'onnx'), { recursive: true });
+    for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'onnx/model.onnx']) {
+      await writeFile(path.join(src, f), readFileSync(path.join(jinja, f)));
+    }
+    // As large exports ship: the graph in model_q4f16.onnx, its weights in model_q4f16.onnx_data.
+    const model = decodeModel(readFileSync(path.join(q4f16, 'onnx', 'model_q4f16.onnx')));
+    await externalize(model, path.join(src, 'onnx', 'model_q4f16.onnx_data'), 'model_q4f16.onnx_data');
+    await writeFile(path.join(src, 'onnx', 'model_q4f16.onnx'), encodeModel(model));
+    const repoCommit = hub.addRepo('acme/q4f16-tiny', src);
+
+    const r = await cli(['acme/q4f16-tiny', '--variant', 'q4f16', '--id', 'q']);
+    expect(r.code, r.err).toBe(0);
+    const dir = path.join(dest, 'acme', 'q4f16-tiny', repoCommit);
+    expect(await filesUnder(dir)).toEqual([
+      'chat_template.jinja',
+      'config.json',
+      'generation_config.json',
+      'onnx/model_q4f16.onnx',
+      'onnx/model_q4f16.onnx_data',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
+    const m = resolveModel(loadRegistry(registry), 'q')!;
+    expect(m.entry.variant).toBe('q4f16');
+    const evaluator = await loadEvaluator({ modelDir: m.dir, variant: m.entry.variant, threads: 1 });
+    try {
+      const a = (await evaluator.evaluate({ state: 'The parcel arrived late.', questions: { late: { type: 'noul', instructions: 'Was it late?' } } })).answers.late;
+      expect(a.type).toBe('noul');
+    } finally {
+      await evaluator.close();
+    }
   });
 
   it('fetches an Optimum export (model.onnx at the root) and an onnxruntime-genai build, and the engine loads both', async () => {
