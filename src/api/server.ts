@@ -5,7 +5,6 @@ import Fastify, { LogController, type FastifyError, type FastifyServerOptions, t
 import type { Registry } from '../registry.js';
 import { KeyStore, type ApiKey } from './auth.js';
 import type { ApiContext } from './context.js';
-import { depthErrors } from './body-depth.js';
 import { contentFree, errorResponse } from './error-table.js';
 import { ApiError, jsonInvalid } from './errors.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -178,8 +177,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     } catch {
       return done(new ApiError(422, [jsonInvalid(raw)]), undefined);
     }
-    const deep = depthErrors(body);
-    if (deep.length) return done(new ApiError(422, deep), undefined);
+    // The nesting bound is checked first thing in validation (request-validation.ts), one walk.
     done(null, body);
   });
 

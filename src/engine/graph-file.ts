@@ -16,11 +16,10 @@ import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/prom
 import { tmpdir } from 'node:os';
 import { once } from 'node:events';
 import { basename, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { decodeModel, encodeModel, externalFiles, REWRITE_VERSION, rewriteHead, type ModelProto } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
-import { workerExecArgv } from './worker-args.js';
+import { workerExecArgv, workerFile } from './worker-args.js';
 
 /** Initializers smaller than this stay inside the graph file. */
 const INLINE_BYTES = 1024;
@@ -36,9 +35,7 @@ const ALIGN = 4096;
 export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<string | undefined> {
   const found = (await targets(folder, cacheDir)).find((t) => existsSync(t));
   if (found) return found;
-  const js = fileURLToPath(new URL('./graph-file-worker.js', import.meta.url));
-  const file = existsSync(js) ? js : fileURLToPath(new URL('./graph-file-worker-tsx.mjs', import.meta.url));
-  const worker = new Worker(file, { workerData: { folder, vocab, cacheDir }, execArgv: workerExecArgv() });
+  const worker = new Worker(workerFile('graph-file-worker', import.meta.url), { workerData: { folder, vocab, cacheDir }, execArgv: workerExecArgv() });
   try {
     const [reply] = (await once(worker, 'message')) as [{ path?: string; error?: string }];
     if (reply.error !== undefined) throw new Error(reply.error);

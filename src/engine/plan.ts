@@ -45,7 +45,7 @@ export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts:
       return text;
     });
   } catch (error) {
-    if (error instanceof ContentTooLarge) throw new BudgetError('request', Math.floor(maxChars / codec.maxTokenBytes), budgets.request, true);
+    if (error instanceof ContentTooLarge) throw new BudgetError('request', budgets.request, budgets.request, true);
     throw error;
   }
   rejectOversized(stateText, userTexts, codec, budgets);

@@ -7,11 +7,9 @@
 // core for a forward pass, so more planning threads would only take turns with it. 0 plans on the
 // calling thread (library use that wants no threads).
 import { availableParallelism } from 'node:os';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { AbortedError, OverloadedError } from '../errors.js';
-import { workerExecArgv } from '../worker-args.js';
+import { workerExecArgv, workerFile } from '../worker-args.js';
 import { rebuild, type PlanFailure } from './failure.js';
 import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
@@ -48,15 +46,9 @@ export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads
   };
 }
 
-/** The worker's entry: compiled JavaScript when it exists, else the TypeScript source through tsx. */
-function workerFile(): string {
-  const js = fileURLToPath(new URL('./worker.js', import.meta.url));
-  return existsSync(js) ? js : fileURLToPath(new URL('./worker-tsx.mjs', import.meta.url));
-}
-
 export function workerPlanner(o: PlannerOptions): Planner {
   const pool = new Piscina({
-    filename: workerFile(),
+    filename: workerFile('worker', import.meta.url),
     minThreads: o.threads,
     maxThreads: o.threads,
     // Tokenizer loading is the worker's start-up cost: keep them.
