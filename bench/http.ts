@@ -54,7 +54,7 @@ async function startServer(ctx: BenchContext, dir: string, variant: 'fp32' | 'in
     JSON.stringify({ default: model, models: { [model]: { path: dir, variant, description: 'bench (synthetic)', release_date: '2026-01-01' } }, aliases: {} }),
   );
   const port = await freePort();
-  const args = ['--import', 'tsx', 'src/cli.ts', 'serve', '--port', String(port), '--registry', registry, '--threads', String(ctx.threads), '--log-level', 'warn', '--deadline-ms', '900000', '--rpm', '1000000', '--server-timing-engine'];
+  const args = ['bin/assay.js', 'serve', '--port', String(port), '--registry', registry, '--threads', String(ctx.threads), '--log-level', 'warn', '--deadline-ms', '900000', '--rpm', '1000000', '--server-timing-engine'];
   const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ASSAY_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
@@ -225,7 +225,7 @@ export async function httpSection(ctx: BenchContext): Promise<SectionResult> {
   return {
     id: 'http',
     title: '6. HTTP (autocannon against `assay serve`)',
-    config: { server: 'node --import tsx src/cli.ts serve (what npm start runs)', threads: ctx.threads, levels, quick: ctx.quick },
+    config: { server: 'node bin/assay.js serve (what npm start runs)', threads: ctx.threads, levels, quick: ctx.quick },
     results: { overhead: over, overheadSmallRequest: overSmall, load: loadRes },
     targets,
     notes: [

@@ -134,20 +134,25 @@ export function acceptedModelNames(registry: Registry): string[] {
  * Adds or replaces a versioned model (and points the given aliases at it), writing the file
  * atomically (temp file + rename). A relative `entry.path` is taken relative to the registry's folder.
  */
-export function registerModel(file: string, id: string, entry: ModelEntry, aliases: string[] = []): Registry {
+export function registerModel(file: string, id: string, entry: ModelEntry, aliases: string[] = [], makeDefault = false): Registry {
   const current: RegistryFile = existsSync(file)
     ? (({ file: _f, ...rest }) => rest)(loadRegistry(file))
     : { default: id, models: {}, aliases: {} };
   const next: RegistryFile = {
-    default: current.default,
+    default: makeDefault ? id : current.default,
     models: { ...current.models, [id]: entry },
     aliases: { ...current.aliases },
   };
   for (const a of aliases) next.aliases[a] = id;
   const checked = checkRegistry(next, file);
+  writeJsonAtomic(file, next);
+  return checked;
+}
+
+/** Writes JSON to a temp file beside `file`, then renames it into place: readers never see half a file. */
+export function writeJsonAtomic(file: string, data: unknown): void {
   mkdirSync(dirname(resolve(file)), { recursive: true });
   const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
-  writeFileSync(tmp, JSON.stringify(next, null, 2) + '\n');
+  writeFileSync(tmp, JSON.stringify(data, null, 2) + '\n');
   renameSync(tmp, file);
-  return checked;
 }

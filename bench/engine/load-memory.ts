@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, copyFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import onnxProto from 'onnx-proto';
-import { ensureSynthModel } from '../../models/ensure.js';
+import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
 
 const args = process.argv.slice(2);
 const repo = resolve(args[args.indexOf('--repo') + 1] && args.includes('--repo') ? args[args.indexOf('--repo') + 1] : '.');

@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { requestErrors } from '../api/request-validation.js';
 import { createModelPool } from '../api/model-pool.js';
-import { ensureSyntheticModels } from './synthetic.js';
+import { ensureSyntheticModels } from './models-synth.js';
 import { type Answer, type SystemOneRequest, type SystemOneResponse } from '../api/schemas.js';
 import { AssayClient } from '../client/index.js';
 import type { EvaluateRequest } from '../engine/index.js';

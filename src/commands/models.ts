@@ -1,5 +1,6 @@
 // assay models [--url URL] [--registry FILE] [--format json|table]
-// assay models fetch <owner/name> [...]   (= npm run models:fetch; see models/fetch.ts)
+// assay models fetch <owner/name> [...]   (models-fetch.ts)
+// assay models synth [...]                (models-synth.ts)
 //
 // Lists the model names: a running server's GET /v1/models (--url), or what a local registry
 // would list, with the versioned id and folder each name resolves to.
@@ -19,6 +20,8 @@ Lists the model names the \`model\` field accepts.
 
   assay models fetch <owner/name> [...]   download a Hugging Face ONNX export and register it
                                           (assay models fetch --help)
+  assay models synth [...]                write the synthetic models the registry declares, or
+                                          one shape (assay models synth --help)
 
 Without --url the list is what the server would list for a key allowed every model, and the
 table also shows the versioned id and folder behind each name.`;
@@ -26,7 +29,7 @@ table also shows the versioned id and folder behind each name.`;
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
   const io = resolveIo(ioOptions);
   if (argv[0] === 'fetch') {
-    const fetchCli = await import('../../models/fetch.js');
+    const fetchCli = await import('./models-fetch.js');
     return fetchCli.run(argv.slice(1), { env: io.env, stdout: ioOptions?.stdout, stderr: ioOptions?.stderr });
   }
   const parsed = parseCommand('models', argv, ['url', 'registry', 'format'], HELP, io);

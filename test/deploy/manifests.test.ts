@@ -156,11 +156,11 @@ describe('deploy/ manifests', () => {
     expect(svc.spec.ports.map((p: Obj) => p.name)).toContain(backend.port.name);
   });
 
-  it('the fetch Job runs models/fetch.ts into the volume the Deployment reads', () => {
+  it('the fetch Job runs `assay models fetch` (the compiled CLI) into the volume the Deployment reads', () => {
     const job = one('Job');
     const c = job.spec.template.spec.containers[0];
-    const script = c.command.find((s: string) => s.endsWith('.ts'));
-    expect(existsSync(path.join(root, script)), script).toBe(true);
+    expect(c.command).toEqual(['node', 'bin/assay.js', 'models', 'fetch']);
+    expect(existsSync(path.join(root, c.command[1]))).toBe(true);
     const registry = c.args[c.args.indexOf('--registry') + 1];
     const deployedRegistry = container.env.find((e: Obj) => e.name === 'ASSAY_REGISTRY').value;
     expect(registry).toBe(deployedRegistry);

@@ -6,9 +6,10 @@
 import { existsSync, readFileSync, readdirSync, renameSync, rmSync, mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GENERATOR_VERSION, synthesize, variantName, type ShapeName, type SynthDtype } from './synth.js';
+import { synthesize } from './folder.js';
+import { GENERATOR_VERSION, variantName, type ShapeName, type SynthDtype } from './shapes.js';
 
-export const GENERATED_DIR = fileURLToPath(new URL('./generated/', import.meta.url));
+export const GENERATED_DIR = fileURLToPath(new URL('../../../models/generated/', import.meta.url));
 
 export interface EnsureOptions {
   shape: ShapeName;

@@ -1,22 +1,22 @@
-// npm run models:fetch -- <repo id> [--revision R] [--variant V] [--subfolder DIR] [--id ID]
-//                         [--alias NAME]... [--default] [--registry FILE] [--dest DIR] [--description TEXT]
+// assay models fetch <repo id> [--revision R] [--variant V] [--subfolder DIR] [--id ID]
+//                    [--alias NAME]... [--default] [--registry FILE] [--dest DIR] [--description TEXT]
 //
 // Downloads an ONNX export (transformers.js, Optimum or onnxruntime-genai layout) into
 // models/hub/<owner>/<name>/<commit>/, resuming partial files and verifying each against the hub's
 // checksums, then registers the folder in the model registry under a versioned id. Honours
 // HF_ENDPOINT (a mirror or a local hub) and HF_TOKEN (private or gated repos).
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { fetchModel, formatBytes, HubFetchError, hubUrlFromEnv, VARIANTS, type FetchModelResult } from '../src/hub/fetch.js';
-import { parseVariant } from '../src/engine/variants.js';
-import { progressBar } from '../src/hub/progress.js';
-import { checkRegistry, DEFAULT_REGISTRY_FILE, registerModel, type RegistryFile } from '../src/registry.js';
+import { fetchModel, formatBytes, HubFetchError, hubUrlFromEnv, VARIANTS, type FetchModelResult } from '../tools/hub/fetch.js';
+import { parseVariant } from '../engine/variants.js';
+import { progressBar } from '../tools/hub/progress.js';
+import { DEFAULT_REGISTRY_FILE, registerModel } from '../registry.js';
 
-export const DEFAULT_DEST = fileURLToPath(new URL('./hub/', import.meta.url));
+/** models/hub/ of the package (the same depth from src/commands and dist/commands). */
+export const DEFAULT_DEST = fileURLToPath(new URL('../../models/hub/', import.meta.url));
 
-const USAGE = `Usage: npm run models:fetch -- <owner/name> [options]
+const USAGE = `Usage: assay models fetch <owner/name> [options]
 
 Downloads an ONNX decoder export and registers it in the model registry: a transformers.js /
 Optimum export (config.json, tokenizer and template files, and one variant's ONNX file under onnx/
@@ -116,7 +116,7 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
   } catch (e) {
     bar.done();
     if (e instanceof HubFetchError) {
-      stderr.write(`models:fetch: ${e.message}\n`);
+      stderr.write(`assay models fetch: ${e.message}\n`);
       return 1;
     }
     throw e;
@@ -141,34 +141,14 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
         release_date: result.lastModified,
       },
       o.alias ?? [],
+      o.default === true,
     );
-    if (o.default) setDefault(registry, id);
   } catch (e) {
-    stderr.write(`models:fetch: downloaded, but could not register it: ${(e as Error).message}\n`);
+    stderr.write(`assay models fetch: downloaded, but could not register it: ${(e as Error).message}\n`);
     return 1;
   }
   const aliasNote = [o.alias?.length ? `aliases: ${o.alias.join(', ')}` : '', o.default ? 'default' : ''].filter(Boolean).join('; ');
   log(`registered ${id}${aliasNote ? ` (${aliasNote})` : ''} in ${registry}`);
   stdout.write(`${JSON.stringify({ id, path: rel, dir: result.modelDir, commit: result.commit, variant: result.variant, layout: result.layout })}\n`);
   return 0;
-}
-
-/** Points the registry's "default" at id (registerModel leaves it alone), atomically. */
-function setDefault(file: string, id: string): void {
-  const data = JSON.parse(readFileSync(file, 'utf8')) as RegistryFile;
-  data.default = id;
-  checkRegistry(data, file);
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(data, null, 2)}\n`);
-  renameSync(tmp, file);
-}
-
-if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  run(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (e: unknown) => {
-      process.stderr.write(`models:fetch: ${(e as Error).stack ?? e}\n`);
-      process.exit(1);
-    },
-  );
 }

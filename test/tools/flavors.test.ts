@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureFlavor, type FlavorOptions } from '../../models/flavors.js';
+import { ensureFlavor, type FlavorOptions } from '../../src/tools/flavors.js';
 
 interface Case {
   flavor: FlavorOptions;

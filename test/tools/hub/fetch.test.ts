@@ -10,14 +10,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ensureSynthModel } from '../../models/ensure.js';
-import { ensureFlavor } from '../../models/flavors.js';
-import { externalize } from '../../src/engine/graph-file.js';
-import { decodeModel, encodeModel } from '../../src/engine/graph-rewrite.js';
-import { run } from '../../models/fetch.js';
-import { loadEvaluator } from '../../src/engine/index.js';
-import { fetchModel, HubFetchError } from '../../src/hub/fetch.js';
-import { loadRegistry, resolveModel } from '../../src/registry.js';
+import { ensureSynthModel } from '../../../src/tools/synth/ensure.js';
+import { ensureFlavor } from '../../../src/tools/flavors.js';
+import { externalize } from '../../../src/engine/graph-file.js';
+import { decodeModel, encodeModel } from '../../../src/engine/graph-rewrite.js';
+import { run } from '../../../src/commands/models-fetch.js';
+import { loadEvaluator } from '../../../src/engine/index.js';
+import { fetchModel, HubFetchError } from '../../../src/tools/hub/fetch.js';
+import { loadRegistry, resolveModel } from '../../../src/registry.js';
 import { FakeHub } from './hub-server.js';
 
 const REPO = 'acme/tiny-int8';
@@ -237,7 +237,7 @@ describe('models:fetch', () => {
     const io = { out: sink(), err: sink() };
     const code = await run([REPO, '--dest', dest, '--registry', registry], { env: { HF_ENDPOINT: endpoint }, stdout: io.out, stderr: io.err });
     expect(code).toBe(1);
-    expect(io.err.text()).toContain(`models:fetch: cannot reach ${endpoint} (ECONNREFUSED)`);
+    expect(io.err.text()).toContain(`assay models fetch: cannot reach ${endpoint} (ECONNREFUSED)`);
     expect(existsSync(registry)).toBe(false);
   });
 
@@ -255,7 +255,7 @@ describe('models:fetch', () => {
     expect(bad.err).toContain('--variant must be one of fp32, fp16, int8, uint8, quantized, q4, q4f16, bnb4 (q8 = quantized)');
     const help = await cli(['--help']);
     expect(help.code).toBe(0);
-    expect(help.out).toContain('Usage: npm run models:fetch');
+    expect(help.out).toContain('Usage: assay models fetch');
   });
 
   it('--variant q4f16 brings that file, its external data and chat_template.jinja, nothing of other variants; the engine answers', async () => {

