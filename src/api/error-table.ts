@@ -6,8 +6,9 @@
 // Any other error is logged by type and stack frames only: its message could quote the request.
 import type { FastifyError } from 'fastify';
 import { AbortedError, BudgetError, EngineError, ModelLoadError, OverloadedError } from '../engine/index.js';
-import { ApiError } from './errors.js';
-import { ModelUnavailableError } from './model-pool.js';
+import { InvalidRequestError, ModelForbiddenError } from '../protocol/errors.js';
+import { ApiError } from './api-error.js';
+import { ModelUnavailableError } from '../service/model-pool.js';
 
 export interface ErrorResponse {
   status: number;
@@ -31,6 +32,8 @@ type Row = [new (...args: never[]) => Error, (e: never, c: ErrorContext) => Erro
 
 const TABLE: Row[] = [
   [ApiError, (e: ApiError) => ({ status: e.statusCode, body: { detail: e.detail }, headers: e.headers })],
+  [InvalidRequestError, (e: InvalidRequestError) => ({ status: 422, body: { detail: e.detail } })],
+  [ModelForbiddenError, (e: ModelForbiddenError) => ({ status: 403, body: { detail: e.message } })],
   [
     BudgetError,
     (e: BudgetError) => ({

@@ -2,11 +2,7 @@
 // methods, status codes and model ids: never anything a request contained.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EngineStats } from '../engine/index.js';
-
-export interface EngineSnapshot {
-  model: string;
-  stats: EngineStats;
-}
+import type { EngineSnapshot } from '../service/model-pool.js';
 
 export interface Metrics {
   registry: Registry;

@@ -6,7 +6,7 @@ import {
   ModelMetadataListSchema,
   SystemOneRequestSchema,
   SystemOneResponseSchema,
-} from './schemas.js';
+} from '../protocol/schemas.js';
 
 export const OPENAPI_VERSION = '0.2.0';
 

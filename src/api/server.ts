@@ -6,9 +6,11 @@ import type { Registry } from '../registry.js';
 import { KeyStore, type ApiKey } from './auth.js';
 import type { ApiContext } from './context.js';
 import { contentFree, errorResponse } from './error-table.js';
-import { ApiError, jsonInvalid } from './errors.js';
+import { InvalidRequestError } from '../protocol/errors.js';
+import { jsonInvalid } from '../protocol/pydantic/json-decode.js';
+import { ApiError } from './api-error.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import type { ModelProvider } from './model-pool.js';
+import type { ModelProvider } from '../service/model-pool.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.js';
 import { modelsRoute } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
@@ -175,7 +177,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     try {
       body = JSON.parse(raw);
     } catch {
-      return done(new ApiError(422, [jsonInvalid(raw)]), undefined);
+      return done(new InvalidRequestError([jsonInvalid(raw)]), undefined);
     }
     // The nesting bound is checked first thing in validation (request-validation.ts), one walk.
     done(null, body);

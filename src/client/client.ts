@@ -7,7 +7,7 @@ import {
   type ModelMetadataList,
   type SystemOneRequest,
   type SystemOneResponse,
-} from '../api/schemas.js';
+} from '../protocol/schemas.js';
 import { AssayAbortError, AssayAPIError, AssayConnectionError, AssayError, AssayTimeoutError } from './errors.js';
 import { backoffDelayMs, isRetryableStatus, serverRetryDelayMs, sleep } from './retry.js';
 

@@ -20,7 +20,7 @@ export {
 } from './client.js';
 export { AssayAbortError, AssayAPIError, AssayConnectionError, AssayError, AssayTimeoutError } from './errors.js';
 export { backoffDelayMs, isRetryableStatus, serverRetryDelayMs } from './retry.js';
-export * as schemas from '../api/schemas.js';
+export * as schemas from '../protocol/schemas.js';
 export type {
   Answer,
   ChoiceAnswer,
@@ -37,4 +37,4 @@ export type {
   SystemOneResponse,
   Usage,
   ValidationError,
-} from '../api/schemas.js';
+} from '../protocol/schemas.js';

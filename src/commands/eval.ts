@@ -3,12 +3,13 @@
 // Evaluates questions against a state, either on a local engine (the registry's model, loaded in
 // this process) or on a running server (--url, through the client SDK), and prints the answers.
 import { readFile } from 'node:fs/promises';
-import { requestErrors } from '../api/request-validation.js';
-import { createModelPool } from '../api/model-pool.js';
-import { ensureSyntheticModels } from './models-synth.js';
-import { type Answer, type SystemOneRequest, type SystemOneResponse } from '../api/schemas.js';
 import { AssayClient } from '../client/index.js';
-import type { EvaluateRequest } from '../engine/index.js';
+import { InvalidRequestError } from '../protocol/errors.js';
+import type { Answer, SystemOneRequest, SystemOneResponse, ValidationError } from '../protocol/schemas.js';
+import { requestErrors } from '../protocol/validate.js';
+import { evaluateRequest } from '../service/evaluate.js';
+import { createModelPool } from '../service/model-pool.js';
+import { ensureSyntheticModels } from './models-synth.js';
 import { loadRegistry, resolveModel } from '../registry.js';
 import { describeError, parseCommand, registryFile, resolveIo, table, type CommandIo, type Io } from './common.js';
 
@@ -74,14 +75,11 @@ async function evaluateLocally(state: unknown, questions: unknown, model: string
   const name = model ?? registry.default;
   const resolved = resolveModel(registry, name);
   if (!resolved) return usage(io, `model "${name}" is not in the registry ${registry.file}`);
-  // The same validation the server does, reported the way it reports it (422 detail entries).
+  // The same validation the server does, reported the way it reports it (422 detail entries),
+  // before any model is loaded.
   const body = { state, model: name, questions };
   const invalid = requestErrors(body);
-  if (invalid.length) {
-    const lines = invalid.map((d) => `  ${d.loc.join('.')}: ${d.msg} (${d.type})`);
-    io.err(`assay eval: the request is not valid:\n${lines.join('\n')}\n`);
-    return 2;
-  }
+  if (invalid.length) return invalidRequest(io, invalid);
   const warned = new Set<string>();
   const pool = createModelPool(registry, {}, {
     info: () => {},
@@ -92,14 +90,21 @@ async function evaluateLocally(state: unknown, questions: unknown, model: string
   });
   try {
     await ensureSyntheticModels(registry, (line) => io.err(`assay eval: ${line}\n`), resolved.id);
-    const evaluator = await pool.load(resolved.id);
-    // The validated body itself, as the server passes it (zod's copy would drop __proto__ keys).
-    const request = body as SystemOneRequest;
-    const { answers, usage } = await evaluator.evaluate({ state: request.state, questions: request.questions } as EvaluateRequest);
-    return { model: resolved.id, answers, usage } as SystemOneResponse;
+    await pool.load(resolved.id);
+    // The server's own service function: validate, resolve, evaluate, check the answers.
+    return (await evaluateRequest({ registry, models: pool }, body)).response;
+  } catch (e) {
+    if (e instanceof InvalidRequestError) return invalidRequest(io, e.detail);
+    throw e;
   } finally {
     await pool.close();
   }
+}
+
+function invalidRequest(io: Io, detail: ValidationError[]): number {
+  const lines = detail.map((d) => `  ${d.loc.join('.')}: ${d.msg} (${d.type})`);
+  io.err(`assay eval: the request is not valid:\n${lines.join('\n')}\n`);
+  return 2;
 }
 
 async function readState(source: string, io: Io): Promise<unknown> {

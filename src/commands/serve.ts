@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ExecutionProvider } from '../engine/index.js';
 import { generateKey, keysFromList, loadKeysFile, type ApiKey } from '../api/auth.js';
-import { createModelPool, type PoolLog } from '../api/model-pool.js';
+import { createModelPool, type PoolLog } from '../service/model-pool.js';
 import { DEFAULT_BODY_LIMIT, DEFAULT_DEADLINE_MS, buildServer, type AssayServer } from '../api/server.js';
 import { DEFAULT_RATE_LIMITS } from '../api/rate-limit.js';
 import { loadRegistry } from '../registry.js';

@@ -1,62 +1,26 @@
-// The engine's public vocabulary: what the API layer sends in and gets back.
-// Nothing here mentions tensors; the API layer imports only this file and engine/index.ts.
+// The engine's public vocabulary: what the service layer sends in and gets back.
+// Nothing here mentions tensors; the layers above import only this file and engine/index.ts.
 
-/** A piece of text the caller sends: a string, a JSON object or an array (null where the spec allows it). */
-export type Content = string | { [key: string]: unknown } | unknown[];
+// The wire vocabulary (content, questions, answers, usage) is the protocol's: its zod schemas are
+// the single source, and the engine takes their inferred types as they are (types only: the
+// engine never runs zod).
+import type { Answer, SystemOneRequest, Usage } from '../protocol/schemas.js';
 
-export interface NoulQuestion {
-  type: 'noul';
-  instructions?: Content | null;
-  criteria?: { true?: Content | null; false?: Content | null } | null;
-}
+export type {
+  Answer,
+  ChoiceAnswer,
+  ChoiceQuestion,
+  Content,
+  NoulAnswer,
+  NoulQuestion,
+  Question,
+  ScoreAnswer,
+  ScoreQuestion,
+  Usage,
+} from '../protocol/schemas.js';
 
-export interface ChoiceQuestion {
-  type: 'choice';
-  instructions?: Content | null;
-  /** option name → description (null: the option is read by its name alone). 2..255 options. */
-  criteria: Record<string, Content | null>;
-}
-
-export interface ScoreQuestion {
-  type: 'score';
-  instructions?: Content | null;
-  /** level descriptions, level = position. 2..10 levels. */
-  criteria: Content[];
-}
-
-export type Question = NoulQuestion | ChoiceQuestion | ScoreQuestion;
-
-export interface NoulAnswer {
-  type: 'noul';
-  noul: number;
-}
-
-export interface ChoiceAnswer {
-  type: 'choice';
-  choice: string;
-  probabilities: Record<string, number>;
-  confidence: number;
-}
-
-export interface ScoreAnswer {
-  type: 'score';
-  score: number;
-  legend: Record<string, Content>;
-  probabilities: Record<string, number>;
-  confidence: number;
-}
-
-export type Answer = NoulAnswer | ChoiceAnswer | ScoreAnswer;
-
-export interface Usage {
-  input_tokens: number;
-  output_tokens: number;
-}
-
-export interface EvaluateRequest {
-  state: Content;
-  questions: Record<string, Question>;
-}
+/** What the engine evaluates: a request's state and questions (its model is chosen before). */
+export type EvaluateRequest = Pick<SystemOneRequest, 'state' | 'questions'>;
 
 export interface EvaluateOptions {
   /** Aborts the request: queued work is dropped, running work stops at the next pass. */

@@ -1,7 +1,7 @@
 // Answers: shapes and invariants of every type, invariance to question order and ids, and 60
 // concurrent requests over a real socket each getting their own answers. Real engine, tiny model.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SystemOneResponseSchema, type SystemOneResponse } from '../../src/api/schemas.js';
+import { SystemOneResponseSchema, type SystemOneResponse } from '../../src/protocol/schemas.js';
 import { auth, KEY, MODEL_ID, mixedRequest, startServer, type TestServer } from './helpers.js';
 
 let s: TestServer;

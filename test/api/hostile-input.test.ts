@@ -1,7 +1,7 @@
 // Hostile input shapes over a real socket: each gets its clear answer quickly, and /healthz keeps
 // answering within 250 ms throughout (nothing heavy runs on the event loop).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestErrors } from '../../src/api/request-validation.js';
+import { requestErrors } from '../../src/protocol/validate.js';
 import { auth, mixedRequest, startServer, type TestServer } from './helpers.js';
 
 let s: TestServer;

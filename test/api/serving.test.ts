@@ -4,7 +4,7 @@
 // stuck behind heavy ones.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/api/auth.js';
-import { createModelPool } from '../../src/api/model-pool.js';
+import { createModelPool } from '../../src/service/model-pool.js';
 import { EngineError } from '../../src/engine/index.js';
 import { checkRegistry } from '../../src/registry.js';
 import { auth, KEY, mixedRequest, OTHER_KEY, startServer, testKeys, withEvaluate, type TestServer } from './helpers.js';

@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/api/auth.js';
-import { SystemOneResponseSchema } from '../../src/api/schemas.js';
+import { SystemOneResponseSchema } from '../../src/protocol/schemas.js';
 import {
   AssayAbortError,
   AssayAPIError,

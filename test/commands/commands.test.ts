@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SystemOneResponseSchema } from '../../src/api/schemas.js';
+import { SystemOneResponseSchema } from '../../src/protocol/schemas.js';
 import { run as evalCmd } from '../../src/commands/eval.js';
 import { run as modelsCmd } from '../../src/commands/models.js';
 import { KEY, startServer, type TestServer } from '../api/helpers.js';

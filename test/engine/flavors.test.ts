@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
 import { ensureFlavor, type FlavorOptions } from '../../src/tools/flavors.js';
-import { createModelPool } from '../../src/api/model-pool.js';
+import { createModelPool } from '../../src/service/model-pool.js';
 import { loadEvaluator, type EvaluateResult, type Evaluator, type Question } from '../../src/engine/index.js';
 import { openModelFolder } from '../../src/engine/model-folder.js';
 import { ModelRunner } from '../../src/engine/runner.js';

@@ -2,11 +2,11 @@
 import type { FastifyInstance } from 'fastify';
 import { listModelNames, resolveModel } from '../../registry.js';
 import type { ApiContext } from '../context.js';
-import { guard, keyAllows } from '../guard.js';
-import { ModelMetadataListSchema, type ModelMetadataList } from '../schemas.js';
+import { admission, keyAllows } from '../admission.js';
+import { ModelMetadataListSchema, type ModelMetadataList } from '../../protocol/schemas.js';
 
 export function modelsRoute(app: FastifyInstance, ctx: ApiContext): void {
-  app.get('/v1/models', { onRequest: guard(ctx) }, async (req) => {
+  app.get('/v1/models', { onRequest: admission(ctx) }, async (req) => {
     const key = req.apiKey!;
     const models: ModelMetadataList['models'] = [];
     for (const name of listModelNames(ctx.registry)) {

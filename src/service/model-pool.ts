@@ -1,8 +1,13 @@
 // Loads evaluators for the registry's versioned ids in the background and keeps them; serving a
 // synthetic (random-weight) model is always announced with a loud warning.
-import { loadEvaluator, type EngineConfig, type Evaluator } from '../engine/index.js';
+import { loadEvaluator, type EngineConfig, type EngineStats, type Evaluator } from '../engine/index.js';
 import { resolveModel, type Registry } from '../registry.js';
-import type { EngineSnapshot } from './metrics.js';
+
+/** A loaded model's engine counters, for /metrics. */
+export interface EngineSnapshot {
+  model: string;
+  stats: EngineStats;
+}
 
 /** What the server needs from the models: an evaluator per versioned id. */
 export interface ModelProvider {
@@ -81,6 +86,8 @@ export function createModelPool(
   const slots = new Map<string, Slot>();
   const defaultId = resolveModel(registry, registry.default)?.id ?? registry.default;
   let closed = false;
+  /** Folders already announced as synthetic: once per folder, however many ids and aliases name it. */
+  const announced = new Set<string>();
 
   async function open(id: string): Promise<Evaluator> {
     const m = resolveModel(registry, id);
@@ -94,7 +101,10 @@ export function createModelPool(
       onWarning: (message) => log.warn({ model: id, reason: message }, 'model load fell back'),
     });
     log.info({ model: id, dir: m.dir, ms: Math.round(performance.now() - started) }, 'model loaded');
-    if (m.entry.synthetic || evaluator.synthetic) log.warn({ model: id }, SYNTHETIC_WARNING);
+    if ((m.entry.synthetic || evaluator.synthetic) && !announced.has(m.dir)) {
+      announced.add(m.dir);
+      log.warn({ model: id }, SYNTHETIC_WARNING);
+    }
     return evaluator;
   }
 

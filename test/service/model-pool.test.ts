@@ -2,7 +2,7 @@
 // whether the registry declares it or only the folder's own assay.json does.
 import { describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
-import { createModelPool, SYNTHETIC_WARNING } from '../../src/api/model-pool.js';
+import { createModelPool, SYNTHETIC_WARNING } from '../../src/service/model-pool.js';
 import { checkRegistry } from '../../src/registry.js';
 
 describe('model pool', () => {
@@ -19,6 +19,24 @@ describe('model pool', () => {
       expect(evaluator.synthetic).toBe(true);
       expect(pool.ready()).toBe(true);
       expect(warnings).toContain(SYNTHETIC_WARNING);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('announces a synthetic folder once, however many versioned ids and aliases name it', async () => {
+    const dir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
+    const entry = { path: dir, variant: 'fp32', description: 'tiny', release_date: '2026-11-22' };
+    const registry = checkRegistry(
+      { default: 'svc-a', models: { 'svc-a': entry, 'svc-b': entry }, aliases: { 'svc-latest': 'svc-a', 'svc-preview': 'svc-b' } },
+      '/tmp/assay-pool-registry.json',
+    );
+    const warnings: string[] = [];
+    const pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: (_o, m) => void warnings.push(m) });
+    try {
+      await pool.load('svc-a');
+      await pool.load('svc-b');
+      expect(warnings.filter((w) => w === SYNTHETIC_WARNING)).toHaveLength(1);
     } finally {
       await pool.close();
     }

@@ -1,9 +1,9 @@
-// onRequest guard of the v1 routes: bearer key (401), then the key's rate limits (429).
+// onRequest admission of the v1 routes: bearer key (401), then the key's rate limits (429).
 // Runs before the body is read, so rejected requests cost no parsing.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKey } from './auth.js';
 import type { ApiContext } from './context.js';
-import { ApiError } from './errors.js';
+import { ApiError } from './api-error.js';
 import { retryHeaders } from './rate-limit.js';
 
 export function limitsOf(key: ApiKey) {
@@ -14,7 +14,7 @@ export function rateKey(key: ApiKey): string {
   return key.hash.toString('hex');
 }
 
-export function guard(ctx: ApiContext) {
+export function admission(ctx: ApiContext) {
   return async function onRequest(req: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const header = req.headers.authorization;
     const key = ctx.keys.authenticate(header);

@@ -1,0 +1,103 @@
+// The one service function behind POST /v1/systemone and `assay eval`: validate → resolve the
+// model → authorize → evaluate → check the answers against the contract. HTTP (keys, limits,
+// headers, deadlines) stays in the route; files and flags stay in the command.
+import type { EvaluateResult } from '../engine/index.js';
+import { InvalidRequestError, ModelForbiddenError } from '../protocol/errors.js';
+import { SystemOneResponseSchema, type SystemOneRequest, type SystemOneResponse } from '../protocol/schemas.js';
+import { parseRequest } from '../protocol/validate.js';
+import { acceptedModelNames, resolveModel, type Registry } from '../registry.js';
+import type { ModelProvider } from './model-pool.js';
+
+export interface ServiceContext {
+  registry: Registry;
+  models: ModelProvider;
+}
+
+export interface Caller {
+  /** Whether the caller may use a model name (alias or versioned id) that resolves to `id`. Default: every model. */
+  allows?(name: string, id: string): boolean;
+  /** Aborts the evaluation (deadline, client gone), also while the model is still loading. */
+  signal?: AbortSignal;
+  /** The prefix cache scope of the caller (engine EvaluateOptions.cacheScope). */
+  cacheScope?: string;
+  /** Told the versioned id and the question count once the request is accepted (for logs). */
+  onAccepted?(facts: { model: string; questionCount: number }): void;
+}
+
+export interface Evaluation {
+  response: SystemOneResponse;
+  /** Time in the engine: queue wait and passes, ms. */
+  engineMs: number;
+}
+
+/** pydantic's wording for a value outside a set of literals: 'a', 'b' or 'c'. */
+function literalList(names: string[]): string {
+  const q = names.map((n) => `'${n}'`);
+  return q.length <= 1 ? (q[0] ?? "''") : `${q.slice(0, -1).join(', ')} or ${q[q.length - 1]}`;
+}
+
+/** Rejects with the signal's reason when it fires first (e.g. while a model is still loading). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** The engine's result must satisfy the response contract: one answer per question, same type. */
+function contractProblem(request: SystemOneRequest, response: SystemOneResponse): string | undefined {
+  const parsed = SystemOneResponseSchema.safeParse(response);
+  // Issue codes only: paths would carry question ids and option names into the logs.
+  if (!parsed.success) return `response schema: ${parsed.error.issues.map((i) => i.code).join(', ')}`;
+  const asked = Object.keys(request.questions);
+  const answered = Object.keys(response.answers);
+  if (asked.length !== answered.length) return `answered ${answered.length} of ${asked.length} questions`;
+  for (const id of asked) {
+    const a = response.answers[id];
+    const q = request.questions[id];
+    if (!a || !q || a.type !== q.type) return 'an answer is missing or has the wrong type';
+    if (a.type === 'choice' || a.type === 'score') {
+      const expected = q.type === 'choice' ? Object.keys(q.criteria) : q.type === 'score' ? q.criteria.map((_, i) => String(i)) : [];
+      const got = Object.keys(a.probabilities);
+      if (got.length !== expected.length || !expected.every((k) => k in a.probabilities)) return 'probability keys differ from the question';
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Answers a request body. Throws InvalidRequestError (422) for a body that breaks the contract or
+ * names an unknown model, ModelForbiddenError (403), the model provider's and the engine's errors
+ * as they are, and a plain Error when the engine's answer breaks the contract.
+ */
+export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller: Caller = {}): Promise<Evaluation> {
+  const parsed = parseRequest(body);
+  if (!parsed.ok) throw new InvalidRequestError(parsed.detail);
+  // zod has validated the raw body; the raw values go on (zod's copies would drop odd keys).
+  const { request } = parsed;
+
+  const resolved = resolveModel(ctx.registry, request.model);
+  if (!resolved) {
+    const names = acceptedModelNames(ctx.registry).filter((n) => {
+      const m = resolveModel(ctx.registry, n);
+      return m && (caller.allows?.(n, m.id) ?? true);
+    });
+    const expected = literalList(names);
+    throw new InvalidRequestError([{ type: 'literal_error', loc: ['body', 'model'], msg: `Input should be ${expected}`, input: request.model, ctx: { expected } }]);
+  }
+  if (caller.allows && !caller.allows(request.model, resolved.id)) throw new ModelForbiddenError(request.model);
+  caller.onAccepted?.({ model: resolved.id, questionCount: Object.keys(request.questions).length });
+
+  const evaluator = await untilAborted(ctx.models.get(resolved.id), caller.signal);
+  const started = performance.now();
+  const result: EvaluateResult = await evaluator.evaluate(request, { signal: caller.signal, cacheScope: caller.cacheScope });
+  const engineMs = performance.now() - started;
+
+  const response: SystemOneResponse = { model: resolved.id, answers: result.answers, usage: result.usage };
+  const problem = contractProblem(request, response);
+  if (problem) throw new Error(`engine result violates the response contract: ${problem}`);
+  return { response, engineMs };
+}
