@@ -6,12 +6,14 @@
 // not in debt, and its `usage.input_tokens` is charged afterwards (the bucket may go negative;
 // the next requests wait until it has refilled to zero).
 
+import { DEFAULTS } from '../defaults.js';
+
 export interface RateLimits {
   requestsPerMinute: number;
   inputTokensPerSecond: number;
 }
 
-export const DEFAULT_RATE_LIMITS: RateLimits = { requestsPerMinute: 1200, inputTokensPerSecond: 250_000 };
+export const DEFAULT_RATE_LIMITS: RateLimits = { requestsPerMinute: DEFAULTS.requestsPerMinute, inputTokensPerSecond: DEFAULTS.inputTokensPerSecond };
 
 class Bucket {
   private level: number;

@@ -2,6 +2,7 @@
 // keys), so tests build it in-process and `assay serve` builds it from configuration.
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyError, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { DEFAULTS } from '../defaults.js';
 import type { Registry } from '../registry.js';
 import { KeyStore, type ApiKey } from './auth.js';
 import type { ApiContext } from './context.js';
@@ -16,8 +17,6 @@ import { modelsRoute } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
 import { systemoneRoute } from './routes/systemone.js';
 
-export const DEFAULT_BODY_LIMIT = 8 * 1024 * 1024;
-export const DEFAULT_DEADLINE_MS = 120_000;
 
 export interface ServerOptions {
   registry: Registry;
@@ -28,8 +27,12 @@ export interface ServerOptions {
   deadlineMs?: number;
   /** Largest accepted body, bytes (413 above). */
   bodyLimit?: number;
+  /** Time a client gets to send its whole request, ms. */
+  requestTimeoutMs?: number;
   logLevel?: string;
-  /** Where log lines go (default stdout); tests pass a capturing stream. */
+  /** json (default): one JSON object per line; pretty: pino-pretty's colourised lines (for a terminal). */
+  logFormat?: 'json' | 'pretty';
+  /** Where log lines go (default stdout); tests pass a capturing stream (always JSON). */
   logStream?: LogStream;
   /** false: no logging at all. */
   logging?: boolean;
@@ -58,10 +61,15 @@ function errorSerializer(err: Error & { code?: string }) {
   return { type: err.name, code: err.code, ...(contentFree(err) ? { message: err.message } : {}), frames: frames.join('\n') };
 }
 
-export function loggerOptions(level = 'info', stream?: LogStream): Exclude<FastifyServerOptions['logger'], boolean | undefined> {
+export function loggerOptions(level = 'info', stream?: LogStream, format: 'json' | 'pretty' = 'json'): Exclude<FastifyServerOptions['logger'], boolean | undefined> {
+  // pino-pretty runs as pino's transport (a worker thread), so formatting costs the event loop nothing.
+  const pretty = format === 'pretty' && !stream;
   const options = {
     level,
     ...(stream ? { stream } : {}),
+    ...(pretty
+      ? { transport: { target: 'pino-pretty', options: { colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
+      : {}),
     // Zero data retention: requests are logged by id, route, status, timing and counts only.
     serializers: {
       req: (req: FastifyRequest) => ({ id: req.id, method: req.method }),
@@ -122,18 +130,18 @@ function notFound(req: FastifyRequest, reply: FastifyReply): FastifyReply {
 }
 
 export async function buildServer(options: ServerOptions): Promise<AssayServer> {
-  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const bodyLimit = options.bodyLimit ?? DEFAULTS.bodyLimit;
   let draining = false;
   const app = Fastify({
-    logger: options.logging === false ? false : loggerOptions(options.logLevel, options.logStream),
+    logger: options.logging === false ? false : loggerOptions(options.logLevel, options.logStream, options.logFormat),
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit,
     genReqId: (req) => {
       const h = req.headers['x-request-id'];
       return typeof h === 'string' && REQUEST_ID.test(h) ? h : `req_${randomUUID().replaceAll('-', '')}`;
     },
-    // A client gets 60 s to send its whole request (slowloris guard); evaluation is bounded by the deadline.
-    requestTimeout: 60_000,
+    // A client gets this long to send its whole request (slowloris guard); evaluation is bounded by the deadline.
+    requestTimeout: options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
     // Requests that still arrive while draining get our own 503 (see onRequest).
     return503OnClosing: false,
   });
@@ -145,7 +153,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     keys: new KeyStore(options.keys),
     limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.rateLimits }, options.now),
     metrics,
-    deadlineMs: options.deadlineMs ?? DEFAULT_DEADLINE_MS,
+    deadlineMs: options.deadlineMs ?? DEFAULTS.deadlineMs,
     prefixCacheScope: options.prefixCacheScope ?? 'key',
     serverTimingEngine: options.serverTimingEngine ?? false,
     draining: () => draining,

@@ -1,4 +1,5 @@
 // How an operator configures one loaded model. Defaults suit a 2-core CPU box.
+import { DEFAULTS as ALL } from '../defaults.js';
 
 export type ExecutionProvider = 'cpu' | 'cuda';
 
@@ -39,12 +40,13 @@ export interface EngineConfig {
   temperature?: number;
 }
 
+/** The engine's defaults (src/defaults.ts holds every default of the project). */
 export const DEFAULTS = {
-  threads: 0,
-  graphOptimization: 'all',
-  prefixCacheBytes: 256 * 1024 * 1024,
-  maxQueue: 64,
-  prefillChunk: 256,
-  requestTokenBudget: 64_000,
-  questionTokenBudget: 32_000,
+  threads: ALL.threads,
+  graphOptimization: ALL.graphOptimization,
+  prefixCacheBytes: ALL.prefixCacheBytes,
+  maxQueue: ALL.maxQueue,
+  prefillChunk: ALL.prefillChunk,
+  requestTokenBudget: ALL.requestTokenBudget,
+  questionTokenBudget: ALL.questionTokenBudget,
 } as const;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { DEFAULT_DEADLINE_MS } from '../../src/api/server.js';
+import { DEFAULTS } from '../../src/defaults.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const deployDir = path.join(root, 'deploy');
@@ -95,7 +95,7 @@ describe('deploy/ manifests', () => {
     const sleep = Number(preStop[1]);
     expect(sleep).toBeGreaterThan(0);
     const deadlineEnv = container.env.find((e: Obj) => e.name === 'ASSAY_DEADLINE_MS')?.value;
-    const drainS = Number(deadlineEnv ?? DEFAULT_DEADLINE_MS) / 1000;
+    const drainS = Number(deadlineEnv ?? DEFAULTS.deadlineMs) / 1000;
     const grace = pod.terminationGracePeriodSeconds;
     // The server cuts leftover connections at deadline + 10 s (README "Graceful shutdown").
     expect(grace).toBeGreaterThan(sleep + drainS + 10);

@@ -1,0 +1,113 @@
+// Every setting of `assay serve`, once: its flag, its environment variable, its type and bounds, its
+// default (from src/defaults.ts) and its documentation. `assay serve --help` and the README's
+// configuration table are generated from this schema (src/config/docs.ts; a test holds the README
+// to it), and src/config/load.ts parses flags and environment with it once, at startup.
+import { z } from 'zod';
+import { DEFAULTS } from '../defaults.js';
+
+export interface SettingMeta {
+  /** Long flag without dashes; a boolean setting that defaults to true is turned off by `--no-<flag>`. */
+  flag?: string;
+  env?: string;
+  /** What the flag takes (N, FILE, ...); absent for boolean switches. */
+  arg?: string;
+  doc: string;
+  /** How the default reads in the docs, when its value does not say it (e.g. a path). */
+  shownDefault?: string;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const TRUE = ['1', 'true', 'yes', 'on'];
+const FALSE = ['0', 'false', 'no', 'off'];
+
+/** An integer read from text, within bounds; the message names what was wrong. */
+function int(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return z
+    .union([z.number(), z.string()])
+    .transform((v, ctx) => {
+      const n = typeof v === 'number' ? v : /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
+      if (!Number.isSafeInteger(n) || n < min || n > max) {
+        ctx.addIssue({ code: 'custom', message: `must be an integer ${max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`}, got '${v}'` });
+        return z.NEVER;
+      }
+      return n;
+    });
+}
+
+/** A switch: a flag's true/false, or an environment variable's 1/true/yes/on or 0/false/no/off. */
+function bool() {
+  return z.union([z.boolean(), z.string()]).transform((v, ctx) => {
+    if (typeof v === 'boolean') return v;
+    const s = v.trim().toLowerCase();
+    if (TRUE.includes(s)) return true;
+    if (FALSE.includes(s)) return false;
+    ctx.addIssue({ code: 'custom', message: `must be one of ${[...TRUE, ...FALSE].join(', ')}, got '${v}'` });
+    return z.NEVER;
+  });
+}
+
+function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
+  return z.string().transform((v, ctx) => {
+    if ((values as readonly string[]).includes(v)) return v as T[number];
+    ctx.addIssue({ code: 'custom', message: `must be ${values.length === 2 ? `${values[0]} or ${values[1]}` : `one of ${values.join(', ')}`}, got '${v}'` });
+    return z.NEVER;
+  });
+}
+
+function text() {
+  return z.string().min(1, 'must not be empty');
+}
+
+const m = (meta: SettingMeta): SettingMeta & Record<string, unknown> => ({ ...meta });
+
+/** Settings in the order the help lists them. Every field is optional in input and has its default. */
+export const ServeSettingsSchema = z.strictObject({
+  host: text().default(DEFAULTS.host).meta(m({ flag: 'host', env: 'HOST', arg: 'H', doc: 'listen address (0.0.0.0 to expose)' })),
+  port: int(0, 65535).default(DEFAULTS.port).meta(m({ flag: 'port', env: 'PORT', arg: 'N', doc: 'listen port (0: any free port)' })),
+  registry: text().optional().meta(m({ flag: 'registry', env: 'ASSAY_REGISTRY', arg: 'FILE', doc: 'model registry', shownDefault: 'models/registry.json' })),
+  keysFile: text().optional().meta(m({ flag: 'keys-file', env: 'ASSAY_KEYS_FILE', arg: 'FILE', doc: 'JSON of SHA-256 key hashes with per-key models and limits' })),
+  apiKeys: z.string().optional().meta(m({ env: 'ASSAY_API_KEYS', doc: 'comma-separated API keys, all models, default limits (environment only); with no key configured, one is generated for the run and printed once' })),
+  requestsPerMinute: int(1).default(DEFAULTS.requestsPerMinute).meta(m({ flag: 'rpm', env: 'ASSAY_RATE_RPM', arg: 'N', doc: 'requests per minute per key' })),
+  inputTokensPerSecond: int(1).default(DEFAULTS.inputTokensPerSecond).meta(m({ flag: 'tps', env: 'ASSAY_RATE_TPS', arg: 'N', doc: 'input tokens per second per key' })),
+  threads: int(0).default(DEFAULTS.threads).meta(m({ flag: 'threads', env: 'ASSAY_THREADS', arg: 'N', doc: 'onnxruntime threads per model (0: one per core)' })),
+  prefixCacheBytes: int(0).default(DEFAULTS.prefixCacheBytes).meta(m({ flag: 'prefix-cache-bytes', env: 'ASSAY_PREFIX_CACHE_BYTES', arg: 'N', doc: 'cross-request prefix KV cache in bytes (256 MiB; 0: off)' })),
+  prefillChunk: int(0).default(DEFAULTS.prefillChunk).meta(m({ flag: 'prefill-chunk', env: 'ASSAY_PREFILL_CHUNK', arg: 'N', doc: 'prefill long prompts in chunks of N tokens (0: one pass)' })),
+  maxQueue: int(0).default(DEFAULTS.maxQueue).meta(m({ flag: 'max-queue', env: 'ASSAY_MAX_QUEUE', arg: 'N', doc: 'requests waiting per model before 529' })),
+  deadlineMs: int(1).default(DEFAULTS.deadlineMs).meta(m({ flag: 'deadline-ms', env: 'ASSAY_DEADLINE_MS', arg: 'N', doc: 'per-request deadline (model load wait, queue, evaluation) before 408' })),
+  requestTimeoutMs: int(1).default(DEFAULTS.requestTimeoutMs).meta(m({ flag: 'request-timeout-ms', env: 'ASSAY_REQUEST_TIMEOUT_MS', arg: 'N', doc: 'time a client gets to send its whole request (slowloris guard)' })),
+  bodyLimit: int(1).default(DEFAULTS.bodyLimit).meta(m({ flag: 'body-limit', env: 'ASSAY_BODY_LIMIT', arg: 'N', doc: 'largest request body in bytes before 413' })),
+  provider: oneOf(['cpu', 'cuda']).default(DEFAULTS.provider).meta(m({ flag: 'provider', env: 'ASSAY_PROVIDER', arg: 'cpu|cuda', doc: 'onnxruntime execution provider' })),
+  prefixCacheScope: oneOf(['key', 'shared'])
+    .default(DEFAULTS.prefixCacheScope)
+    .meta(m({ flag: 'prefix-cache-scope', env: 'ASSAY_PREFIX_CACHE_SCOPE', arg: 'key|shared', doc: 'key: each API key reuses only its own cached prefixes; shared: one prefix cache across keys (a key can then time whether another key sent a state recently)' })),
+  serverTimingEngine: bool().default(false).meta(m({ flag: 'server-timing-engine', env: 'ASSAY_SERVER_TIMING_ENGINE', doc: "add engine;dur= (queue + passes) to Server-Timing; off by default because it tells a prefix-cache hit from a miss" })),
+  graphRewrite: bool().default(true).meta(m({ flag: 'graph-rewrite', env: 'ASSAY_GRAPH_REWRITE', doc: 'the load-time graph rewrite (--no-graph-rewrite runs every export as is; per model: "graph_rewrite": false in the registry)' })),
+  logLevel: oneOf(LOG_LEVELS).default(DEFAULTS.logLevel).meta(m({ flag: 'log-level', env: 'ASSAY_LOG_LEVEL', arg: 'L', doc: `log level: ${LOG_LEVELS.join('|')}` })),
+  logFormat: oneOf(['json', 'pretty'])
+    .optional()
+    .meta(m({ flag: 'log-format', env: 'ASSAY_LOG_FORMAT', arg: 'json|pretty', doc: 'pretty: colourised lines for a person; json: one JSON object per line for a collector', shownDefault: 'pretty on a terminal, else json' })),
+});
+
+export type ServeSettings = z.output<typeof ServeSettingsSchema>;
+export type SettingName = keyof ServeSettings;
+
+export interface SettingInfo extends SettingMeta {
+  name: SettingName;
+  /** The default as the docs show it; undefined when there is none. */
+  shown?: string;
+  boolean: boolean;
+}
+
+/** Each setting with its metadata and default, in schema order. */
+export function settingsInfo(): SettingInfo[] {
+  return Object.entries(ServeSettingsSchema.shape).map(([name, schema]) => {
+    const meta = schema.meta() as unknown as SettingMeta;
+    const def = schema.def.type === 'default' ? (schema.def as { defaultValue: unknown }).defaultValue : undefined;
+    return {
+      ...meta,
+      name: name as SettingName,
+      shown: meta.shownDefault ?? (def === undefined ? undefined : String(def)),
+      boolean: meta.arg === undefined && meta.flag !== undefined,
+    };
+  });
+}

@@ -1,0 +1,31 @@
+// Every default of the server and the engine, in one place. A leaf module: every layer may read it.
+// The settings schema (src/config/settings.ts) documents each one and the README's configuration
+// table is generated from that schema.
+
+export const DEFAULTS = {
+  // HTTP
+  host: '127.0.0.1',
+  port: 8080,
+  /** Largest request body, bytes (413 above). */
+  bodyLimit: 8 * 1024 * 1024,
+  /** Per-request deadline: model load wait + queue + evaluation (408 past it). */
+  deadlineMs: 120_000,
+  /** Time a client gets to send its whole request (slowloris guard). */
+  requestTimeoutMs: 60_000,
+  // Per-key rate limits (SPEC §8)
+  requestsPerMinute: 1200,
+  inputTokensPerSecond: 250_000,
+  // Engine
+  provider: 'cpu',
+  /** onnxruntime intra-op threads; 0 = one per core. */
+  threads: 0,
+  graphOptimization: 'all',
+  prefixCacheBytes: 256 * 1024 * 1024,
+  maxQueue: 64,
+  prefillChunk: 256,
+  requestTokenBudget: 64_000,
+  questionTokenBudget: 32_000,
+  prefixCacheScope: 'key',
+  // Logs
+  logLevel: 'info',
+} as const;

@@ -1,0 +1,129 @@
+// One configuration: every setting of `assay serve` comes from one zod schema, parsed once into a
+// frozen object; the help text and the README table are generated from it; invalid values stop
+// the server at startup, naming the flag or variable; logs are pretty or JSON as asked.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { run as serveCmd, serveConfig } from '../../src/commands/serve.js';
+import { serveHelp } from '../../src/config/docs.js';
+import { ConfigError, loadServeSettings } from '../../src/config/load.js';
+import { settingsInfo } from '../../src/config/settings.js';
+import { withConfigTable } from '../../src/config/write-readme.js';
+import { ensureSynthModel } from '../../src/tools/synth/index.js';
+
+describe('serve settings', () => {
+  it('the README configuration table is the one the schema generates (npm run docs:config)', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    expect(withConfigTable(readme)).toBe(readme);
+  });
+
+  it('--help lists every setting with its flag, variable and default', () => {
+    const help = serveHelp();
+    for (const s of settingsInfo()) {
+      if (s.env) expect(help).toContain(s.env);
+      if (s.flag) expect(help).toContain(s.boolean && s.shown === 'true' ? `--no-${s.flag}` : `--${s.flag}`);
+    }
+    expect(help).toContain('(default 8080)');
+  });
+
+  it('parses once into a frozen object: defaults, environment, flags over environment', () => {
+    const d = loadServeSettings([], {});
+    if (d === 'help') throw new Error('help');
+    expect(Object.isFrozen(d)).toBe(true);
+    expect([d.host, d.port, d.graphRewrite, d.serverTimingEngine, d.prefixCacheScope, d.logFormat]).toEqual(['127.0.0.1', 8080, true, false, 'key', undefined]);
+    const e = loadServeSettings(['--no-graph-rewrite', '--log-format', 'json', '--port', '9001'], {
+      PORT: '7000',
+      ASSAY_SERVER_TIMING_ENGINE: 'yes',
+      ASSAY_GRAPH_REWRITE: '1',
+      ASSAY_PREFIX_CACHE_SCOPE: 'shared',
+      ASSAY_LOG_FORMAT: 'pretty',
+    });
+    if (e === 'help') throw new Error('help');
+    expect([e.port, e.graphRewrite, e.serverTimingEngine, e.prefixCacheScope, e.logFormat]).toEqual([9001, false, true, 'shared', 'json']);
+    expect(() => {
+      (e as { port: number }).port = 1;
+    }).toThrow(TypeError);
+  });
+
+  it('refuses invalid values, naming the flag or the environment variable', () => {
+    const refused = (argv: string[], env: Record<string, string> = {}) => {
+      try {
+        loadServeSettings(argv, env);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as Error).message;
+      }
+      throw new Error('accepted');
+    };
+    expect(refused(['--port', 'x'])).toBe("--port must be an integer from 0 to 65535, got 'x'");
+    expect(refused(['--port', '70000'])).toContain('--port must be an integer from 0 to 65535');
+    expect(refused([], { ASSAY_GRAPH_REWRITE: 'maybe' })).toBe("ASSAY_GRAPH_REWRITE must be one of 1, true, yes, on, 0, false, no, off, got 'maybe'");
+    expect(refused([], { ASSAY_PROVIDER: 'tpu' })).toBe("ASSAY_PROVIDER must be cpu or cuda, got 'tpu'");
+    expect(refused(['--rpm', '0'])).toContain('--rpm must be an integer >= 1');
+    expect(refused(['--log-format', 'xml'])).toContain('--log-format must be json or pretty');
+    expect(refused(['--nope'])).toContain("Unknown option '--nope'");
+  });
+
+  it('assay serve exits 2 at startup on an invalid value, before loading anything', async () => {
+    const err: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string) => {
+      err.push(String(chunk));
+      return true;
+    }) as typeof process.stderr.write;
+    const saved = process.env.ASSAY_MAX_QUEUE;
+    process.env.ASSAY_MAX_QUEUE = '-3';
+    try {
+      expect(await serveCmd([])).toBe(2);
+    } finally {
+      process.stderr.write = write;
+      if (saved === undefined) delete process.env.ASSAY_MAX_QUEUE;
+      else process.env.ASSAY_MAX_QUEUE = saved;
+    }
+    expect(err.join('')).toContain("assay serve: ASSAY_MAX_QUEUE must be an integer >= 0, got '-3'");
+  });
+
+  it('the serve config adds the keys: a generated one when none is configured', () => {
+    const c = serveConfig([], { ASSAY_API_KEYS: 'a,b' });
+    if (c === 'help') throw new Error('help');
+    expect([c.keys.length, c.generatedKey, Object.isFrozen(c)]).toEqual([2, undefined, true]);
+  });
+});
+
+describe('logs', () => {
+  /** Starts `assay serve` with the given flags, waits until it listens, stops it; returns its stdout. */
+  async function serveOutput(flags: string[]): Promise<string> {
+    const modelDir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
+    const registry = join(mkdtempSync(join(tmpdir(), 'assay-logs-')), 'registry.json');
+    writeFileSync(registry, JSON.stringify({ default: 'svc-1', models: { 'svc-1': { path: modelDir, description: 'tiny', release_date: '2026-11-22' } }, aliases: {} }));
+    const child = spawn(process.execPath, ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry, ...flags], {
+      env: { ...process.env, ASSAY_API_KEYS: 'log-key' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    const exited = new Promise<void>((r) => child.on('exit', () => r()));
+    try {
+      for (let i = 0; !/ready/.test(out); i++) {
+        if (child.exitCode !== null) throw new Error(`serve exited: ${out}`);
+        expect(i).toBeLessThan(600);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      child.kill('SIGTERM');
+    }
+    await exited;
+    return out;
+  }
+
+  it('--log-format pretty writes readable lines (pino-pretty), json writes one JSON object per line', async () => {
+    const pretty = await serveOutput(['--log-format', 'pretty']);
+    expect(pretty).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: Server listening at http:\/\/127\.0\.0\.1:\d+$/m);
+    expect(pretty).not.toMatch(/^\{"level"/m);
+    const json = await serveOutput([]); // stdout is a pipe here: JSON by default
+    const lines = json.split('\n').filter((l) => l.startsWith('{'));
+    expect(lines.some((l) => (JSON.parse(l) as { msg?: string }).msg === 'ready')).toBe(true);
+  });
+});
