@@ -98,13 +98,13 @@ export function loadRegistry(file: string = DEFAULT_REGISTRY_FILE): Registry {
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    throw new Error(`model registry ${file}: cannot read (${(e as Error).message})`);
+    throw new Error(`model registry ${file}: cannot read (${(e as Error).message})`, { cause: e });
   }
   let data: unknown;
   try {
     data = JSON.parse(text);
   } catch (e) {
-    throw new Error(`model registry ${file}: not valid JSON (${(e as Error).message})`);
+    throw new Error(`model registry ${file}: not valid JSON (${(e as Error).message})`, { cause: e });
   }
   return checkRegistry(data, file);
 }

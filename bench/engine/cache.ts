@@ -18,9 +18,9 @@ export async function cacheSection(ctx: BenchContext): Promise<SectionResult> {
   const cold = await loadEvaluator({ modelDir: dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 0 });
   const warm = await loadEvaluator({ modelDir: dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 256 * 1024 * 1024 });
   let samples: Record<string, number[]>;
-  let hits = 0;
-  let misses = 0;
-  let same = true;
+  let hits: number;
+  let misses: number;
+  let same: boolean;
   try {
     const a = await cold.evaluate(request);
     const b = await warm.evaluate(request); // fills the cache

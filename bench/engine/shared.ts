@@ -6,7 +6,7 @@
 // cache off, so nothing carries over between requests. Each round times the shared requests and
 // every single question once, interleaved; independent(k) = the sum of the first k single-question
 // times of that round, and the ratio is taken per round.
-import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
+import { loadEvaluator, type Question } from '../../src/engine/index.js';
 import { TextCodec } from '../../src/engine/tokenizer.js';
 import type { ShapeName, SynthDtype } from '../../src/tools/synth/index.js';
 import { table, ms, ratio, type BenchContext, type SectionResult, type Target } from '../lib/context.js';

@@ -53,7 +53,7 @@ export interface AssayServer extends FastifyInstance {
   assay: { metrics: Metrics; draining(): boolean };
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:@\-]{1,128}$/;
+const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /** Stack frames only, plus the message of content-free (engine, runtime) errors: other messages may quote request content. */
 function errorSerializer(err: Error & { code?: string }) {

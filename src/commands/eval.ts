@@ -128,7 +128,7 @@ async function readQuestions(file: string): Promise<unknown> {
   try {
     v = JSON.parse(text);
   } catch (e) {
-    throw new Error(`--questions ${file} is not JSON: ${(e as Error).message}`);
+    throw new Error(`--questions ${file} is not JSON: ${(e as Error).message}`, { cause: e });
   }
   // A whole request body: take its questions (a question keyed "questions" has a "type").
   if (v && typeof v === 'object' && !Array.isArray(v)) {

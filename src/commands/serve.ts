@@ -59,10 +59,11 @@ export async function run(argv: string[]): Promise<number> {
     return 1;
   }
 
-  let app: AssayServer | undefined;
+  // The pool logs through the server's logger, which exists once the server is built.
+  const logger: { app?: AssayServer } = {};
   const log: PoolLog = {
-    info: (o, m) => app?.log.info(o, m),
-    warn: (o, m) => app?.log.warn(o, m),
+    info: (o, m) => logger.app?.log.info(o, m),
+    warn: (o, m) => logger.app?.log.warn(o, m),
   };
   const pool = createModelPool(
     registry,
@@ -76,7 +77,7 @@ export async function run(argv: string[]): Promise<number> {
     },
     log,
   );
-  app = await buildServer({
+  const app = await buildServer({
     registry,
     models: pool,
     keys: config.keys,
@@ -98,6 +99,7 @@ export async function run(argv: string[]): Promise<number> {
     );
   }
 
+  logger.app = app;
   const server = app;
   const stopped = new Promise<number>((resolve) => {
     let stopping = false;

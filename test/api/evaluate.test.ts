@@ -12,7 +12,7 @@ afterAll(async () => {
   await s?.close();
 });
 
-type Req = ReturnType<typeof mixedRequest> | { state: unknown; model: string; questions: Record<string, any> };
+type Req = ReturnType<typeof mixedRequest> | { state: unknown; model: string; questions: Record<string, unknown> };
 
 async function evaluate(body: Req) {
   const res = await s.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: body });

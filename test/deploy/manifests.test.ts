@@ -10,7 +10,6 @@ import { DEFAULTS } from '../../src/defaults.js';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const deployDir = path.join(root, 'deploy');
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Obj = any;
 
 function loadAll(): { file: string; doc: Obj }[] {

@@ -3,7 +3,7 @@
 // The folder is written under a temporary name and renamed into place only when complete (its
 // assay.json, written last, says so), so concurrent callers and interrupted runs never see a
 // half-written model: a loser of the rename race discards its copy and uses the winner's.
-import { existsSync, readFileSync, readdirSync, renameSync, rmSync, mkdirSync } from 'node:fs';
+import { readFileSync, readdirSync, renameSync, rmSync, mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { synthesize } from './folder.js';

@@ -1,0 +1,42 @@
+// Lint: typescript-eslint with type information, on src/, test/ and bench/ (npm run lint; CI runs it
+// before the tests). Besides the recommended rules: promises must be awaited or handled, never
+// passed where a callback's result is ignored, and a switch over a union must cover every member.
+// The layer rules keep imports flowing one way (README "Architecture").
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+/** Imports a layer may not make: lower layers never import upper ones. */
+const LAYERS = {
+  'src/protocol/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/client/**', '**/config/**'],
+  'src/engine/**': ['**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/client/**', '**/config/**', '**/registry.js'],
+  'src/service/**': ['**/api/**', '**/commands/**', '**/tools/**', '**/client/**', '**/config/**'],
+  'src/api/**': ['**/commands/**', '**/tools/**', '**/client/**', '**/config/**'],
+  'src/client/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/config/**'],
+  'src/tools/**': ['**/service/**', '**/api/**', '**/commands/**', '**/client/**'],
+};
+
+export default tseslint.config(
+  { ignores: ['dist/', 'node_modules/', 'models/generated/', 'models/hub/', 'coverage/', '**/*.mjs', 'bin/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
+      '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
+      '@typescript-eslint/await-thenable': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
+      'no-constant-condition': ['error', { checkLoops: false }],
+    },
+  },
+  // Tests read response bodies of any shape.
+  { files: ['test/**/*.ts'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },
+  ...Object.entries(LAYERS).map(([files, patterns]) => ({
+    files: [files.replace('/**', '/**/*.ts')],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: patterns, message: 'lower layers never import upper ones (README "Architecture")' }] }] },
+  })),
+  { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+);
