@@ -2,14 +2,15 @@
 //
 // Evaluates questions against a state, either on a local engine (the registry's model, loaded in
 // this process) or on a running server (--url, through the client SDK), and prints the answers.
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { AssayClient } from '../client/index.js';
 import { InvalidRequestError } from '../protocol/errors.js';
 import type { Answer, SystemOneRequest, SystemOneResponse, ValidationError } from '../protocol/schemas.js';
 import { requestErrors } from '../protocol/validate.js';
 import { evaluateRequest } from '../service/evaluate.js';
 import { createModelPool } from '../service/model-pool.js';
-import { ensureSyntheticModels } from './models-synth.js';
 import { loadRegistry, resolveModel } from '../registry.js';
 import { describeError, parseCommand, registryFile, resolveIo, table, type CommandIo, type Io } from './common.js';
 
@@ -89,7 +90,12 @@ async function evaluateLocally(state: unknown, questions: unknown, model: string
     },
   });
   try {
-    await ensureSyntheticModels(registry, (line) => io.err(`assay eval: ${line}\n`), resolved.id);
+    // A synthetic model the registry declares is generated on first use (the generator is loaded
+    // only then: a production image leaves it out).
+    if (resolved.entry.synthetic && !existsSync(join(resolved.dir, 'assay.json'))) {
+      const { ensureSyntheticModels } = await import('./models-synth.js');
+      await ensureSyntheticModels(registry, (line) => io.err(`assay eval: ${line}\n`), resolved.id);
+    }
     await pool.load(resolved.id);
     // The server's own service function: validate, resolve, evaluate, check the answers.
     return (await evaluateRequest({ registry, models: pool }, body)).response;

@@ -28,9 +28,20 @@ table also shows the versioned id and folder behind each name.`;
 
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
   const io = resolveIo(ioOptions);
+  // Loaded on demand: listing models never loads the hub client or the generator.
   if (argv[0] === 'fetch') {
     const fetchCli = await import('./models-fetch.js');
     return fetchCli.run(argv.slice(1), { env: io.env, stdout: ioOptions?.stdout, stderr: ioOptions?.stderr });
+  }
+  if (argv[0] === 'synth') {
+    let synth: typeof import('./models-synth.js');
+    try {
+      synth = await import('./models-synth.js');
+    } catch (e) {
+      io.err(`assay models synth: the synthetic model generator is not in this build (the production image leaves it out): ${(e as Error).message}\n`);
+      return 1;
+    }
+    return synth.run(argv.slice(1), ioOptions);
   }
   const parsed = parseCommand('models', argv, ['url', 'registry', 'format'], HELP, io);
   if (typeof parsed === 'number') return parsed;

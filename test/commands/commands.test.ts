@@ -1,6 +1,6 @@
 // `assay eval` and `assay models`, called through run() with captured output: the local engine
 // on a registry of the tiny synthetic model, and the same through a real server (--url).
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -186,5 +186,27 @@ describe('assay models', () => {
     const help = await modelsRun(['--help']);
     expect(help.code).toBe(0);
     expect(help.out).toContain('assay models fetch');
+  });
+
+  it('synth: writes the synthetic models a registry declares when their folder is missing, once', async () => {
+    const reg = path.join(tmp, 'synth-registry.json');
+    await writeFile(
+      reg,
+      JSON.stringify({
+        default: 'svc-s',
+        models: { 'svc-s': { path: 'made/tiny', synthetic: { shape: 'tiny', dtype: 'fp32' }, description: 'tiny', release_date: '2026-11-22' } },
+        aliases: {},
+      }),
+    );
+    const first = await modelsRun(['synth', '--registry', reg]);
+    expect(first.code).toBe(0);
+    expect(first.err).toContain('model svc-s: folder');
+    const manifest = JSON.parse(await readFile(path.join(tmp, 'made', 'tiny', 'assay.json'), 'utf8')) as { synthetic: boolean; shape: string };
+    expect(manifest).toMatchObject({ synthetic: true, shape: 'tiny' });
+    const again = await modelsRun(['synth', '--registry', reg]);
+    expect([again.code, again.err]).toEqual([0, '']);
+    const bad = await modelsRun(['synth', '--shape', 'huge']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--shape must be one of tiny, qwen2.5-0.5b, qwen3-0.6b');
   });
 });
