@@ -140,9 +140,9 @@ async function overhead(ctx: BenchContext, requestsCount: number, small: boolean
     http: roundSummary(summarize(http), 2),
     engine: roundSummary(summarize(engine), 2),
     /** The server's own time outside the engine: server-timing total − engine. */
-    overhead: roundSummary(summarize(total.map((t, i) => t - engine[i])), 2),
+    overhead: roundSummary(summarize(total.map((t, i) => t - engine[i]!)), 2),
     /** What the client sees outside the engine (adds the socket and the client's own HTTP stack). */
-    clientOverhead: roundSummary(summarize(http.map((h, i) => h - engine[i])), 2),
+    clientOverhead: roundSummary(summarize(http.map((h, i) => h - engine[i]!)), 2),
   };
 }
 
@@ -157,7 +157,7 @@ async function load(ctx: BenchContext, shape: 'tiny' | 'qwen2.5-0.5b', levels: A
   let next = 0;
   try {
     const startMem = server.memory();
-    for (let i = 0; i < 2; i++) await (await post(server, bodies[next++])).arrayBuffer(); // warm-up
+    for (let i = 0; i < 2; i++) await (await post(server, bodies[next++]!)).arrayBuffer(); // warm-up
     for (const level of levels) {
       ctx.log(`  ${shape}-${dtype}: concurrency ${level.connections}, ${level.amount} requests`);
       let inputTokens = 0;

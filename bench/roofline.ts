@@ -33,14 +33,19 @@ export interface LayerShape {
 }
 
 export function layerShape(config: Record<string, number>): LayerShape {
-  const heads = config.num_attention_heads;
-  const headDim = config.head_dim ?? config.hidden_size / heads;
+  const field = (name: string): number => {
+    const v = config[name];
+    if (v === undefined) throw new Error(`config.json has no ${name}`);
+    return v;
+  };
+  const heads = field('num_attention_heads');
+  const headDim = config.head_dim ?? field('hidden_size') / heads;
   return {
-    hidden: config.hidden_size,
-    kvDim: config.num_key_value_heads * headDim,
-    intermediate: config.intermediate_size,
-    layers: config.num_hidden_layers,
-    vocab: config.vocab_size,
+    hidden: field('hidden_size'),
+    kvDim: field('num_key_value_heads') * headDim,
+    intermediate: field('intermediate_size'),
+    layers: field('num_hidden_layers'),
+    vocab: field('vocab_size'),
     heads,
   };
 }
@@ -78,7 +83,7 @@ export function linearGraph(s: LayerShape, kernel: Kernel): Uint8Array {
     for (let i = 0; i < n; i++) a[i] = (Math.imul(i + k, 2654435761) >>> 24) - 128;
     return a;
   };
-  const dq = new Map<string, string[]>();
+  const dq = new Map<string, [string, string, string]>();
   for (const [name, inDim, outDim, from] of weights(s)) {
     const input = from === 'x' ? x : y;
     let out: string;
@@ -94,7 +99,7 @@ export function linearGraph(s: LayerShape, kernel: Kernel): Uint8Array {
       } else {
         let d = dq.get(input);
         if (!d) {
-          d = g.node('DynamicQuantizeLinear', [input], { outputs: [`${input}_q`, `${input}_s`, `${input}_zp`] });
+          d = g.node('DynamicQuantizeLinear', [input], { outputs: [`${input}_q`, `${input}_s`, `${input}_zp`] }) as [string, string, string];
           dq.set(input, d);
         }
         const mi = g.op('MatMulInteger', [d[0], wq, d[2], wzp]);
@@ -126,7 +131,7 @@ async function kernelGflops(ctx: BenchContext, s: LayerShape, kernel: Kernel, m:
   });
   await bench.run();
   await session.release();
-  const result = bench.tasks[0].result;
+  const result = bench.tasks[0]!.result;
   if (result.state !== 'completed') throw new Error(`roofline ${kernel}: ${result.state}`);
   const flops = 2 * m * layerWeights(s);
   const lat = result.latency;
@@ -164,9 +169,9 @@ export async function rooflineSection(ctx: BenchContext): Promise<SectionResult>
   try {
     for (const n of lengths) {
       const input = ids.slice(0, n);
-      await runner.forward(input, null, [[input[0]]], false); // warm-up (pages the weights in, sizes the arena)
+      await runner.forward(input, null, [[input[0]!]], false); // warm-up (pages the weights in, sizes the arena)
       const samples: number[] = [];
-      for (let r = 0; r < rounds; r++) samples.push(await timeMs(() => runner.forward(input, null, [[input[0]]], false)));
+      for (let r = 0; r < rounds; r++) samples.push(await timeMs(() => runner.forward(input, null, [[input[0]!]], false)));
       const t = summarize(samples);
       // Attention as the graph computes it (plain ops, full N × N scores, masked): QKᵀ and PV.
       const attention = 4 * s.layers * n * n * s.hidden;
@@ -191,7 +196,7 @@ export async function rooflineSection(ctx: BenchContext): Promise<SectionResult>
     p.parameterGflops = round((2 * manifest.parameters * (p.tokensPerSecond as number)) / 1e9, 1);
     p.fractionByParameters = round((p.parameterGflops as number) / ceiling, 3);
   }
-  const p512 = prefill[0];
+  const p512 = prefill[0]!;
   const targets: Target[] = [{
     name: `prefill ${p512.tokens} tokens vs the int8 MatMul ceiling (2 × parameters FLOPs per token)`,
     goal: '≥ 70%',

@@ -41,7 +41,7 @@ async function main(args: string[]): Promise<number> {
     ctx.log(`[${id}]`);
     const s0 = performance.now();
     try {
-      results.push(await (await SECTIONS[id]())(ctx));
+      results.push(await (await SECTIONS[id]!())(ctx));
     } catch (error) {
       const message = (error as Error).stack ?? String(error);
       ctx.log(`  FAILED: ${message}`);

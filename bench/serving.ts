@@ -165,7 +165,7 @@ export async function servingSection(ctx: BenchContext): Promise<SectionResult> 
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
-  const repo = args.includes('--repo') ? resolve(args[args.indexOf('--repo') + 1]) : ROOT;
+  const repo = args.includes('--repo') ? resolve(args[args.indexOf('--repo') + 1] ?? '.') : ROOT;
   const ctx = createContext({ quick: args.includes('--quick') });
   const url = args.includes('--url') ? args[args.indexOf('--url') + 1] : undefined;
   const r = await measureServing(ctx, repo, url);

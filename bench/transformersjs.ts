@@ -56,13 +56,13 @@ export async function transformersSection(ctx: BenchContext): Promise<SectionRes
 
   const codec = await TextCodec.load(dir);
   const folder = await openModelFolder(dir, 'int8');
-  const endToken = codec.eosTokenId ?? folder.eosTokenIds[0];
+  const endToken = codec.eosTokenId ?? folder.eosTokenIds[0]!;
   const ev = await loadEvaluator({ modelDir: dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 0 });
 
   const ids = (a: number[]) => new Tensor('int64', BigInt64Array.from(a, BigInt), [1, a.length]);
   const ones = (n: number) => new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]);
   const lastRow = (logits: TjsTensor) => {
-    const [, n, v] = logits.dims;
+    const [, n = 0, v = 0] = logits.dims;
     return (logits.data as Float32Array).subarray((n - 1) * v, n * v);
   };
   const rows: Array<Record<string, unknown>> = [];
@@ -75,12 +75,13 @@ export async function transformersSection(ctx: BenchContext): Promise<SectionRes
       const prompts = plan.questions.map((q) => [...plan.prefix, ...q.suffix]);
       const starts = plan.questions.map((q) => firstTokens(q.labels));
       const sink: number[] = [];
-      const read = (row: Float32Array, tokens: number[]) => sink.push(...tokens.map((t) => row[t]));
+      const read = (row: Float32Array, tokens: number[]) => sink.push(...tokens.map((t) => row[t]!));
 
       const naive = async () => {
         for (let i = 0; i < c.naiveQuestions; i++) {
-          const out = await model({ input_ids: ids(prompts[i]), attention_mask: ones(prompts[i].length) });
-          read(lastRow(out.logits), starts[i]);
+          const prompt = prompts[i]!;
+          const out = await model({ input_ids: ids(prompt), attention_mask: ones(prompt.length) });
+          read(lastRow(out.logits!), starts[i]!);
         }
       };
       const cached = async () => {
@@ -89,9 +90,9 @@ export async function transformersSection(ctx: BenchContext): Promise<SectionRes
         for (const [k, v] of Object.entries(pre)) if (k.startsWith('present')) entries[k.replace('present', 'past_key_values')] = v;
         const cache = new DynamicCache(entries as never);
         for (let i = 0; i < plan.questions.length; i++) {
-          const suffix = plan.questions[i].suffix;
+          const suffix = plan.questions[i]!.suffix;
           const out = await model({ input_ids: ids(suffix), attention_mask: ones(plan.prefix.length + suffix.length), past_key_values: cache });
-          read(lastRow(out.logits), starts[i]);
+          read(lastRow(out.logits!), starts[i]!);
         }
       };
       const ours = () => ev.evaluate({ state, questions });
@@ -118,17 +119,17 @@ export async function transformersSection(ctx: BenchContext): Promise<SectionRes
         // Numerics: our raw logits for one whole prompt vs transformers.js's, every position.
         const runner = await ModelRunner.create(folder, { modelDir: dir, threads: ctx.threads });
         try {
-          const prompt = prompts[0];
+          const prompt = prompts[0]!;
           const mine = await runner.logits(prompt);
-          const theirs = (await model({ input_ids: ids(prompt), attention_mask: ones(prompt.length) })).logits;
-          const v = theirs.dims[2];
+          const theirs = (await model({ input_ids: ids(prompt), attention_mask: ones(prompt.length) })).logits!;
+          const v = theirs.dims[2]!;
           let maxAbs = 0;
           let maxLogit = 0;
           for (let p = 0; p < prompt.length; p++) {
             const t = (theirs.data as Float32Array).subarray(p * v, (p + 1) * v);
             for (let j = 0; j < v; j++) {
-              maxAbs = Math.max(maxAbs, Math.abs(t[j] - mine[p][j]));
-              maxLogit = Math.max(maxLogit, Math.abs(t[j]));
+              maxAbs = Math.max(maxAbs, Math.abs(t[j]! - mine[p]![j]!));
+              maxLogit = Math.max(maxLogit, Math.abs(t[j]!));
             }
           }
           check = { promptTokens: prompt.length, positions: prompt.length, vocab: v, maxAbsDiff: maxAbs, maxAbsLogit: round(maxLogit, 2) };
@@ -142,7 +143,7 @@ export async function transformersSection(ctx: BenchContext): Promise<SectionRes
     await model.dispose();
   }
   void ort;
-  const head = rows.find((r) => r.stateTokens === 2000) ?? rows[rows.length - 1];
+  const head = rows.find((r) => r.stateTokens === 2000) ?? rows[rows.length - 1]!;
   const vsNaive = head.speedupVsNaive as ReturnType<typeof pairedRatio>;
   const vsCache = head.speedupVsCache as ReturnType<typeof pairedRatio>;
   const label = `${head.stateTokens} tokens × ${head.questions} questions`;

@@ -25,7 +25,7 @@ export async function workloadsSection(ctx: BenchContext): Promise<SectionResult
   try {
     for (const [name, requests] of sets) {
       ctx.log(`  ${name}: ${requests.length - 1} requests`);
-      await ev.evaluate(requests[0]); // warm-up
+      await ev.evaluate(requests[0]!); // warm-up
       const latencies: number[] = [];
       let inputTokens = 0;
       let questions = 0;

@@ -17,7 +17,7 @@ export async function cacheSection(ctx: BenchContext): Promise<SectionResult> {
   ctx.log(`  state ${stateTokens} tokens × 4 questions, ${rounds} rounds`);
   const cold = await loadEvaluator({ modelDir: dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 0 });
   const warm = await loadEvaluator({ modelDir: dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 256 * 1024 * 1024 });
-  let samples: Record<string, number[]>;
+  let samples: Record<'cold' | 'hit', number[]>;
   let hits: number;
   let misses: number;
   let same: boolean;

@@ -12,7 +12,7 @@ import onnxProto from 'onnx-proto';
 import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
 
 const args = process.argv.slice(2);
-const repo = resolve(args[args.indexOf('--repo') + 1] && args.includes('--repo') ? args[args.indexOf('--repo') + 1] : '.');
+const repo = resolve((args.includes('--repo') ? args[args.indexOf('--repo') + 1] : undefined) ?? '.');
 
 /** A copy of the external-data int8 export with every weight inline: one .onnx file. */
 function singleFile(source: string, out: string): string {

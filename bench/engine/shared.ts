@@ -52,13 +52,13 @@ export async function measureShared(
       const maxQ = Math.max(...c.questionCounts);
       const all = mixedQuestions(maxQ);
       const keys = Object.keys(all);
-      const requests = c.questionCounts.map((k) => ({ state, questions: Object.fromEntries(keys.slice(0, k).map((key) => [key, all[key]])) }));
-      const singles = keys.slice(0, c.independentQuestions).map((key) => ({ state, questions: { [key]: all[key] } as Record<string, Question> }));
+      const requests = c.questionCounts.map((k) => ({ state, questions: Object.fromEntries(keys.slice(0, k).map((key) => [key, all[key]!])) }));
+      const singles = keys.slice(0, c.independentQuestions).map((key) => ({ state, questions: { [key]: all[key]! } as Record<string, Question> }));
       ctx.log(`  ${shape}-${dtype}: state ${c.stateTokens} tokens × ${c.questionCounts.join('/')} questions, ${c.rounds} round(s)`);
       // Warm-up: the evaluator's first pass pages the weights in; a new length grows onnxruntime's arena.
       if (c.warmup !== false) {
-        await ev.evaluate(singles[0]);
-        await ev.evaluate(requests[requests.length - 1]);
+        await ev.evaluate(singles[0]!);
+        await ev.evaluate(requests[requests.length - 1]!);
       }
 
       const sharedMs = requests.map(() => [] as number[]);
@@ -68,7 +68,7 @@ export async function measureShared(
         const t0 = performance.now();
         for (let i = 0; i < requests.length; i++) {
           let usage = 0;
-          sharedMs[i].push(await timeMs(async () => (usage = (await ev.evaluate(requests[i])).usage.input_tokens)));
+          sharedMs[i]!.push(await timeMs(async () => (usage = (await ev.evaluate(requests[i]!)).usage.input_tokens)));
           inputTokens[i] = usage;
         }
         const times: number[] = [];
@@ -85,10 +85,10 @@ export async function measureShared(
           model: `${shape}-${dtype}`,
           stateTokens: c.stateTokens,
           questions: k,
-          inputTokens: inputTokens[i],
-          shared: roundSummary(summarize(sharedMs[i]), 1),
+          inputTokens: inputTokens[i]!,
+          shared: roundSummary(summarize(sharedMs[i]!), 1),
           independent: roundSummary(summarize(independent), 1),
-          speedup: pairedRatio(independent, sharedMs[i]),
+          speedup: pairedRatio(independent, sharedMs[i]!),
           independentScaled: scaled,
           rounds: c.rounds,
         });

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
 
 const args = process.argv.slice(2);
-const repo = resolve(args.includes('--repo') ? args[args.indexOf('--repo') + 1] : '.');
+const repo = resolve((args.includes('--repo') ? args[args.indexOf('--repo') + 1] : undefined) ?? '.');
 const { TextCodec } = (await import(resolve(repo, 'src/engine/tokenizer.ts'))) as typeof import('../../src/engine/tokenizer.js');
 const codec = await TextCodec.load(await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }));
 const cases: Array<[string, string]> = [

@@ -16,7 +16,7 @@ export function quantile(sorted: number[], q: number): number {
   const pos = (sorted.length - 1) * q;
   const lo = Math.floor(pos);
   const hi = Math.ceil(pos);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
 }
 
 export function summarize(samples: number[]): Summary {
@@ -24,8 +24,8 @@ export function summarize(samples: number[]): Summary {
   return {
     n: s.length,
     median: quantile(s, 0.5),
-    min: s[0],
-    max: s[s.length - 1],
+    min: s[0] ?? NaN,
+    max: s[s.length - 1] ?? NaN,
     p10: quantile(s, 0.1),
     p90: quantile(s, 0.9),
     mean: s.reduce((a, b) => a + b, 0) / Math.max(1, s.length),
@@ -61,15 +61,15 @@ export async function timeMs(fn: () => Promise<unknown>): Promise<number> {
  * Times several tasks interleaved: `warmup` untimed rounds, then `rounds` rounds in which every task
  * runs once (in rotating order). Returns each task's samples in milliseconds.
  */
-export async function interleaved(
-  tasks: Record<string, () => Promise<unknown>>,
+export async function interleaved<K extends string>(
+  tasks: Record<K, () => Promise<unknown>>,
   opts: { rounds: number; warmup?: number },
-): Promise<Record<string, number[]>> {
-  const names = Object.keys(tasks);
-  const samples: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+): Promise<Record<K, number[]>> {
+  const names = Object.keys(tasks) as K[];
+  const samples = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<K, number[]>;
   for (let w = 0; w < (opts.warmup ?? 1); w++) for (const n of names) await tasks[n]();
   for (let r = 0; r < opts.rounds; r++) {
-    const order = names.map((_, i) => names[(i + r) % names.length]);
+    const order = names.map((_, i) => names[(i + r) % names.length]!);
     for (const n of order) samples[n].push(await timeMs(tasks[n]));
   }
   return samples;
@@ -80,7 +80,7 @@ export async function interleaved(
  * with its p10/p90 spread, and the ratio of medians.
  */
 export function pairedRatio(a: number[], b: number[]): { median: number; p10: number; p90: number; ofMedians: number } {
-  const r = a.map((x, i) => x / b[i]).sort((x, y) => x - y);
+  const r = a.map((x, i) => x / b[i]!).sort((x, y) => x - y);
   return {
     median: round(quantile(r, 0.5), 2),
     p10: round(quantile(r, 0.1), 2),

@@ -29,8 +29,8 @@ export function rng(seed: number): () => number {
 function sentence(rand: () => number): string {
   const n = 6 + Math.floor(rand() * 12);
   const words: string[] = [];
-  for (let i = 0; i < n; i++) words.push(WORDS[Math.floor(rand() * WORDS.length)]);
-  words[0] = words[0][0].toUpperCase() + words[0].slice(1);
+  for (let i = 0; i < n; i++) words.push(WORDS[Math.floor(rand() * WORDS.length)]!);
+  words[0] = words[0]![0]!.toUpperCase() + words[0]!.slice(1);
   return words.join(' ') + (rand() < 0.15 ? '?' : '.');
 }
 
@@ -113,12 +113,12 @@ function noul(i: number): NoulQuestion {
 }
 
 function choice(i: number): ChoiceQuestion {
-  const [instructions, criteria] = CHOICE[i % CHOICE.length];
+  const [instructions, criteria] = CHOICE[i % CHOICE.length]!;
   return { type: 'choice', instructions, criteria };
 }
 
 function score(i: number): ScoreQuestion {
-  const [instructions, criteria] = SCORE[i % SCORE.length];
+  const [instructions, criteria] = SCORE[i % SCORE.length]!;
   return { type: 'score', instructions, criteria };
 }
 

@@ -17,7 +17,7 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 const TOLERANCE = 1e-4;
 const argmax = (xs: ArrayLike<number>) => {
   let best = 0;
-  for (let i = 1; i < xs.length; i++) if (xs[i] > xs[best]) best = i;
+  for (let i = 1; i < xs.length; i++) if (xs[i]! > xs[best]!) best = i;
   return best;
 };
 
@@ -48,7 +48,9 @@ for (const shape of values.shapes.split(',') as ShapeName[]) {
     const runner = await ModelRunner.create(await openModelFolder(modelDir, variant), { modelDir, threads: 2, rewriteGraph: false });
     const all = await runner.logits(ids);
     await runner.close();
-    return all[all.length - 1];
+    const last = all[all.length - 1];
+    if (!last) throw new Error('onnxruntime returned no logits');
+    return last;
   };
   const ours = await lastLogits(dir, 'fp32');
   // Our int8 export of the same weights: the same-class reference for Q8_0 (reported, not judged).
@@ -56,7 +58,7 @@ for (const shape of values.shapes.split(',') as ShapeName[]) {
   const oursInt8 = await lastLogits(int8Dir, 'quantized');
   const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => {
     let m = 0;
-    for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+    for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
     return m;
   };
   rows.push(`| ${shape} | ours int8 | ${ids.length} | ${maxAbs(ours, oursInt8).toExponential(2)} | – | ${argmax(ours)} / ${argmax(oursInt8)} (ours int8) | – |`);
@@ -81,14 +83,14 @@ for (const shape of values.shapes.split(',') as ShapeName[]) {
     let max = 0;
     let worst = 0;
     for (let i = 0; i < ours.length; i++) {
-      const d = Math.abs(ours[i] - dense[i]);
+      const d = Math.abs(ours[i]! - dense[i]!);
       if (d > max) [max, worst] = [d, i];
     }
     log(`  ${shape} ${type}: worst token ${worst} (ours ${ours[worst]}, llama.cpp ${dense[worst]}, ${theirs.size} logits returned)`);
     const pass = type !== 'F32' || max <= TOLERANCE;
     failed ||= !pass;
     rows.push(`| ${shape} | ${type} | ${ids.length} | ${max.toExponential(2)}${type === 'F32' ? (pass ? ' (pass)' : ' (FAIL)') : ''} | ${maxAbs(oursInt8, dense).toExponential(2)} | ${argmax(ours)} / ${argmax(dense)} | ${((performance.now() - t0) / 1000).toFixed(1)} |`);
-    log(rows[rows.length - 1]);
+    log(rows[rows.length - 1]!);
     await context.dispose();
     await model.dispose();
   }

@@ -77,7 +77,7 @@ export class KeyStore {
   authenticate(header: string | undefined): ApiKey | undefined {
     const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header ?? '');
     if (!m) return undefined;
-    const presented = sha256(m[1]);
+    const presented = sha256(m[1]!);
     let found: ApiKey | undefined;
     for (const k of this.keys) {
       if (timingSafeEqual(presented, k.hash) && !found) found = k;

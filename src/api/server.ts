@@ -122,7 +122,7 @@ const KNOWN: Record<string, string[]> = {
 
 /** 405 (with Allow) for a known path and another method, else 404, as FastAPI answers them. */
 function notFound(req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const allowed = KNOWN[req.url.split('?')[0]];
+  const allowed = KNOWN[req.url.split('?')[0] ?? ''];
   if (allowed && !allowed.includes(req.method)) {
     return reply.code(405).header('allow', allowed.join(', ')).send({ detail: 'Method Not Allowed' });
   }

@@ -170,7 +170,7 @@ export class AssayClient {
         if (!parsed.success) {
           const first = parsed.error.issues[0];
           throw new AssayConnectionError(
-            `${url} answered with a body that does not match the API contract (${first.path.join('.') || '(root)'}: ${first.message})`,
+            `${url} answered with a body that does not match the API contract (${first?.path.join('.') || '(root)'}: ${first?.message ?? 'invalid'})`,
             { requestId, status: res.status, attempts: attempt },
           );
         }

@@ -88,7 +88,7 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
     stderr.write(`--variant must be one of ${VARIANTS.join(', ')} (q8 = quantized), not "${o.variant}"\n`);
     return 2;
   }
-  const repo = positionals[0];
+  const repo = positionals[0]!;
   const registry = path.resolve(o.registry ?? DEFAULT_REGISTRY_FILE);
   const dest = path.resolve(o.dest ?? DEFAULT_DEST);
   const hubUrl = hubUrlFromEnv(env);
@@ -126,7 +126,7 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
   const fresh = result.files.filter((f) => f.how !== 'present').length;
   log(`verified ${result.files.length} files (${formatBytes(bytes)}, ${fresh} transferred) in ${result.modelDir}`);
 
-  const name = repo.split('/')[1].toLowerCase();
+  const name = (repo.split('/')[1] ?? repo).toLowerCase();
   const label = result.variant ?? result.layout;
   const id = o.id ?? `${name}-${label}-${result.commit.slice(0, 7)}`;
   const rel = path.relative(path.dirname(registry), result.modelDir).split(path.sep).join('/');

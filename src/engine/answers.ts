@@ -21,26 +21,27 @@ export function confidence(p: number[]): number {
 }
 
 /** `p` is one probability per label, in the order prompts.labels() gave them. */
-export function buildAnswer(question: Question, p: number[]): Answer {
-  if (question.type === 'noul') return { type: 'noul', noul: p[0] };
+export function buildAnswer(question: Question, probs: number[]): Answer {
+  const p = (i: number): number => probs[i] ?? 0;
+  if (question.type === 'noul') return { type: 'noul', noul: p(0) };
   if (question.type === 'choice') {
     const options = Object.keys(question.criteria);
     // Option names are caller strings ("__proto__" included): no prototype to collide with.
     const probabilities = Object.create(null) as Record<string, number>;
     let best = 0;
     options.forEach((option, i) => {
-      probabilities[option] = p[i];
-      if (p[i] > p[best]) best = i;
+      probabilities[option] = p(i);
+      if (p(i) > p(best)) best = i;
     });
-    return { type: 'choice', choice: options[best], probabilities, confidence: confidence(p) };
+    return { type: 'choice', choice: options[best]!, probabilities, confidence: confidence(probs) };
   }
   const probabilities = Object.create(null) as Record<string, number>;
   const legend = Object.create(null) as Record<string, (typeof question.criteria)[number]>;
   let score = 0;
   question.criteria.forEach((description, level) => {
-    probabilities[String(level)] = p[level];
+    probabilities[String(level)] = p(level);
     legend[String(level)] = description;
-    score += level * p[level];
+    score += level * p(level);
   });
-  return { type: 'score', score, legend, probabilities, confidence: confidence(p) };
+  return { type: 'score', score, legend, probabilities, confidence: confidence(probs) };
 }

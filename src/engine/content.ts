@@ -66,13 +66,13 @@ function stringify(root: object, maxChars: number): string {
   };
   open(root, '');
   while (stack.length > 0) {
-    const frame = stack[stack.length - 1];
+    const frame = stack[stack.length - 1]!;
     if (frame.next === frame.entries.length) {
       stack.pop();
       write(`\n${frame.indent}${frame.close}`);
       continue;
     }
-    const [key, v] = frame.entries[frame.next];
+    const [key, v] = frame.entries[frame.next]!;
     const inner = `${frame.indent}  `;
     write(`${frame.next > 0 ? ',' : ''}\n${inner}${key === undefined ? '' : `${JSON.stringify(key)}: `}`);
     frame.next++;

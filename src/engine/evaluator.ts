@@ -81,7 +81,7 @@ class OnnxEvaluator implements Evaluator {
       const cached = this.cache.lookup(cacheKey, plan.prefix);
       if (plan.questions.length === 1 && !cached) {
         // One question: one pass over the whole prompt beats a prefix pass plus a suffix pass.
-        const q = plan.questions[0];
+        const q = plan.questions[0]!;
         out[q.key] = await this.answer(run, q, [...plan.prefix, ...q.suffix], null, signal);
         return out;
       }
@@ -119,7 +119,7 @@ class OnnxEvaluator implements Evaluator {
     const continues = q.labels.some((l) => l.tokens.length > 1);
     const starts = firstTokens(q.labels);
     const first = await run(tokens, past, [starts], continues);
-    const firstLogprobs = new Map(starts.map((token, c) => [token, first.logprobs[0][c]]));
+    const firstLogprobs = new Map(starts.map((token, c) => [token, first.logprobs[0]![c]!]));
     const logps = await labelLogProbs(q.labels, firstLogprobs, async (input, candidates) => {
       checkAborted(signal);
       return (await run(input, first.present!, candidates, false)).logprobs;

@@ -64,8 +64,8 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
   // 1. The head: nearest matrix product upstream of logits with a vocabulary-sized weight.
   const head = findHead('logits', producer, dimsOf, vocabSize);
   if (!head) return false;
-  let hidden = head.input![0];
-  for (let n = producer.get(hidden); n && ACTIVATION_PASSTHROUGH.has(n.opType!); n = producer.get(hidden)) hidden = n.input![0];
+  let hidden = head.input![0]!;
+  for (let n = producer.get(hidden); n && ACTIVATION_PASSTHROUGH.has(n.opType!); n = producer.get(hidden)) hidden = n.input![0]!;
   // The path hidden → logits must not reshape (its output keeps the [batch, seq, vocab] layout).
   if (!pathIsRankPreserving(hidden, 'logits', producer)) return false;
 
@@ -140,7 +140,7 @@ function weightHasDim(name: string, producer: Map<string, OnnxTypes.INodeProto>,
     if (dimsOf.get(name)?.includes(vocab)) return true;
     const n = producer.get(name);
     if (!n || !n.input?.length) return false;
-    name = n.input[0];
+    name = n.input[0]!;
   }
   return false;
 }

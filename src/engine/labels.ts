@@ -24,7 +24,7 @@ export type ReadPass = (input: number[], candidates: number[][]) => Promise<numb
 
 /** The tokens a label set can start with: the candidates to read right after the prompt. */
 export function firstTokens(sequences: LabelSequence[]): number[] {
-  return [...new Set(sequences.map((s) => s.tokens[0]))];
+  return [...new Set(sequences.map((s) => s.tokens[0]!))];
 }
 
 /**
@@ -49,7 +49,7 @@ export async function labelLogProbs(sequences: LabelSequence[], first: Map<numbe
       pass = { input, needs: input.map(() => new Set<number>()) };
       passes.push(pass);
     }
-    for (let j = 0; j < input.length; j++) pass.needs[j].add(seq.tokens[j + 1]);
+    for (let j = 0; j < input.length; j++) pass.needs[j]!.add(seq.tokens[j + 1]!);
     passOf.set(seq, pass);
   }
 
@@ -57,15 +57,15 @@ export async function labelLogProbs(sequences: LabelSequence[], first: Map<numbe
   for (const pass of passes) {
     const candidates = pass.needs.map((set) => (set.size > 0 ? [...set] : [0]));
     const logprobs = await continueWith(pass.input, candidates);
-    read.set(pass, candidates.map((row, j) => new Map(row.map((token, c) => [token, logprobs[j][c]]))));
+    read.set(pass, candidates.map((row, j) => new Map(row.map((token, c) => [token, logprobs[j]![c]!]))));
   }
 
   return sequences.map((seq) => {
-    let logp = first.get(seq.tokens[0])!;
+    let logp = first.get(seq.tokens[0]!)!;
     const pass = passOf.get(seq);
     if (pass) {
       const rows = read.get(pass)!;
-      for (let j = 1; j < seq.tokens.length; j++) logp += rows[j - 1].get(seq.tokens[j])!;
+      for (let j = 1; j < seq.tokens.length; j++) logp += rows[j - 1]!.get(seq.tokens[j]!)!;
     }
     return logp;
   });

@@ -69,7 +69,7 @@ export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts:
   const questions = entries.map(([key, question], i) => ({
     key,
     question,
-    suffix: prompts_[i].slice(prefix.length),
+    suffix: prompts_[i]!.slice(prefix.length),
     labels: labelSequences(prompts.labels(question), (text) => codec.encode(text), endToken),
   }));
 
@@ -126,7 +126,7 @@ function lowerBound(text: string, cap: number, codec: TextCodec): { count: numbe
   let pieces = 0;
   for (let start = 0; start < text.length; pieces++) {
     let end = Math.min(text.length, start + PIECE_CHARS);
-    if (end < text.length && /[\uDC00-\uDFFF]/.test(text[end])) end++; // keep surrogate pairs whole
+    if (end < text.length && /[\uDC00-\uDFFF]/.test(text[end]!)) end++; // keep surrogate pairs whole
     count += codec.encode(text.slice(start, end)).length;
     start = end;
     const slack = SLACK_PER_PIECE * (pieces + 1);
@@ -145,14 +145,15 @@ function chat(system: string, user: string): ChatMessage[] {
 /** Drops trailing ordinary tokens so the prefix ends right after a special token. */
 function untilLastAddedToken(tokens: number[], codec: TextCodec): number[] {
   let end = tokens.length;
-  while (end > 0 && !codec.isAddedToken(tokens[end - 1])) end--;
+  while (end > 0 && !codec.isAddedToken(tokens[end - 1]!)) end--;
   return tokens.slice(0, end);
 }
 
 /** Longest common prefix of all prompts, leaving each at least one token of its own. */
 function commonPrefix(prompts: number[][]): number[] {
   const shortest = Math.min(...prompts.map((p) => p.length));
+  const first = prompts[0] ?? [];
   let n = 0;
-  while (n < shortest - 1 && prompts.every((p) => p[n] === prompts[0][n])) n++;
-  return prompts[0].slice(0, n);
+  while (n < shortest - 1 && prompts.every((p) => p[n] === first[n])) n++;
+  return first.slice(0, n);
 }

@@ -144,7 +144,7 @@ export class ModelRunner {
       // its attention); the last piece is the remainder, long enough to hold every position read.
       const ends: number[] = [];
       for (let end = 0; end < ids.length; ) ends.push((end = Math.min(ids.length, end + chunkFor(chunk, (past?.length ?? 0) + end))));
-      while (ends.length > 1 && ids.length - ends[ends.length - 2] < candidates.length) ends.splice(ends.length - 2, 1);
+      while (ends.length > 1 && ids.length - ends[ends.length - 2]! < candidates.length) ends.splice(ends.length - 2, 1);
       let cache = past;
       let start = 0;
       for (const end of ends.slice(0, -1)) {
@@ -175,13 +175,14 @@ export class ModelRunner {
     const result: ForwardResult = { logprobs: [] };
     if (keep > 0) {
       if (this.rewritten) {
-        const data = out[LOGPROBS_OUTPUT].data as Float32Array;
-        const width = out[LOGPROBS_OUTPUT].dims[2];
-        result.logprobs = candidates.map((row, j) => row.map((_, c) => data[j * width + c]));
+        const logprobs = output(out, LOGPROBS_OUTPUT);
+        const data = logprobs.data as Float32Array;
+        const width = logprobs.dims[2]!;
+        result.logprobs = candidates.map((row, j) => row.map((_, c) => data[j * width + c]!));
       } else {
-        const rows = this.logitRows(out.logits, keep);
+        const rows = this.logitRows(output(out, 'logits'), keep);
         result.logprobs = candidates.map((row, j) => {
-          const at = logSoftmaxAt(rows[j], this.temperature);
+          const at = logSoftmaxAt(rows[j]!, this.temperature);
           return row.map(at);
         });
       }
@@ -193,7 +194,7 @@ export class ModelRunner {
   /** Raw vocabulary logits of every position of `ids` (for checks against other implementations). */
   async logits(ids: number[], past: KvCache | null = null): Promise<Float32Array[]> {
     const out = await this.session.run(this.feeds(ids, past, ids.map(() => [0])), ['logits']);
-    return this.logitRows(out.logits, ids.length);
+    return this.logitRows(output(out, 'logits'), ids.length);
   }
 
   private feeds(ids: number[], past: KvCache | null, candidates: number[][]): Record<string, ort.Tensor> {
@@ -230,7 +231,7 @@ export class ModelRunner {
     const tensors = new Map<string, ort.Tensor>();
     let bytes = 0;
     for (const name of this.pastNames) {
-      const t = out[this.presentOf.get(name)!];
+      const t = output(out, this.presentOf.get(name)!);
       tensors.set(name, t);
       bytes += (t.data as ArrayBufferView).byteLength;
     }
@@ -248,8 +249,7 @@ export class ModelRunner {
 
   /** The last `count` rows of a [1, seq, vocab] logits tensor, as float32. */
   private logitRows(tensor: ort.Tensor, count: number): Float32Array[] {
-    const vocab = tensor.dims[2];
-    const seq = tensor.dims[1];
+    const [, seq = 0, vocab = 0] = tensor.dims;
     const rows: Float32Array[] = [];
     for (let p = seq - count; p < seq; p++) {
       if (tensor.type === 'float16') rows.push(halfToFloat((tensor.data as Uint16Array).subarray(p * vocab, (p + 1) * vocab)));
@@ -265,11 +265,11 @@ export class ModelRunner {
  */
 export function logSoftmaxAt(logits: Float32Array, temperature: number): (token: number) => number {
   let max = -Infinity;
-  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+  for (const x of logits) if (x > max) max = x;
   let sum = 0;
-  for (let i = 0; i < logits.length; i++) sum += Math.exp((logits[i] - max) / temperature);
+  for (const x of logits) sum += Math.exp((x - max) / temperature);
   const logZ = Math.log(sum);
-  return (token) => (logits[token] - max) / temperature - logZ;
+  return (token) => ((logits[token] ?? -Infinity) - max) / temperature - logZ;
 }
 
 /** Chunk size for a prefill piece after `past` tokens: the base, doubled at 4× and 16× the base of past. */
@@ -279,6 +279,13 @@ function chunkFor(base: number, past: number): number {
   return base;
 }
 
+/** An output the pass fetched; onnxruntime returns every fetched name, so a missing one is an engine fault. */
+function output(out: ort.InferenceSession.OnnxValueMapType, name: string): ort.Tensor {
+  const t = out[name];
+  if (!t) throw new EngineError(`onnxruntime returned no ${name} output`);
+  return t;
+}
+
 function num(v: unknown): number {
   return typeof v === 'number' ? v : 0;
 }
@@ -286,7 +293,7 @@ function num(v: unknown): number {
 function halfToFloat(bits: Uint16Array): Float32Array {
   const out = new Float32Array(bits.length);
   for (let i = 0; i < bits.length; i++) {
-    const h = bits[i];
+    const h = bits[i]!;
     const sign = h & 0x8000 ? -1 : 1;
     const exp = (h >> 10) & 0x1f;
     const frac = h & 0x3ff;

@@ -19,7 +19,7 @@ export function workerFile(name: string, base: string | URL): string {
 export function workerExecArgv(argv: readonly string[] = process.execArgv): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
+    const a = argv[i]!;
     if (a.startsWith('--input-type')) continue;
     if (['-e', '--eval', '-p', '--print'].includes(a)) {
       i++; // and its script

@@ -38,7 +38,10 @@ export function depthErrors(body: unknown): ValidationError[] {
     if (Array.isArray(value)) for (let i = value.length - 1; i >= 0; i--) stack.push([value[i], [...path, i], level]);
     else {
       const keys = Object.keys(value);
-      for (let i = keys.length - 1; i >= 0; i--) stack.push([(value as Record<string, unknown>)[keys[i]], [...path, keys[i]], level]);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const k = keys[i]!;
+        stack.push([(value as Record<string, unknown>)[k], [...path, k], level]);
+      }
     }
   }
   return [];

@@ -72,7 +72,7 @@ function floats(t: Tensor): Float32Array {
 function halfTensor(t: Tensor): void {
   const v = floats(t);
   const h = new Uint16Array(v.length);
-  for (let i = 0; i < v.length; i++) h[i] = toHalf(v[i]);
+  for (let i = 0; i < v.length; i++) h[i] = toHalf(v[i]!);
   t.dataType = FLOAT16;
   t.floatData = [];
   t.rawData = new Uint8Array(h.buffer);
@@ -109,13 +109,13 @@ function quantize4(w: Float32Array, K: number, N: number, name: string): { b: Te
   for (let n = 0; n < N; n++) {
     for (let k0 = 0, blk = 0; k0 < K; k0 += BLOCK, blk++) {
       let absmax = 0;
-      for (let k = k0; k < Math.min(K, k0 + BLOCK); k++) absmax = Math.max(absmax, Math.abs(w[k * N + n]));
+      for (let k = k0; k < Math.min(K, k0 + BLOCK); k++) absmax = Math.max(absmax, Math.abs(w[k * N + n]!));
       const scale = absmax > 0 ? absmax / 7 : 1;
       scales[n * blocks + blk] = scale;
       for (let k = k0; k < k0 + BLOCK; k++) {
-        const q = k < K ? Math.max(0, Math.min(15, Math.round(w[k * N + n] / scale) + 8)) : 8;
+        const q = k < K ? Math.max(0, Math.min(15, Math.round(w[k * N + n]! / scale) + 8)) : 8;
         const at = (n * blocks + blk) * blob + ((k - k0) >> 1);
-        b[at] |= (k - k0) & 1 ? q << 4 : q;
+        b[at]! |= (k - k0) & 1 ? q << 4 : q;
       }
     }
   }
@@ -136,31 +136,31 @@ export function quantizeTo4Bits(model: Model, accuracyLevel: number): void {
   const added: Tensor[] = [];
   for (const n of g.node ?? []) {
     if (n.opType !== 'MatMul') continue;
-    const wName = n.input![1];
+    const wName = n.input![1]!;
     let w: Float32Array;
     let K: number;
     let N: number;
     const direct = inits.get(wName);
     const transpose = producer.get(wName);
     if (direct && direct.dims?.length === 2) {
-      [K, N] = direct.dims.map(Number);
+      [K = 0, N = 0] = direct.dims.map(Number);
       w = floats(direct);
       drop.add(wName);
-    } else if (transpose?.opType === 'Transpose' && inits.get(transpose.input![0])?.dims?.length === 2) {
+    } else if (transpose?.opType === 'Transpose' && inits.get(transpose.input![0]!)?.dims?.length === 2) {
       // The tied head: MatMul(hidden, Transpose(embed [V, H])) → W [H, V].
-      const e = inits.get(transpose.input![0])!;
-      const [V, H] = e.dims!.map(Number);
+      const e = inits.get(transpose.input![0]!)!;
+      const [V = 0, H = 0] = e.dims!.map(Number);
       const ev = floats(e);
       [K, N] = [H, V];
       w = new Float32Array(H * V);
-      for (let v = 0; v < V; v++) for (let h = 0; h < H; h++) w[h * V + v] = ev[v * H + h];
+      for (let v = 0; v < V; v++) for (let h = 0; h < H; h++) w[h * V + v] = ev[v * H + h]!;
       unused.add(transpose);
     } else continue;
     const { b, scales } = quantize4(w, K, N, wName);
     added.push(b, scales);
     n.opType = 'MatMulNBits';
     n.domain = 'com.microsoft';
-    n.input = [n.input![0], b.name!, scales.name!];
+    n.input = [n.input![0]!, b.name!, scales.name!];
     n.attribute = [
       { name: 'K', type: 2, i: K },
       { name: 'N', type: 2, i: N },

@@ -28,7 +28,7 @@ function checkAnswers(req: Req, res: SystemOneResponse): void {
   expect(Number.isInteger(res.usage.input_tokens) && res.usage.input_tokens > 0).toBe(true);
   expect(Number.isInteger(res.usage.output_tokens) && res.usage.output_tokens >= 0).toBe(true);
   for (const [id, q] of Object.entries(req.questions) as [string, any][]) {
-    const a = res.answers[id];
+    const a = res.answers[id]!;
     expect(a.type).toBe(q.type);
     if (a.type === 'noul') {
       expect(Object.keys(a).sort()).toEqual(['noul', 'type']); // no confidence on noul
@@ -100,7 +100,7 @@ describe('POST /v1/systemone', () => {
     expect(second.usage).toEqual(first.usage);
     // and asked one at a time, each question gets the same answer again
     const alone = await evaluate({ state: req.state, model: req.model, questions: { only: q.channel } });
-    expect(alone.answers.only.type).toBe('choice');
+    expect(alone.answers.only!.type).toBe('choice');
     expect(Object.keys((alone.answers.only as { probabilities: object }).probabilities).sort()).toEqual(['card', 'cash', 'transfer']);
   });
 
@@ -144,7 +144,7 @@ describe('over a real socket', () => {
     for (const [i, res] of responses.entries()) {
       expect(res.status).toBe(200);
       expect(res.headers.get('x-request-id')).toBe(`concurrent-${i}`);
-      checkAnswers(requests[i], (await res.json()) as SystemOneResponse);
+      checkAnswers(requests[i]!, (await res.json()) as SystemOneResponse);
     }
   });
 });

@@ -83,8 +83,8 @@ describe('hostile inputs', () => {
     const detail = requestErrors(body);
     expect(detail).toHaveLength(1);
     expect(detail[0]).toMatchObject({ type: 'json_too_deep', ctx: { max_depth: 64 } });
-    expect(detail[0].loc.slice(0, 4)).toEqual(['body', 'state', '__proto__', 0]);
-    expect(detail[0].loc).toHaveLength(3 + 63);
+    expect(detail[0]!.loc.slice(0, 4)).toEqual(['body', 'state', '__proto__', 0]);
+    expect(detail[0]!.loc).toHaveLength(3 + 63);
   });
 
   it('300,000 spaces in a state and 400,000 letters are answered while /healthz stays fast', async () => {

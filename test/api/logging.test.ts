@@ -52,7 +52,7 @@ it('never logs state, instructions, criteria or question ids, at trace level, fo
   ];
   expect(outcomes.map((r) => r.statusCode)).toEqual([200, 200, 422, 422, 422, 500, 413, 401, 415, 404]);
   // the 422 response itself echoes the input (as FastAPI does); only logs must not
-  expect(outcomes[2].body).toContain(CANARY);
+  expect(outcomes[2]!.body).toContain(CANARY);
 
   const log = s.logs.join('');
   expect(log).not.toContain(CANARY);
@@ -62,10 +62,10 @@ it('never logs state, instructions, criteria or question ids, at trace level, fo
   const lines = s.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
   expect(lines.map((l) => l.status)).toEqual([200, 200, 422, 422, 422, 500, 413, 401, 415, 404]);
   expect(lines[0]).toMatchObject({ route: '/v1/systemone', method: 'POST', model: 'svc-1.13.0', question_count: 3 });
-  expect(lines[0].input_tokens).toBeGreaterThan(0);
-  expect(typeof lines[0].ms).toBe('number');
-  expect(typeof lines[0].reqId).toBe('string');
-  expect(lines[9].route).toBe('unmatched');
+  expect(lines[0]!.input_tokens).toBeGreaterThan(0);
+  expect(typeof lines[0]!.ms).toBe('number');
+  expect(typeof lines[0]!.reqId).toBe('string');
+  expect(lines[9]!.route).toBe('unmatched');
   const failure = s.logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'request failed');
   expect(failure?.err?.type).toBe('Error'); // the 500 is logged, by type and stack frames only
   expect(log).not.toMatch(/authorization|Bearer/i);

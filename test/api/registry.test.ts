@@ -15,7 +15,7 @@ describe('registry', () => {
     expect(r.aliases).toMatchObject({ 'svc-latest': 'svc-1.13.0', 'svc-preview': 'svc-1.13.0' });
     expect(listModelNames(r)).toEqual(expect.arrayContaining(['svc-latest', 'svc-preview']));
     for (const name of ['svc-latest', 'svc-preview']) expect(resolveModel(r, name)?.id).toBe(r.aliases[name]);
-    expect(r.models['svc-1.13.0'].release_date).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(r.models['svc-1.13.0']!.release_date).toMatch(/^\d{4}-\d{2}-\d{2}$/);
   });
 
   it('resolves paths relative to the registry file and rejects unknown names', () => {

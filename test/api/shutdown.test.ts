@@ -85,7 +85,7 @@ describe('the assay serve process', () => {
       const base = await new Promise<string>((resolve, reject) => {
         const check = () => {
           const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-          if (m) resolve(m[1]);
+          if (m) resolve(m[1]!);
         };
         child.stdout.on('data', check);
         child.on('exit', () => reject(new Error(`serve exited early:\n${out}`)));

@@ -63,7 +63,7 @@ describe('request body', () => {
       ['missing', ['body', 'model']],
       ['missing', ['body', 'questions']],
     ]);
-    expect(r.body.detail[0].input).toEqual({});
+    expect(r.body.detail[0]!.input).toEqual({});
   });
 
   it.each([null, 42, 3.5, true, false])('rejects state %j, one entry per member of the union', async (state) => {
@@ -140,8 +140,8 @@ describe('request body', () => {
     expect(ok.status).toBe(200);
     const answers = ok.body.answers as Record<string, { type: string; probabilities?: Record<string, number> }>;
     expect(Object.keys(answers).sort()).toEqual(['__proto__', 'constructor']);
-    expect(answers['__proto__'].type).toBe('noul');
-    expect(Object.keys(answers['constructor'].probabilities!).sort()).toEqual(['__proto__', 'constructor', 'toString']);
+    expect(answers['__proto__']!.type).toBe('noul');
+    expect(Object.keys(answers['constructor']!.probabilities!).sort()).toEqual(['__proto__', 'constructor', 'toString']);
   });
 
   it('rejects a model that is not a string, and an unknown model at ["body","model"]', async () => {
@@ -151,7 +151,7 @@ describe('request body', () => {
     expect(r.status).toBe(422);
     expect(r.body.detail).toHaveLength(1);
     expect(r.body.detail[0]).toMatchObject({ type: 'literal_error', loc: ['body', 'model'], input: 'svc-9.9.9' });
-    expect(r.body.detail[0].msg).toContain("'svc-latest'");
+    expect(r.body.detail[0]!.msg).toContain("'svc-latest'");
   });
 });
 
@@ -184,7 +184,7 @@ describe('questions', () => {
     const r = await post(withQuestion(q));
     expect(r.body.detail).toEqual([{ type: 'missing', loc: ['body', 'questions', 'q', 'choice', 'criteria'], msg: 'Field required', input: q }]);
     const score = await post(withQuestion({ type: 'score', instructions: 'Rate' }));
-    expect(score.body.detail[0].loc).toEqual(['body', 'questions', 'q', 'score', 'criteria']);
+    expect(score.body.detail[0]!.loc).toEqual(['body', 'questions', 'q', 'score', 'criteria']);
   });
 
   it('rejects a question that is not an object', async () => {
@@ -227,7 +227,7 @@ describe('questions', () => {
     });
     const ok = await post(withQuestion({ type: 'choice', instructions: 'Pick', criteria: options(255) }));
     expect(ok.status).toBe(200);
-    expect(Object.keys((ok.body.answers as Record<string, { probabilities: object }>).q.probabilities)).toHaveLength(255);
+    expect(Object.keys((ok.body.answers as Record<string, { probabilities: object }>).q!.probabilities)).toHaveLength(255);
   });
 
   it('rejects an empty option name at [..., "", "[key]"]', async () => {
@@ -319,7 +319,7 @@ describe('token budgets', () => {
     const r = await post({ ...base(), state: 'word '.repeat(40_000) });
     expect(r.status).toBe(422);
     expect(r.body.detail).toHaveLength(1);
-    const d = r.body.detail[0];
+    const d = r.body.detail[0]!;
     expect(d).toMatchObject({ type: 'token_budget_exceeded', loc: ['body'] });
     const ctx = d.ctx as { budget: string; limit: number; count: number };
     expect(['request', 'question', 'context']).toContain(ctx.budget);

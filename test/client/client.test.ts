@@ -57,9 +57,9 @@ describe('client against the real server', () => {
     expect(SystemOneResponseSchema.parse(res)).toEqual(res);
     expect(res.model).toBe('svc-1.13.0');
     expect(Object.keys(res.answers).sort()).toEqual(['box', 'late', 'mood']);
-    expect(res.answers.box.type).toBe('choice');
-    expect(res.answers.mood.type).toBe('score');
-    if (res.answers.mood.type === 'score') expect(Object.keys(res.answers.mood.probabilities)).toEqual(['0', '1', '2']);
+    expect(res.answers.box!.type).toBe('choice');
+    expect(res.answers.mood!.type).toBe('score');
+    if (res.answers.mood?.type === 'score') expect(Object.keys(res.answers.mood.probabilities)).toEqual(['0', '1', '2']);
     expect(res.requestId).toMatch(/^req_/);
     // The request id rides along without changing the body.
     expect(JSON.parse(JSON.stringify(res))).not.toHaveProperty('requestId');
@@ -96,8 +96,8 @@ describe('client against the real server', () => {
       .catch((e: unknown) => e)) as AssayAPIError;
     expect(err).toBeInstanceOf(AssayAPIError);
     expect(err.status).toBe(422);
-    expect(err.validationErrors[0].loc).toEqual(['body', 'questions', 'c', 'choice', 'criteria']);
-    expect(err.validationErrors[0].type).toBe('too_short');
+    expect(err.validationErrors[0]!.loc).toEqual(['body', 'questions', 'c', 'choice', 'criteria']);
+    expect(err.validationErrors[0]!.type).toBe('too_short');
     expect(retries).toEqual([]);
   });
 
@@ -109,9 +109,9 @@ describe('client against the real server', () => {
     expect(retries).toEqual([]);
     // The next one is refused with 429 until the debt is repaid; the client waits as told.
     const second = await c.evaluate({ state: STATE, questions: { q: QUESTIONS.late } });
-    expect(second.answers.q.type).toBe('noul');
+    expect(second.answers.q!.type).toBe('noul');
     expect(retries.length).toBe(1);
-    const r = retries[0];
+    const r = retries[0]!;
     expect(r.status).toBe(429);
     expect(r.delaySource).toBe('server');
     const told = Number((r.error as AssayAPIError).headers.get('retry-after-ms'));
@@ -143,7 +143,7 @@ describe('client against the real server', () => {
 
     const { c, retries } = client({ maxRetries: 20 });
     const res = await c.evaluate({ state: STATE, questions: { q: QUESTIONS.late } });
-    expect(res.answers.q.type).toBe('noul');
+    expect(res.answers.q!.type).toBe('noul');
     await blocker;
 
     expect(retries.length).toBeGreaterThanOrEqual(1);

@@ -12,6 +12,7 @@ import { ConfigError, loadServeSettings } from '../../src/config/load.js';
 import { settingsInfo } from '../../src/config/settings.js';
 import { withConfigTable } from '../../src/config/write-readme.js';
 import { ensureSynthModel } from '../../src/tools/synth/index.js';
+import { withStderr } from '../capture.js';
 
 describe('serve settings', () => {
   it('the README configuration table is the one the schema generates (npm run docs:config)', () => {
@@ -67,22 +68,17 @@ describe('serve settings', () => {
   });
 
   it('assay serve exits 2 at startup on an invalid value, before loading anything', async () => {
-    const err: string[] = [];
-    const write = process.stderr.write.bind(process.stderr);
-    process.stderr.write = ((chunk: string) => {
-      err.push(String(chunk));
-      return true;
-    }) as typeof process.stderr.write;
     const saved = process.env.ASSAY_MAX_QUEUE;
     process.env.ASSAY_MAX_QUEUE = '-3';
+    let out;
     try {
-      expect(await serveCmd([])).toBe(2);
+      out = await withStderr(() => serveCmd([]));
     } finally {
-      process.stderr.write = write;
       if (saved === undefined) delete process.env.ASSAY_MAX_QUEUE;
       else process.env.ASSAY_MAX_QUEUE = saved;
     }
-    expect(err.join('')).toContain("assay serve: ASSAY_MAX_QUEUE must be an integer >= 0, got '-3'");
+    expect(out.result).toBe(2);
+    expect(out.err).toContain("assay serve: ASSAY_MAX_QUEUE must be an integer >= 0, got '-3'");
   });
 
   it('the serve config adds the keys: a generated one when none is configured', () => {

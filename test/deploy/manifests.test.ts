@@ -29,7 +29,7 @@ const k8s = docs.filter((d) => d.doc.apiVersion !== undefined);
 const one = (kind: string): Obj => {
   const found = k8s.filter((d) => d.doc.kind === kind);
   expect(found.map((f) => f.file), `one ${kind}`).toHaveLength(1);
-  return found[0].doc;
+  return found[0]!.doc;
 };
 
 /** Every ASSAY_* / HOST / PORT variable the server code reads. */
@@ -40,7 +40,7 @@ function envReadBySrc(): Set<string> {
       const p = path.join(dir, e.name);
       if (e.isDirectory()) walk(p);
       else if (e.name.endsWith('.ts')) {
-        for (const m of readFileSync(p, 'utf8').matchAll(/\b(ASSAY_[A-Z0-9_]+|HOST|PORT)\b/g)) names.add(m[1]);
+        for (const m of readFileSync(p, 'utf8').matchAll(/\b(ASSAY_[A-Z0-9_]+|HOST|PORT)\b/g)) names.add(m[1]!);
       }
     }
   };
@@ -177,11 +177,29 @@ describe('Dockerfile.gpu', () => {
   const lines = text.split('\n').filter((l) => !l.trimStart().startsWith('#'));
   const directive = (name: string) => lines.filter((l) => l.startsWith(`${name} `));
 
-  it('builds on CUDA 12 + cuDNN runtime with Node 20 and installs the CUDA provider', () => {
-    expect(text).toMatch(/ARG CUDA_IMAGE=nvidia\/cuda:12\.[\d.]+-cudnn-runtime-ubuntu22\.04/);
-    expect(text).toMatch(/ARG NODE_IMAGE=node:20[-\w]*/);
+  it('builds in a Node 26 (current LTS) stage with the CUDA provider, and runs on the CUDA 12 + cuDNN runtime', () => {
+    expect(text).toMatch(/ARG CUDA_IMAGE=nvidia\/cuda:12\.[\d.]+-cudnn-runtime-ubuntu24\.04/);
+    expect(text).toMatch(/ARG NODE_IMAGE=node:26-[\w-]+/);
     expect(text).toMatch(/ONNXRUNTIME_NODE_INSTALL=cuda12/);
     expect(text).toMatch(/npm ci [^\n]*--onnxruntime-node-install=cuda12/);
+    // The package declares the Node lines it runs on; the image's line is one of them.
+    const engines = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+    expect(engines).toBe('>=20');
+  });
+
+  it('is multi-stage: the build stage compiles dist/ and prunes dev dependencies; the runtime stage has no sources, tsx or generator', () => {
+    const froms = directive('FROM');
+    expect(froms).toEqual(['FROM ${NODE_IMAGE} AS build', 'FROM ${CUDA_IMAGE} AS runtime']);
+    const runtime = lines.slice(lines.indexOf('FROM ${CUDA_IMAGE} AS runtime'));
+    const copies = runtime.filter((l) => l.startsWith('COPY '));
+    expect(copies.every((l) => l.startsWith('COPY --from=build '))).toBe(true);
+    expect(copies.join('\n')).toContain('/app/dist');
+    expect(copies.join('\n')).not.toMatch(/\/app\/src\b/);
+    expect(text).toMatch(/npm prune --omit=dev/);
+    expect(text).toMatch(/rm -rf dist\/tools\/synth/);
+    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; scripts: Record<string, string> };
+    expect(Object.keys(pkg.dependencies)).not.toContain('tsx');
+    expect(pkg.scripts.prepare).toContain('build');
   });
 
   it('runs as a non-root user with models on a volume, the CUDA provider selected, and a /healthz HEALTHCHECK', () => {
@@ -200,7 +218,7 @@ describe('Dockerfile.gpu', () => {
     const envBlock = text.slice(text.indexOf('ENV NODE_ENV'), text.indexOf('EXPOSE'));
     for (const m of envBlock.matchAll(/\b(ASSAY_[A-Z0-9_]+|HOST|PORT)=/g)) expect(read, m[1]).toContain(m[1]);
     const entry = directive('ENTRYPOINT')[0];
-    const script = /"(bin\/[^"]+|src\/[^"]+)"/.exec(entry)?.[1];
+    const script = /"(bin\/[^"]+|src\/[^"]+)"/.exec(entry!)?.[1];
     expect(script && existsSync(path.join(root, script)), entry).toBe(true);
   });
 

@@ -18,9 +18,9 @@ describe('distributions and confidence', () => {
 
   it('normalize survives very small log-probabilities', () => {
     const p = normalize([-1000, -1001, -1e6]);
-    expect(p[0] + p[1] + p[2]).toBeCloseTo(1, 12);
+    expect(p[0]! + p[1]! + p[2]!).toBeCloseTo(1, 12);
     expect(p[2]).toBe(0);
-    expect(p[0] / p[1]).toBeCloseTo(Math.E, 9);
+    expect(p[0]! / p[1]!).toBeCloseTo(Math.E, 9);
   });
 
   it('score is the expectation over levels and its probabilities are keyed "0".."n-1"', () => {

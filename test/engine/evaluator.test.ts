@@ -18,9 +18,9 @@ describe('evaluator on the tiny synthetic model', () => {
 
   it('answers each type with the shape the spec requires', async () => {
     const { answers, usage } = await cold.evaluate(request({ n: noul, c: choice, s: score }));
-    const n = answers.n;
-    const c = answers.c;
-    const s = answers.s;
+    const n = answers.n!;
+    const c = answers.c!;
+    const s = answers.s!;
     expect(n.type).toBe('noul');
     if (n.type === 'noul') expect(n.noul).toBeGreaterThanOrEqual(0);
     expect(Object.keys(n)).toEqual(['type', 'noul']);
@@ -48,7 +48,7 @@ describe('evaluator on the tiny synthetic model', () => {
     const together = await cold.evaluate(request(questions));
     for (const key of ['n', 'c', 's', 'q0', 'q1', 'q2']) {
       const alone = await cold.evaluate(request({ [key]: questions[key as keyof typeof questions] }));
-      expectClose(alone.answers[key], together.answers[key]);
+      expectClose(alone.answers[key]!, together.answers[key]!);
     }
   });
 
@@ -86,7 +86,7 @@ describe('evaluator on the tiny synthetic model', () => {
   it('string, object and array states all render and answer', async () => {
     for (const s of ['plain text', state, [1, 'two', { three: 3 }]]) {
       const { answers } = await cold.evaluate(request({ n: noul }, s));
-      expect(answers.n.type).toBe('noul');
+      expect(answers.n!.type).toBe('noul');
     }
   });
 });

@@ -40,7 +40,7 @@ export function probabilities(answer: Answer): number[] {
   if (answer.type === 'noul') return [answer.noul];
   return Object.keys(answer.probabilities)
     .sort()
-    .map((k) => answer.probabilities[k]);
+    .map((k) => answer.probabilities[k]!);
 }
 
 /** The same answer types and probabilities within `tolerance`. */
@@ -49,11 +49,11 @@ export function expectClose(a: Answer, b: Answer, tolerance = 1e-5): void {
   const x = probabilities(a);
   const y = probabilities(b);
   expect(y.length).toBe(x.length);
-  x.forEach((v, i) => expect(Math.abs(v - y[i])).toBeLessThan(tolerance));
+  x.forEach((v, i) => expect(Math.abs(v - y[i]!)).toBeLessThan(tolerance));
 }
 
 /** Two results with equal usage and every answer close. */
 export function expectSameResult(a: EvaluateResult, b: EvaluateResult, tolerance = 1e-5): void {
   expect(b.usage).toEqual(a.usage);
-  for (const key of Object.keys(a.answers)) expectClose(a.answers[key], b.answers[key], tolerance);
+  for (const key of Object.keys(a.answers)) expectClose(a.answers[key]!, b.answers[key]!, tolerance);
 }

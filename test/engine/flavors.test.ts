@@ -63,16 +63,16 @@ async function open(c: Case): Promise<{ evaluator: Evaluator; close: () => Promi
 function maxDiff(a: EvaluateResult, b: EvaluateResult, keys = Object.keys(a.answers)): number {
   let d = 0;
   for (const k of keys) {
-    const x = probabilities(a.answers[k]);
-    const y = probabilities(b.answers[k]);
-    x.forEach((v, i) => (d = Math.max(d, Math.abs(v - y[i]))));
+    const x = probabilities(a.answers[k]!);
+    const y = probabilities(b.answers[k]!);
+    x.forEach((v, i) => (d = Math.max(d, Math.abs(v - y[i]!))));
   }
   return d;
 }
 
 let twin: EvaluateResult;
 beforeAll(async () => {
-  const { evaluator, close } = await open(CASES[0]);
+  const { evaluator, close } = await open(CASES[0]!);
   twin = await evaluator.evaluate(request(QUESTIONS, STATE));
   await close();
 });

@@ -38,32 +38,32 @@ describe('multi-token labels', () => {
   it('match a brute-force sequence probability over the whole prompt, and sum to 1', async () => {
     const state = 'Numbers: 1, 12, 123. Animals: fox, dog.';
     const { answers } = await evaluator.evaluate({ state, questions: { q: labelsQuestion, other: { type: 'noul' } } });
-    const answer = answers.q;
+    const answer = answers.q!;
     if (answer.type !== 'choice') throw new Error('type');
 
     const plan = planRequest({ state, questions: { q: labelsQuestion } }, codec, promptSet(), codec.eosTokenId!, { request: 1e9, question: 1e9, context: 1e9 });
-    const prompt = [...plan.prefix, ...plan.questions[0].suffix];
+    const prompt = [...plan.prefix, ...plan.questions[0]!.suffix];
     const brute: number[] = [];
-    for (const { tokens } of plan.questions[0].labels) {
+    for (const { tokens } of plan.questions[0]!.labels) {
       // One pass over prompt + label: the logits at position (prompt end − 1 + j) predict token j.
       const logits = await runner.logits([...prompt, ...tokens.slice(0, -1)]);
       const rows = logits.slice(prompt.length - 1);
-      brute.push(tokens.reduce((sum, token, j) => sum + logSoftmaxAt(rows[j], 1)(token), 0));
+      brute.push(tokens.reduce((sum, token, j) => sum + logSoftmaxAt(rows[j]!, 1)(token), 0));
     }
     const expected = normalize(brute);
-    const labels = plan.questions[0].labels.map((l) => l.label);
-    labels.forEach((label, i) => expect(Math.abs(answer.probabilities[label] - expected[i])).toBeLessThan(1e-5));
+    const labels = plan.questions[0]!.labels.map((l) => l.label);
+    labels.forEach((label, i) => expect(Math.abs(answer.probabilities[label]! - expected[i]!)).toBeLessThan(1e-5));
     const total = Object.values(answer.probabilities).reduce((a, b) => a + b, 0);
     expect(Math.abs(total - 1)).toBeLessThan(1e-6);
     // The prefix labels really were scored with their end: "1" ≠ P(first token "1").
-    expect(plan.questions[0].labels.find((l) => l.label === '1')!.tokens).toHaveLength(2);
+    expect(plan.questions[0]!.labels.find((l) => l.label === '1')!.tokens).toHaveLength(2);
   });
 
   it('score levels up to 10 (single digits) and 255 choice options work', async () => {
     const levels: Question = { type: 'score', instructions: 'rate', criteria: Array.from({ length: 10 }, (_, i) => `level ${i}`) };
     const options: Question = { type: 'choice', instructions: 'pick', criteria: Object.fromEntries(Array.from({ length: 255 }, (_, i) => [`option ${i}`, null])) };
     const { answers } = await evaluator.evaluate({ state: 'text', questions: { levels, options } });
-    if (answers.levels.type !== 'score' || answers.options.type !== 'choice') throw new Error('type');
+    if (answers.levels?.type !== 'score' || answers.options?.type !== 'choice') throw new Error('type');
     expect(Object.keys(answers.levels.probabilities)).toHaveLength(10);
     expect(Object.keys(answers.options.probabilities)).toHaveLength(255);
     for (const a of [answers.levels, answers.options]) {

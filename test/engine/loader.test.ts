@@ -97,7 +97,7 @@ describe('model loader', () => {
   it('loads the exports it should and answers', async () => {
     const evaluator = await loadEvaluator({ modelDir: await tinyFp32(), threads: 1 });
     const { answers } = await evaluator.evaluate(request({ n: noul }));
-    expect(answers.n.type).toBe('noul');
+    expect(answers.n!.type).toBe('noul');
     await evaluator.close();
   });
 });
@@ -118,7 +118,7 @@ describe('graph rewrite fallback', () => {
     const evaluator = await loadEvaluator({ modelDir: dir, threads: 1, onWarning: (m) => warnings.push(m) });
     try {
       const { answers } = await evaluator.evaluate(request({ n: noul }));
-      expect(answers.n.type).toBe('noul');
+      expect(answers.n!.type).toBe('noul');
       expect(warnings).toHaveLength(1);
       expect(warnings[0]).toMatch(/rewritten graph of .*model\.onnx did not load .*running the export as is/);
     } finally {

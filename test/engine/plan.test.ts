@@ -46,32 +46,32 @@ describe('prompt planning', () => {
         expect(q.suffix.length).toBeGreaterThan(0);
       }
       // The prefix is the state's turn: it ends right after a special token and holds the state.
-      expect(codec.isAddedToken(plan.prefix[plan.prefix.length - 1])).toBe(true);
+      expect(codec.isAddedToken(plan.prefix[plan.prefix.length - 1]!)).toBe(true);
     });
   }
 
   it('the answer starts after the template opens the assistant turn with thinking disabled', () => {
     const plan = planRequest({ state: 'x', questions: { a: noul } }, codec, prompts, end, budgets);
-    const text = codec.decode([...plan.prefix, ...plan.questions[0].suffix]);
+    const text = codec.decode([...plan.prefix, ...plan.questions[0]!.suffix]);
     expect(text.endsWith('<|im_start|>assistant\n<think>\n\n</think>\n\n')).toBe(true);
   });
 
   it('question keys never reach the model', () => {
     const plan = planRequest({ state: 'x', questions: { SECRET_KEY_123: noul } }, codec, prompts, end, budgets);
-    expect(codec.decode([...plan.prefix, ...plan.questions[0].suffix])).not.toContain('SECRET_KEY_123');
+    expect(codec.decode([...plan.prefix, ...plan.questions[0]!.suffix])).not.toContain('SECRET_KEY_123');
   });
 
   it('usage counts the prefix once plus every suffix, and the answer tokens scored', () => {
     const one = planRequest({ state: 'x', questions: { a: noul } }, codec, prompts, end, budgets);
     const two = planRequest({ state: 'x', questions: { a: noul, b: noul } }, codec, prompts, end, budgets);
-    expect(two.usage.input_tokens).toBe(one.usage.input_tokens + one.questions[0].suffix.length);
+    expect(two.usage.input_tokens).toBe(one.usage.input_tokens + one.questions[0]!.suffix.length);
     expect(one.usage.output_tokens).toBe(2); // Yes, No
     expect(two.usage.output_tokens).toBe(4);
   });
 
   it('labels that begin other labels score the end of the answer too', () => {
     const plan = planRequest({ state: 'x', questions: { c: choice } }, codec, prompts, end, budgets);
-    const byLabel = Object.fromEntries(plan.questions[0].labels.map((l) => [l.label, l.tokens]));
+    const byLabel = Object.fromEntries(plan.questions[0]!.labels.map((l) => [l.label, l.tokens]));
     expect(byLabel['1']).toEqual([codec.encode('1')[0], end]);
     expect(byLabel['12']).toEqual(codec.encode('12'));
     expect(byLabel.fox).toEqual([...codec.encode('fox'), end]); // "fox" begins "fox terrier"

@@ -26,7 +26,7 @@ describe('provider: cuda without the CUDA provider library', () => {
     const ev = await loadEvaluator({ modelDir, provider: 'cpu' });
     try {
       const res = await ev.evaluate({ state: 'The sky is blue.', questions: { q: { type: 'noul', instructions: 'Is the sky blue?' } } });
-      expect(res.answers.q.type).toBe('noul');
+      expect(res.answers.q!.type).toBe('noul');
     } finally {
       await ev.close();
     }

@@ -52,8 +52,8 @@ describe('graph rewrite', () => {
     const modelDir = await tinyFp32();
     const sharp = await loadEvaluator({ modelDir, threads: 1, prefixCacheBytes: 0 });
     const flat = await loadEvaluator({ modelDir, threads: 1, prefixCacheBytes: 0, temperature: 50 });
-    const a = (await sharp.evaluate(request({ s: score }))).answers.s;
-    const b = (await flat.evaluate(request({ s: score }))).answers.s;
+    const a = (await sharp.evaluate(request({ s: score }))).answers.s!;
+    const b = (await flat.evaluate(request({ s: score }))).answers.s!;
     if (a.type !== 'score' || b.type !== 'score') throw new Error('type');
     expect(b.confidence).toBeLessThan(a.confidence);
     expect(b.confidence).toBeLessThan(0.01);

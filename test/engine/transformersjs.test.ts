@@ -23,7 +23,7 @@ describe('transformers.js agrees with the engine', () => {
     const codec = await TextCodec.load(dir);
     const prompts = promptSet();
     const plan = planRequest({ state, questions: { c: choice } }, codec, prompts, codec.eosTokenId!, { request: 1e9, question: 1e9, context: 1e9 });
-    const ours = [...plan.prefix, ...plan.questions[0].suffix];
+    const ours = [...plan.prefix, ...plan.questions[0]!.suffix];
 
     const tokenizer = await AutoTokenizer.from_pretrained(name);
     const messages = [
@@ -47,7 +47,7 @@ describe('transformers.js agrees with the engine', () => {
       const theirs = out.logits.data.subarray((n - 1) * vocab, n * vocab);
       const mine = (await runner.logits(ours)).at(-1)!;
       let max = 0;
-      for (let i = 0; i < vocab; i++) max = Math.max(max, Math.abs(theirs[i] - mine[i]));
+      for (let i = 0; i < vocab; i++) max = Math.max(max, Math.abs(theirs[i]! - mine[i]!));
       expect(max).toBeLessThan(1e-4);
     } finally {
       await model.dispose();

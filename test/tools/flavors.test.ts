@@ -46,7 +46,7 @@ function fromHalf(h: number): number {
   const mant = h & 0x3ff;
   if (exp === 0) return (sign ? -1 : 1) * mant * 2 ** -24;
   halfBits[0] = sign | (exp === 0x1f ? 0x7f800000 | (mant << 13) : ((exp - 15 + 127) << 23) | (mant << 13));
-  return halfView[0];
+  return halfView[0]!;
 }
 
 function floats(t: ort.Tensor): Float32Array {
@@ -73,14 +73,14 @@ async function pass(s: ort.InferenceSession, ids: number[], start: number, kvTyp
 
 function lastLogits(out: Outputs): Float32Array {
   const t = out.logits as ort.Tensor;
-  const [, S, V] = t.dims;
+  const [, S, V] = t.dims as readonly [number, number, number];
   return floats(t).subarray((S - 1) * V, S * V);
 }
 
 function maxAbsDiff(a: Float32Array, b: Float32Array): number {
   expect(a.length).toBe(b.length);
   let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
   return m;
 }
 
@@ -91,10 +91,10 @@ let q4: Float32Array;
 
 beforeAll(async () => {
   for (const c of CASES) dirs.set(c, await ensureFlavor(c.flavor));
-  const s = await ort.InferenceSession.create(join(dirs.get(CASES[0])!, CASES[0].file), { intraOpNumThreads: 1 });
+  const s = await ort.InferenceSession.create(join(dirs.get(CASES[0]!)!, CASES[0]!.file), { intraOpNumThreads: 1 });
   sessions.push(s);
   twin = lastLogits(await pass(s, PROMPT, 0, 'float32'));
-  const s4 = await ort.InferenceSession.create(join(dirs.get(CASES[2])!, CASES[2].file), { intraOpNumThreads: 1 });
+  const s4 = await ort.InferenceSession.create(join(dirs.get(CASES[2]!)!, CASES[2]!.file), { intraOpNumThreads: 1 });
   sessions.push(s4);
   q4 = lastLogits(await pass(s4, PROMPT, 0, 'float32'));
 }, 120_000);

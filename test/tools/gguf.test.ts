@@ -172,7 +172,7 @@ describe('the tiny synthetic model as a llama.cpp GGUF', () => {
     const init = model.graph!.initializer!.find((t) => t.name === 'model.layers.0.self_attn.k_proj.weight')!;
     const raw = new Uint8Array(init.rawData!);
     const w = new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
-    const column0 = Float32Array.from({ length: 64 }, (_, i) => w[i * 32]);
+    const column0 = Float32Array.from({ length: 64 }, (_, i) => w[i * 32]!);
     const at = dataStart + byName.get('blk.0.attn_k.weight')!.offset;
     expect(f.subarray(at, at + 68)).toEqual(Buffer.from(quantizeQ8_0(column0)));
   });

@@ -87,7 +87,7 @@ async function run(
 
 function logitsAt(out: Outputs, row: number, pos: number): Float32Array {
   const t = out.logits as ort.Tensor;
-  const [, S, V] = t.dims;
+  const [, S, V] = t.dims as readonly [number, number, number];
   const start = (row * S + pos) * V;
   return (t.data as Float32Array).subarray(start, start + V);
 }
@@ -95,7 +95,7 @@ function logitsAt(out: Outputs, row: number, pos: number): Float32Array {
 function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   expect(a.length).toBe(b.length);
   let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
   return m;
 }
 
@@ -240,8 +240,8 @@ describe('numerics across variants', () => {
     let sq = 0;
     let sa = 0;
     for (let i = 0; i < la.length; i++) {
-      sq += (la[i] - lb[i]) ** 2;
-      sa += la[i] ** 2;
+      sq += (la[i]! - lb[i]!) ** 2;
+      sa += la[i]! ** 2;
     }
     // Relative RMS error of a few percent, and not identical (the int8 path really ran).
     expect(Math.sqrt(sq / sa)).toBeLessThan(0.1);
@@ -282,21 +282,21 @@ function referenceLogits(file: string, m: ShapeManifest, ids: number[]): Float64
     let s = 0;
     for (const v of x) s += v * v;
     const r = 1 / Math.sqrt(s / x.length + eps);
-    return x.map((v, i) => v * r * wt[i]);
+    return x.map((v, i) => v * r * wt[i]!);
   };
   // y = x · W for W stored [in, out] (ONNX MatMul layout).
   const mm = (x: Float64Array, wt: Float32Array, out: number, bias?: Float32Array): Float64Array => {
     const y = new Float64Array(out);
-    for (let i = 0; i < x.length; i++) for (let j = 0; j < out; j++) y[j] += x[i] * wt[i * out + j];
-    if (bias) for (let j = 0; j < out; j++) y[j] += bias[j];
+    for (let i = 0; i < x.length; i++) for (let j = 0; j < out; j++) y[j]! += x[i]! * wt[i * out + j]!;
+    if (bias) for (let j = 0; j < out; j++) y[j]! += bias[j]!;
     return y;
   };
   const rope = (v: Float64Array, heads: number, pos: number): void => {
     for (let h = 0; h < heads; h++) {
       for (let j = 0; j < D / 2; j++) {
         const ang = pos * Math.pow(c.rope_theta, (-2 * j) / D);
-        const a = v[h * D + j];
-        const b = v[h * D + j + D / 2];
+        const a = v[h * D + j]!;
+        const b = v[h * D + j + D / 2]!;
         v[h * D + j] = a * Math.cos(ang) - b * Math.sin(ang);
         v[h * D + j + D / 2] = b * Math.cos(ang) + a * Math.sin(ang);
       }
@@ -316,7 +316,7 @@ function referenceLogits(file: string, m: ShapeManifest, ids: number[]): Float64
     const ks: Float64Array[] = [];
     const vs: Float64Array[] = [];
     for (let t = 0; t < S; t++) {
-      const h = rms(xs[t], get(`${p}.input_layernorm.weight`));
+      const h = rms(xs[t]!, get(`${p}.input_layernorm.weight`));
       let q = mm(h, get(`${p}.self_attn.q_proj.weight`), nH * D, bias('q'));
       let k = mm(h, get(`${p}.self_attn.k_proj.weight`), kvH * D, bias('k'));
       if (m.qk_norm) {
@@ -336,28 +336,28 @@ function referenceLogits(file: string, m: ShapeManifest, ids: number[]): Float64
         const sc = new Float64Array(t + 1);
         for (let u = 0; u <= t; u++) {
           let s = 0;
-          for (let d = 0; d < D; d++) s += qs[t][h * D + d] * ks[u][g * D + d];
+          for (let d = 0; d < D; d++) s += qs[t]![h * D + d]! * ks[u]![g * D + d]!;
           sc[u] = s / Math.sqrt(D);
         }
         const mx = Math.max(...sc);
         let z = 0;
-        for (let u = 0; u <= t; u++) z += sc[u] = Math.exp(sc[u] - mx);
-        for (let u = 0; u <= t; u++) for (let d = 0; d < D; d++) ctx[h * D + d] += (sc[u] / z) * vs[u][g * D + d];
+        for (let u = 0; u <= t; u++) z += sc[u] = Math.exp(sc[u]! - mx);
+        for (let u = 0; u <= t; u++) for (let d = 0; d < D; d++) ctx[h * D + d]! += (sc[u]! / z) * vs[u]![g * D + d]!;
       }
-      const x1 = mm(ctx, get(`${p}.self_attn.o_proj.weight`), H).map((v, i) => v + x[i]);
+      const x1 = mm(ctx, get(`${p}.self_attn.o_proj.weight`), H).map((v, i) => v + x[i]!);
       const h2 = rms(x1, get(`${p}.post_attention_layernorm.weight`));
       const gate = mm(h2, get(`${p}.mlp.gate_proj.weight`), I);
       const up = mm(h2, get(`${p}.mlp.up_proj.weight`), I);
-      const act = gate.map((gv, i) => (gv / (1 + Math.exp(-gv))) * up[i]);
-      return mm(act, get(`${p}.mlp.down_proj.weight`), H).map((v, i) => v + x1[i]);
+      const act = gate.map((gv, i) => (gv / (1 + Math.exp(-gv))) * up[i]!);
+      return mm(act, get(`${p}.mlp.down_proj.weight`), H).map((v, i) => v + x1[i]!);
     });
   }
-  const hf = rms(xs[S - 1], get('model.norm.weight'));
+  const hf = rms(xs[S - 1]!, get('model.norm.weight'));
   const V = c.vocab_size;
   const logits = new Float64Array(V);
   for (let v = 0; v < V; v++) {
     let s = 0;
-    for (let i = 0; i < H; i++) s += hf[i] * E[v * H + i];
+    for (let i = 0; i < H; i++) s += hf[i]! * E[v * H + i]!;
     logits[v] = s;
   }
   return logits;

@@ -69,7 +69,7 @@ function size(v: unknown): number {
 /** pydantic's member labels for the Content union (str | dict[str, Any] | list[Any]). */
 function memberLabel(branch: readonly Issue[]): string | undefined {
   const first = branch[0];
-  if (branch.length !== 1 || first.code !== 'invalid_type' || first.path.length !== 0) return undefined;
+  if (branch.length !== 1 || first?.code !== 'invalid_type' || first.path.length !== 0) return undefined;
   return { string: 'str', record: 'dict[str,any]', object: 'dict[str,any]', array: 'list[any]' }[first.expected as string];
 }
 
@@ -117,12 +117,12 @@ function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, o
       // state), only that member's failure is interesting; otherwise list every member, labelled.
       const branches = issue.errors;
       const typed = branches.filter((b) => memberLabel(b) === undefined);
-      if (typed.length === 1) return mapIssues(typed[0], path, root, out);
+      if (typed.length === 1) return mapIssues(typed[0]!, path, root, out);
       for (const b of branches) {
         const label = memberLabel(b);
         const before = out.length;
         mapIssues(b, path, root, out);
-        if (label) for (let i = before; i < out.length; i++) out[i].loc = [...out[i].loc, label];
+        if (label) for (const e of out.slice(before)) e.loc = [...e.loc, label];
       }
       return;
     }
@@ -175,7 +175,7 @@ function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, o
       for (const sub of issue.issues) {
         const before = out.length;
         mapIssue(sub as Issue, [], String(key), out);
-        for (let i = before; i < out.length; i++) out[i].loc = [...at, '[key]'];
+        for (const e of out.slice(before)) e.loc = [...at, '[key]'];
       }
       return;
     }

@@ -94,7 +94,7 @@ function writeValue(b: Buf, v: MetaValue): void {
 export function tensorBytes(t: Pick<TensorSpec, 'ne' | 'type'>): number {
   const g = GGML[t.type];
   const n = t.ne.reduce((a, b) => a * b, 1);
-  if (t.ne[0] % g.block !== 0) throw new Error(`${t.type} needs rows that are a multiple of ${g.block}`);
+  if (t.ne[0]! % g.block !== 0) throw new Error(`${t.type} needs rows that are a multiple of ${g.block}`);
   return (n / g.block) * g.bytes;
 }
 
@@ -130,10 +130,10 @@ export function writeGguf(path: string, metadata: Array<[string, MetaValue]>, te
     tensors.forEach((t, i) => {
       const data = t.data();
       if (data.byteLength !== tensorBytes(t)) throw new Error(`${t.name}: ${data.byteLength} bytes, expected ${tensorBytes(t)}`);
-      writeSync(fd, data, 0, data.byteLength, dataStart + offsets[i]);
+      writeSync(fd, data, 0, data.byteLength, dataStart + offsets[i]!);
     });
     // Pad the file to the end of the last tensor's aligned slot (zeros after its data, never over it).
-    const last = tensors.length ? offsets[offsets.length - 1] + tensorBytes(tensors[tensors.length - 1]) : 0;
+    const last = tensors.length ? offsets[offsets.length - 1]! + tensorBytes(tensors[tensors.length - 1]!) : 0;
     if (offset > last) writeSync(fd, Buffer.alloc(offset - last), 0, offset - last, dataStart + last);
   } finally {
     closeSync(fd);

@@ -12,12 +12,12 @@ export function quantizeQ8_0(x: Float32Array): Uint8Array {
   const view = new DataView(out.buffer);
   for (let b = 0; b < x.length / 32; b++) {
     let amax = 0;
-    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[b * 32 + j]));
+    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[b * 32 + j]!));
     const d = amax / 127;
     const id = d ? 1 / d : 0;
     view.setUint16(b * 34, toHalf(d), true);
     for (let j = 0; j < 32; j++) {
-      const v = x[b * 32 + j] * id;
+      const v = x[b * 32 + j]! * id;
       view.setInt8(b * 34 + 2 + j, Math.sign(v) * Math.round(Math.abs(v))); // roundf: half away from zero
     }
   }
@@ -32,7 +32,7 @@ export function quantizeQ4_0(x: Float32Array): Uint8Array {
     let amax = 0;
     let max = 0;
     for (let j = 0; j < 32; j++) {
-      const v = x[b * 32 + j];
+      const v = x[b * 32 + j]!;
       if (Math.abs(v) > amax) {
         amax = Math.abs(v);
         max = v;
@@ -42,8 +42,8 @@ export function quantizeQ4_0(x: Float32Array): Uint8Array {
     const id = d ? 1 / d : 0;
     view.setUint16(b * 18, toHalf(d), true);
     for (let j = 0; j < 16; j++) {
-      const q0 = Math.min(15, Math.trunc(x[b * 32 + j] * id + 8.5));
-      const q1 = Math.min(15, Math.trunc(x[b * 32 + 16 + j] * id + 8.5));
+      const q0 = Math.min(15, Math.trunc(x[b * 32 + j]! * id + 8.5));
+      const q1 = Math.min(15, Math.trunc(x[b * 32 + 16 + j]! * id + 8.5));
       out[b * 18 + 2 + j] = q0 | (q1 << 4);
     }
   }

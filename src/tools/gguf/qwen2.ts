@@ -48,10 +48,10 @@ class Weights {
   }
   /** A linear weight stored [in, out] (x·W), as [out, in] rows (ggml ne = [in, out]). */
   transposed(name: string): Float32Array {
-    const [inDim, outDim] = this.dims(name);
+    const [inDim = 0, outDim = 0] = this.dims(name);
     const w = this.floats(name);
     const t = new Float32Array(w.length);
-    for (let i = 0; i < inDim; i++) for (let o = 0; o < outDim; o++) t[o * inDim + i] = w[i * outDim + o];
+    for (let i = 0; i < inDim; i++) for (let o = 0; o < outDim; o++) t[o * inDim + i] = w[i * outDim + o]!;
     return t;
   }
 }
@@ -107,9 +107,9 @@ export function qwenGguf(dir: string, type: Exclude<GgmlType, 'F16'>): { metadat
     type,
     data: () => (type === 'Q8_0' ? quantizeQ8_0(values()) : type === 'Q4_0' ? quantizeQ4_0(values()) : toF32Bytes(values())),
   });
-  const vector = (name: string, source: string): TensorSpec => ({ name, ne: [w.dims(source)[0]], type: 'F32', data: () => toF32Bytes(w.floats(source)) });
+  const vector = (name: string, source: string): TensorSpec => ({ name, ne: [w.dims(source)[0]!], type: 'F32', data: () => toF32Bytes(w.floats(source)) });
   const linear = (name: string, source: string): TensorSpec => {
-    const [inDim, outDim] = w.dims(source);
+    const [inDim = 0, outDim = 0] = w.dims(source);
     return matrix(name, [inDim, outDim], () => w.transposed(source));
   };
   const tensors: TensorSpec[] = [matrix('token_embd.weight', [H, V], () => w.floats('model.embed_tokens.weight'))];

@@ -188,7 +188,7 @@ export class GraphBuilder {
 
   /** Adds a single-output node; returns its output name. */
   op(opType: string, inputs: string[], attrs?: Record<string, Attr>, opts: Omit<NodeOptions, 'attrs'> = {}): string {
-    return this.node(opType, inputs, { ...opts, attrs })[0];
+    return this.node(opType, inputs, { ...opts, attrs })[0]!;
   }
 
   input(name: string, elemType: DataTypeId, dims: Dim[]): string {

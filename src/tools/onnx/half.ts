@@ -6,7 +6,7 @@ const u32 = new Uint32Array(f32.buffer);
 /** IEEE half from a float, round to nearest even (as numpy's astype(float16)). */
 export function toHalf(x: number): number {
   f32[0] = x;
-  const b = u32[0];
+  const b = u32[0]!;
   const sign = (b >>> 16) & 0x8000;
   const exp = (b >>> 23) & 0xff;
   let mant = b & 0x7fffff;

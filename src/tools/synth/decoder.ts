@@ -45,7 +45,7 @@ function linearWith(ctx: BuildContext, x: string, name: string, w: Float32Array,
     const outs = g.node('DynamicQuantizeLinear', [x], {
       outputs: [`${x}_quantized`, `${x}_scale`, `${x}_zero_point`],
     });
-    dq = [outs[0], outs[1], outs[2]];
+    dq = [outs[0]!, outs[1]!, outs[2]!];
     ctx.dql.set(x, dq);
   }
   const mi = g.op('MatMulInteger', [dq[0], wq, dq[2], wzp]);
@@ -75,7 +75,7 @@ function rmsNorm(ctx: BuildContext, x: string, name: string, dim: number, eps: n
 function rope(ctx: BuildContext, x: string, cos: string, sin: string, headDim: number): string {
   const { g } = ctx;
   const half = headDim / 2;
-  const [x1, x2] = g.node('Split', [x, g.constI64([half, half])], { outputs: 2, attrs: { axis: { i: -1 } } });
+  const [x1, x2] = g.node('Split', [x, g.constI64([half, half])], { outputs: 2, attrs: { axis: { i: -1 } } }) as [string, string];
   const neg = g.op('Neg', [x2]);
   const rot = g.op('Concat', [neg, x1], { axis: { i: -1 } });
   return g.op('Add', [g.op('Mul', [x, cos]), g.op('Mul', [rot, sin])]);
@@ -188,7 +188,7 @@ export function buildDecoder(
     const sinT = new Float32Array(positions * (D / 2));
     for (let p = 0; p < positions; p++) {
       for (let i = 0; i < D / 2; i++) {
-        const angle = Math.fround(Math.fround(p) * invFreq[i]);
+        const angle = Math.fround(Math.fround(p) * invFreq[i]!);
         cosT[p * (D / 2) + i] = Math.cos(angle);
         sinT[p * (D / 2) + i] = Math.sin(angle);
       }
@@ -222,7 +222,7 @@ export function buildDecoder(
         outputs: [g.fresh('attn'), `present.${i}.key`, `present.${i}.value`],
         domain: 'com.microsoft',
         attrs: { num_heads: { i: nH }, kv_num_heads: { i: kvH }, do_rotary: { i: 1 }, rotary_interleaved: { i: 0 }, scale: { f: 1 / Math.sqrt(D) } },
-      })[0];
+      })[0]!;
     } else {
       const q = rope(ctx, proj('q', nH), cos, sin, D);
       const k = rope(ctx, proj('k', kvH), cos, sin, D);
@@ -230,11 +230,11 @@ export function buildDecoder(
       const presentK = g.node('Concat', [`past_key_values.${i}.key`, k], {
         outputs: [`present.${i}.key`],
         attrs: { axis: { i: 2 } },
-      })[0];
+      })[0]!;
       const presentV = g.node('Concat', [`past_key_values.${i}.value`, v], {
         outputs: [`present.${i}.value`],
         attrs: { axis: { i: 2 } },
-      })[0];
+      })[0]!;
       // GQA without copying KV: queries as [B, kvH, rep, S, D] against keys [B, kvH, 1, D, T].
       const q5 = g.op('Reshape', [q, g.constI64([0, kvH, rep, -1, D])]);
       const k5 = g.op('Transpose', [g.op('Unsqueeze', [presentK, g.constI64([2])])], { perm: { ints: [0, 1, 2, 4, 3] } });
@@ -264,7 +264,7 @@ export function buildDecoder(
   } else {
     // The quantized head is its own transposed int8 initializer, as quantize_dynamic makes it.
     const wT = new Float32Array(H * V);
-    for (let v = 0; v < V; v++) for (let j = 0; j < H; j++) wT[j * V + v] = embed[v * H + j];
+    for (let v = 0; v < V; v++) for (let j = 0; j < H; j++) wT[j * V + v] = embed[v * H + j]!;
     const y = linearWith(ctx, hf, 'lm_head.weight', wT, H, V);
     g.node('Identity', [y], { outputs: ['logits'] });
   }

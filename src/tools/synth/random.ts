@@ -34,14 +34,14 @@ export function fillRandom(out: Float32Array, seed: number, name: string, std: n
 export function quantizeSymmetric(w: Float32Array): { q: Int8Array; scale: number } {
   let absmax = 0;
   for (let i = 0; i < w.length; i++) {
-    const v = Math.abs(w[i]);
+    const v = Math.abs(w[i]!);
     if (v > absmax) absmax = v;
   }
   const scale = Math.fround(absmax > 0 ? absmax / 127 : 1);
   const q = new Int8Array(w.length);
   const inv = 1 / scale;
   for (let i = 0; i < w.length; i++) {
-    const r = Math.round(w[i] * inv);
+    const r = Math.round(w[i]! * inv);
     q[i] = r > 127 ? 127 : r < -127 ? -127 : r;
   }
   return { q, scale };

@@ -126,7 +126,7 @@ describe('models:fetch', () => {
           how: { type: 'choice', instructions: 'How was it paid?', criteria: { card: null, transfer: 'bank transfer', cash: null } },
         },
       });
-      expect(res.answers.late.type).toBe('noul');
+      expect(res.answers.late!.type).toBe('noul');
       const noul = res.answers.late as { noul: number };
       expect(noul.noul).toBeGreaterThanOrEqual(0);
       expect(noul.noul).toBeLessThanOrEqual(1);
@@ -207,7 +207,7 @@ describe('models:fetch', () => {
   it('verifies the resumed bytes too: a corrupt partial file fails and is discarded', async () => {
     const full = readFileSync(path.join(source, ONNX));
     const bad = Buffer.from(full.subarray(0, 1000));
-    bad[10] ^= 0xff;
+    bad[10]! ^= 0xff;
     await mkdir(path.join(modelDir(), 'onnx'), { recursive: true });
     await writeFile(path.join(modelDir(), `${ONNX}.part`), bad);
 
@@ -288,7 +288,7 @@ describe('models:fetch', () => {
     expect(m.entry.variant).toBe('q4f16');
     const evaluator = await loadEvaluator({ modelDir: m.dir, variant: m.entry.variant, threads: 1 });
     try {
-      const a = (await evaluator.evaluate({ state: 'The parcel arrived late.', questions: { late: { type: 'noul', instructions: 'Was it late?' } } })).answers.late;
+      const a = (await evaluator.evaluate({ state: 'The parcel arrived late.', questions: { late: { type: 'noul', instructions: 'Was it late?' } } })).answers.late!;
       expect(a.type).toBe('noul');
     } finally {
       await evaluator.close();
@@ -341,7 +341,7 @@ describe('models:fetch', () => {
     expect(g.code, g.err).toBe(0);
     const genaiDir = path.join(dest, 'acme', 'genai-tiny', genaiCommit, 'cpu-fp32');
     expect(await filesUnder(genaiDir)).toEqual(['genai_config.json', 'model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
-    expect(loadRegistry(registry).models.gen.variant).toBeUndefined();
+    expect(loadRegistry(registry).models.gen!.variant).toBeUndefined();
 
     const question = { state: 'The parcel arrived late.', questions: { late: { type: 'noul' as const, instructions: 'Was it late?' } } };
     const answers: number[] = [];
@@ -349,13 +349,13 @@ describe('models:fetch', () => {
       const m = resolveModel(loadRegistry(registry), id)!;
       const evaluator = await loadEvaluator({ modelDir: m.dir, variant: m.entry.variant, threads: 1 });
       try {
-        const a = (await evaluator.evaluate(question)).answers.late;
+        const a = (await evaluator.evaluate(question)).answers.late!;
         answers.push(a.type === 'noul' ? a.noul : NaN);
       } finally {
         await evaluator.close();
       }
     }
     // The same weights behind both layouts give the same answer.
-    expect(Math.abs(answers[0] - answers[1])).toBeLessThan(1e-6);
+    expect(Math.abs(answers[0]! - answers[1]!)).toBeLessThan(1e-6);
   });
 });

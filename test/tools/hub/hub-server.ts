@@ -101,7 +101,7 @@ export class FakeHub {
     const p = decodeURIComponent(u.pathname);
     let m: RegExpExecArray | null;
     if ((m = /^\/api\/models\/([^/]+\/[^/]+)\/revision\/([^/]+)$/.exec(p)) && req.method === 'GET') {
-      const repo = this.repo(m[1], m[2], res);
+      const repo = this.repo(m[1]!, m[2]!, res);
       if (!repo) return;
       return json(res, 200, {
         _id: repo.commit.slice(0, 24),
@@ -116,7 +116,7 @@ export class FakeHub {
       });
     }
     if ((m = /^\/api\/models\/([^/]+\/[^/]+)\/tree\/([^/]+)(?:\/(.*))?$/.exec(p)) && req.method === 'GET') {
-      const repo = this.repo(m[1], m[2], res);
+      const repo = this.repo(m[1]!, m[2]!, res);
       if (!repo) return;
       const prefix = m[3] ? `${m[3].replace(/\/$/, '')}/` : '';
       const recursive = u.searchParams.get('recursive') === 'true';
@@ -139,20 +139,20 @@ export class FakeHub {
       return json(res, 200, entries);
     }
     if ((m = /^\/api\/models\/([^/]+\/[^/]+)\/paths-info\/([^/]+)$/.exec(p)) && req.method === 'POST') {
-      const repo = this.repo(m[1], m[2], res);
+      const repo = this.repo(m[1]!, m[2]!, res);
       if (!repo) return;
       const body = JSON.parse(await readBody(req)) as { paths: string[] };
       return json(res, 200, body.paths.filter((q) => repo.files.has(q)).map((q) => entry(q, repo.files.get(q)!)));
     }
     if ((m = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(p)) && (req.method === 'GET' || req.method === 'HEAD')) {
-      const repo = this.repo(m[1], m[2], res);
+      const repo = this.repo(m[1]!, m[2]!, res);
       if (!repo) return;
-      const f = repo.files.get(m[3]);
+      const f = repo.files.get(m[3]!);
       if (!f) return json(res, 404, { error: 'Entry not found' }, { 'X-Error-Code': 'EntryNotFound' });
       let bytes = f.bytes;
-      if (this.corrupt.has(m[3])) {
+      if (this.corrupt.has(m[3]!)) {
         bytes = Buffer.from(bytes);
-        bytes[bytes.length >> 1] ^= 0xff;
+        bytes[bytes.length >> 1]! ^= 0xff;
       }
       const headers: Record<string, string | number> = {
         'Accept-Ranges': 'bytes',
@@ -178,7 +178,7 @@ export class FakeHub {
       headers['Content-Length'] = end - start + 1;
       res.writeHead(status, headers);
       if (req.method === 'HEAD') return void res.end();
-      const cut = this.truncateAt.get(m[3]);
+      const cut = this.truncateAt.get(m[3]!);
       if (cut !== undefined && cut < end + 1) {
         // Send the bytes up to the cut, then close the connection mid-body (a clean FIN after
         // the data, so the client keeps every byte sent, as after a dropped connection).
