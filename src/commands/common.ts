@@ -61,9 +61,26 @@ export function table(rows: string[][]): string {
 }
 
 /**
- * Parses a command's string flags (plus --help). Returns the values, or the exit status when the
- * command is already done: 0 after printing the help, 2 after a usage error.
+ * The one flag parser of the commands (assay serve parses through its settings schema,
+ * src/config): node:util parseArgs plus --help. Returns the parsed flags, or the exit status when
+ * the command is already done: 0 after printing the help, 2 after a usage error.
  */
+export function parseFlags<const T extends ParseArgsConfig>(name: string, config: T, help: string, io: Io): ReturnType<typeof parseArgs<T>> | number {
+  let parsed: ReturnType<typeof parseArgs<T>>;
+  try {
+    parsed = parseArgs(config);
+  } catch (e) {
+    io.err(`assay ${name}: ${(e as Error).message}\n\n${help}\n`);
+    return 2;
+  }
+  if ((parsed.values as { help?: boolean }).help) {
+    io.out(`${help}\n`);
+    return 0;
+  }
+  return parsed;
+}
+
+/** String flags plus --format json|table (assay eval, assay models). */
 export function parseCommand(
   name: string,
   argv: string[],
@@ -73,18 +90,9 @@ export function parseCommand(
 ): { values: Record<string, string | undefined>; format: Format } | number {
   const options: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } };
   for (const f of flags) options[f] = { type: 'string' };
-  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
-  try {
-    ({ values } = parseArgs({ args: argv, options }));
-  } catch (e) {
-    io.err(`assay ${name}: ${(e as Error).message}\n\n${help}\n`);
-    return 2;
-  }
-  if (values.help) {
-    io.out(`${help}\n`);
-    return 0;
-  }
-  const strings = values as Record<string, string | undefined>;
+  const parsed = parseFlags(name, { args: argv, options }, help, io);
+  if (typeof parsed === 'number') return parsed;
+  const strings = parsed.values as Record<string, string | undefined>;
   const format = parseFormat(strings.format);
   if (!format) {
     io.err(`assay ${name}: --format must be json or table, not "${strings.format}"\n`);

@@ -7,11 +7,11 @@
 // HF_ENDPOINT (a mirror or a local hub) and HF_TOKEN (private or gated repos).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { fetchModel, formatBytes, HubFetchError, hubUrlFromEnv, VARIANTS, type FetchModelResult } from '../tools/hub/fetch.js';
 import { parseVariant } from '../engine/variants.js';
 import { progressBar } from '../tools/hub/progress.js';
 import { DEFAULT_REGISTRY_FILE, registerModel } from '../registry.js';
+import { parseFlags, resolveIo } from './common.js';
 
 /** models/hub/ of the package (the same depth from src/commands and dist/commands). */
 export const DEFAULT_DEST = fileURLToPath(new URL('../../models/hub/', import.meta.url));
@@ -52,9 +52,9 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
   const env = io.env ?? process.env;
   const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
-  let args;
-  try {
-    args = parseArgs({
+  const args = parseFlags(
+    'models fetch',
+    {
       args: argv,
       allowPositionals: true,
       options: {
@@ -69,16 +69,12 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
         description: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
-    });
-  } catch (e) {
-    stderr.write(`${(e as Error).message}\n\n${USAGE}\n`);
-    return 2;
-  }
+    },
+    USAGE,
+    resolveIo({ stdout, stderr, env }),
+  );
+  if (typeof args === 'number') return args;
   const { values: o, positionals } = args;
-  if (o.help) {
-    stdout.write(`${USAGE}\n`);
-    return 0;
-  }
   if (positionals.length !== 1) {
     stderr.write(`expected exactly one repo id, got ${positionals.length}\n\n${USAGE}\n`);
     return 2;

@@ -3,10 +3,9 @@
 // `assay serve`); with --shape/--dtype, one folder. The server never generates models.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { loadRegistry, type Registry } from '../registry.js';
 import { DTYPES, ensureSynthModel, SHAPE_NAMES, type EnsureOptions, type ShapeName, type SynthDtype } from '../tools/synth/index.js';
-import { registryFile, resolveIo, type CommandIo } from './common.js';
+import { parseFlags, registryFile, resolveIo, type CommandIo } from './common.js';
 
 const HELP = `Usage: assay models synth [--registry FILE] [--model ID]
        assay models synth --shape ${SHAPE_NAMES.join('|')} --dtype ${DTYPES.join('|')} [options]
@@ -46,9 +45,9 @@ export async function ensureSyntheticModels(registry: Registry, log: (line: stri
 
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
   const io = resolveIo(ioOptions);
-  let values;
-  try {
-    ({ values } = parseArgs({
+  const parsed = parseFlags(
+    'models synth',
+    {
       args: argv,
       options: {
         registry: { type: 'string' },
@@ -61,15 +60,12 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
         force: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
-    }));
-  } catch (e) {
-    io.err(`assay models synth: ${(e as Error).message}\n\n${HELP}\n`);
-    return 2;
-  }
-  if (values.help) {
-    io.out(`${HELP}\n`);
-    return 0;
-  }
+    },
+    HELP,
+    io,
+  );
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   const log = (line: string): void => io.err(`assay models synth: ${line}\n`);
   if (values.shape === undefined) {
     let registry: Registry;
