@@ -26,6 +26,8 @@ export interface RequestFacts {
   model?: string;
   question_count?: number;
   input_tokens?: number;
+  /** The error table's code when the request ended in an error (e.g. deadline, overloaded). */
+  error?: string;
 }
 
 declare module 'fastify' {

@@ -11,6 +11,8 @@ import { ApiError } from './api-error.js';
 import { ModelUnavailableError } from '../service/model-pool.js';
 
 export interface ErrorResponse {
+  /** A stable name for the outcome, logged with the request (never sent: bodies keep FastAPI's shape). */
+  code: string;
   status: number;
   body: { detail: unknown };
   headers?: Record<string, string>;
@@ -28,33 +30,37 @@ function retryAfter(seconds: number): Record<string, string> {
   return { 'retry-after': String(s), 'retry-after-ms': String(s * 1000) };
 }
 
+/** Codes of the API's own HTTP errors, by status. */
+const API_CODES: Record<number, string> = { 401: 'unauthenticated', 429: 'rate_limited', 503: 'draining' };
+
 type Row = [new (...args: never[]) => Error, (e: never, c: ErrorContext) => ErrorResponse];
 
 const TABLE: Row[] = [
-  [ApiError, (e: ApiError) => ({ status: e.statusCode, body: { detail: e.detail }, headers: e.headers })],
-  [InvalidRequestError, (e: InvalidRequestError) => ({ status: 422, body: { detail: e.detail } })],
-  [ModelForbiddenError, (e: ModelForbiddenError) => ({ status: 403, body: { detail: e.message } })],
+  [ApiError, (e: ApiError) => ({ code: API_CODES[e.statusCode] ?? 'http_error', status: e.statusCode, body: { detail: e.detail }, headers: e.headers })],
+  [InvalidRequestError, (e: InvalidRequestError) => ({ code: 'invalid_request', status: 422, body: { detail: e.detail } })],
+  [ModelForbiddenError, (e: ModelForbiddenError) => ({ code: 'model_forbidden', status: 403, body: { detail: e.message } })],
   [
     BudgetError,
     (e: BudgetError) => ({
+      code: 'token_budget_exceeded',
       status: 422,
       body: { detail: [{ type: 'token_budget_exceeded', loc: ['body'], msg: e.message, ctx: { budget: e.budget, limit: e.limit, count: e.count } }] },
     }),
   ],
-  [AbortedError, (_e: AbortedError, c) => ({ status: 408, body: { detail: `Request exceeded its deadline of ${c.deadlineMs} ms` } })],
-  [OverloadedError, (e: OverloadedError) => ({ status: 529, body: { detail: 'The engine is overloaded; retry with backoff' }, headers: retryAfter(e.retryAfterSeconds) })],
+  [AbortedError, (_e: AbortedError, c) => ({ code: 'deadline', status: 408, body: { detail: `Request exceeded its deadline of ${c.deadlineMs} ms` } })],
+  [OverloadedError, (e: OverloadedError) => ({ code: 'overloaded', status: 529, body: { detail: 'The engine is overloaded; retry with backoff' }, headers: retryAfter(e.retryAfterSeconds) })],
   [
     ModelUnavailableError,
-    (e: ModelUnavailableError) => ({ status: 503, body: { detail: e.message }, headers: retryAfter(e.retryAfterSeconds), log: e.failed ? 'message' : undefined }),
+    (e: ModelUnavailableError) => ({ code: 'model_unavailable', status: 503, body: { detail: e.message }, headers: retryAfter(e.retryAfterSeconds), log: e.failed ? 'message' : undefined }),
   ],
-  [ModelLoadError, (e: ModelLoadError) => ({ status: 503, body: { detail: `The model cannot be loaded: ${e.message}` }, headers: retryAfter(30), log: 'message' })],
-  [EngineError, () => ({ status: 500, body: { detail: 'Internal Server Error' }, log: 'message' })],
+  [ModelLoadError, (e: ModelLoadError) => ({ code: 'model_load_failed', status: 503, body: { detail: `The model cannot be loaded: ${e.message}` }, headers: retryAfter(30), log: 'message' })],
+  [EngineError, () => ({ code: 'engine_failure', status: 500, body: { detail: 'Internal Server Error' }, log: 'message' })],
 ];
 
 /** Fastify's own client errors, by code. */
 const FASTIFY: Record<string, (c: ErrorContext, e: FastifyError) => ErrorResponse> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: (c) => ({ status: 413, body: { detail: `Request body is larger than ${c.bodyLimit} bytes` } }),
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => ({ status: 415, body: { detail: 'Unsupported media type: send the body as application/json' } }),
+  FST_ERR_CTP_BODY_TOO_LARGE: (c) => ({ code: 'body_too_large', status: 413, body: { detail: `Request body is larger than ${c.bodyLimit} bytes` } }),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => ({ code: 'unsupported_media_type', status: 415, body: { detail: 'Unsupported media type: send the body as application/json' } }),
 };
 
 export function errorResponse(err: Error, c: ErrorContext): ErrorResponse {
@@ -62,8 +68,8 @@ export function errorResponse(err: Error, c: ErrorContext): ErrorResponse {
   const f = err as FastifyError;
   const known = f.code ? FASTIFY[f.code] : undefined;
   if (known) return known(c, f);
-  if (f.statusCode && f.statusCode >= 400 && f.statusCode < 500 && f.code?.startsWith('FST_')) return { status: f.statusCode, body: { detail: err.message } };
-  return { status: 500, body: { detail: 'Internal Server Error' }, log: 'frames' };
+  if (f.statusCode && f.statusCode >= 400 && f.statusCode < 500 && f.code?.startsWith('FST_')) return { code: 'bad_request', status: f.statusCode, body: { detail: err.message } };
+  return { code: 'internal_error', status: 500, body: { detail: 'Internal Server Error' }, log: 'frames' };
 }
 
 /** Whether an error's message is safe to log (it never carries request content). */

@@ -216,6 +216,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     // Body errors (media type, size, JSON) on an unknown path or method: the path is what is wrong.
     if (!req.routeOptions.url) return notFound(req, reply);
     const r = errorResponse(err, { deadlineMs: ctx.deadlineMs, bodyLimit });
+    req.facts = { ...req.facts, error: r.code };
     if (r.log) req.log.error({ err }, r.status >= 500 ? 'request failed' : 'request refused');
     const respond = () => reply.code(r.status).headers(r.headers ?? {}).send(r.body);
     // A client still sending an oversized body would see its connection reset (EPIPE) instead of

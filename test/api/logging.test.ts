@@ -61,6 +61,10 @@ it('never logs state, instructions, criteria or question ids, at trace level, fo
   // ...while the logs still say what happened: id, route, status, timing, token counts.
   const lines = s.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'request');
   expect(lines.map((l) => l.status)).toEqual([200, 200, 422, 422, 422, 500, 413, 401, 415, 404]);
+  // The error table's code for each refusal (a stable name to count and alert on).
+  expect(lines.map((l) => l.error)).toEqual([
+    undefined, undefined, 'invalid_request', 'invalid_request', 'invalid_request', 'internal_error', 'body_too_large', 'unauthenticated', 'unsupported_media_type', undefined,
+  ]);
   expect(lines[0]).toMatchObject({ route: '/v1/systemone', method: 'POST', model: 'svc-1.13.0', question_count: 3 });
   expect(lines[0]!.input_tokens).toBeGreaterThan(0);
   expect(typeof lines[0]!.ms).toBe('number');
@@ -74,13 +78,13 @@ it('never logs state, instructions, criteria or question ids, at trace level, fo
 // Every engine error class, raised while the request (with the canary everywhere) is in flight:
 // each gets its status from the error table, and the log keeps the type and, for the engine's own
 // content-free classes, the message, yet never the request.
-const THROWN: Record<string, { error: () => Error; status: number; logged?: string }> = {
-  aborted: { error: () => new AbortedError('deadline passed'), status: 408 },
-  overloaded: { error: () => new OverloadedError(2), status: 529 },
-  budget: { error: () => new BudgetError('request', 70_000, 65_536), status: 422 },
-  loading: { error: () => new ModelUnavailableError('model svc-1.13.0 failed to load: /models/x/model.onnx is truncated; retrying in 4 s', 4, true), status: 503, logged: 'model.onnx is truncated' },
-  load: { error: () => new ModelLoadError('/models/x/model.onnx: protobuf parsing failed'), status: 503, logged: 'protobuf parsing failed' },
-  engine: { error: () => new EngineError('onnxruntime failed a pass of 12 tokens: Non-zero status code returned while running MatMul node'), status: 500, logged: 'Non-zero status code' },
+const THROWN: Record<string, { error: () => Error; status: number; code: string; logged?: string }> = {
+  aborted: { error: () => new AbortedError('deadline passed'), status: 408, code: 'deadline' },
+  overloaded: { error: () => new OverloadedError(2), status: 529, code: 'overloaded' },
+  budget: { error: () => new BudgetError('request', 70_000, 65_536), status: 422, code: 'token_budget_exceeded' },
+  loading: { error: () => new ModelUnavailableError('model svc-1.13.0 failed to load: /models/x/model.onnx is truncated; retrying in 4 s', 4, true), status: 503, code: 'model_unavailable', logged: 'model.onnx is truncated' },
+  load: { error: () => new ModelLoadError('/models/x/model.onnx: protobuf parsing failed'), status: 503, code: 'model_load_failed', logged: 'protobuf parsing failed' },
+  engine: { error: () => new EngineError('onnxruntime failed a pass of 12 tokens: Non-zero status code returned while running MatMul node'), status: 500, code: 'engine_failure', logged: 'Non-zero status code' },
 };
 
 it('logs each engine error class by type (and its content-free message), never the request', async () => {
@@ -93,7 +97,7 @@ it('logs each engine error class by type (and its content-free message), never t
       }),
   });
   try {
-    for (const [kind, { status, logged }] of Object.entries(THROWN)) {
+    for (const [kind, { status, code, logged }] of Object.entries(THROWN)) {
       const before = t.logs.length;
       const r = await t.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: JSON.stringify(request(`${kind} ${CANARY}`)) });
       expect(r.statusCode, kind).toBe(status);
@@ -101,6 +105,7 @@ it('logs each engine error class by type (and its content-free message), never t
       const lines = t.logs.slice(before);
       expect(lines.join(''), kind).not.toContain('CANARY');
       expect(lines.map((l) => JSON.parse(l).status).filter(Boolean), kind).toEqual([status]);
+      expect(lines.map((l) => JSON.parse(l).error).filter(Boolean), kind).toEqual([code]);
       if (logged) {
         const err = lines.map((l) => JSON.parse(l)).find((l) => l.err)?.err;
         expect(err, kind).toMatchObject({ type: THROWN[kind]!.error().name, message: expect.stringContaining(logged) });
