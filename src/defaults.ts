@@ -26,6 +26,8 @@ export const DEFAULTS = {
   requestTokenBudget: 64_000,
   questionTokenBudget: 32_000,
   prefixCacheScope: 'key',
+  /** Most question tokens in one packed pass. */
+  packTokens: 512,
   // Logs
   logLevel: 'info',
 } as const;

@@ -69,6 +69,7 @@ export function createMetrics(engines: () => EngineSnapshot[]): Metrics {
       },
     });
   engineCounter('assay_engine_tokens_evaluated_total', 'Tokens run through the model (after prefix-cache reuse)', (s) => s.tokensEvaluated);
+  engineCounter('assay_engine_passes_total', 'Forward passes run (prefill chunks, prefixes, packed question passes)', (s) => s.passes);
   engineCounter('assay_prefix_cache_hits_total', 'Prefix KV cache hits', (s) => s.prefixCacheHits);
   engineCounter('assay_prefix_cache_misses_total', 'Prefix KV cache misses', (s) => s.prefixCacheMisses);
   engineGauge('assay_prefix_cache_bytes', 'Bytes held by the prefix KV cache', (s) => s.prefixCacheBytes);

@@ -74,6 +74,7 @@ export async function run(argv: string[]): Promise<number> {
       prefillChunk: config.prefillChunk,
       maxQueue: config.maxQueue,
       rewriteGraph: config.graphRewrite,
+      packQuestions: config.packQuestions,
     },
     log,
   );

@@ -81,6 +81,9 @@ export const ServeSettingsSchema = z.strictObject({
     .default(DEFAULTS.prefixCacheScope)
     .meta(m({ flag: 'prefix-cache-scope', env: 'ASSAY_PREFIX_CACHE_SCOPE', arg: 'key|shared', doc: 'key: each API key reuses only its own cached prefixes; shared: one prefix cache across keys (a key can then time whether another key sent a state recently)' })),
   serverTimingEngine: bool().default(false).meta(m({ flag: 'server-timing-engine', env: 'ASSAY_SERVER_TIMING_ENGINE', doc: "add engine;dur= (queue + passes) to Server-Timing; off by default because it tells a prefix-cache hit from a miss" })),
+  packQuestions: bool()
+    .default(true)
+    .meta(m({ flag: 'pack-questions', env: 'ASSAY_PACK_QUESTIONS', doc: "packed evaluation: a request's questions in one pass on its prefix (--no-pack-questions: one pass per question, which keeps each question's quantized activations to itself)" })),
   graphRewrite: bool().default(true).meta(m({ flag: 'graph-rewrite', env: 'ASSAY_GRAPH_REWRITE', doc: 'the load-time graph rewrite (--no-graph-rewrite runs every export as is; per model: "graph_rewrite": false in the registry)' })),
   logLevel: oneOf(LOG_LEVELS).default(DEFAULTS.logLevel).meta(m({ flag: 'log-level', env: 'ASSAY_LOG_LEVEL', arg: 'L', doc: `log level: ${LOG_LEVELS.join('|')}` })),
   logFormat: oneOf(['json', 'pretty'])

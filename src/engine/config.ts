@@ -36,6 +36,14 @@ export interface EngineConfig {
   graphCacheDir?: string;
   /** Told once, at load, when the engine falls back from what was asked (e.g. the rewritten graph did not load). */
   onWarning?: (message: string) => void;
+  /**
+   * Evaluate a request's questions packed: their suffixes (and label continuations) in one pass on
+   * the prefix, each seeing the prefix and itself only (default true where the graph allows it:
+   * rewritten, with plain-op attention and position_ids). false: one pass per question.
+   */
+  packQuestions?: boolean;
+  /** Most tokens of questions in one packed pass (default 512); more questions take more passes. */
+  packTokens?: number;
   /** Softmax temperature applied to answer logits; default from the model's assay.json manifest, else 1. */
   temperature?: number;
 }
@@ -49,4 +57,5 @@ export const DEFAULTS = {
   prefillChunk: ALL.prefillChunk,
   requestTokenBudget: ALL.requestTokenBudget,
   questionTokenBudget: ALL.questionTokenBudget,
+  packTokens: ALL.packTokens,
 } as const;

@@ -4,6 +4,7 @@ import { DEFAULTS, type EngineConfig } from './config.js';
 import { AbortedError, ModelLoadError } from './errors.js';
 import { buildAnswer, normalize } from './answers.js';
 import { firstTokens, labelLogProbs } from './labels.js';
+import { packQuestions } from './packing.js';
 import { openModelFolder } from './model-folder.js';
 import type { Budgets, PlannedQuestion } from './plan.js';
 import { defaultPlannerThreads, inlinePlanner, workerPlanner, type Planner } from './planner/index.js';
@@ -25,6 +26,11 @@ export async function createEvaluator(config: EngineConfig): Promise<Evaluator> 
   const endToken = codec.eosTokenId ?? folder.eosTokenIds[0];
   if (endToken === undefined) throw new ModelLoadError(`${folder.dir}: no eos_token in tokenizer_config.json or generation_config.json`);
   const runner = await ModelRunner.create(folder, config, config.temperature ?? folder.manifest.temperature ?? 1);
+  // (A graph left unrewritten has been warned about already, or the operator turned the rewrite off.)
+  if (runner.rewritten && !runner.packs && config.packQuestions !== false) {
+    const why = !runner.hasPositionIds ? 'the graph takes no position_ids' : 'its attention takes no mask bias (a fused attention kernel)';
+    config.onWarning?.(`${folder.onnxPath}: packed evaluation is not available (${why}); questions run one pass per question`);
+  }
   const budgets: Budgets = {
     request: config.requestTokenBudget ?? DEFAULTS.requestTokenBudget,
     question: config.questionTokenBudget ?? DEFAULTS.questionTokenBudget,
@@ -45,6 +51,7 @@ class OnnxEvaluator implements Evaluator {
   private readonly scheduler: Scheduler;
   private readonly cache: PrefixCache;
   private tokensEvaluated = 0;
+  private passes = 0;
 
   constructor(
     private readonly config: EngineConfig,
@@ -55,7 +62,13 @@ class OnnxEvaluator implements Evaluator {
   ) {
     this.scheduler = new Scheduler(config.maxQueue ?? DEFAULTS.maxQueue);
     this.cache = new PrefixCache(config.prefixCacheBytes ?? DEFAULTS.prefixCacheBytes);
+    this.packs = runner.packs && config.packQuestions !== false;
+    this.packTokens = config.packTokens ?? DEFAULTS.packTokens;
   }
+
+  /** Whether a request's questions run packed, one pass per `packTokens` tokens (else one pass per question). */
+  readonly packs: boolean;
+  private readonly packTokens: number;
 
   get modelDir(): string {
     return this.config.modelDir;
@@ -69,13 +82,13 @@ class OnnxEvaluator implements Evaluator {
     const answers = await this.scheduler.request(async (ticket) => {
       // Every pass (prefill chunks included) takes its turn: requests interleave pass by pass,
       // and an aborted request stops at its next pass.
-      const run: Run = (ids, past, candidates, present) =>
-        this.runner.forward(ids, past, candidates, present, (pass, tokens) =>
-          ticket.pass(() => {
-            this.tokensEvaluated += tokens;
-            return pass();
-          }),
-        );
+      const step = <T>(pass: () => Promise<T>, tokens: number): Promise<T> =>
+        ticket.pass(() => {
+          this.tokensEvaluated += tokens;
+          this.passes++;
+          return pass();
+        });
+      const run: Run = (ids, past, candidates, present) => this.runner.forward(ids, past, candidates, present, step);
       // Keyed by caller strings (question ids may be "__proto__"): no prototype to collide with.
       const out: Record<string, Answer> = Object.create(null) as Record<string, Answer>;
       const cached = this.cache.lookup(cacheKey, plan.prefix);
@@ -89,6 +102,18 @@ class OnnxEvaluator implements Evaluator {
       if (!prefixKv) {
         prefixKv = (await run(plan.prefix, null, [], true)).present!;
         this.cache.store(cacheKey, plan.prefix, prefixKv);
+      }
+      if (this.packs) {
+        // Every question (and its labels' continuations) in one pass per token budget; the answers
+        // keep the request's order of questions.
+        const answered = new Map<string, Answer>();
+        for (const group of packQuestions(plan.questions, this.packTokens)) {
+          checkAborted(signal);
+          const logprobs = await this.runner.packed(group.pass, prefixKv, step);
+          for (const [key, answer] of await group.finish(logprobs)) answered.set(key, answer);
+        }
+        for (const q of plan.questions) out[q.key] = answered.get(q.key)!;
+        return out;
       }
       for (const q of plan.questions) out[q.key] = await this.answer(run, q, q.suffix, prefixKv, signal);
       return out;
@@ -104,6 +129,7 @@ class OnnxEvaluator implements Evaluator {
       prefixCacheMisses: this.cache.misses,
       prefixCacheBytes: this.cache.bytes,
       tokensEvaluated: this.tokensEvaluated,
+      passes: this.passes,
     };
   }
 

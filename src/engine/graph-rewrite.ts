@@ -1,10 +1,18 @@
 // Rewrites a stock decoder export at load time so a pass computes and returns only what the engine reads:
 //
-// 1. the vocabulary projection runs on the last `assay_keep` positions only (a stock export projects
-//    every position: for a 2,000-token prefix that is a quarter of the model's FLOPs thrown away);
+// 1. the vocabulary projection runs on the positions `assay_positions` [keep] only (a stock export
+//    projects every position: for a 2,000-token prefix that is a quarter of the model's FLOPs thrown
+//    away);
 // 2. a new output `assay_logprobs` [batch, keep, K] holds log softmax(logits · inv_temperature) at
 //    the candidate tokens `assay_candidates` [batch, keep, K], so a pass returns a few numbers
-//    instead of a 600 KB vocabulary row per position (onnxruntime-node copies every fetched output).
+//    instead of a 600 KB vocabulary row per position (onnxruntime-node copies every fetched output);
+// 3. where attention is built from plain ops (Softmax over scores plus a mask derived from
+//    attention_mask, as the PyTorch exporter writes it), a new input `assay_attention_bias`
+//    [rows, columns] (float32, broadcast) is added to each layer's mask. A [1, 1] zero leaves the
+//    model as exported; a [sequence, total] matrix of 0 and -1e9 restricts what each token sees, so
+//    one pass can evaluate a tree of token sequences (packed evaluation: every question's suffix on
+//    one prefix, each seeing the prefix and its own tokens only). Fused attention kernels
+//    (GroupQueryAttention, MultiHeadAttention) take no such bias: those graphs are not given it.
 //
 // The head is found structurally: walking back from `logits` to the nearest matrix product whose
 // weight has a vocabulary-sized dimension; its activation input (before any DynamicQuantizeLinear)
@@ -22,9 +30,10 @@ const MATMULS = new Set(['MatMul', 'Gemm', 'MatMulInteger', 'MatMulNBits', 'Dyna
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
 /** Bumped whenever the rewrite changes, so graphs rewritten by an older version are not reused. */
-export const REWRITE_VERSION = 2;
+export const REWRITE_VERSION = 3;
 
-export const KEEP_INPUT = 'assay_keep';
+export const POSITIONS_INPUT = 'assay_positions';
+export const BIAS_INPUT = 'assay_attention_bias';
 export const CANDIDATES_INPUT = 'assay_candidates';
 export const INV_TEMPERATURE_INPUT = 'assay_inv_temperature';
 export const LOGPROBS_OUTPUT = 'assay_logprobs';
@@ -81,13 +90,9 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
     return output;
   };
 
-  // 2. Slice the hidden state to the last `keep` positions: start = seq_len − keep.
+  // 2. The hidden state at the positions read: Gather along the sequence axis.
   const sliced = 'assay/hidden_kept';
-  node('Shape', [hidden], 'assay/hidden_shape');
-  node('Gather', ['assay/hidden_shape', c('assay/one', [1])], 'assay/seq_len');
-  node('Reshape', [KEEP_INPUT, c('assay/shape1', [1])], 'assay/keep1');
-  node('Sub', ['assay/seq_len', 'assay/keep1'], 'assay/start');
-  node('Slice', [hidden, 'assay/start', c('assay/end', [2 ** 53 - 1]), 'assay/one'], sliced);
+  node('Gather', [hidden, POSITIONS_INPUT], sliced, [{ name: 'axis', type: 2, i: 1 }]);
   // Consumers of the hidden state on the head's path read the slice; any other keeps the full tensor.
   for (const n of nodes) {
     n.input = n.input!.map((i) => (i === hidden && (n.output ?? []).some((o) => dependsOn('logits', o, producer)) ? sliced : i));
@@ -103,16 +108,68 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
   node('GatherElements', ['assay/scaled', CANDIDATES_INPUT], 'assay/picked', [{ name: 'axis', type: 2, i: 2 }]);
   node('Sub', ['assay/picked', 'assay/log_z'], LOGPROBS_OUTPUT);
 
+  // 4. The attention bias, where the graph's attention takes one.
+  const biased = opset >= 15 && addAttentionBias(nodes, producer, added);
+
   graph.node = [...nodes, ...added];
   graph.initializer = [...(graph.initializer ?? []), ...init];
   graph.input = [
     ...(graph.input ?? []),
-    tensorInfo(KEEP_INPUT, INT64, []),
+    ...(biased ? [tensorInfo(BIAS_INPUT, FLOAT, ['assay_bias_rows', 'assay_bias_columns'])] : []),
+    tensorInfo(POSITIONS_INPUT, INT64, ['assay_keep']),
     tensorInfo(CANDIDATES_INPUT, INT64, ['batch_size', 'assay_keep', 'assay_candidates']),
     tensorInfo(INV_TEMPERATURE_INPUT, FLOAT, []),
   ];
   graph.output = [...(graph.output ?? []), tensorInfo(LOGPROBS_OUTPUT, FLOAT, ['batch_size', 'assay_keep', 'assay_candidates'])];
   return true;
+}
+
+/**
+ * Adds BIAS_INPUT to the mask of every attention layer written in plain ops: each Softmax whose
+ * input is Add(scores, mask), the mask being the operand computed from attention_mask and from no
+ * past_key_values input (the scores are). All layers must match, or nothing is changed.
+ */
+function addAttentionBias(nodes: OnnxTypes.INodeProto[], producer: Map<string, OnnxTypes.INodeProto>, added: OnnxTypes.INodeProto[]): boolean {
+  const softmaxes = nodes.filter((n) => n.opType === 'Softmax');
+  if (softmaxes.length === 0) return false;
+  const fromPast = (t: string) => dependsOnInput(t, (name) => name.startsWith('past_key_values.') || name.startsWith('past_key.') || name.startsWith('past_value.'), producer);
+  const masks: Array<{ add: OnnxTypes.INodeProto; index: number }> = [];
+  for (const s of softmaxes) {
+    const add = producer.get(s.input![0]!);
+    if (!add || add.opType !== 'Add') return false;
+    const index = add.input!.findIndex((i) => dependsOn(i, 'attention_mask', producer) && !fromPast(i));
+    const other = add.input![1 - index];
+    if (index < 0 || other === undefined || !fromPast(other)) return false;
+    masks.push({ add, index });
+  }
+  const cast = new Map<string, string>();
+  for (const { add, index } of masks) {
+    const mask = add.input![index]!;
+    // The bias takes the mask's type (float16 in fp16 exports): CastLike, then one Add per mask tensor.
+    let biased = cast.get(mask);
+    if (!biased) {
+      biased = `assay/biased_mask_${cast.size}`;
+      added.push({ opType: 'CastLike', input: [BIAS_INPUT, mask], output: [`${biased}_bias`], name: `assay/${biased}_bias` });
+      added.push({ opType: 'Add', input: [mask, `${biased}_bias`], output: [biased], name: `assay/${biased}` });
+      cast.set(mask, biased);
+    }
+    add.input![index] = biased;
+  }
+  return true;
+}
+
+/** Whether tensor `output` is computed from a graph input whose name `isInput` accepts. */
+function dependsOnInput(output: string, isInput: (name: string) => boolean, producer: Map<string, OnnxTypes.INodeProto>): boolean {
+  const stack = [output];
+  const seen = new Set<string>();
+  while (stack.length > 0) {
+    const name = stack.pop()!;
+    if (isInput(name)) return true;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    stack.push(...(producer.get(name)?.input ?? []));
+  }
+  return false;
 }
 
 function findHead(

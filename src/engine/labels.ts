@@ -27,37 +27,58 @@ export function firstTokens(sequences: LabelSequence[]): number[] {
   return [...new Set(sequences.map((s) => s.tokens[0]!))];
 }
 
+/** A continuation pass of a question's labels: `input` after the prompt, and the candidates read at each of its positions. */
+export interface LabelPass {
+  input: number[];
+  candidates: number[][];
+}
+
+interface PlannedPasses {
+  passes: LabelPass[];
+  passOf: Map<LabelSequence, LabelPass>;
+}
+
 /**
- * Log-probability of each label sequence. `first` maps each first token to its log-probability after
- * the prompt; `continueWith(input, candidates)` runs `input` on the question's cache and reads the
- * candidates' log-probabilities at each of its positions. A label whose continuation is the start of
- * another's rides on that one's pass (causal attention: the shorter input's distributions are the
- * longer one's first positions), so there is one pass per distinct longest path, not per label.
+ * The continuation passes a label set needs. A label whose continuation is the start of another's
+ * rides on that one's pass (causal attention: the shorter input's distributions are the longer
+ * one's first positions), so there is one pass per distinct longest path, not per label.
  */
-export async function labelLogProbs(sequences: LabelSequence[], first: Map<number, number>, continueWith: ReadPass): Promise<number[]> {
-  interface Pass {
-    input: number[];
-    needs: Array<Set<number>>;
-  }
-  const passes: Pass[] = [];
-  const passOf = new Map<LabelSequence, Pass>();
+function planPasses(sequences: LabelSequence[]): PlannedPasses {
+  const needs = new Map<LabelPass, Array<Set<number>>>();
+  const passes: LabelPass[] = [];
+  const passOf = new Map<LabelSequence, LabelPass>();
   const longestFirst = sequences.filter((s) => s.tokens.length > 1).sort((a, b) => b.tokens.length - a.tokens.length);
   for (const seq of longestFirst) {
     const input = seq.tokens.slice(0, -1);
     let pass = passes.find((p) => startsWith(p.input, input));
     if (!pass) {
-      pass = { input, needs: input.map(() => new Set<number>()) };
+      pass = { input, candidates: [] };
+      needs.set(pass, input.map(() => new Set<number>()));
       passes.push(pass);
     }
-    for (let j = 0; j < input.length; j++) pass.needs[j]!.add(seq.tokens[j + 1]!);
+    for (let j = 0; j < input.length; j++) needs.get(pass)![j]!.add(seq.tokens[j + 1]!);
     passOf.set(seq, pass);
   }
+  for (const pass of passes) pass.candidates = needs.get(pass)!.map((set) => (set.size > 0 ? [...set] : [0]));
+  return { passes, passOf };
+}
 
-  const read = new Map<Pass, Array<Map<number, number>>>();
+/** The continuation passes of a label set, in the order labelLogProbs runs them. */
+export function labelPasses(sequences: LabelSequence[]): LabelPass[] {
+  return planPasses(sequences).passes;
+}
+
+/**
+ * Log-probability of each label sequence. `first` maps each first token to its log-probability after
+ * the prompt; `continueWith(input, candidates)` runs a continuation pass (labelPasses) on the
+ * question's cache and reads the candidates' log-probabilities at each of its positions.
+ */
+export async function labelLogProbs(sequences: LabelSequence[], first: Map<number, number>, continueWith: ReadPass): Promise<number[]> {
+  const { passes, passOf } = planPasses(sequences);
+  const read = new Map<LabelPass, Array<Map<number, number>>>();
   for (const pass of passes) {
-    const candidates = pass.needs.map((set) => (set.size > 0 ? [...set] : [0]));
-    const logprobs = await continueWith(pass.input, candidates);
-    read.set(pass, candidates.map((row, j) => new Map(row.map((token, c) => [token, logprobs[j]![c]!]))));
+    const logprobs = await continueWith(pass.input, pass.candidates);
+    read.set(pass, pass.candidates.map((row, j) => new Map(row.map((token, c) => [token, logprobs[j]![c]!]))));
   }
 
   return sequences.map((seq) => {

@@ -2,7 +2,7 @@
 // metadata and config.json (no architecture is hard-coded). Everything that touches tensors is here.
 import * as ort from 'onnxruntime-node';
 import { EngineError, ModelLoadError } from './errors.js';
-import { CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, KEEP_INPUT, LOGPROBS_OUTPUT } from './graph-rewrite.js';
+import { BIAS_INPUT, CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, LOGPROBS_OUTPUT, POSITIONS_INPUT } from './graph-rewrite.js';
 import { rewrittenGraph } from './graph-file.js';
 import type { ModelFolder } from './model-folder.js';
 import { DEFAULTS, type EngineConfig } from './config.js';
@@ -15,6 +15,18 @@ export interface KvCache {
   bytes: number;
 }
 
+/**
+ * A packed pass: `tokens` after the past, each with its parent (the index of the token before it in
+ * its own sequence, or -1 when it continues the past directly). A token sees the past and its
+ * ancestors only; its position is the past's length plus its depth. `reads` name the tokens whose
+ * next-token log-probabilities are read, and at which candidates.
+ */
+export interface PackedPass {
+  tokens: number[];
+  parents: number[];
+  reads: Array<{ at: number; candidates: number[] }>;
+}
+
 export interface ForwardResult {
   /** logprobs[j][c]: log-probability of candidates[j][c] at the j-th of the last positions read. */
   logprobs: number[][];
@@ -25,7 +37,7 @@ export class ModelRunner {
   private readonly pastNames: string[];
   /** past input name → present output name */
   private readonly presentOf = new Map<string, string>();
-  private readonly hasPositionIds: boolean;
+  readonly hasPositionIds: boolean;
   private readonly logitsToKeepName: string | undefined;
   private readonly kvType: 'float32' | 'float16';
   private readonly kvHeads: number;
@@ -34,6 +46,9 @@ export class ModelRunner {
   prefillChunk: number;
   /** Whether the loaded graph was rewritten to project only kept positions and return candidate log-probabilities. */
   readonly rewritten: boolean;
+  /** Whether the graph takes an attention bias and position ids, so a pass can evaluate a tree of sequences (packed). */
+  readonly packs: boolean;
+  private readonly biased: boolean;
 
   private constructor(
     private readonly session: ort.InferenceSession,
@@ -61,7 +76,9 @@ export class ModelRunner {
     }
     this.hasPositionIds = inputs.includes('position_ids');
     this.logitsToKeepName = inputs.find((n) => n === 'num_logits_to_keep' || n === 'logits_to_keep');
-    this.rewritten = inputs.includes(KEEP_INPUT) && outputs.has(LOGPROBS_OUTPUT);
+    this.rewritten = inputs.includes(POSITIONS_INPUT) && outputs.has(LOGPROBS_OUTPUT);
+    this.biased = inputs.includes(BIAS_INPUT);
+    this.packs = this.rewritten && this.biased && this.hasPositionIds;
 
     const meta = session.inputMetadata.find((m) => m.name === this.pastNames[0]);
     const shape = meta && meta.isTensor ? meta.shape : [];
@@ -159,9 +176,45 @@ export class ModelRunner {
     return step(() => this.pass(ids, past, candidates, present), ids.length);
   }
 
-  private async pass(ids: number[], past: KvCache | null, candidates: number[][], present: boolean): Promise<ForwardResult> {
+  /**
+   * One pass over a tree of token sequences after `past` (see PackedPass); returns the candidates'
+   * log-probabilities at each read, in order. Only those are fetched: no logits, no KV.
+   */
+  async packed(pass: PackedPass, past: KvCache | null, step: <T>(pass: () => Promise<T>, tokens: number) => Promise<T> = (p) => p()): Promise<number[][]> {
+    if (!this.packs) throw new EngineError('this graph cannot run packed passes');
+    const n = pass.tokens.length;
+    const pastLength = past?.length ?? 0;
+    const total = pastLength + n;
+    const positions = new Array<number>(n);
+    // -1e9 (as the exporters' own masks): every row keeps its own token, so no row is all masked.
+    const bias = new Float32Array(n * total);
+    for (let i = 0; i < n; i++) {
+      const parent = pass.parents[i]!;
+      if (parent >= i) throw new EngineError('a packed token must come after its parent');
+      positions[i] = parent < 0 ? pastLength : positions[parent]! + 1;
+      const row = bias.subarray(i * total + pastLength, (i + 1) * total);
+      row.fill(-1e9);
+      for (let a = i; a >= 0; a = pass.parents[a]!) row[a] = 0;
+    }
+    const candidates = pass.reads.map((r) => r.candidates);
+    const reads = pass.reads.map((r) => r.at);
+    const result = await step(() => this.run(pass.tokens, past, candidates, false, { positions, bias, reads }), n);
+    return result.logprobs;
+  }
+
+  private pass(ids: number[], past: KvCache | null, candidates: number[][], present: boolean): Promise<ForwardResult> {
+    return this.run(ids, past, candidates, present);
+  }
+
+  private async run(
+    ids: number[],
+    past: KvCache | null,
+    candidates: number[][],
+    present: boolean,
+    packed?: { positions: number[]; bias: Float32Array; reads: number[] },
+  ): Promise<ForwardResult> {
     const keep = candidates.length;
-    const feeds = this.feeds(ids, past, candidates);
+    const feeds = this.feeds(ids, past, candidates, packed);
     const fetches: string[] = [];
     if (keep > 0) fetches.push(this.rewritten ? LOGPROBS_OUTPUT : 'logits');
     if (present) for (const name of this.pastNames) fetches.push(this.presentOf.get(name)!);
@@ -197,7 +250,12 @@ export class ModelRunner {
     return this.logitRows(output(out, 'logits'), ids.length);
   }
 
-  private feeds(ids: number[], past: KvCache | null, candidates: number[][]): Record<string, ort.Tensor> {
+  /**
+   * Inputs of a pass of `ids` after `past`. A plain pass reads the last `candidates.length`
+   * positions; a packed pass gives each token's position, the bias that hides other branches, and
+   * the positions it reads.
+   */
+  private feeds(ids: number[], past: KvCache | null, candidates: number[][], packed?: { positions: number[]; bias: Float32Array; reads: number[] }): Record<string, ort.Tensor> {
     const keep = candidates.length;
     const pastLength = past?.length ?? 0;
     const n = ids.length;
@@ -208,13 +266,16 @@ export class ModelRunner {
     };
     if (this.hasPositionIds) {
       const positions = new BigInt64Array(n);
-      for (let i = 0; i < n; i++) positions[i] = BigInt(pastLength + i);
+      for (let i = 0; i < n; i++) positions[i] = BigInt(packed ? packed.positions[i]! : pastLength + i);
       feeds.position_ids = new ort.Tensor('int64', positions, [1, n]);
     }
+    if (this.biased) feeds[BIAS_INPUT] = packed ? new ort.Tensor('float32', packed.bias, [n, total]) : new ort.Tensor('float32', new Float32Array(1), [1, 1]);
     // HF's num_logits_to_keep: 0 means all, so a prefix pass keeps 1.
     if (this.logitsToKeepName) feeds[this.logitsToKeepName] = new ort.Tensor('int64', BigInt64Array.of(BigInt(Math.max(1, keep))), []);
     if (this.rewritten) {
-      feeds[KEEP_INPUT] = new ort.Tensor('int64', BigInt64Array.of(BigInt(keep)), []);
+      // The positions read: the last `keep` of a plain pass (none for a prefix pass: no projection at all).
+      const reads = packed?.reads ?? Array.from({ length: keep }, (_, j) => n - keep + j);
+      feeds[POSITIONS_INPUT] = new ort.Tensor('int64', BigInt64Array.from(reads, BigInt), [reads.length]);
       const width = Math.max(1, ...candidates.map((c) => c.length));
       const ids64 = new BigInt64Array(keep * width);
       candidates.forEach((row, j) => {

@@ -46,6 +46,8 @@ export interface EngineStats {
   prefixCacheMisses: number;
   prefixCacheBytes: number;
   tokensEvaluated: number;
+  /** Forward passes run (prefill chunks, prefixes, suffixes, packed passes). */
+  passes: number;
 }
 
 /** One loaded model that answers requests. */

@@ -194,6 +194,7 @@ describe('operational endpoints', () => {
     expect(text).toMatch(/assay_http_requests_total\{method="POST",route="\/v1\/systemone",status="200"\} \d+/);
     expect(text).toContain('assay_http_request_duration_seconds_bucket{le="0.005",method="POST",route="/v1/systemone",status="200"}');
     expect(text).toMatch(new RegExp(`assay_engine_tokens_evaluated_total\\{model="${MODEL_ID}"\\} [1-9]`));
+    expect(text).toMatch(new RegExp(`assay_engine_passes_total\\{model="${MODEL_ID}"\\} [1-9]`));
     expect(text).toMatch(new RegExp(`assay_input_tokens_total\\{model="${MODEL_ID}"\\} [1-9]`));
     expect(text).toContain(`assay_engine_queue_depth{model="${MODEL_ID}"} 0`);
     expect(text).toMatch(/assay_prefix_cache_hits_total\{model="svc-1.13.0"\} [1-9]/); // the renamed-keys request reused the prefix

@@ -36,7 +36,9 @@ const CASES: Case[] = [
   // question alone and among others differ (README, Exactness).
   { flavor: { dtype: 'int8' }, split: 0.1, twin: 0.05, registry: true, folder: () => ensureSynthModel({ shape: 'tiny', dtype: 'int8' }) },
   { flavor: { dtype: 'fp16' }, split: 1e-4, twin: 2e-3, registry: true },
-  { flavor: { dtype: 'q4' }, split: 1e-3, twin: 0.15 },
+  // q4 packs (plain attention): MatMulNBits at accuracy_level 4 quantizes activations to int8 per
+  // block, and a packed pass of three questions runs another GEMM than a pass of one: measured 7.9e-3.
+  { flavor: { dtype: 'q4' }, split: 0.02, twin: 0.15 },
   { flavor: { dtype: 'q4f16' }, split: 1e-3, twin: 0.15, registry: true },
   { flavor: { dtype: 'fp32', attention: 'gqa' }, split: 1e-5, twin: 1e-6 },
   { flavor: { dtype: 'fp16', attention: 'gqa', layout: 'genai' }, split: 1e-4, twin: 2e-3, registry: true },

@@ -1,0 +1,104 @@
+// Packed evaluation: every question of a request in one pass on the prefix's KV cache. The
+// questions' suffixes, and the continuation passes of their multi-token labels, are laid out as a
+// tree of token sequences (runner PackedPass): each token sees the prefix and its own ancestors
+// only, with the positions it would have had in a pass of its own. The tree is a trie: suffixes
+// that begin alike ("\n<|im_start|>user\nQuestion: ...", a question asked twice, one instruction
+// with two option sets) share those tokens, computed once. So a request of N questions costs one
+// pass instead of N (plus one per multi-token label path), over fewer tokens, and the answers are
+// those of separate passes (tested within 1e-4 on fp32).
+import { buildAnswer, normalize } from './answers.js';
+import { firstTokens, labelLogProbs, labelPasses } from './labels.js';
+import type { PlannedQuestion } from './plan.js';
+import type { PackedPass } from './runner.js';
+import type { Answer } from './types.js';
+
+export interface PackedGroup {
+  pass: PackedPass;
+  /** The answers of the group's questions from the pass's log-probabilities (one row per read). */
+  finish(logprobs: number[][]): Promise<Array<[string, Answer]>>;
+}
+
+/** Tokens a question adds to a packed pass: its suffix and its labels' continuation inputs. */
+export function packedTokens(q: PlannedQuestion): number {
+  return q.suffix.length + labelPasses(q.labels).reduce((n, p) => n + p.input.length, 0);
+}
+
+/**
+ * The questions in groups of at most `budget` tokens each (a question larger than the budget goes
+ * alone), each group one packed pass.
+ */
+export function packQuestions(questions: readonly PlannedQuestion[], budget: number): PackedGroup[] {
+  const groups: PlannedQuestion[][] = [];
+  let current: PlannedQuestion[] = [];
+  let size = 0;
+  // In an order of their tokens alone: reordering a request's questions or renaming their ids lays
+  // out the same passes, so the answers stay bit-identical.
+  for (const q of [...questions].sort(byTokens)) {
+    const n = packedTokens(q);
+    if (current.length > 0 && size + n > budget) {
+      groups.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(q);
+    size += n;
+  }
+  if (current.length > 0) groups.push(current);
+  return groups.map(packGroup);
+}
+
+function byTokens(a: PlannedQuestion, b: PlannedQuestion): number {
+  return compare(a.suffix, b.suffix) || compare(a.labels.flatMap((l) => [...l.tokens, -1]), b.labels.flatMap((l) => [...l.tokens, -1]));
+}
+
+function compare(a: number[], b: number[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
+
+function packGroup(questions: PlannedQuestion[]): PackedGroup {
+  const pass: PackedPass = { tokens: [], parents: [], reads: [] };
+  /** The trie: children of each node (-1: the prefix) by token. */
+  const children = new Map<number, Map<number, number>>();
+  /** Inserts a sequence under `parent`, reusing the nodes it shares; returns each token's node. */
+  const insert = (tokens: number[], parent: number): number[] =>
+    tokens.map((t) => {
+      let next = children.get(parent);
+      if (!next) children.set(parent, (next = new Map()));
+      let node = next.get(t);
+      if (node === undefined) {
+        node = pass.tokens.push(t) - 1;
+        pass.parents.push(parent);
+        next.set(t, node);
+      }
+      return (parent = node);
+    });
+  const layout = questions.map((q) => {
+    const starts = firstTokens(q.labels);
+    const last = insert(q.suffix, -1).at(-1)!;
+    const firstRead = pass.reads.push({ at: last, candidates: starts }) - 1;
+    // Each continuation pass rides on the question's last token; its reads are its own positions.
+    const continuations = new Map<string, number[]>();
+    for (const p of labelPasses(q.labels)) {
+      const nodes = insert(p.input, last);
+      continuations.set(
+        p.input.join(','),
+        p.candidates.map((candidates, j) => pass.reads.push({ at: nodes[j]!, candidates }) - 1),
+      );
+    }
+    return { q, starts, firstRead, continuations };
+  });
+  return {
+    pass,
+    async finish(logprobs) {
+      const out: Array<[string, Answer]> = [];
+      for (const { q, starts, firstRead, continuations } of layout) {
+        const row = logprobs[firstRead]!;
+        const first = new Map(starts.map((token, c) => [token, row[c]!]));
+        const logps = await labelLogProbs(q.labels, first, async (input) => continuations.get(input.join(','))!.map((r) => logprobs[r]!));
+        out.push([q.key, buildAnswer(q.question, normalize(logps))]);
+      }
+      return out;
+    },
+  };
+}
