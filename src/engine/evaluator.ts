@@ -4,7 +4,7 @@ import { DEFAULTS, type EngineConfig } from './config.js';
 import { AbortedError, ModelLoadError } from './errors.js';
 import { buildAnswer, normalize } from './answers.js';
 import { firstTokens, labelLogProbs } from './labels.js';
-import { packQuestions } from './packing.js';
+import { packedTokens, packQuestions } from './packing.js';
 import { openModelFolder } from './model-folder.js';
 import type { Budgets, PlannedQuestion } from './plan.js';
 import { defaultPlannerThreads, inlinePlanner, workerPlanner, type Planner } from './planner/index.js';
@@ -97,6 +97,23 @@ class OnnxEvaluator implements Evaluator {
         const q = plan.questions[0]!;
         out[q.key] = await this.answer(run, q, [...plan.prefix, ...q.suffix], null, signal);
         return out;
+      }
+      // The questions ride with the prefix's last chunk when its KV will not be kept (cache off or
+      // too small) and they fit one packed pass: one pass fewer, and no prefix KV fetched for it.
+      if (this.packs && !cached && !this.cache.keeps(plan.prefix.length * this.runner.kvBytesPerToken)) {
+        const budget = this.packTokens;
+        if (plan.questions.reduce((n, q) => n + packedTokens(q), 0) <= budget) {
+          // The trunk is one prefill chunk (at most 1,024 tokens unchunked: the bias is trunk² floats).
+          const chunk = this.runner.prefillChunk > 0 ? this.runner.prefillChunk : 1024;
+          const head = plan.prefix.slice(0, Math.max(0, plan.prefix.length - chunk));
+          const trunk = plan.prefix.slice(head.length);
+          const past = head.length > 0 ? (await run(head, null, [], true)).present! : null;
+          const [group] = packQuestions(plan.questions, budget, trunk);
+          checkAborted(signal);
+          const answered = new Map(await group!.finish(await this.runner.packed(group!.pass, past, step)));
+          for (const q of plan.questions) out[q.key] = answered.get(q.key)!;
+          return out;
+        }
       }
       let prefixKv = cached;
       if (!prefixKv) {

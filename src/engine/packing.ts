@@ -27,7 +27,7 @@ export function packedTokens(q: PlannedQuestion): number {
  * The questions in groups of at most `budget` tokens each (a question larger than the budget goes
  * alone), each group one packed pass.
  */
-export function packQuestions(questions: readonly PlannedQuestion[], budget: number): PackedGroup[] {
+export function packQuestions(questions: readonly PlannedQuestion[], budget: number, trunk: number[] = []): PackedGroup[] {
   const groups: PlannedQuestion[][] = [];
   let current: PlannedQuestion[] = [];
   let size = 0;
@@ -44,7 +44,8 @@ export function packQuestions(questions: readonly PlannedQuestion[], budget: num
     size += n;
   }
   if (current.length > 0) groups.push(current);
-  return groups.map(packGroup);
+  if (trunk.length > 0 && groups.length > 1) throw new Error('a trunk rides with a single packed pass only');
+  return groups.map((g) => packGroup(g, trunk));
 }
 
 function byTokens(a: PlannedQuestion, b: PlannedQuestion): number {
@@ -56,7 +57,11 @@ function compare(a: number[], b: number[]): number {
   return a.length - b.length;
 }
 
-function packGroup(questions: PlannedQuestion[]): PackedGroup {
+/**
+ * One packed pass. `trunk`: tokens of the prompt still to run (the prefix's last chunk when its KV
+ * is not kept): a chain every question continues from.
+ */
+function packGroup(questions: PlannedQuestion[], trunk: number[]): PackedGroup {
   const pass: PackedPass = { tokens: [], parents: [], reads: [] };
   /** The trie: children of each node (-1: the prefix) by token. */
   const children = new Map<number, Map<number, number>>();
@@ -73,9 +78,10 @@ function packGroup(questions: PlannedQuestion[]): PackedGroup {
       }
       return (parent = node);
     });
+  const root = trunk.length > 0 ? insert(trunk, -1).at(-1)! : -1;
   const layout = questions.map((q) => {
     const starts = firstTokens(q.labels);
-    const last = insert(q.suffix, -1).at(-1)!;
+    const last = insert(q.suffix, root).at(-1)!;
     const firstRead = pass.reads.push({ at: last, candidates: starts }) - 1;
     // Each continuation pass rides on the question's last token; its reads are its own positions.
     const continuations = new Map<string, number[]>();

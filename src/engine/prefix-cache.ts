@@ -23,6 +23,11 @@ export class PrefixCache {
     return this.entries.size;
   }
 
+  /** Whether an entry of this many bytes would be kept (the cache is on and it fits). */
+  keeps(bytes: number): boolean {
+    return this.capacityBytes > 0 && bytes <= this.capacityBytes;
+  }
+
   lookup(model: string, tokens: number[]): KvCache | undefined {
     if (this.capacityBytes <= 0) return undefined;
     const key = keyOf(model, tokens);

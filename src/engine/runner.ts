@@ -303,6 +303,11 @@ export class ModelRunner {
     await this.session.release();
   }
 
+  /** Bytes of KV cache one token takes (every layer's key and value). */
+  get kvBytesPerToken(): number {
+    return this.pastNames.length * this.kvHeads * this.headDim * (this.kvType === 'float32' ? 4 : 2);
+  }
+
   private emptyPast(): ort.Tensor {
     const data = this.kvType === 'float32' ? new Float32Array(0) : new Uint16Array(0);
     return new ort.Tensor(this.kvType, data, [1, this.kvHeads, 0, this.headDim]);

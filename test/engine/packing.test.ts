@@ -35,8 +35,9 @@ describe('packed evaluation', () => {
       const r = request(tricky, s);
       const [p0, q0] = [packed.stats().passes, perQuestion.stats().passes];
       expectSameResult(await perQuestion.evaluate(r), await packed.evaluate(r), 1e-4);
-      // The prefix and one packed pass, against the prefix and a pass per question and label path.
-      expect(packed.stats().passes - p0).toBe(2);
+      // The prefix cache is off and these prefixes are under one prefill chunk: the questions ride
+      // with the prefix in one pass, against the prefix and a pass per question and label path.
+      expect(packed.stats().passes - p0).toBe(1);
       expect(perQuestion.stats().passes - q0).toBeGreaterThan(Object.keys(tricky).length);
     }
   });
@@ -68,6 +69,28 @@ describe('packed evaluation', () => {
     }
   });
 
+  it('the questions ride with the last prefill chunk when the prefix KV is not kept; with the cache on, the prefix pass is kept', async () => {
+    const modelDir = await tinyFp32();
+    const long = request(tricky, 'A long state that takes several prefill chunks. '.repeat(60)); // ~600 tokens
+    const chunked = await loadEvaluator({ modelDir, threads: 1, prefixCacheBytes: 0, prefillChunk: 128 });
+    const cached = await loadEvaluator({ modelDir, threads: 1, prefillChunk: 128 });
+    try {
+      const reference = await perQuestion.evaluate(long);
+      const a = await chunked.evaluate(long);
+      expectSameResult(reference, a, 1e-4);
+      const b = await cached.evaluate(long);
+      expectSameResult(reference, b, 1e-4);
+      // Cache off: the head in chunks, then the last chunk and every question in one pass.
+      // Cache on: the whole prefix in chunks (its KV stored), then one packed pass.
+      expect(cached.stats().passes).toBe(chunked.stats().passes + 1);
+      const hit = await cached.evaluate(long);
+      expectSameResult(b, hit, 1e-6);
+    } finally {
+      await chunked.close();
+      await cached.close();
+    }
+  });
+
   it('a prefix-cache hit answers as the cold pass', async () => {
     const modelDir = await tinyFp32();
     const cached = await loadEvaluator({ modelDir, threads: 1 });
@@ -89,8 +112,9 @@ describe('packed evaluation', () => {
     const b = await loadEvaluator({ modelDir, threads: 1, prefixCacheBytes: 0, packQuestions: false });
     try {
       const r = request(tricky);
-      // Dynamic int8 quantization scales by the whole pass's activations: close, not equal.
-      expectSameResult(await b.evaluate(r), await a.evaluate(r), 0.05);
+      // Dynamic int8 quantization scales by the whole pass's activations: close, not equal (here the
+      // questions also share their pass with the prefix; README, Exactness: up to 0.064 before packing).
+      expectSameResult(await b.evaluate(r), await a.evaluate(r), 0.1);
     } finally {
       await a.close();
       await b.close();
