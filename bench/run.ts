@@ -1,5 +1,5 @@
 // `npm run bench` (about 20 minutes here) / `npm run bench -- --quick` (about 2).
-// Options: --quick, --only shared,roofline,cache,transformersjs,workloads,http,serving,packing, --out <dir>, --threads N.
+// Options: --quick, --only shared,roofline,cache,transformersjs,workloads,http,serving,packing,peers, --out <dir>, --threads N.
 // Sections run one at a time (never two heavy things at once); a failing section is reported and
 // the rest still run.
 import { createContext, type BenchContext, type SectionResult } from './lib/context.js';
@@ -16,6 +16,7 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   http: async () => (await import('./http.js')).httpSection,
   serving: async () => (await import('./serving.js')).servingSection,
   packing: async () => (await import('./engine/packing.js')).packingSection,
+  peers: async () => (await import('./peers/section.js')).peersSection,
 };
 
 function option(args: string[], name: string): string | undefined {

@@ -2,10 +2,11 @@
 // demand into a cache folder outside the project (never a project dependency: its default install
 // pulls ~640 MB of GPU builds). Nothing is downloaded at run time.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { writeQwenGguf } from '../../src/tools/gguf/qwen2.js';
 
 export const PEER_VERSION = '3.22.1';
 export const PEER_DIR = process.env.ASSAY_PEERS_DIR ? join(process.env.ASSAY_PEERS_DIR, 'node-llama-cpp') : join(homedir(), '.cache', 'assay', 'peers', 'node-llama-cpp');
@@ -47,4 +48,13 @@ export async function loadNodeLlamaCpp(log: (line: string) => void): Promise<Nod
   } catch (error) {
     return `node-llama-cpp in ${PEER_DIR} could not be loaded (${(error as Error).message.split('\n')[0]}); delete that folder to reinstall`;
   }
+}
+
+/** The GGUF of an fp32 synthetic folder's weights, written once (reused while newer than the ONNX weights). */
+export function ggufOf(dir: string, type: 'F32' | 'Q8_0' | 'Q4_0', log: (line: string) => void): string {
+  const out = join(dir, `assay-${type.toLowerCase()}.gguf`);
+  const onnx = join(dir, 'onnx', 'model.onnx');
+  if (existsSync(out) && statSync(out).mtimeMs >= statSync(onnx).mtimeMs) return out;
+  log(`  writing ${out}`);
+  return writeQwenGguf(dir, type);
 }
