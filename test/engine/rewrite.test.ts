@@ -15,6 +15,33 @@ describe('graph rewrite', () => {
     }
   });
 
+  it('scales the query instead of the scores, and adds the attention bias, in every layer', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { decodeModel, rewriteHead, BIAS_INPUT } = await import('../../src/engine/graph-rewrite.js');
+    const dir = await tinyFp32();
+    const model = decodeModel(readFileSync(join(dir, 'onnx', 'model.onnx')));
+    const layers = model.graph!.node!.filter((n) => n.opType === 'Softmax').length;
+    expect(rewriteHead(model, 151936)).toBe(true);
+    const nodes = model.graph!.node!;
+    const producer = new Map(nodes.flatMap((n) => (n.output ?? []).map((o) => [o, n] as const)));
+    for (const softmax of nodes.filter((n) => n.opType === 'Softmax')) {
+      const add = producer.get(softmax.input![0]!)!;
+      // Softmax(MatMul(q · s, kᵀ) + (mask + bias))
+      expect(add.input!.map((i) => producer.get(i)?.opType).sort()).toEqual(['Add', 'MatMul']);
+      const matmul = add.input!.map((i) => producer.get(i)!).find((n) => n.opType === 'MatMul')!;
+      expect(producer.get(matmul.input![0]!)?.opType).toBe('Mul');
+    }
+    expect(layers).toBeGreaterThan(0);
+    expect(model.graph!.input!.map((i) => i.name)).toContain(BIAS_INPUT);
+    // Topologically sorted still: every node's inputs are produced before it (or are graph inputs/initializers).
+    const seen = new Set([...model.graph!.input!.map((i) => i.name!), ...model.graph!.initializer!.map((t) => t.name!)]);
+    for (const n of nodes) {
+      for (const i of n.input ?? []) if (i) expect(seen.has(i), `${n.name} reads ${i}`).toBe(true);
+      for (const o of n.output ?? []) seen.add(o);
+    }
+  });
+
   describe('answers equal those of the export run as is', () => {
     let plain: Evaluator;
     let rewritten: Evaluator;
