@@ -108,11 +108,7 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
   node('GatherElements', ['assay/scaled', CANDIDATES_INPUT], 'assay/picked', [{ name: 'axis', type: 2, i: 2 }]);
   node('Sub', ['assay/picked', 'assay/log_z'], LOGPROBS_OUTPUT);
 
-  // 4. Attention scaled before its scores: Softmax(Mul(MatMul(q, kᵀ), s) + mask) becomes
-  //    Softmax(MatMul(q · s, kᵀ) + mask), one elementwise pass over [S, head_dim] instead of over
-  //    the [S, past + S] scores of every head (at 2,000 tokens, gigabytes of memory traffic).
-  foldAttentionScale(nodes, producer, dimsOf);
-  // 5. The attention bias, where the graph's attention takes one.
+  // 4. The attention bias, where the graph's attention takes one.
   const biased = opset >= 15 && addAttentionBias(nodes, producer, added);
 
   graph.node = topologicalOrder([...nodes, ...added]);
@@ -150,42 +146,6 @@ function topologicalOrder(nodes: OnnxTypes.INodeProto[]): OnnxTypes.INodeProto[]
   }
   if (out.length !== nodes.length) throw new Error('the rewritten graph has a cycle');
   return out;
-}
-
-/**
- * Moves a scalar scale of attention scores onto the query: for each Softmax(Add(Mul(MatMul(q, k), s),
- * mask)) whose MatMul feeds only that Mul, with `s` a scalar initializer, the Mul now scales q and
- * the Add reads the MatMul. Returns how many were moved. Equal up to float rounding.
- */
-function foldAttentionScale(nodes: OnnxTypes.INodeProto[], producer: Map<string, OnnxTypes.INodeProto>, dimsOf: Map<string, number[]>): number {
-  const uses = new Map<string, number>();
-  for (const n of nodes) for (const i of n.input ?? []) uses.set(i, (uses.get(i) ?? 0) + 1);
-  const scalar = (name: string) => (dimsOf.get(name)?.reduce((a, b) => a * b, 1) ?? 2) === 1;
-  let folded = 0;
-  for (const softmax of nodes.filter((n) => n.opType === 'Softmax')) {
-    const add = producer.get(softmax.input![0]!);
-    if (add?.opType !== 'Add') continue;
-    for (const [k, scoresName] of add.input!.entries()) {
-      const mul = producer.get(scoresName);
-      if (mul?.opType !== 'Mul' || uses.get(mul.output![0]!) !== 1) continue;
-      const m = mul.input!.findIndex((i) => producer.get(i)?.opType === 'MatMul' && uses.get(i) === 1);
-      const s = mul.input![1 - m];
-      if (m < 0 || s === undefined || !scalar(s)) continue;
-      const matmul = producer.get(mul.input![m]!)!;
-      // Reuse the Mul node: it now scales the query, and the MatMul takes its output.
-      mul.input = [matmul.input![0]!, s];
-      const scaled = `${mul.output![0]!}/assay_query_scaled`;
-      mul.output = [scaled];
-      producer.set(scaled, mul);
-      matmul.input = [scaled, matmul.input![1]!];
-      add.input![k] = matmul.output![0]!;
-      // The Mul must now run before the MatMul: move it there.
-      nodes.splice(nodes.indexOf(mul), 1);
-      nodes.splice(nodes.indexOf(matmul), 0, mul);
-      folded++;
-    }
-  }
-  return folded;
 }
 
 /**
