@@ -18,6 +18,7 @@ import { firstTokens } from '../../src/engine/labels.js';
 import { ratio, table, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { interleaved, pairedRatio, round, summarize, timeMs } from '../lib/stats.js';
 import { mixedQuestions, textOfTokens } from '../lib/text.js';
+import { ensureFlavor } from '../../src/tools/flavors.js';
 import { ggufOf, loadNodeLlamaCpp } from './llamacpp.js';
 
 /** The parts of node-llama-cpp used here (it is not a dependency: no types). */
@@ -90,7 +91,6 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
   const decide = await model.createDecisionContext({ contextSize: stateTokens + 4096, batchSize: 512, threads: ctx.threads });
   const cold = await loadEvaluator({ modelDir: int8Dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 0 });
   const warm = await loadEvaluator({ modelDir: int8Dir, variant: 'int8', threads: ctx.threads });
-  let agreement: Record<string, unknown> | undefined;
   try {
     ctx.log(`  decideWithMeta vs evaluate(): ${stateTokens}-token state × 16 questions, ${rounds} rounds`);
     let i = 0;
@@ -110,94 +110,113 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
     await warm.close();
   }
 
-  // --- llama.cpp by hand on our plan's token ids vs our evaluate() on the same request
+  // --- per quantization class: llama.cpp by hand on our plan's token ids vs our evaluate(), prefill, a suffix
   const plan = planRequest({ state: states[1]!, questions }, codec, promptSet(folder.manifest.prompt_version), codec.eosTokenId ?? folder.eosTokenIds[0]!, { request: 1e9, question: 1e9, context: 1e9 });
-  const context = await model.createContext({ contextSize: stateTokens + 1024, batchSize: 512, threads, flashAttention: false });
-  const sequence = context.getSequence();
-  /** Each question's label first-token logits, as the hand-written workload reads them. */
-  const handLogits = new Map<string, number[]>();
-  const byHand = async (): Promise<void> => {
-    await sequence.clearHistory();
-    await sequence.controlledEvaluate(plan.prefix);
-    for (const q of plan.questions) {
-      const out = await sequence.controlledEvaluate(q.suffix.map((t, k) => (k === q.suffix.length - 1 ? [t, { generateNext: { logits: true } }] : t)));
-      const logits = out[q.suffix.length - 1]?.next?.logits;
-      handLogits.set(q.key, firstTokens(q.labels).map((t) => logits?.get(t) ?? -Infinity));
-      await sequence.eraseContextTokenRanges([{ start: plan.prefix.length, end: plan.prefix.length + q.suffix.length }]);
+  const compareClass = async (c: { ours: string; theirs: string; modelDir: string; variant: string; model: Model; evaluator: Awaited<ReturnType<typeof loadEvaluator>>; target: number }): Promise<void> => {
+    const { model: classModel, evaluator: cold } = c;
+    const classFolder = await openModelFolder(c.modelDir, c.variant);
+    const context = await classModel.createContext({ contextSize: stateTokens + 1024, batchSize: 512, threads, flashAttention: false });
+    const sequence = context.getSequence();
+    /** Each question's label first-token logits, as the hand-written workload reads them. */
+    const handLogits = new Map<string, number[]>();
+    const byHand = async (): Promise<void> => {
+      await sequence.clearHistory();
+      await sequence.controlledEvaluate(plan.prefix);
+      for (const q of plan.questions) {
+        const out = await sequence.controlledEvaluate(q.suffix.map((t, k) => (k === q.suffix.length - 1 ? [t, { generateNext: { logits: true } }] : t)));
+        const logits = out[q.suffix.length - 1]?.next?.logits;
+        handLogits.set(q.key, firstTokens(q.labels).map((t) => logits?.get(t) ?? -Infinity));
+        await sequence.eraseContextTokenRanges([{ start: plan.prefix.length, end: plan.prefix.length + q.suffix.length }]);
+      }
+    };
+    try {
+      ctx.log(`  ${c.theirs} vs ours ${c.ours}: llama.cpp by hand vs evaluate() on the same token ids, ${rounds} rounds; prefill; a suffix`);
+      const request = { state: states[1]!, questions };
+      const s = await interleaved({ ours: () => cold.evaluate(request), theirs: byHand }, { rounds, warmup: 1 });
+      // Agreement on the identical token ids (questions whose labels are single tokens): the label
+      // distribution from llama.cpp's Q8_0 logits vs our int8 answer.
+      const ourAnswers = (await cold.evaluate(request)).answers;
+      let compared = 0;
+      let samePicks = 0;
+      let maxDelta = 0;
+      for (const q of plan.questions) {
+        if (q.labels.some((l) => l.tokens.length > 1)) continue;
+        const z = handLogits.get(q.key)!;
+        const m = Math.max(...z);
+        const e = z.map((v) => Math.exp(v - m));
+        const p = e.map((v) => v / e.reduce((x, y) => x + y, 0));
+        const a = ourAnswers[q.key]!;
+        const ours = a.type === 'noul' ? [a.noul, 1 - a.noul] : Object.values(a.probabilities);
+        compared++;
+        samePicks += Number(ours.indexOf(Math.max(...ours)) === p.indexOf(Math.max(...p)));
+        ours.forEach((v, k) => (maxDelta = Math.max(maxDelta, Math.abs(v - p[k]!))));
+      }
+      agreements[`${c.theirs} vs ours ${c.ours}`] = { questionsCompared: compared, samePicks, maxProbabilityDelta: round(maxDelta, 3) };
+      const r = pairedRatio(s.theirs, s.ours);
+      rows.push({ measure: `llama.cpp by hand (${c.theirs}: prefix, then each suffix + erase) vs our evaluate() (${c.ours})`, ours: round(summarize(s.ours).median, 0), theirs: round(summarize(s.theirs).median, 0), unit: 'ms', ratio: r });
+      targets.push({ name: `hand-written llama.cpp workload takes ≥ ${c.target}× our time (${c.theirs} vs ${c.ours})`, goal: `≥ ${c.target}×`, value: r.median, unit: '×', met: r.median >= c.target });
+
+      // --- prefill and a suffix on a cached prefix
+      const runner = await ModelRunner.create(classFolder, { modelDir: c.modelDir, threads: ctx.threads });
+      try {
+        for (const n of ctx.quick ? [256, 512] : [256, 512, 2000]) {
+          const ids = codec.encode(textOfTokens(codec, n, 700 + n)).slice(0, n);
+          const ours = await timeMs(() => runner.forward(ids, null, [[0]], false)); // one position read, no KV fetched
+          await sequence.clearHistory();
+          const theirs = await timeMs(() => sequence.controlledEvaluate(ids));
+          const [o, t] = [(n / ours) * 1000, (n / theirs) * 1000];
+          rows.push({ measure: `prefill ${n} tokens (${c.theirs} / ours ${c.ours})`, ours: round(o, 0), theirs: round(t, 0), unit: 'tok/s', ratio: { median: round(o / t, 2), p10: round(o / t, 2), p90: round(o / t, 2) } });
+        }
+        const prefix = plan.prefix;
+        const suffix = plan.questions[0]!.suffix.slice(0, 16);
+        const past = (await runner.forward(prefix, null, [], true)).present!;
+        const mine: number[] = [];
+        for (let k = 0; k < 3; k++) mine.push(await timeMs(() => runner.forward(suffix, past, [[0]], false)));
+        const oursSuffix = summarize(mine).median;
+        await sequence.clearHistory();
+        await sequence.controlledEvaluate(prefix);
+        const times: number[] = [];
+        for (let k = 0; k < 3; k++) {
+          times.push(await timeMs(() => sequence.controlledEvaluate(suffix.map((t, x) => (x === suffix.length - 1 ? [t, { generateNext: { logits: true } }] : t)))));
+          await sequence.eraseContextTokenRanges([{ start: prefix.length, end: prefix.length + suffix.length }]);
+        }
+        const theirsSuffix = summarize(times).median;
+        rows.push({ measure: `16-token suffix on a cached ${prefix.length}-token prefix (${c.theirs} / ours ${c.ours})`, ours: round(oursSuffix, 1), theirs: round(theirsSuffix, 1), unit: 'ms', ratio: { median: round(theirsSuffix / oursSuffix, 2), p10: round(theirsSuffix / oursSuffix, 2), p90: round(theirsSuffix / oursSuffix, 2) } });
+      } finally {
+        await runner.close();
+      }
+    } finally {
+      await context.dispose();
     }
   };
-  try {
-    ctx.log(`  llama.cpp by hand vs evaluate() on the same token ids, ${rounds} rounds`);
-    const request = { state: states[1]!, questions };
-    const s = await interleaved({ ours: () => cold.evaluate(request), theirs: byHand }, { rounds, warmup: 1 });
-    // Agreement on the identical token ids (questions whose labels are single tokens): the label
-    // distribution from llama.cpp's Q8_0 logits vs our int8 answer.
-    const ourAnswers = (await cold.evaluate(request)).answers;
-    let compared = 0;
-    let samePicks = 0;
-    let maxDelta = 0;
-    for (const q of plan.questions) {
-      if (q.labels.some((l) => l.tokens.length > 1)) continue;
-      const z = handLogits.get(q.key)!;
-      const m = Math.max(...z);
-      const e = z.map((v) => Math.exp(v - m));
-      const p = e.map((v) => v / e.reduce((x, y) => x + y, 0));
-      const a = ourAnswers[q.key]!;
-      const ours = a.type === 'noul' ? [a.noul, 1 - a.noul] : Object.values(a.probabilities);
-      compared++;
-      samePicks += Number(ours.indexOf(Math.max(...ours)) === p.indexOf(Math.max(...p)));
-      ours.forEach((v, k) => (maxDelta = Math.max(maxDelta, Math.abs(v - p[k]!))));
-    }
-    agreement = { questionsCompared: compared, samePicks, maxProbabilityDelta: round(maxDelta, 3) };
-    const r = pairedRatio(s.theirs, s.ours);
-    rows.push({ measure: 'llama.cpp by hand (Q8_0: prefix, then each suffix + erase) vs our evaluate() (int8)', ours: round(summarize(s.ours).median, 0), theirs: round(summarize(s.theirs).median, 0), unit: 'ms', ratio: r });
-    targets.push({ name: 'hand-written llama.cpp workload takes ≥ 5× our time (Q8_0 vs int8)', goal: '≥ 5×', value: r.median, unit: '×', met: r.median >= 5 });
 
-    // --- prefill and a suffix on a cached prefix
-    const runner = await ModelRunner.create(folder, { modelDir: int8Dir, threads: ctx.threads });
-    try {
-      for (const n of ctx.quick ? [256, 512] : [256, 512, 2000]) {
-        const ids = codec.encode(textOfTokens(codec, n, 700 + n)).slice(0, n);
-        const ours = await timeMs(() => runner.forward(ids, null, [[0]], false)); // one position read, no KV fetched
-        await sequence.clearHistory();
-        const theirs = await timeMs(() => sequence.controlledEvaluate(ids));
-        const [o, t] = [(n / ours) * 1000, (n / theirs) * 1000];
-        rows.push({ measure: `prefill ${n} tokens`, ours: round(o, 0), theirs: round(t, 0), unit: 'tok/s', ratio: { median: round(o / t, 2), p10: round(o / t, 2), p90: round(o / t, 2) } });
-      }
-      const prefix = plan.prefix;
-      const suffix = plan.questions[0]!.suffix.slice(0, 16);
-      const past = (await runner.forward(prefix, null, [], true)).present!;
-      const mine: number[] = [];
-      for (let k = 0; k < 3; k++) mine.push(await timeMs(() => runner.forward(suffix, past, [[0]], false)));
-      const oursSuffix = summarize(mine).median;
-      await sequence.clearHistory();
-      await sequence.controlledEvaluate(prefix);
-      const times: number[] = [];
-      for (let k = 0; k < 3; k++) {
-        times.push(await timeMs(() => sequence.controlledEvaluate(suffix.map((t, x) => (x === suffix.length - 1 ? [t, { generateNext: { logits: true } }] : t)))));
-        await sequence.eraseContextTokenRanges([{ start: prefix.length, end: prefix.length + suffix.length }]);
-      }
-      const theirsSuffix = summarize(times).median;
-      rows.push({ measure: `16-token suffix on a cached ${prefix.length}-token prefix`, ours: round(oursSuffix, 1), theirs: round(theirsSuffix, 1), unit: 'ms', ratio: { median: round(theirsSuffix / oursSuffix, 2), p10: round(theirsSuffix / oursSuffix, 2), p90: round(theirsSuffix / oursSuffix, 2) } });
-    } finally {
-      await runner.close();
-    }
+  const agreements: Record<string, unknown> = {};
+  try {
+    await compareClass({ ours: 'int8', theirs: 'Q8_0', modelDir: int8Dir, variant: 'int8', model, evaluator: cold, target: 5 });
   } finally {
-    await context.dispose();
     await cold.close();
     await model.dispose();
+  }
+  // The 4-bit class: our q4 (MatMulNBits, block 32, accuracy_level 4) vs llama.cpp Q4_0, same weights.
+  const q4Dir = await ensureFlavor({ shape: 'qwen2.5-0.5b', dtype: 'q4' });
+  const q4Model = await llama.loadModel({ modelPath: ggufOf(fp32Dir, 'Q4_0', ctx.log) });
+  const q4 = await loadEvaluator({ modelDir: q4Dir, variant: 'q4', threads: ctx.threads, prefixCacheBytes: 0 });
+  try {
+    await compareClass({ ours: 'q4', theirs: 'Q4_0', modelDir: q4Dir, variant: 'q4', model: q4Model, evaluator: q4, target: 3.5 });
+  } finally {
+    await q4.close();
+    await q4Model.dispose();
     await llama.dispose();
   }
   return {
     id: 'peers',
     title: '7. The real peers: node-llama-cpp and llama.cpp on the same weights',
     config: { model: 'qwen2.5-0.5b: ours int8 (dynamic), llama.cpp Q8_0', threads: ctx.threads, rounds, stateTokens, questions: 16, quick: ctx.quick },
-    results: { rows, agreement },
+    results: { rows, agreements },
     targets,
     notes: [
       'Ratios: the peer\'s time over ours (> 1: we are faster); prefill and suffix rows give both figures and ours / theirs throughput.',
-      `Agreement on the identical token ids (llama.cpp Q8_0 label logits vs our int8 answers, questions with single-token labels): ${JSON.stringify(agreement)}.`,
-      'Q4_0 vs our q4 is not measured: there is no q4 export of the 0.5b shape yet (issue 10, item 5).',
+      `Agreement on the identical token ids (llama.cpp label logits vs our answers, questions with single-token labels): ${JSON.stringify(agreements)}.`,
       ...(ctx.quick ? ['--quick: a 1,000-token state, 2 rounds, prefill at 256 and 512 tokens.'] : []),
     ],
     markdown: table(

@@ -21,7 +21,7 @@ import type { onnx as OnnxTypes } from 'onnx-proto';
 import { externalize } from '../engine/graph-file.js';
 import { GENERATED_DIR, ensureSynthModel } from './synth/ensure.js';
 import { GraphBuilder } from './onnx/graph-builder.js';
-import { buildDecoder, DEFAULT_SEED, loadShapes } from './synth/index.js';
+import { buildDecoder, DEFAULT_SEED, loadShapes, type ShapeName } from './synth/index.js';
 import { toHalf } from './onnx/half.js';
 
 const onnx = onnxProto.onnx;
@@ -34,6 +34,8 @@ export type FlavorTemplate = 'tokenizer_config' | 'jinja' | 'json';
 
 export interface FlavorOptions {
   dtype: 'fp32' | FlavorDtype;
+  /** The synthetic shape whose fp32 weights are converted (default tiny; gqa: tiny only). */
+  shape?: ShapeName;
   layout?: FlavorLayout;
   template?: FlavorTemplate;
   /** 'gqa': GroupQueryAttention with rotary inside, as onnxruntime-genai's builder emits (no position_ids input). */
@@ -54,7 +56,7 @@ const FILE: Record<FlavorOptions['dtype'], string> = { fp32: 'model.onnx', fp16:
 
 export function flavorName(o: FlavorOptions): string {
   const acc = (o.dtype === 'q4' || o.dtype === 'q4f16') && o.accuracyLevel !== undefined && o.accuracyLevel !== 4 ? `acc${o.accuracyLevel}` : '';
-  return ['tiny', o.dtype, acc, o.attention === 'gqa' ? 'gqa' : '', o.layout && o.layout !== 'hf' ? o.layout : '', o.template && o.template !== 'tokenizer_config' ? `template-${o.template}` : '']
+  return [o.shape ?? 'tiny', o.dtype, acc, o.attention === 'gqa' ? 'gqa' : '', o.layout && o.layout !== 'hf' ? o.layout : '', o.template && o.template !== 'tokenizer_config' ? `template-${o.template}` : '']
     .filter(Boolean)
     .join('-');
 }
@@ -216,17 +218,40 @@ function gqaModel(): Model {
   return onnx.ModelProto.decode(onnx.ModelProto.encode(g.toModel({ opset: 17 })).finish());
 }
 
-/** The tiny synthetic model in one flavor (generated once, from the fp32 twin's weights). */
+/** Reads every external-data initializer's bytes into the model (the 0.5b fp32 weights live in model.onnx_data). */
+function inlineExternalData(model: Model, dir: string): void {
+  const files = new Map<string, Buffer>();
+  for (const t of model.graph?.initializer ?? []) {
+    if (!t.externalData?.length) continue;
+    const at = (key: string) => t.externalData!.find((e) => e.key === key)?.value;
+    const location = at('location')!;
+    if (!files.has(location)) files.set(location, readFileSync(join(dir, location)));
+    const offset = Number(at('offset') ?? 0);
+    const length = Number(at('length') ?? files.get(location)!.byteLength - offset);
+    t.rawData = files.get(location)!.subarray(offset, offset + length);
+    t.externalData = [];
+    t.dataLocation = 0;
+  }
+}
+
+/** A synthetic model in one flavor (generated once, from the fp32 twin's weights). */
 export async function ensureFlavor(o: FlavorOptions): Promise<string> {
+  const shape = o.shape ?? 'tiny';
   const out = join(GENERATED_DIR, flavorName(o));
-  if (flavorName(o) === 'tiny-fp32') return ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
+  if (flavorName(o) === `${shape}-fp32`) return ensureSynthModel({ shape, dtype: 'fp32' });
+  if (o.attention === 'gqa' && shape !== 'tiny') throw new Error('the gqa flavor is made for the tiny shape only');
   const manifestPath = join(out, 'assay.json');
   if (existsSync(manifestPath) && (JSON.parse(readFileSync(manifestPath, 'utf8')) as { flavor_version?: number }).flavor_version === FLAVOR_VERSION) return out;
-  const source = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
+  const source = await ensureSynthModel({ shape, dtype: 'fp32' });
   const tmp = `${out}.${process.pid}.tmp`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  const model = o.attention === 'gqa' ? gqaModel() : onnx.ModelProto.decode(readFileSync(join(source, 'onnx', 'model.onnx')));
+  let model: Model;
+  if (o.attention === 'gqa') model = gqaModel();
+  else {
+    model = onnx.ModelProto.decode(readFileSync(join(source, 'onnx', 'model.onnx')));
+    inlineExternalData(model, join(source, 'onnx'));
+  }
   if (o.dtype === 'q4' || o.dtype === 'q4f16') quantizeTo4Bits(model, o.accuracyLevel ?? 4);
   if (o.dtype === 'fp16' || o.dtype === 'q4f16') convertToFloat16(model);
   const layout = o.layout ?? 'hf';
@@ -242,7 +267,12 @@ export async function ensureFlavor(o: FlavorOptions): Promise<string> {
   } else {
     const dir = layout === 'hf' ? join(tmp, 'onnx') : tmp;
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, layout === 'hf' ? FILE[o.dtype] : 'model.onnx'), bytes);
+    const file = layout === 'hf' ? FILE[o.dtype] : 'model.onnx';
+    if (bytes.byteLength > 256 * 1024 * 1024) {
+      // Big shapes keep their weights in external data, as exporters do past the protobuf comfort zone.
+      await externalize(model, join(dir, `${file}_data`), `${file}_data`);
+      writeFileSync(join(dir, file), onnx.ModelProto.encode(model).finish());
+    } else writeFileSync(join(dir, file), bytes);
     writeFileSync(join(tmp, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
     copyFileSync(join(source, 'generation_config.json'), join(tmp, 'generation_config.json'));
   }
@@ -262,11 +292,11 @@ export async function ensureFlavor(o: FlavorOptions): Promise<string> {
     dtype: o.dtype,
     position_ids: o.attention !== 'gqa',
     model_file: layout === 'hf' ? `onnx/${FILE[o.dtype]}` : 'model.onnx',
-    external_data: layout === 'genai' ? 'model.onnx.data' : null,
+    external_data: layout === 'genai' ? 'model.onnx.data' : existsSync(join(tmp, 'onnx', `${FILE[o.dtype]}_data`)) ? `onnx/${FILE[o.dtype]}_data` : null,
     quantization: q4 ? { op: 'com.microsoft.MatMulNBits', bits: 4, block_size: BLOCK, symmetric: true, accuracy_level: o.accuracyLevel ?? 4 } : null,
     flavor,
     flavor_version: FLAVOR_VERSION,
-    derived_from: 'tiny-fp32',
+    derived_from: `${shape}-fp32`,
   };
   for (const k of ['model_bytes', 'external_bytes', 'generation_seconds']) delete derived[k];
   writeFileSync(join(tmp, 'assay.json'), `${JSON.stringify(derived, null, 2)}\n`);
@@ -275,12 +305,13 @@ export async function ensureFlavor(o: FlavorOptions): Promise<string> {
   return out;
 }
 
-// CLI: npm run models:flavor -- --dtype fp32|fp16|q4|q4f16 [--attention plain|gqa] [--layout hf|optimum|genai] [--template tokenizer_config|jinja|json]
+// CLI: npm run models:flavor -- [--shape tiny|qwen2.5-0.5b] --dtype fp32|fp16|q4|q4f16 [--attention plain|gqa] [--layout hf|optimum|genai] [--template tokenizer_config|jinja|json]
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const { values } = parseArgs({
-    options: { dtype: { type: 'string', default: 'fp32' }, attention: { type: 'string' }, layout: { type: 'string' }, template: { type: 'string' }, 'accuracy-level': { type: 'string' } },
+    options: { shape: { type: 'string' }, dtype: { type: 'string', default: 'fp32' }, attention: { type: 'string' }, layout: { type: 'string' }, template: { type: 'string' }, 'accuracy-level': { type: 'string' } },
   });
   const dir = await ensureFlavor({
+    shape: values.shape as ShapeName | undefined,
     dtype: values.dtype as FlavorOptions['dtype'],
     attention: values.attention as FlavorOptions['attention'],
     layout: values.layout as FlavorLayout | undefined,
