@@ -10,6 +10,7 @@ import { contentFree, errorResponse } from './error-table.js';
 import { InvalidRequestError } from '../protocol/errors.js';
 import { jsonInvalid } from '../protocol/pydantic/json-decode.js';
 import { ApiError } from './api-error.js';
+import { DeepBodyChecker, nestsDeeperThan } from './deep-body.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { ModelProvider } from '../service/model-pool.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.js';
@@ -177,19 +178,33 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
   });
 
   // Only application/json bodies; parsed here so malformed JSON gets FastAPI's json_invalid 422.
+  const deepBodies = new DeepBodyChecker();
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_req, text, done) => {
     const raw = text as string;
     if (raw.length === 0) return done(null, undefined); // no body: "Field required" at ["body"]
-    let body: unknown;
-    try {
-      body = JSON.parse(raw);
-    } catch {
-      return done(new InvalidRequestError([jsonInvalid(raw)]), undefined);
-    }
-    // The nesting bound is checked first thing in validation (request-validation.ts), one walk.
-    done(null, body);
+    const parse = () => {
+      let body: unknown;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        return done(new InvalidRequestError([jsonInvalid(raw)]), undefined);
+      }
+      // The nesting bound is checked first thing in validation (protocol/validate.ts), one walk.
+      done(null, body);
+    };
+    if (!nestsDeeperThan(raw)) return parse();
+    // Nested deeper than a valid body can be: parsed and depth-checked in the worker, off the loop.
+    deepBodies.check(raw).then(
+      (verdict) => {
+        if ('invalidJson' in verdict) return done(new InvalidRequestError([jsonInvalid(raw)]), undefined);
+        if (verdict.detail.length > 0) return done(new InvalidRequestError(verdict.detail), undefined);
+        parse();
+      },
+      () => parse(), // the worker failed: parse here, as before
+    );
   });
+  app.addHook('onClose', async () => deepBodies.close());
 
   // Every response carries the request id; every finished request is counted and logged.
   app.addHook('onRequest', async (req, reply) => {
