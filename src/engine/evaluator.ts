@@ -92,15 +92,11 @@ class OnnxEvaluator implements Evaluator {
       // Keyed by caller strings (question ids may be "__proto__"): no prototype to collide with.
       const out: Record<string, Answer> = Object.create(null) as Record<string, Answer>;
       const cached = this.cache.lookup(cacheKey, plan.prefix);
-      if (plan.questions.length === 1 && !cached) {
-        // One question: one pass over the whole prompt beats a prefix pass plus a suffix pass.
-        const q = plan.questions[0]!;
-        out[q.key] = await this.answer(run, q, [...plan.prefix, ...q.suffix], null, signal);
-        return out;
-      }
-      // The questions ride with the prefix's last chunk when its KV will not be kept (cache off or
-      // too small) and they fit one packed pass: one pass fewer, and no prefix KV fetched for it.
-      if (this.packs && !cached && !this.cache.keeps(plan.prefix.length * this.runner.kvBytesPerToken)) {
+      // The questions ride with the prefix's last chunk when its KV is not kept (one question: the
+      // prefix is not stored for it; or the cache is off or too small) and they fit one packed pass:
+      // one pass fewer, no prefix KV fetched, and a question's multi-token labels in the same pass.
+      const single = plan.questions.length === 1;
+      if (this.packs && !cached && (single || !this.cache.keeps(plan.prefix.length * this.runner.kvBytesPerToken))) {
         const budget = this.packTokens;
         if (plan.questions.reduce((n, q) => n + packedTokens(q), 0) <= budget) {
           // The trunk is one prefill chunk (at most 1,024 tokens unchunked: the bias is trunk² floats).
@@ -114,6 +110,12 @@ class OnnxEvaluator implements Evaluator {
           for (const q of plan.questions) out[q.key] = answered.get(q.key)!;
           return out;
         }
+      }
+      if (single && !cached) {
+        // One question: one pass over the whole prompt beats a prefix pass plus a suffix pass.
+        const q = plan.questions[0]!;
+        out[q.key] = await this.answer(run, q, [...plan.prefix, ...q.suffix], null, signal);
+        return out;
       }
       let prefixKv = cached;
       if (!prefixKv) {

@@ -54,6 +54,21 @@ describe('packed evaluation', () => {
     }
   });
 
+  it('one question with multi-token labels is one pass, its label continuations included, cache on or off', async () => {
+    const modelDir = await tinyFp32();
+    const withCache = await loadEvaluator({ modelDir, threads: 1 });
+    try {
+      for (const key of ['long', 'prefixes', 'numbers'] as const) {
+        const r = request({ [key]: tricky[key]! });
+        const before = withCache.stats().passes;
+        expectSameResult(await perQuestion.evaluate(r), await withCache.evaluate(r), 1e-4);
+        expect(withCache.stats().passes - before, key).toBe(1);
+      }
+    } finally {
+      await withCache.close();
+    }
+  });
+
   it('answers keep the request\'s order of questions', async () => {
     const keys = ['zeta', 'alpha', 'mid', 'b', 'a'];
     const qs = [score, noul, choice, tricky.long!, tricky.numbers!];
