@@ -12,6 +12,7 @@ const LAYERS = {
   'src/service/**': ['**/api/**', '**/commands/**', '**/tools/**', '**/client/**', '**/config/**'],
   'src/api/**': ['**/commands/**', '**/tools/**', '**/client/**', '**/config/**'],
   'src/client/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/config/**'],
+  'src/quality/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/client/**', '**/config/**'],
   'src/tools/**': ['**/service/**', '**/api/**', '**/commands/**', '**/client/**'],
 };
 
