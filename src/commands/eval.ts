@@ -15,6 +15,7 @@ import { loadRegistry, resolveModel } from '../registry.js';
 import { describeError, parseCommand, registryFile, resolveIo, table, type CommandIo, type Io } from './common.js';
 
 const HELP = `Usage: assay eval --state FILE|- --questions FILE [options]
+       assay eval --dataset FILE.jsonl [--model M] [--registry FILE] [--out DIR]
 
 Answers the questions about the state and prints one answer per question.
 
@@ -28,15 +29,23 @@ Answers the questions about the state and prints one answer per question.
   --format F          json (default: the API's response body) or table
   --timeout MS        with --url: per-attempt timeout (default 180000)
   --retries N         with --url: retries on 408/429/5xx/529 (default 2)
+  --dataset FILE      a labeled JSONL dataset (one request a line, plus "expected" per question and
+                      optional "tags"): quality metrics per type and tag on the local engine
+  --out DIR           with --dataset: also write report.md and report.json there
   -h, --help          this text
 
 Exit status: 0 answered, 1 the evaluation failed, 2 bad arguments or input files.`;
 
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
   const io = resolveIo(ioOptions);
-  const parsed = parseCommand('eval', argv, ['state', 'questions', 'url', 'model', 'registry', 'format', 'timeout', 'retries'], HELP, io);
+  const parsed = parseCommand('eval', argv, ['state', 'questions', 'url', 'model', 'registry', 'format', 'timeout', 'retries', 'dataset', 'out'], HELP, io);
   if (typeof parsed === 'number') return parsed;
   const { values, format } = parsed;
+  if (values.dataset) {
+    if (values.url) return usage(io, '--dataset runs on the local engine (--url is not supported with it yet)');
+    const { evalDataset } = await import('./eval-dataset.js');
+    return evalDataset(values.dataset, values.model, registryFile(values.registry, io.env), values.out, io);
+  }
   if (!values.state || !values.questions) return usage(io, 'both --state and --questions are required');
   const timeoutMs = optionalNumber(values.timeout);
   const retries = optionalNumber(values.retries);
