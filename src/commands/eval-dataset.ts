@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { Answer, Question } from '../protocol/schemas.js';
 import { requestErrors } from '../protocol/validate.js';
 import { choiceMetrics, noulMetrics, scoreMetrics, type ChoiceExample, type NoulExample, type ScoreExample } from '../quality/metrics.js';
+import { reliabilitySvg } from '../quality/reliability-svg.js';
 import { loadRegistry, resolveModel } from '../registry.js';
 import { evaluateRequest } from '../service/evaluate.js';
 import { createModelPool } from '../service/model-pool.js';
@@ -163,7 +164,14 @@ export async function evalDataset(file: string, modelName: string | undefined, r
       mkdirSync(out, { recursive: true });
       writeFileSync(join(out, 'report.md'), md);
       writeFileSync(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
-      io.err(`assay eval: wrote ${join(out, 'report.md')} and report.json\n`);
+      const plots: string[] = [];
+      for (const type of ['noul', 'choice'] as const) {
+        const m = report.metrics[type];
+        if (!m) continue;
+        writeFileSync(join(out, `reliability-${type}.svg`), reliabilitySvg(`${type}: ${report.model}`, m.reliability, m.ece));
+        plots.push(`reliability-${type}.svg`);
+      }
+      io.err(`assay eval: wrote ${join(out, 'report.md')}, report.json${plots.map((p) => `, ${p}`).join('')}\n`);
     }
     return 0;
   } finally {

@@ -32,6 +32,14 @@ describe('assay eval --dataset', () => {
     expect(Object.keys(report.byTag).sort()).toEqual(['app', 'billing', 'defect', 'delivery', 'praise', 'returns', 'sales']);
     expect(report.byTag.billing.noul.count).toBe(5);
     expect(readFileSync(join(dir, 'report.md'), 'utf8')).toBe(r.out);
+    // The reliability diagrams: one SVG per classification type, a dot per non-empty bin of the JSON's data.
+    for (const type of ['noul', 'choice']) {
+      const svg = readFileSync(join(dir, `reliability-${type}.svg`), 'utf8');
+      expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+      const bins = report.metrics[type].reliability.filter((b: { count: number }) => b.count > 0);
+      expect(svg.match(/<circle /g)).toHaveLength(bins.length);
+      expect(svg).toContain(`ECE ${report.metrics[type].ece.toFixed(3)}`);
+    }
   });
 
   it('refuses a line whose label does not fit its question, naming the line', async () => {
