@@ -106,9 +106,7 @@ class OnnxEvaluator implements Evaluator {
           const past = head.length > 0 ? (await run(head, null, [], true)).present! : null;
           const [group] = packQuestions(plan.questions, budget, trunk);
           checkAborted(signal);
-          const answered = new Map(await group!.finish(await this.runner.packed(group!.pass, past, step)));
-          for (const q of plan.questions) out[q.key] = answered.get(q.key)!;
-          return out;
+          return inRequestOrder(plan.questions, await group!.finish(await this.runner.packed(group!.pass, past, step)), out);
         }
       }
       if (single && !cached) {
@@ -125,14 +123,12 @@ class OnnxEvaluator implements Evaluator {
       if (this.packs) {
         // Every question (and its labels' continuations) in one pass per token budget; the answers
         // keep the request's order of questions.
-        const answered = new Map<string, Answer>();
+        const answered: Array<[string, Answer]> = [];
         for (const group of packQuestions(plan.questions, this.packTokens)) {
           checkAborted(signal);
-          const logprobs = await this.runner.packed(group.pass, prefixKv, step);
-          for (const [key, answer] of await group.finish(logprobs)) answered.set(key, answer);
+          answered.push(...(await group.finish(await this.runner.packed(group.pass, prefixKv, step))));
         }
-        for (const q of plan.questions) out[q.key] = answered.get(q.key)!;
-        return out;
+        return inRequestOrder(plan.questions, answered, out);
       }
       for (const q of plan.questions) out[q.key] = await this.answer(run, q, q.suffix, prefixKv, signal);
       return out;
@@ -174,6 +170,13 @@ class OnnxEvaluator implements Evaluator {
 }
 
 type Run = (ids: number[], past: KvCache | null, candidates: number[][], present: boolean) => ReturnType<ModelRunner['forward']>;
+
+/** Packed answers (laid out by tokens) into `out` in the request's order of questions. */
+function inRequestOrder(questions: readonly PlannedQuestion[], answered: Array<[string, Answer]>, out: Record<string, Answer>): Record<string, Answer> {
+  const byKey = new Map(answered);
+  for (const q of questions) out[q.key] = byKey.get(q.key)!;
+  return out;
+}
 
 function checkAborted(signal?: AbortSignal): void {
   if (signal?.aborted) throw new AbortedError();

@@ -44,6 +44,10 @@ interface PlannedPasses {
  * one's first positions), so there is one pass per distinct longest path, not per label.
  */
 function planPasses(sequences: LabelSequence[]): PlannedPasses {
+  // Packing asks for a question's passes to size and lay out its pass, then to read its answer:
+  // planned once per label set.
+  const known = planned.get(sequences);
+  if (known) return known;
   const needs = new Map<LabelPass, Array<Set<number>>>();
   const passes: LabelPass[] = [];
   const passOf = new Map<LabelSequence, LabelPass>();
@@ -60,8 +64,12 @@ function planPasses(sequences: LabelSequence[]): PlannedPasses {
     passOf.set(seq, pass);
   }
   for (const pass of passes) pass.candidates = needs.get(pass)!.map((set) => (set.size > 0 ? [...set] : [0]));
-  return { passes, passOf };
+  const result = { passes, passOf };
+  planned.set(sequences, result);
+  return result;
 }
+
+const planned = new WeakMap<LabelSequence[], PlannedPasses>();
 
 /** The continuation passes of a label set, in the order labelLogProbs runs them. */
 export function labelPasses(sequences: LabelSequence[]): LabelPass[] {
