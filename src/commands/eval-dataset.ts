@@ -13,8 +13,8 @@ import { choiceMetrics, noulMetrics, scoreMetrics, type ChoiceExample, type Noul
 import { reliabilitySvg } from '../quality/reliability-svg.js';
 import { loadRegistry, resolveModel } from '../registry.js';
 import { evaluateRequest } from '../service/evaluate.js';
-import { createModelPool } from '../service/model-pool.js';
 import type { Io } from './common.js';
+import { openLocalModel } from './local-model.js';
 
 interface DatasetLine {
   state: unknown;
@@ -27,7 +27,12 @@ class DatasetError extends Error {}
 
 /** Parses and checks every line (request shape, one label per question of the right kind). */
 export function readDataset(file: string, model: string): DatasetLine[] {
-  const text = readFileSync(file, 'utf8');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new DatasetError(`cannot read --dataset ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
   const out: DatasetLine[] = [];
   text.split('\n').forEach((raw, i) => {
     if (raw.trim() === '') return;
@@ -128,17 +133,13 @@ export async function evalDataset(file: string, modelName: string | undefined, r
   try {
     lines = readDataset(file, name);
   } catch (e) {
-    if (!(e instanceof DatasetError) && (e as NodeJS.ErrnoException).code === undefined) throw e;
+    if (!(e instanceof DatasetError)) throw e;
     io.err(`assay eval: ${(e as Error).message}\n`);
     return 2;
   }
-  const pool = createModelPool(registry, {}, { info: () => {}, warn: () => {} });
   const started = performance.now();
+  const pool = await openLocalModel(registry, resolved, io);
   try {
-    if (resolved.entry.synthetic) {
-      const { ensureSyntheticModels } = await import('./models-synth.js');
-      await ensureSyntheticModels(registry, (line) => io.err(`assay eval: ${line}\n`), resolved.id);
-    }
     const evaluator = await pool.load(resolved.id);
     const all: Collected = { noul: [], choice: [], score: [] };
     const byTag = new Map<string, Collected>();

@@ -2,16 +2,14 @@
 //
 // Evaluates questions against a state, either on a local engine (the registry's model, loaded in
 // this process) or on a running server (--url, through the client SDK), and prints the answers.
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { AssayClient } from '../client/index.js';
 import { InvalidRequestError } from '../protocol/errors.js';
 import type { Answer, SystemOneRequest, SystemOneResponse, ValidationError } from '../protocol/schemas.js';
 import { requestErrors } from '../protocol/validate.js';
 import { evaluateRequest } from '../service/evaluate.js';
-import { createModelPool } from '../service/model-pool.js';
 import { loadRegistry, resolveModel } from '../registry.js';
+import { openLocalModel } from './local-model.js';
 import { describeError, parseCommand, registryFile, resolveIo, table, type CommandIo, type Io } from './common.js';
 
 const HELP = `Usage: assay eval --state FILE|- --questions FILE [options]
@@ -90,22 +88,8 @@ async function evaluateLocally(state: unknown, questions: unknown, model: string
   const body = { state, model: name, questions };
   const invalid = requestErrors(body);
   if (invalid.length) return invalidRequest(io, invalid);
-  const warned = new Set<string>();
-  const pool = createModelPool(registry, {}, {
-    info: () => {},
-    warn: (_o, msg) => {
-      if (!warned.has(msg)) io.err(`assay eval: ${msg}\n`);
-      warned.add(msg);
-    },
-  });
+  const pool = await openLocalModel(registry, resolved, io);
   try {
-    // A synthetic model the registry declares is generated on first use (the generator is loaded
-    // only then: a production image leaves it out).
-    if (resolved.entry.synthetic && !existsSync(join(resolved.dir, 'assay.json'))) {
-      const { ensureSyntheticModels } = await import('./models-synth.js');
-      await ensureSyntheticModels(registry, (line) => io.err(`assay eval: ${line}\n`), resolved.id);
-    }
-    await pool.load(resolved.id);
     // The server's own service function: validate, resolve, evaluate, check the answers.
     return (await evaluateRequest({ registry, models: pool }, body)).response;
   } catch (e) {

@@ -84,11 +84,12 @@ function packGroup(questions: PlannedQuestion[], trunk: number[]): PackedGroup {
     const last = insert(q.suffix, root).at(-1)!;
     const firstRead = pass.reads.push({ at: last, candidates: starts }) - 1;
     // Each continuation pass rides on the question's last token; its reads are its own positions.
-    const continuations = new Map<string, number[]>();
+    // Keyed by the pass's input array: labelLogProbs hands back the same planned pass objects.
+    const continuations = new Map<number[], number[]>();
     for (const p of labelPasses(q.labels)) {
       const nodes = insert(p.input, last);
       continuations.set(
-        p.input.join(','),
+        p.input,
         p.candidates.map((candidates, j) => pass.reads.push({ at: nodes[j]!, candidates }) - 1),
       );
     }
@@ -101,7 +102,7 @@ function packGroup(questions: PlannedQuestion[], trunk: number[]): PackedGroup {
       for (const { q, starts, firstRead, continuations } of layout) {
         const row = logprobs[firstRead]!;
         const first = new Map(starts.map((token, c) => [token, row[c]!]));
-        const logps = await labelLogProbs(q.labels, first, async (input) => continuations.get(input.join(','))!.map((r) => logprobs[r]!));
+        const logps = await labelLogProbs(q.labels, first, async (input) => continuations.get(input)!.map((r) => logprobs[r]!));
         out.push([q.key, buildAnswer(q.question, normalize(logps))]);
       }
       return out;

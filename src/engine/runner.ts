@@ -167,13 +167,13 @@ export class ModelRunner {
       for (const end of ends.slice(0, -1)) {
         const piece = ids.slice(start, end);
         const from = cache;
-        cache = (await step(() => this.pass(piece, from, [], true), piece.length)).present!;
+        cache = (await step(() => this.run(piece, from, [], true), piece.length)).present!;
         start = end;
       }
       const last = ids.slice(start);
-      return step(() => this.pass(last, cache, candidates, present), last.length);
+      return step(() => this.run(last, cache, candidates, present), last.length);
     }
-    return step(() => this.pass(ids, past, candidates, present), ids.length);
+    return step(() => this.run(ids, past, candidates, present), ids.length);
   }
 
   /**
@@ -200,10 +200,6 @@ export class ModelRunner {
     const reads = pass.reads.map((r) => r.at);
     const result = await step(() => this.run(pass.tokens, past, candidates, false, { positions, bias, reads }), n);
     return result.logprobs;
-  }
-
-  private pass(ids: number[], past: KvCache | null, candidates: number[][], present: boolean): Promise<ForwardResult> {
-    return this.run(ids, past, candidates, present);
   }
 
   private async run(

@@ -9,6 +9,9 @@ describe('deep bodies', () => {
     expect(nestsDeeperThan('[[[[]]]]', 3)).toBe(true);
     expect(nestsDeeperThan('{"a": "[[[[[[", "b": [1]}', 3)).toBe(false);
     expect(nestsDeeperThan('{"a": "\\"[[[[[[", "b": [1]}', 3)).toBe(false);
+    // A string ending in an escaped backslash closes at its quote: the brackets after it count.
+    expect(nestsDeeperThan('["x\\\\", [[[]]]]', 3)).toBe(true);
+    expect(nestsDeeperThan('["unterminated [[[[', 3)).toBe(false);
     // Content 65 deep in the state is 66 levels with the body: to the worker (which refuses it).
     expect(nestsDeeperThan(`{"state": ${'['.repeat(65)}${']'.repeat(65)}}`)).toBe(true);
     expect(nestsDeeperThan(`{"state": ${'['.repeat(64)}${']'.repeat(64)}}`)).toBe(false);

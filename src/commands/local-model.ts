@@ -1,0 +1,33 @@
+// The local engine of `assay eval` (one request or a dataset): a model pool over the registry with
+// the resolved model loaded, a synthetic model the registry declares generated on first use (the
+// generator is imported only then: a production image leaves it out), warnings said once.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Registry, ResolvedModel } from '../registry.js';
+import { createModelPool } from '../service/model-pool.js';
+import type { Io } from './common.js';
+
+export type LocalModels = ReturnType<typeof createModelPool>;
+
+/** The pool with `resolved` loaded; the caller closes it. */
+export async function openLocalModel(registry: Registry, resolved: ResolvedModel, io: Io): Promise<LocalModels> {
+  const warned = new Set<string>();
+  const pool = createModelPool(registry, {}, {
+    info: () => {},
+    warn: (_o, msg) => {
+      if (!warned.has(msg)) io.err(`assay eval: ${msg}\n`);
+      warned.add(msg);
+    },
+  });
+  try {
+    if (resolved.entry.synthetic && !existsSync(join(resolved.dir, 'assay.json'))) {
+      const { ensureSyntheticModels } = await import('./models-synth.js');
+      await ensureSyntheticModels(registry, (line) => io.err(`assay eval: ${line}\n`), resolved.id);
+    }
+    await pool.load(resolved.id);
+    return pool;
+  } catch (e) {
+    await pool.close();
+    throw e;
+  }
+}
