@@ -45,3 +45,35 @@ export function buildAnswer(question: Question, probs: number[]): Answer {
   });
   return { type: 'score', score, legend, probabilities, confidence: confidence(probs) };
 }
+
+/** Per question type, the temperature its label log-probabilities are divided by (calibration; 1 = as read). */
+export type AnswerTemperatures = Partial<Record<Question['type'], number>>;
+
+/**
+ * The answers of a request, keyed by the caller's question ids in the request's order. `asked` are
+ * the planned questions (a choice question once per rotation of its options) and `logps` their
+ * labels' log-probabilities, in the same order. Each is divided by its type's temperature and
+ * normalized; a question's rotations are put back in the caller's option order and averaged.
+ */
+export function answerQuestions(
+  asked: ReadonlyArray<{ key: string; question: Question; order?: number[] }>,
+  logps: ReadonlyArray<number[]>,
+  temperatures: AnswerTemperatures = {},
+): Record<string, Answer> {
+  const sums = new Map<string, { question: Question; probs: number[]; count: number }>();
+  asked.forEach((q, i) => {
+    const t = temperatures[q.question.type] ?? 1;
+    const probs = normalize(logps[i]!.map((l) => l / t));
+    let sum = sums.get(q.key);
+    if (!sum) sums.set(q.key, (sum = { question: q.question, probs: probs.map(() => 0), count: 0 }));
+    probs.forEach((p, label) => {
+      const option = q.order?.[label] ?? label;
+      sum.probs[option] = sum.probs[option]! + p;
+    });
+    sum.count++;
+  });
+  // Keyed by caller strings (question ids may be "__proto__"): no prototype to collide with.
+  const out = Object.create(null) as Record<string, Answer>;
+  for (const [key, { question, probs, count }] of sums) out[key] = buildAnswer(question, probs.map((p) => p / count));
+  return out;
+}

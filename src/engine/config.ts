@@ -46,6 +46,16 @@ export interface EngineConfig {
   packTokens?: number;
   /** Softmax temperature applied to answer logits; default from the model's assay.json manifest, else 1. */
   temperature?: number;
+  /**
+   * Calibration: per question type, the temperature the labels' log-probabilities are divided by
+   * before they are normalized (on top of `temperature`); default the manifest's
+   * `answer_temperature` (written by `assay calibrate`), else 1 for every type.
+   */
+  answerTemperatures?: Partial<Record<'noul' | 'choice' | 'score', number>>;
+  /** Prompt wording and label strategy (prompts.ts: v1 = option names, letters = A, B, C…); default the manifest's `prompt_version`, else v1. */
+  promptVersion?: string;
+  /** Option-order bias control: ask each choice question over this many rotations of its options and average (default the manifest's `option_rotations`, else 1). */
+  optionRotations?: number;
 }
 
 /** The engine's defaults (src/defaults.ts holds every default of the project). */

@@ -2,7 +2,7 @@
 // from the cross-request cache), then each question as a suffix on that prefix's KV cache.
 import { DEFAULTS, type EngineConfig } from './config.js';
 import { AbortedError, ModelLoadError } from './errors.js';
-import { buildAnswer, normalize } from './answers.js';
+import { answerQuestions, type AnswerTemperatures } from './answers.js';
 import { firstTokens, labelLogProbs } from './labels.js';
 import { packedTokens, packQuestions } from './packing.js';
 import { openModelFolder } from './model-folder.js';
@@ -36,15 +36,23 @@ export async function createEvaluator(config: EngineConfig): Promise<Evaluator> 
     question: config.questionTokenBudget ?? DEFAULTS.questionTokenBudget,
     context: folder.maxContext,
   };
-  const promptVersion = folder.manifest.prompt_version;
+  const promptVersion = config.promptVersion ?? folder.manifest.prompt_version;
   promptSet(promptVersion); // an unknown prompt_version fails the load, not each request
+  const rotations = config.optionRotations ?? folder.manifest.option_rotations ?? 1;
+  if (!Number.isInteger(rotations) || rotations < 1) throw new ModelLoadError(`${folder.dir}: option_rotations must be a whole number ≥ 1, got ${rotations}`);
+  const temperatures = config.answerTemperatures ?? folder.manifest.answer_temperature ?? {};
+  for (const [type, t] of Object.entries(temperatures)) {
+    if (!['noul', 'choice', 'score'].includes(type) || typeof t !== 'number' || !(t > 0) || !Number.isFinite(t)) {
+      throw new ModelLoadError(`${folder.dir}: answer_temperature.${type} must be a positive number for noul, choice or score, got ${JSON.stringify(t)}`);
+    }
+  }
   const threads = config.plannerThreads ?? defaultPlannerThreads();
   const planner =
     threads > 0
       ? // Planning is quick next to a request's passes: its queue holds at least 16 (the engine's bound decides 529s).
-        workerPlanner({ modelDir: folder.dir, promptVersion, endToken, budgets, threads, maxQueue: Math.max(16, config.maxQueue ?? DEFAULTS.maxQueue) })
-      : inlinePlanner(codec, { promptVersion, endToken, budgets });
-  return new OnnxEvaluator(config, folder.manifest.synthetic === true, `${folder.dir}#${folder.variant}`, runner, planner);
+        workerPlanner({ modelDir: folder.dir, promptVersion, rotations, endToken, budgets, threads, maxQueue: Math.max(16, config.maxQueue ?? DEFAULTS.maxQueue) })
+      : inlinePlanner(codec, { promptVersion, rotations, endToken, budgets });
+  return new OnnxEvaluator(config, folder.manifest.synthetic === true, `${folder.dir}#${folder.variant}`, runner, planner, temperatures);
 }
 
 class OnnxEvaluator implements Evaluator {
@@ -59,6 +67,7 @@ class OnnxEvaluator implements Evaluator {
     private readonly cacheKey: string,
     private readonly runner: ModelRunner,
     private readonly planner: Planner,
+    private readonly temperatures: AnswerTemperatures,
   ) {
     this.scheduler = new Scheduler(config.maxQueue ?? DEFAULTS.maxQueue);
     this.cache = new PrefixCache(config.prefixCacheBytes ?? DEFAULTS.prefixCacheBytes);
@@ -89,8 +98,9 @@ class OnnxEvaluator implements Evaluator {
           return pass();
         });
       const run: Run = (ids, past, candidates, present) => this.runner.forward(ids, past, candidates, present, step);
-      // Keyed by caller strings (question ids may be "__proto__"): no prototype to collide with.
-      const out: Record<string, Answer> = Object.create(null) as Record<string, Answer>;
+      const read = new Map<PlannedQuestion, number[]>();
+      const answers = (): Record<string, Answer> =>
+        answerQuestions(plan.questions, plan.questions.map((q) => read.get(q)!), this.temperatures);
       const cached = this.cache.lookup(cacheKey, plan.prefix);
       // The questions ride with the prefix's last chunk when its KV is not kept (one question: the
       // prefix is not stored for it; or the cache is off or too small) and they fit one packed pass:
@@ -106,14 +116,15 @@ class OnnxEvaluator implements Evaluator {
           const past = head.length > 0 ? (await run(head, null, [], true)).present! : null;
           const [group] = packQuestions(plan.questions, budget, trunk);
           checkAborted(signal);
-          return inRequestOrder(plan.questions, await group!.finish(await this.runner.packed(group!.pass, past, step)), out);
+          for (const [q, logps] of await group!.finish(await this.runner.packed(group!.pass, past, step))) read.set(q, logps);
+          return answers();
         }
       }
       if (single && !cached) {
         // One question: one pass over the whole prompt beats a prefix pass plus a suffix pass.
         const q = plan.questions[0]!;
-        out[q.key] = await this.answer(run, q, [...plan.prefix, ...q.suffix], null, signal);
-        return out;
+        read.set(q, await this.labelLogProbs(run, q, [...plan.prefix, ...q.suffix], null, signal));
+        return answers();
       }
       let prefixKv = cached;
       if (!prefixKv) {
@@ -121,17 +132,15 @@ class OnnxEvaluator implements Evaluator {
         this.cache.store(cacheKey, plan.prefix, prefixKv);
       }
       if (this.packs) {
-        // Every question (and its labels' continuations) in one pass per token budget; the answers
-        // keep the request's order of questions.
-        const answered: Array<[string, Answer]> = [];
+        // Every question (and its labels' continuations) in one pass per token budget.
         for (const group of packQuestions(plan.questions, this.packTokens)) {
           checkAborted(signal);
-          answered.push(...(await group.finish(await this.runner.packed(group.pass, prefixKv, step))));
+          for (const [q, logps] of await group.finish(await this.runner.packed(group.pass, prefixKv, step))) read.set(q, logps);
         }
-        return inRequestOrder(plan.questions, answered, out);
+        return answers();
       }
-      for (const q of plan.questions) out[q.key] = await this.answer(run, q, q.suffix, prefixKv, signal);
-      return out;
+      for (const q of plan.questions) read.set(q, await this.labelLogProbs(run, q, q.suffix, prefixKv, signal));
+      return answers();
     }, signal);
     return { answers, usage: plan.usage };
   }
@@ -154,29 +163,21 @@ class OnnxEvaluator implements Evaluator {
     await this.scheduler.exclusive(() => this.runner.close());
   }
 
-  /** One question: a pass over its tokens after `past`, then the passes its multi-token labels need. */
-  private async answer(run: Run, q: PlannedQuestion, tokens: number[], past: KvCache | null, signal?: AbortSignal): Promise<Answer> {
+  /** One question's label log-probabilities: a pass over its tokens after `past`, then the passes its multi-token labels need. */
+  private async labelLogProbs(run: Run, q: PlannedQuestion, tokens: number[], past: KvCache | null, signal?: AbortSignal): Promise<number[]> {
     checkAborted(signal);
     const continues = q.labels.some((l) => l.tokens.length > 1);
     const starts = firstTokens(q.labels);
     const first = await run(tokens, past, [starts], continues);
     const firstLogprobs = new Map(starts.map((token, c) => [token, first.logprobs[0]![c]!]));
-    const logps = await labelLogProbs(q.labels, firstLogprobs, async (input, candidates) => {
+    return labelLogProbs(q.labels, firstLogprobs, async (input, candidates) => {
       checkAborted(signal);
       return (await run(input, first.present!, candidates, false)).logprobs;
     });
-    return buildAnswer(q.question, normalize(logps));
   }
 }
 
 type Run = (ids: number[], past: KvCache | null, candidates: number[][], present: boolean) => ReturnType<ModelRunner['forward']>;
-
-/** Packed answers (laid out by tokens) into `out` in the request's order of questions. */
-function inRequestOrder(questions: readonly PlannedQuestion[], answered: Array<[string, Answer]>, out: Record<string, Answer>): Record<string, Answer> {
-  const byKey = new Map(answered);
-  for (const q of questions) out[q.key] = byKey.get(q.key)!;
-  return out;
-}
 
 function checkAborted(signal?: AbortSignal): void {
   if (signal?.aborted) throw new AbortedError();

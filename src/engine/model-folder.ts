@@ -34,7 +34,15 @@ export interface ModelFolder {
   /** KV input/output names when the export says them (genai_config.json); otherwise discovered from the graph. */
   kvNames?: KvName[];
   /** assay.json beside the export, when present (synthetic models, tuned prompts, temperature). */
-  manifest: { synthetic?: boolean; warning?: string; temperature?: number; prompt_version?: string };
+  manifest: {
+    synthetic?: boolean;
+    warning?: string;
+    temperature?: number;
+    prompt_version?: string;
+    /** Per question type, written by `assay calibrate`. */
+    answer_temperature?: Partial<Record<'noul' | 'choice' | 'score', number>>;
+    option_rotations?: number;
+  };
 }
 
 async function readJson(path: string): Promise<Record<string, unknown> | undefined> {

@@ -6,16 +6,14 @@
 // with two option sets) share those tokens, computed once. So a request of N questions costs one
 // pass instead of N (plus one per multi-token label path), over fewer tokens, and the answers are
 // those of separate passes (tested within 1e-4 on fp32).
-import { buildAnswer, normalize } from './answers.js';
 import { firstTokens, labelLogProbs, labelPasses } from './labels.js';
 import type { PlannedQuestion } from './plan.js';
 import type { PackedPass } from './runner.js';
-import type { Answer } from './types.js';
 
 export interface PackedGroup {
   pass: PackedPass;
-  /** The answers of the group's questions from the pass's log-probabilities (one row per read). */
-  finish(logprobs: number[][]): Promise<Array<[string, Answer]>>;
+  /** Each of the group's questions with its labels' log-probabilities, from the pass's (one row per read). */
+  finish(logprobs: number[][]): Promise<Array<[PlannedQuestion, number[]]>>;
 }
 
 /** Tokens a question adds to a packed pass: its suffix and its labels' continuation inputs. */
@@ -98,12 +96,12 @@ function packGroup(questions: PlannedQuestion[], trunk: number[]): PackedGroup {
   return {
     pass,
     async finish(logprobs) {
-      const out: Array<[string, Answer]> = [];
+      const out: Array<[PlannedQuestion, number[]]> = [];
       for (const { q, starts, firstRead, continuations } of layout) {
         const row = logprobs[firstRead]!;
         const first = new Map(starts.map((token, c) => [token, row[c]!]));
         const logps = await labelLogProbs(q.labels, first, async (input) => continuations.get(input)!.map((r) => logprobs[r]!));
-        out.push([q.key, buildAnswer(q.question, normalize(logps))]);
+        out.push([q, logps]);
       }
       return out;
     },

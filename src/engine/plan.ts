@@ -9,7 +9,10 @@ import type { EvaluateRequest, Question, Usage } from './types.js';
 
 export interface PlannedQuestion {
   key: string;
+  /** The caller's question (the answer is built on it; a rotation's prompt lists its options in another order). */
   question: Question;
+  /** A rotation of a choice question's options: label i answers option `order[i]` of `question`. */
+  order?: number[];
   /** Tokens after the shared prefix, up to where the answer starts. Never empty. */
   suffix: number[];
   labels: LabelSequence[];
@@ -28,18 +31,55 @@ export interface Budgets {
   context: number;
 }
 
-export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts: PromptSet, endToken: number, budgets: Budgets): Plan {
+export interface PlanOptions {
+  /**
+   * Option-order bias control: each choice question is asked this many times, its options rotated
+   * cyclically by evenly spaced shifts (at most one per option), and the answers averaged per
+   * option. 1 (default): asked once, in the caller's order.
+   */
+  rotations?: number;
+}
+
+/** A choice question's options rotated by `shift`, and the original index of each rotated option. */
+function rotate(question: Question & { type: 'choice' }, shift: number): { question: Question; order: number[] } {
+  const entries = Object.entries(question.criteria);
+  const order = entries.map((_, i) => (i + shift) % entries.length);
+  // Option names are caller strings ("__proto__" included): fromEntries defines own properties.
+  return { question: { ...question, criteria: Object.fromEntries(order.map((i) => entries[i]!)) }, order };
+}
+
+/** The questions as asked: each choice question once per rotation (shift 0 first, in the caller's order). */
+function asked(request: EvaluateRequest, rotations: number): Array<{ key: string; question: Question; asked: Question; order?: number[] }> {
+  return Object.entries(request.questions).flatMap(([key, question]) => {
+    if (question.type !== 'choice' || rotations <= 1) return [{ key, question, asked: question }];
+    const n = Object.keys(question.criteria).length;
+    const k = Math.min(rotations, n);
+    return Array.from({ length: k }, (_, j) => {
+      const r = rotate(question, Math.floor((j * n) / k));
+      return { key, question, asked: r.question, ...(j > 0 ? { order: r.order } : {}) };
+    });
+  });
+}
+
+export function planRequest(
+  request: EvaluateRequest,
+  codec: TextCodec,
+  prompts: PromptSet,
+  endToken: number,
+  budgets: Budgets,
+  options: PlanOptions = {},
+): Plan {
   // A text longer than budget × the longest token (in bytes) cannot fit the budget: refused by its
   // length, before it is rendered in full or tokenized.
   const maxChars = budgets.request * codec.maxTokenBytes;
-  const entries = Object.entries(request.questions);
+  const entries = asked(request, options.rotations ?? 1);
   let stateText: string;
   let userTexts: string[];
   try {
     stateText = renderContent(request.state, maxChars);
     let total = stateText.length;
-    userTexts = entries.map(([, q]) => {
-      const text = prompts.user(q, maxChars);
+    userTexts = entries.map((e) => {
+      const text = prompts.user(e.asked, maxChars);
       total += text.length;
       if (total > maxChars) throw new ContentTooLarge(maxChars);
       return text;
@@ -66,11 +106,12 @@ export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts:
     prefix = commonPrefix(prompts_);
   }
 
-  const questions = entries.map(([key, question], i) => ({
-    key,
-    question,
+  const questions: PlannedQuestion[] = entries.map((e, i) => ({
+    key: e.key,
+    question: e.question,
+    ...(e.order ? { order: e.order } : {}),
     suffix: prompts_[i]!.slice(prefix.length),
-    labels: labelSequences(prompts.labels(question), (text) => codec.encode(text), endToken),
+    labels: labelSequences(prompts.labels(e.asked), (text) => codec.encode(text), endToken),
   }));
 
   const suffixTotal = questions.reduce((n, q) => n + q.suffix.length, 0);

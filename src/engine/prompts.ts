@@ -1,6 +1,13 @@
 // The wording of every prompt, in one place, versioned: a model manifest (assay.json) may pin
-// `prompt_version` so that wording can be tuned per model once a real model is measured.
+// `prompt_version` so that wording can be tuned per model once a real model is measured, and
+// `assay eval --dataset --compare v1,letters` measures which works better on the user's data.
 // The question keys chosen by the caller never appear here (SPEC §1.8).
+//
+// Versions (label strategies):
+//   v1       options are answered by their own names (a name may take several tokens).
+//   letters  options are listed as A. B. C. ... and answered by their letter: one token each,
+//            whatever the names (node-llama-cpp's Structured Decisions and the public Python
+//            adapter label options this way). noul and score read as in v1.
 import { renderContent } from './content.js';
 import type { Question } from './types.js';
 
@@ -51,7 +58,34 @@ const v1: PromptSet = {
   },
 };
 
-const PROMPTS: Record<string, PromptSet> = { v1 };
+/** The label of the option at `index`: A … Z, then AA, AB … (255 options at most: up to IU). */
+export function optionLetter(index: number): string {
+  const A = 'A'.charCodeAt(0);
+  return index < 26 ? String.fromCharCode(A + index) : String.fromCharCode(A + Math.floor(index / 26) - 1, A + (index % 26));
+}
+
+const letters: PromptSet = {
+  system: v1.system,
+
+  user(question, maxChars) {
+    if (question.type !== 'choice') return v1.user(question, maxChars);
+    const lines = [`Question: ${renderContent(question.instructions, maxChars)}`, 'Options:'];
+    Object.entries(question.criteria).forEach(([option, description], i) => {
+      const text = renderContent(description, maxChars);
+      lines.push(text ? `${optionLetter(i)}. ${option}: ${text}` : `${optionLetter(i)}. ${option}`);
+    });
+    lines.push('Answer with the letter of one option.');
+    return lines.join('\n');
+  },
+
+  labels(question) {
+    if (question.type !== 'choice') return v1.labels(question);
+    return Object.keys(question.criteria).map((_, i) => optionLetter(i));
+  },
+};
+
+const PROMPTS: Record<string, PromptSet> = { v1, letters };
+export const PROMPT_VERSIONS = Object.keys(PROMPTS);
 export const DEFAULT_PROMPT_VERSION = 'v1';
 
 export function promptSet(version: string = DEFAULT_PROMPT_VERSION): PromptSet {

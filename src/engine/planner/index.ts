@@ -21,6 +21,8 @@ export type { PlanFailure } from './failure.js';
 export interface PlannerOptions {
   modelDir: string;
   promptVersion?: string;
+  /** Rotations of each choice question's options (plan.ts PlanOptions). */
+  rotations?: number;
   endToken: number;
   budgets: Budgets;
   threads: number;
@@ -41,7 +43,7 @@ export function defaultPlannerThreads(): number {
 export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads' | 'modelDir' | 'maxQueue'>): Planner {
   const prompts = promptSet(o.promptVersion);
   return {
-    plan: async (request) => planRequest(request, codec, prompts, o.endToken, o.budgets),
+    plan: async (request) => planRequest(request, codec, prompts, o.endToken, o.budgets, { rotations: o.rotations }),
     close: async () => {},
   };
 }
@@ -55,7 +57,7 @@ export function workerPlanner(o: PlannerOptions): Planner {
     idleTimeout: Number.POSITIVE_INFINITY,
     execArgv: workerExecArgv(),
     maxQueue: o.maxQueue,
-    workerData: { modelDir: o.modelDir, promptVersion: o.promptVersion, endToken: o.endToken, budgets: o.budgets },
+    workerData: { modelDir: o.modelDir, promptVersion: o.promptVersion, rotations: o.rotations, endToken: o.endToken, budgets: o.budgets },
   });
   return {
     async plan(request, signal) {

@@ -13,7 +13,7 @@ const prompts = promptSet(o.promptVersion);
 
 export default async function plan(request: EvaluateRequest): Promise<{ plan: Plan } | { failure: PlanFailure }> {
   try {
-    return { plan: planRequest(request, await codec, prompts, o.endToken, o.budgets) };
+    return { plan: planRequest(request, await codec, prompts, o.endToken, o.budgets, { rotations: o.rotations }) };
   } catch (error) {
     return { failure: failureOf(error) };
   }
