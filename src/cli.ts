@@ -4,9 +4,10 @@ import { pathToFileURL } from 'node:url';
 const HELP = `Usage: assay <command> [options]
 
 Commands:
-  serve    run the HTTP API (assay serve --help)
-  eval     answer questions about a state, locally or against a server (assay eval --help)
-  models   list, fetch and register models (assay models --help)
+  serve      run the HTTP API (assay serve --help)
+  eval       answer questions about a state, locally or against a server (assay eval --help)
+  calibrate  fit a temperature per question type on a labeled dataset (assay calibrate --help)
+  models     list, fetch and register models (assay models --help)
 
 Run 'assay <command> --help' for a command's options.`;
 
@@ -16,6 +17,7 @@ type Command = (argv: string[]) => Promise<number>;
 const COMMANDS: Record<string, () => Promise<{ run: Command }>> = {
   serve: () => import('./commands/serve.js'),
   eval: () => import('./commands/eval.js'),
+  calibrate: () => import('./commands/calibrate.js'),
   models: () => import('./commands/models.js'),
 };
 

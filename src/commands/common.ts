@@ -13,6 +13,8 @@ export interface CommandIo {
 export interface Io {
   out(text: string): void;
   err(text: string): void;
+  /** Whether err() writes to a terminal (progress bars redraw in place there). */
+  errIsTTY?: boolean;
   stdin: NodeJS.ReadableStream;
   env: Record<string, string | undefined>;
 }
@@ -23,6 +25,7 @@ export function resolveIo(io: CommandIo = {}): Io {
   return {
     out: (t) => void stdout.write(t),
     err: (t) => void stderr.write(t),
+    errIsTTY: Boolean((stderr as { isTTY?: boolean }).isTTY),
     stdin: io.stdin ?? process.stdin,
     env: io.env ?? process.env,
   };

@@ -1,67 +1,33 @@
-// assay eval --dataset FILE: every line of a labeled JSONL dataset through the local engine (the
-// same service function the server runs), then the quality metrics per question type and per tag
-// (src/quality/metrics.ts), printed as markdown and, with --out DIR, written as report.md and
-// report.json.
-//
-// A line: {"state": ..., "questions": {...} (exactly as the API takes them), "expected": {"<id>":
-// true|false (noul) | "<option>" (choice) | <level> (score)}, "tags": ["..."] (optional)}.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// assay eval --dataset FILE [--compare A,B]: every line of a labeled JSONL dataset (dataset/read.ts)
+// through the local engine (the same service function the server runs) or a server (--url), then
+// the quality metrics per question type and per tag (src/quality/metrics.ts), printed as markdown
+// and, with --out DIR, written as report.md, report.json and one reliability diagram per
+// classification type. --compare runs two arms (dataset/targets.ts: models, variants, prompt
+// versions, rotations) on the same lines and adds how many answers flipped between them.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Answer, Question } from '../protocol/schemas.js';
-import { requestErrors } from '../protocol/validate.js';
+import { countFlips, type FlipCounts } from '../quality/compare.js';
 import { choiceMetrics, noulMetrics, scoreMetrics, type ChoiceExample, type NoulExample, type ScoreExample } from '../quality/metrics.js';
 import { reliabilitySvg } from '../quality/reliability-svg.js';
-import { loadRegistry, resolveModel } from '../registry.js';
-import { evaluateRequest } from '../service/evaluate.js';
+import { loadRegistry, type Registry } from '../registry.js';
 import type { Io } from './common.js';
-import { openLocalModel } from './local-model.js';
+import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';
+import { runDataset, type DatasetRun } from './dataset/run.js';
+import { ArmError, openTarget, parseArm, syntheticShapeRegistry, type TargetContext } from './dataset/targets.js';
 
-interface DatasetLine {
-  state: unknown;
-  questions: Record<string, Question>;
-  expected: Record<string, unknown>;
-  tags: string[];
-}
-
-class DatasetError extends Error {}
-
-/** Parses and checks every line (request shape, one label per question of the right kind). */
-export function readDataset(file: string, model: string): DatasetLine[] {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new DatasetError(`cannot read --dataset ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
-  const out: DatasetLine[] = [];
-  text.split('\n').forEach((raw, i) => {
-    if (raw.trim() === '') return;
-    const where = `${file}:${i + 1}`;
-    let v: { state?: unknown; questions?: unknown; expected?: unknown; tags?: unknown };
-    try {
-      v = JSON.parse(raw) as typeof v;
-    } catch (e) {
-      throw new DatasetError(`${where}: not JSON (${(e as Error).message})`);
-    }
-    const invalid = requestErrors({ state: v.state, model, questions: v.questions });
-    if (invalid.length) throw new DatasetError(`${where}: ${invalid.map((d) => `${d.loc.slice(1).join('.')}: ${d.msg}`).join('; ')}`);
-    const questions = v.questions as Record<string, Question>;
-    const expected = (v.expected ?? {}) as Record<string, unknown>;
-    for (const [id, q] of Object.entries(questions)) {
-      const e = expected[id];
-      const ok =
-        q.type === 'noul'
-          ? typeof e === 'boolean'
-          : q.type === 'choice'
-            ? typeof e === 'string' && Object.prototype.hasOwnProperty.call(q.criteria, e)
-            : Number.isInteger(e) && (e as number) >= 0 && (e as number) < q.criteria.length;
-      if (!ok) throw new DatasetError(`${where}: expected.${id} must be ${q.type === 'noul' ? 'true or false' : q.type === 'choice' ? 'one of the option names' : `a level from 0 to ${q.criteria.length - 1}`}`);
-    }
-    const tags = Array.isArray(v.tags) ? v.tags.map(String) : [];
-    out.push({ state: v.state, questions, expected, tags });
-  });
-  if (out.length === 0) throw new DatasetError(`${file}: no lines`);
-  return out;
+export interface DatasetOptions {
+  file: string;
+  model?: string;
+  registryFile: string;
+  out?: string;
+  url?: string;
+  /** Two arms, comma-separated (dataset/targets.ts). */
+  compare?: string;
+  /** A synthetic model of this shape instead of a registry model. */
+  shape?: string;
+  timeoutMs?: number;
+  retries?: number;
 }
 
 interface Collected {
@@ -84,98 +50,162 @@ function metricsOf(c: Collected) {
   };
 }
 
-const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
+type Metrics = ReturnType<typeof metricsOf>;
 
-function markdown(report: ReturnType<typeof buildReport>): string {
-  const rows = (m: ReturnType<typeof metricsOf>) => [
-    ...(m.noul ? [`| noul | ${m.noul.count} | ${f3(m.noul.accuracy)} | ${f3(m.noul.brier)} | ${f3(m.noul.logLoss)} | ${f3(m.noul.ece)} | – |`] : []),
-    ...(m.choice ? [`| choice | ${m.choice.count} | ${f3(m.choice.accuracy)} | ${f3(m.choice.brier)} | ${f3(m.choice.logLoss)} | ${f3(m.choice.ece)} | – |`] : []),
-    ...(m.score ? [`| score | ${m.score.count} | ${f3(m.score.exactAccuracy)} | – | – | – | ${f3(m.score.mae)} |`] : []),
-  ];
-  const head = '| type | answers | accuracy | Brier | log loss | ECE (15 equal-mass bins) | score MAE |\n|---|---|---|---|---|---|---|';
-  const parts = [
-    `# assay eval --dataset ${report.dataset}`,
-    '',
-    ...(report.synthetic ? ['> **This model is synthetic (random weights): its answers, and so these metrics, mean nothing.** Register a real model to measure quality.', ''] : []),
-    `Model ${report.model}; ${report.lines} lines, ${report.answers} labeled answers; ${report.usage.input_tokens} input tokens; ${report.seconds} s.`,
-    '',
-    head,
-    ...rows(report.metrics),
-  ];
-  for (const [tag, m] of Object.entries(report.byTag)) parts.push('', `## tag \`${tag}\``, '', head, ...rows(m));
-  return `${parts.join('\n')}\n`;
-}
-
-function buildReport(dataset: string, model: string, synthetic: boolean, all: Collected, byTag: Map<string, Collected>, lines: number, inputTokens: number, seconds: number) {
+function buildReport(dataset: string, run: DatasetRun, lines: DatasetLine[]) {
+  const all: Collected = { noul: [], choice: [], score: [] };
+  const byTag = new Map<string, Collected>();
+  lines.forEach((line, i) => {
+    for (const [id, q] of Object.entries(line.questions)) {
+      const a = run.responses[i]!.answers[id]!;
+      collect(all, q, a, line.expected[id]);
+      for (const t of line.tags) {
+        if (!byTag.has(t)) byTag.set(t, { noul: [], choice: [], score: [] });
+        collect(byTag.get(t)!, q, a, line.expected[id]);
+      }
+    }
+  });
   return {
     dataset,
-    model,
-    synthetic,
-    lines,
+    arm: run.target.label,
+    model: run.target.model,
+    synthetic: run.target.synthetic,
+    lines: lines.length,
     answers: all.noul.length + all.choice.length + all.score.length,
-    usage: { input_tokens: inputTokens },
-    seconds: Math.round(seconds * 10) / 10,
+    usage: { input_tokens: run.inputTokens },
+    seconds: Math.round(run.seconds * 10) / 10,
     metrics: metricsOf(all),
     byTag: Object.fromEntries([...byTag].map(([t, c]) => [t, metricsOf(c)])),
   };
 }
 
-/** Runs the dataset on the local engine; returns the exit status. */
-export async function evalDataset(file: string, modelName: string | undefined, registryFile: string, out: string | undefined, io: Io): Promise<number> {
-  const registry = loadRegistry(registryFile);
-  const name = modelName ?? registry.default;
-  const resolved = resolveModel(registry, name);
-  if (!resolved) {
-    io.err(`assay eval: model "${name}" is not in the registry ${registry.file}\n`);
-    return 2;
+type Report = ReturnType<typeof buildReport>;
+
+const f3 = (x: number | undefined) => (x !== undefined && Number.isFinite(x) ? x.toFixed(3) : '–');
+const HEAD = '| type | answers | accuracy | Brier | log loss | ECE (15 equal-mass bins) | score MAE |\n|---|---|---|---|---|---|---|';
+const SYNTHETIC_NOTE = '> **This model is synthetic (random weights): its answers, and so these metrics, mean nothing.** Register a real model to measure quality.';
+
+function rows(m: Metrics, label = ''): string[] {
+  return [
+    ...(m.noul ? [`| ${label}noul | ${m.noul.count} | ${f3(m.noul.accuracy)} | ${f3(m.noul.brier)} | ${f3(m.noul.logLoss)} | ${f3(m.noul.ece)} | – |`] : []),
+    ...(m.choice ? [`| ${label}choice | ${m.choice.count} | ${f3(m.choice.accuracy)} | ${f3(m.choice.brier)} | ${f3(m.choice.logLoss)} | ${f3(m.choice.ece)} | – |`] : []),
+    ...(m.score ? [`| ${label}score | ${m.score.count} | ${f3(m.score.exactAccuracy)} | – | – | – | ${f3(m.score.mae)} |`] : []),
+  ];
+}
+
+function markdown(report: Report): string {
+  const parts = [
+    `# assay eval --dataset ${report.dataset}`,
+    '',
+    ...(report.synthetic ? [SYNTHETIC_NOTE, ''] : []),
+    `Model ${report.model}; ${report.lines} lines, ${report.answers} labeled answers; ${report.usage.input_tokens} input tokens; ${report.seconds} s.`,
+    '',
+    HEAD,
+    ...rows(report.metrics),
+  ];
+  for (const [tag, m] of Object.entries(report.byTag)) parts.push('', `## tag \`${tag}\``, '', HEAD, ...rows(m));
+  return `${parts.join('\n')}\n`;
+}
+
+function compareMarkdown(dataset: string, a: Report, b: Report, flips: Record<string, FlipCounts>): string {
+  const parts = [
+    `# assay eval --dataset ${dataset} --compare ${a.arm},${b.arm}`,
+    '',
+    ...(a.synthetic || b.synthetic ? [SYNTHETIC_NOTE, ''] : []),
+    `${a.lines} lines, ${a.answers} labeled answers each. ${a.arm}: model ${a.model}, ${a.usage.input_tokens} input tokens, ${a.seconds} s. ${b.arm}: model ${b.model}, ${b.usage.input_tokens} input tokens, ${b.seconds} s.`,
+    '',
+    HEAD.replace('| type |', '| arm · type |'),
+    ...rows(a.metrics, `${a.arm} · `),
+    ...rows(b.metrics, `${b.arm} · `),
+    '',
+    `## ${b.arm} against ${a.arm}`,
+    '',
+    '| type | answers | flipped | fixed (wrong → right) | broken (right → wrong) | mean largest probability change |',
+    '|---|---|---|---|---|---|',
+    ...Object.entries(flips).map(([type, c]) => `| ${type} | ${c.count} | ${c.flipped} (${((100 * c.flipped) / c.count).toFixed(1)}%) | ${c.fixed} | ${c.broken} | ${f3(c.meanMaxDelta)} |`),
+  ];
+  return `${parts.join('\n')}\n`;
+}
+
+function writePlots(out: string, report: Report, prefix = ''): string[] {
+  const plots: string[] = [];
+  for (const type of ['noul', 'choice'] as const) {
+    const m = report.metrics[type];
+    if (!m) continue;
+    const file = `reliability-${prefix}${type}.svg`;
+    writeFileSync(join(out, file), reliabilitySvg(`${type}: ${report.arm === report.model ? report.model : `${report.arm} (${report.model})`}`, m.reliability, m.ece));
+    plots.push(file);
   }
+  return plots;
+}
+
+/** The arm file-name prefix: safe characters only. */
+const slug = (arm: string) => `${arm.replace(/[^A-Za-z0-9._-]+/g, '_')}-`;
+
+/** Runs the dataset (or two arms of it); returns the exit status. */
+export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
+  let registry: Registry | undefined;
   let lines: DatasetLine[];
+  let arms;
   try {
-    lines = readDataset(file, name);
+    if (o.url === undefined) {
+      registry = loadRegistry(o.registryFile);
+      if (o.shape !== undefined) registry = await syntheticShapeRegistry(o.shape, registry);
+    }
+    lines = readDataset(o.file, o.model ?? registry?.default ?? 'svc-latest');
+    const names = o.compare === undefined ? [o.model ?? ''] : o.compare.split(',');
+    if (o.compare !== undefined && names.length !== 2) throw new ArmError('--compare takes two arms, comma-separated (e.g. int8,fp32)');
+    arms = names.map((n) => (n === '' ? { label: o.model ?? registry?.default ?? 'default' } : parseArm(n, registry)));
   } catch (e) {
-    if (!(e instanceof DatasetError)) throw e;
-    io.err(`assay eval: ${(e as Error).message}\n`);
+    if (!(e instanceof DatasetError || e instanceof ArmError)) throw e;
+    io.err(`assay eval: ${e.message}\n`);
     return 2;
   }
-  const started = performance.now();
-  const pool = await openLocalModel(registry, resolved, io);
-  try {
-    const evaluator = await pool.load(resolved.id);
-    const all: Collected = { noul: [], choice: [], score: [] };
-    const byTag = new Map<string, Collected>();
-    let inputTokens = 0;
-    for (const [i, line] of lines.entries()) {
-      const { response } = await evaluateRequest({ registry, models: pool }, { state: line.state, model: name, questions: line.questions });
-      inputTokens += response.usage.input_tokens;
-      for (const [id, q] of Object.entries(line.questions)) {
-        const a = response.answers[id]!;
-        collect(all, q, a, line.expected[id]);
-        for (const t of line.tags) {
-          if (!byTag.has(t)) byTag.set(t, { noul: [], choice: [], score: [] });
-          collect(byTag.get(t)!, q, a, line.expected[id]);
-        }
-      }
-      io.err(`\rassay eval: ${i + 1}/${lines.length} lines`);
+  const ctx: TargetContext = { io, registry, model: o.model, url: o.url, timeoutMs: o.timeoutMs, retries: o.retries };
+  const reports: Report[] = [];
+  const runs: DatasetRun[] = [];
+  for (const arm of arms) {
+    let target;
+    try {
+      target = await openTarget(arm, ctx);
+    } catch (e) {
+      if (!(e instanceof ArmError)) throw e;
+      io.err(`assay eval: ${e.message}\n`);
+      return 2;
     }
-    io.err('\n');
-    const report = buildReport(file, resolved.id, evaluator.synthetic === true, all, byTag, lines.length, inputTokens, (performance.now() - started) / 1000);
+    try {
+      const run = await runDataset(target, lines, io, o.url === undefined ? 1 : 4);
+      runs.push(run);
+      reports.push(buildReport(o.file, run, lines));
+    } finally {
+      await target.close();
+    }
+  }
+  const files: string[] = [];
+  if (o.out) mkdirSync(o.out, { recursive: true });
+  if (reports.length === 1) {
+    const report = reports[0]!;
     const md = markdown(report);
     io.out(md);
-    if (out) {
-      mkdirSync(out, { recursive: true });
-      writeFileSync(join(out, 'report.md'), md);
-      writeFileSync(join(out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
-      const plots: string[] = [];
-      for (const type of ['noul', 'choice'] as const) {
-        const m = report.metrics[type];
-        if (!m) continue;
-        writeFileSync(join(out, `reliability-${type}.svg`), reliabilitySvg(`${type}: ${report.model}`, m.reliability, m.ece));
-        plots.push(`reliability-${type}.svg`);
-      }
-      io.err(`assay eval: wrote ${join(out, 'report.md')}, report.json${plots.map((p) => `, ${p}`).join('')}\n`);
+    if (o.out) {
+      writeFileSync(join(o.out, 'report.md'), md);
+      writeFileSync(join(o.out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+      files.push('report.md', 'report.json', ...writePlots(o.out, report));
     }
-    return 0;
-  } finally {
-    await pool.close();
+  } else {
+    const [a, b] = reports as [Report, Report];
+    const pairs = lines.flatMap((line, i) =>
+      Object.keys(line.questions).map((id) => ({ a: runs[0]!.responses[i]!.answers[id]!, b: runs[1]!.responses[i]!.answers[id]!, expected: line.expected[id] })),
+    );
+    const flips = countFlips(pairs);
+    const md = compareMarkdown(o.file, a, b, flips);
+    io.out(md);
+    if (o.out) {
+      writeFileSync(join(o.out, 'report.md'), md);
+      writeFileSync(join(o.out, 'report.json'), `${JSON.stringify({ dataset: o.file, arms: [a, b], flips }, null, 2)}\n`);
+      files.push('report.md', 'report.json', ...writePlots(o.out, a, slug(a.arm)), ...writePlots(o.out, b, slug(b.arm)));
+    }
   }
+  if (o.out) io.err(`assay eval: wrote ${files.map((f) => join(o.out!, f)).join(', ')}\n`);
+  return 0;
 }

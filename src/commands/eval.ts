@@ -13,7 +13,7 @@ import { openLocalModel } from './local-model.js';
 import { describeError, parseCommand, registryFile, resolveIo, table, type CommandIo, type Io } from './common.js';
 
 const HELP = `Usage: assay eval --state FILE|- --questions FILE [options]
-       assay eval --dataset FILE.jsonl [--model M] [--registry FILE] [--out DIR]
+       assay eval --dataset FILE.jsonl [--model M | --shape S | --url URL] [--compare A,B] [--out DIR]
 
 Answers the questions about the state and prints one answer per question.
 
@@ -28,26 +28,38 @@ Answers the questions about the state and prints one answer per question.
   --timeout MS        with --url: per-attempt timeout (default 180000)
   --retries N         with --url: retries on 408/429/5xx/529 (default 2)
   --dataset FILE      a labeled JSONL dataset (one request a line, plus "expected" per question and
-                      optional "tags"): quality metrics per type and tag on the local engine
-  --out DIR           with --dataset: also write report.md and report.json there
+                      optional "tags"): quality metrics per type and tag, on the local engine or
+                      a server (--url)
+  --compare A,B       with --dataset: run two arms on the same lines and count the answers that
+                      flip. An arm is parts joined by "+": a registry model, a variant (fp32, int8,
+                      q4, ...), a prompt version (v1 = option names, letters = A, B, C...) or rotN
+                      (choice options over N rotations, averaged). e.g. int8,fp32 or v1,letters
+  --shape S           with --dataset: a synthetic model of this shape (models/shapes.json) instead
+                      of a registry model, e.g. --shape qwen2.5-0.5b --compare int8,fp32
+  --out DIR           with --dataset: also write report.md, report.json and the reliability
+                      diagrams (SVG) there
   -h, --help          this text
 
 Exit status: 0 answered, 1 the evaluation failed, 2 bad arguments or input files.`;
 
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
   const io = resolveIo(ioOptions);
-  const parsed = parseCommand('eval', argv, ['state', 'questions', 'url', 'model', 'registry', 'format', 'timeout', 'retries', 'dataset', 'out'], HELP, io);
+  const parsed = parseCommand('eval', argv, ['state', 'questions', 'url', 'model', 'registry', 'format', 'timeout', 'retries', 'dataset', 'out', 'compare', 'shape'], HELP, io);
   if (typeof parsed === 'number') return parsed;
   const { values, format } = parsed;
-  if (values.dataset) {
-    if (values.url) return usage(io, '--dataset runs on the local engine (--url is not supported with it yet)');
-    const { evalDataset } = await import('./eval-dataset.js');
-    return evalDataset(values.dataset, values.model, registryFile(values.registry, io.env), values.out, io);
-  }
-  if (!values.state || !values.questions) return usage(io, 'both --state and --questions are required');
   const timeoutMs = optionalNumber(values.timeout);
   const retries = optionalNumber(values.retries);
   if (Number.isNaN(timeoutMs) || Number.isNaN(retries)) return usage(io, '--timeout and --retries take numbers');
+  if (values.dataset) {
+    if (values.shape && values.url) return usage(io, '--shape runs a local synthetic model: not with --url');
+    const { evalDataset } = await import('./eval-dataset.js');
+    return evalDataset(
+      { file: values.dataset, model: values.model, registryFile: registryFile(values.registry, io.env), out: values.out, url: values.url, compare: values.compare, shape: values.shape, timeoutMs, retries },
+      io,
+    );
+  }
+  if (values.compare || values.shape) return usage(io, '--compare and --shape go with --dataset');
+  if (!values.state || !values.questions) return usage(io, 'both --state and --questions are required');
 
   let state: unknown;
   let questions: unknown;

@@ -3,16 +3,22 @@
 // generator is imported only then: a production image leaves it out), warnings said once.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { EngineConfig } from '../engine/index.js';
 import type { Registry, ResolvedModel } from '../registry.js';
 import { createModelPool } from '../service/model-pool.js';
 import type { Io } from './common.js';
 
 export type LocalModels = ReturnType<typeof createModelPool>;
 
-/** The pool with `resolved` loaded; the caller closes it. */
-export async function openLocalModel(registry: Registry, resolved: ResolvedModel, io: Io): Promise<LocalModels> {
+/** The pool with `resolved` loaded (`engine`: options beyond the registry's, e.g. a prompt version); the caller closes it. */
+export async function openLocalModel(
+  registry: Registry,
+  resolved: ResolvedModel,
+  io: Io,
+  engine: Omit<EngineConfig, 'modelDir' | 'variant'> = {},
+): Promise<LocalModels> {
   const warned = new Set<string>();
-  const pool = createModelPool(registry, {}, {
+  const pool = createModelPool(registry, engine, {
     info: () => {},
     warn: (_o, msg) => {
       if (!warned.has(msg)) io.err(`assay eval: ${msg}\n`);

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fetchModel, formatBytes, HubFetchError, hubUrlFromEnv, VARIANTS, type FetchModelResult } from '../tools/hub/fetch.js';
 import { parseVariant } from '../engine/variants.js';
-import { progressBar } from '../tools/hub/progress.js';
+import { progressBar } from './progress.js';
 import { DEFAULT_REGISTRY_FILE, registerModel } from '../registry.js';
 import { parseFlags, resolveIo } from './common.js';
 
@@ -105,7 +105,11 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
       destRoot: dest,
       hubUrl,
       accessToken: env.HF_TOKEN || undefined,
-      onProgress: (p) => bar.update(p),
+      onProgress: (p) =>
+        bar.update(p.doneBytes, p.totalBytes, (secs) => {
+          const rate = secs > 0 ? `${formatBytes(Math.round(p.doneBytes / secs))}/s` : '';
+          return `${formatBytes(p.doneBytes)} / ${formatBytes(p.totalBytes)} ${rate} ${p.file}`;
+        }),
       log,
     });
     bar.done();

@@ -1,0 +1,194 @@
+// assay calibrate --dataset FILE [--model M] [--holdout 0.3] [--dry-run]: fits one temperature per
+// question type (src/quality/calibration.ts) on a training split of a labeled dataset, reports log
+// loss and expected calibration error on the held-out split before and after, and writes the
+// temperatures into the model folder's assay.json (`answer_temperature`), which the engine applies
+// at its next load. The fit multiplies the temperatures the model already has, so calibrating
+// twice converges instead of starting over.
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Answer, Question } from '../protocol/schemas.js';
+import { fitTemperature, meanLogLoss, split, withTemperature, type CalibrationExample } from '../quality/calibration.js';
+import { choiceMetrics } from '../quality/metrics.js';
+import { loadRegistry } from '../registry.js';
+import { parseFlags, registryFile, resolveIo, type CommandIo, type Io } from './common.js';
+import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';
+import { runDataset } from './dataset/run.js';
+import { ArmError, openTarget } from './dataset/targets.js';
+
+const HELP = `Usage: assay calibrate --dataset FILE.jsonl [--model M] [--registry FILE] [--holdout 0.3] [--seed N] [--dry-run]
+
+Fits one temperature per question type (noul, choice, score) on a training split of a labeled
+dataset (the format of assay eval --dataset), minimising log loss; reports log loss and expected
+calibration error (15 equal-mass bins) on the held-out split before and after; and writes the
+temperatures into the model's assay.json ("answer_temperature"), which the server applies at its
+next start. A type with fewer than 10 training answers keeps its temperature.
+
+  --dataset FILE   labeled JSONL: one request a line plus "expected" per question
+  --model M        model name or alias (default: the registry's default)
+  --registry FILE  model registry (default ASSAY_REGISTRY or models/registry.json)
+  --holdout F      share of the lines held out for the report (default 0.3); split by line
+  --seed N         seed of the split (default 1)
+  --dry-run        report only; write nothing
+  -h, --help       this text
+
+Exit status: 0 done, 1 the evaluation failed, 2 bad arguments or input files.`;
+
+const TYPES = ['noul', 'choice', 'score'] as const;
+type QuestionType = (typeof TYPES)[number];
+const MIN_TRAIN = 10;
+
+/** One answer's outcome probabilities (in the question's outcome order) and the labeled outcome's index. */
+function example(q: Question, a: Answer, expected: unknown): CalibrationExample {
+  if (a.type === 'noul') return { probs: [a.noul, 1 - a.noul], expected: expected === true ? 0 : 1 };
+  const keys = q.type === 'choice' ? Object.keys(q.criteria) : Object.keys(a.probabilities);
+  return { probs: keys.map((k) => a.probabilities[k] ?? 0), expected: keys.indexOf(String(expected)) };
+}
+
+/** Top-outcome ECE (15 equal-mass bins) of the examples at temperature t. */
+function ece(examples: CalibrationExample[], t: number): number {
+  return choiceMetrics(
+    examples.map((e) => ({ probabilities: Object.fromEntries(withTemperature(e.probs, t).map((p, i) => [String(i), p])), expected: String(e.expected) })),
+  ).ece;
+}
+
+export interface TypeCalibration {
+  type: QuestionType;
+  train: number;
+  heldOut: number;
+  /** The fitted factor on the temperature the model had. */
+  fitted: number;
+  /** The model's temperature for the type before and after. */
+  before: number;
+  after: number;
+  heldOutLogLoss: [number, number];
+  heldOutEce: [number, number];
+  applied: boolean;
+}
+
+export function calibrateRuns(lines: DatasetLine[], answers: Array<Record<string, Answer>>, heldOutShare: number, seed: number, current: Partial<Record<QuestionType, number>>): TypeCalibration[] {
+  const { train, heldOut } = split(lines.length, heldOutShare, seed);
+  const byType = (indices: number[], type: QuestionType) =>
+    indices.flatMap((i) =>
+      Object.entries(lines[i]!.questions)
+        .filter(([, q]) => q.type === type)
+        .map(([id, q]) => example(q, answers[i]![id]!, lines[i]!.expected[id])),
+    );
+  return TYPES.flatMap((type) => {
+    const tr = byType(train, type);
+    const ho = byType(heldOut, type);
+    if (tr.length + ho.length === 0) return [];
+    const applied = tr.length >= MIN_TRAIN;
+    const fitted = applied ? fitTemperature(tr) : 1;
+    const before = current[type] ?? 1;
+    return [
+      {
+        type,
+        train: tr.length,
+        heldOut: ho.length,
+        fitted,
+        before,
+        after: before * fitted,
+        heldOutLogLoss: [meanLogLoss(ho, 1), meanLogLoss(ho, fitted)],
+        heldOutEce: [ece(ho, 1), ece(ho, fitted)],
+        applied,
+      },
+    ];
+  });
+}
+
+const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
+
+function markdown(file: string, model: string, synthetic: boolean, results: TypeCalibration[], written: string | undefined): string {
+  return [
+    `# assay calibrate --dataset ${file}`,
+    '',
+    ...(synthetic ? ['> This model is synthetic (random weights): its answers mean nothing; calibrating it only exercises the path.', ''] : []),
+    `Model ${model}. Temperature per type fitted on the training split (log loss); held-out split before → after.`,
+    '',
+    '| type | train | held out | temperature before → after | held-out log loss | held-out ECE (15 equal-mass bins) |',
+    '|---|---|---|---|---|---|',
+    ...results.map(
+      (r) =>
+        `| ${r.type} | ${r.train} | ${r.heldOut} | ${r.applied ? `${f3(r.before)} → ${f3(r.after)}` : `${f3(r.before)} (kept: under ${MIN_TRAIN} training answers)`} | ${f3(r.heldOutLogLoss[0])} → ${f3(r.heldOutLogLoss[1])} | ${f3(r.heldOutEce[0])} → ${f3(r.heldOutEce[1])} |`,
+    ),
+    '',
+    written ? `Wrote answer_temperature to ${written}; the server applies it at its next start.` : 'Dry run: nothing written.',
+    '',
+  ].join('\n');
+}
+
+export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
+  const io = resolveIo(ioOptions);
+  const parsed = parseFlags(
+    'calibrate',
+    {
+      args: argv,
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        dataset: { type: 'string' },
+        model: { type: 'string' },
+        registry: { type: 'string' },
+        holdout: { type: 'string' },
+        seed: { type: 'string' },
+        'dry-run': { type: 'boolean' },
+      },
+    },
+    HELP,
+    io,
+  );
+  if (typeof parsed === 'number') return parsed;
+  const o = parsed.values;
+  const holdout = o.holdout === undefined ? 0.3 : Number(o.holdout);
+  const seed = o.seed === undefined ? 1 : Number(o.seed);
+  if (!o.dataset) return usage(io, '--dataset is required');
+  if (!(holdout > 0 && holdout < 1)) return usage(io, '--holdout takes a share between 0 and 1, e.g. 0.3');
+  if (!Number.isInteger(seed)) return usage(io, '--seed takes a whole number');
+  const registry = loadRegistry(registryFile(o.registry, io.env));
+  let lines: DatasetLine[];
+  let target;
+  try {
+    lines = readDataset(o.dataset, o.model ?? registry.default);
+    target = await openTarget({ label: o.model ?? registry.default, ...(o.model ? { model: o.model } : {}) }, { io, registry });
+  } catch (e) {
+    if (!(e instanceof DatasetError || e instanceof ArmError)) throw e;
+    io.err(`assay calibrate: ${e.message}\n`);
+    return 2;
+  }
+  const manifestFile = join(target.dir!, 'assay.json');
+  const manifest = (existsSync(manifestFile) ? JSON.parse(readFileSync(manifestFile, 'utf8')) : {}) as Record<string, unknown>;
+  let results: TypeCalibration[];
+  try {
+    const ran = await runDataset(target, lines, io);
+    const current = (manifest.answer_temperature ?? {}) as Partial<Record<QuestionType, number>>;
+    results = calibrateRuns(lines, ran.responses.map((r) => r.answers), holdout, seed, current);
+  } finally {
+    await target.close();
+  }
+  let written: string | undefined;
+  if (!o['dry-run'] && results.some((r) => r.applied)) {
+    const temperatures = { ...((manifest.answer_temperature ?? {}) as object) } as Record<string, number>;
+    for (const r of results) if (r.applied) temperatures[r.type] = Number(r.after.toPrecision(6));
+    const next = {
+      ...manifest,
+      answer_temperature: temperatures,
+      calibration: {
+        dataset: o.dataset,
+        lines: lines.length,
+        holdout,
+        seed,
+        held_out: Object.fromEntries(results.map((r) => [r.type, { log_loss: r.heldOutLogLoss, ece: r.heldOutEce }])),
+      },
+    };
+    // Whole or not at all: the server may read the manifest while this writes.
+    writeFileSync(`${manifestFile}.tmp`, `${JSON.stringify(next, null, 2)}\n`);
+    renameSync(`${manifestFile}.tmp`, manifestFile);
+    written = manifestFile;
+  }
+  io.out(markdown(o.dataset, target.model, target.synthetic, results, written));
+  return 0;
+}
+
+function usage(io: Io, why: string): number {
+  io.err(`assay calibrate: ${why}\n\n${HELP}\n`);
+  return 2;
+}

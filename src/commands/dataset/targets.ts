@@ -1,0 +1,151 @@
+// What a dataset runs on: an arm of `assay eval --dataset [--compare A,B]` or `assay calibrate`.
+//
+// An arm is parts joined by "+", each one of:
+//   a registry model name or alias          svc-latest
+//   a variant of the model (its ONNX file)  fp32, int8, q4, ... (a synthetic model: that dtype's folder)
+//   a prompt version (label strategy)       v1 (option names), letters (A, B, C…)
+//   option rotations                        rot4 (each choice question over 4 rotations, averaged)
+// e.g. `--compare int8,fp32`, `--compare v1,letters`, `--compare int8,int8+rot4`. The local engine
+// runs every kind of arm; a server (--url) only model names.
+import { dirname, relative } from 'node:path';
+import { AssayClient } from '../../client/index.js';
+import type { EngineConfig } from '../../engine/index.js';
+import { PROMPT_VERSIONS } from '../../engine/prompts.js';
+import { parseVariant, VARIANTS } from '../../engine/variants.js';
+import type { SystemOneRequest, SystemOneResponse } from '../../protocol/schemas.js';
+import { resolveModel, type ModelEntry, type Registry } from '../../registry.js';
+import { evaluateRequest } from '../../service/evaluate.js';
+import type { Io } from '../common.js';
+import { openLocalModel } from '../local-model.js';
+import type { DatasetLine } from './read.js';
+
+export interface ArmSpec {
+  /** As the user wrote it (report column). */
+  label: string;
+  model?: string;
+  variant?: string;
+  promptVersion?: string;
+  rotations?: number;
+}
+
+export class ArmError extends Error {}
+
+/** Parses one arm against the registry's names; throws ArmError naming what is not understood. */
+export function parseArm(text: string, registry: Registry | undefined): ArmSpec {
+  const spec: ArmSpec = { label: text };
+  for (const part of text.split('+')) {
+    const rot = /^rot(\d+)$/.exec(part);
+    if (registry && resolveModel(registry, part)) spec.model = part;
+    else if (rot) spec.rotations = Number(rot[1]);
+    else if (PROMPT_VERSIONS.includes(part)) spec.promptVersion = part;
+    else if (parseVariant(part)) spec.variant = parseVariant(part);
+    else if (!registry) spec.model = part; // a server's model name
+    else {
+      throw new ArmError(
+        `"${part}" (in "${text}") is not a model of the registry, a variant (${VARIANTS.join(', ')}), a prompt version (${PROMPT_VERSIONS.join(', ')}) or rotN`,
+      );
+    }
+  }
+  if (spec.rotations !== undefined && spec.rotations < 1) throw new ArmError(`"${text}": rotN needs N ≥ 1`);
+  return spec;
+}
+
+export interface Target {
+  label: string;
+  /** The versioned id that answered (a server: the response's model). */
+  model: string;
+  /** The model folder's assay.json marks it synthetic (random weights); a server: unknown (false). */
+  synthetic: boolean;
+  /** The model folder (local engine only): where `assay calibrate` writes. */
+  dir?: string;
+  evaluate(line: DatasetLine): Promise<SystemOneResponse>;
+  close(): Promise<void>;
+}
+
+export interface TargetContext {
+  io: Io;
+  /** The local engine's registry (undefined with --url). */
+  registry?: Registry;
+  /** The model when the arm names none (--model, else the registry's default; a server: its default). */
+  model?: string;
+  url?: string;
+  /** With --url: per-attempt timeout and retries of the client. */
+  timeoutMs?: number;
+  retries?: number;
+}
+
+/** Opens an arm: loads its model on the local engine, or a client of the server. */
+export async function openTarget(spec: ArmSpec, ctx: TargetContext): Promise<Target> {
+  if (ctx.url !== undefined) {
+    if (spec.variant || spec.promptVersion || spec.rotations) {
+      throw new ArmError(`"${spec.label}": a server (--url) runs its models as configured: compare model names only`);
+    }
+    const client = new AssayClient({ baseUrl: ctx.url, env: ctx.io.env, timeoutMs: ctx.timeoutMs, maxRetries: ctx.retries });
+    const model = spec.model ?? ctx.model;
+    const target: Target = {
+      label: spec.label,
+      model: model ?? client.model,
+      synthetic: false,
+      async evaluate(line) {
+        const response = await client.evaluate({ state: line.state, questions: line.questions, ...(model ? { model } : {}) } as SystemOneRequest);
+        target.model = response.model;
+        return response;
+      },
+      close: async () => {},
+    };
+    return target;
+  }
+  let registry = ctx.registry!;
+  const name = spec.model ?? ctx.model ?? registry.default;
+  const resolved = resolveModel(registry, name);
+  if (!resolved) throw new ArmError(`model "${name}" is not in the registry ${registry.file}`);
+  if (spec.variant) registry = await withVariant(registry, resolved.id, resolved.entry, spec.variant);
+  const engine: Omit<EngineConfig, 'modelDir' | 'variant'> = {
+    ...(spec.promptVersion ? { promptVersion: spec.promptVersion } : {}),
+    ...(spec.rotations ? { optionRotations: spec.rotations } : {}),
+  };
+  const arm = resolveModel(registry, resolved.id)!;
+  const pool = await openLocalModel(registry, arm, ctx.io, engine);
+  const evaluator = await pool.load(arm.id);
+  return {
+    label: spec.label,
+    model: arm.id,
+    synthetic: evaluator.synthetic === true,
+    dir: arm.dir,
+    async evaluate(line) {
+      const { response } = await evaluateRequest({ registry, models: pool }, { state: line.state, model: arm.id, questions: line.questions });
+      return response;
+    },
+    close: () => pool.close(),
+  };
+}
+
+/** The registry with `id` running another variant: a synthetic model's folder of that dtype, else that ONNX file of its folder. */
+async function withVariant(registry: Registry, id: string, entry: ModelEntry, variant: string): Promise<Registry> {
+  let changed: ModelEntry = { ...entry, variant };
+  if (entry.synthetic) {
+    // The generator is imported only for synthetic models (a production image leaves it out).
+    const { DTYPES, synthModelDir } = await import('../../tools/synth/index.js');
+    if (!(DTYPES as readonly string[]).includes(variant)) throw new ArmError(`synthetic model ${id}: variant ${variant} is not generated (${DTYPES.join(', ')})`);
+    const s = entry.synthetic;
+    const dir = synthModelDir(s.shape as Parameters<typeof synthModelDir>[0], variant as Parameters<typeof synthModelDir>[1], s.positionIds ?? true);
+    changed = { ...changed, path: relative(dirname(registry.file), dir), synthetic: { ...s, dtype: variant } };
+  }
+  return { ...registry, models: { ...registry.models, [id]: changed } };
+}
+
+/** A registry whose default is a synthetic model of `shape` (fp32; another dtype by a variant arm). */
+export async function syntheticShapeRegistry(shape: string, base: Registry): Promise<Registry> {
+  const { SHAPE_NAMES, synthModelDir } = await import('../../tools/synth/index.js');
+  if (!(SHAPE_NAMES as readonly string[]).includes(shape)) throw new ArmError(`--shape must be one of ${SHAPE_NAMES.join(', ')}`);
+  const id = `synthetic-${shape}`;
+  const dir = synthModelDir(shape as Parameters<typeof synthModelDir>[0], 'fp32');
+  const entry: ModelEntry = {
+    path: relative(dirname(base.file), dir),
+    synthetic: { shape, dtype: 'fp32' },
+    variant: 'fp32',
+    description: `Synthetic ${shape} decoder with random weights`,
+    release_date: '2026-11-22',
+  };
+  return { ...base, default: id, models: { ...base.models, [id]: entry } };
+}
