@@ -75,6 +75,7 @@ export async function run(argv: string[]): Promise<number> {
       maxQueue: config.maxQueue,
       rewriteGraph: config.graphRewrite,
       packQuestions: config.packQuestions,
+      batchTokens: config.batchTokens,
     },
     log,
   );

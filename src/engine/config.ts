@@ -44,6 +44,12 @@ export interface EngineConfig {
   packQuestions?: boolean;
   /** Most tokens of questions in one packed pass (default 512); more questions take more passes. */
   packTokens?: number;
+  /**
+   * Most tokens of one pass that packs concurrent requests together (batching.ts): requests whose
+   * whole prompt runs as one packed pass share it, each seeing only its own tokens. 0 turns it off.
+   * Default by provider (src/defaults.ts): off on CPU, 4,096 on CUDA.
+   */
+  batchTokens?: number;
   /** Softmax temperature applied to answer logits; default from the model's assay.json manifest, else 1. */
   temperature?: number;
   /**
@@ -68,4 +74,5 @@ export const DEFAULTS = {
   requestTokenBudget: ALL.requestTokenBudget,
   questionTokenBudget: ALL.questionTokenBudget,
   packTokens: ALL.packTokens,
+  batchTokens: ALL.batchTokens,
 } as const;

@@ -4,6 +4,7 @@ import { DEFAULTS, type EngineConfig } from './config.js';
 import { AbortedError, ModelLoadError } from './errors.js';
 import { answerQuestions, type AnswerTemperatures } from './answers.js';
 import { firstTokens, labelLogProbs } from './labels.js';
+import { RequestBatcher } from './batching.js';
 import { packedTokens, packQuestions } from './packing.js';
 import { openModelFolder } from './model-folder.js';
 import type { Budgets, PlannedQuestion } from './plan.js';
@@ -73,7 +74,19 @@ class OnnxEvaluator implements Evaluator {
     this.cache = new PrefixCache(config.prefixCacheBytes ?? DEFAULTS.prefixCacheBytes);
     this.packs = runner.packs && config.packQuestions !== false;
     this.packTokens = config.packTokens ?? DEFAULTS.packTokens;
+    const batchTokens = config.batchTokens ?? DEFAULTS.batchTokens[config.provider ?? 'cpu'];
+    this.batcher =
+      this.packs && batchTokens > 0
+        ? new RequestBatcher(batchTokens, (pass) => {
+            this.tokensEvaluated += pass.tokens.length;
+            this.passes++;
+            return this.runner.packed(pass, null);
+          })
+        : undefined;
   }
+
+  /** Packs concurrent requests' whole prompts into shared passes (undefined: off). */
+  private readonly batcher?: RequestBatcher;
 
   /** Whether a request's questions run packed, one pass per `packTokens` tokens (else one pass per question). */
   readonly packs: boolean;
@@ -116,7 +129,12 @@ class OnnxEvaluator implements Evaluator {
           const past = head.length > 0 ? (await run(head, null, [], true)).present! : null;
           const [group] = packQuestions(plan.questions, budget, trunk);
           checkAborted(signal);
-          for (const [q, logps] of await group!.finish(await this.runner.packed(group!.pass, past, step))) read.set(q, logps);
+          // The whole prompt in one pass: it may share that pass with other requests waiting.
+          const rows =
+            past === null && this.batcher
+              ? await this.batcher.submit(group!.pass, (fn) => ticket.pass(fn))
+              : await this.runner.packed(group!.pass, past, step);
+          for (const [q, logps] of await group!.finish(rows)) read.set(q, logps);
           return answers();
         }
       }
