@@ -112,6 +112,9 @@ function markdown(file: string, model: string, synthetic: boolean, results: Type
         `| ${r.type} | ${r.train} | ${r.heldOut} | ${r.applied ? `${f3(r.before)} → ${f3(r.after)}` : `${f3(r.before)} (kept: under ${MIN_TRAIN} training answers)`} | ${f3(r.heldOutLogLoss[0])} → ${f3(r.heldOutLogLoss[1])} | ${f3(r.heldOutEce[0])} → ${f3(r.heldOutEce[1])} |`,
     ),
     '',
+    ...(results.some((r) => r.applied && (r.fitted > 49 || r.fitted < 1 / 49))
+      ? ['A fit at the search bound (1/50 or 50) means the answers of that type carry (almost) no information about the labels: a near-uniform answer fits them best.', '']
+      : []),
     written ? `Wrote answer_temperature to ${written}; the server applies it at its next start.` : 'Dry run: nothing written.',
     '',
   ].join('\n');

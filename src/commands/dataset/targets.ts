@@ -120,16 +120,30 @@ export async function openTarget(spec: ArmSpec, ctx: TargetContext): Promise<Tar
   };
 }
 
-/** The registry with `id` running another variant: a synthetic model's folder of that dtype, else that ONNX file of its folder. */
+/**
+ * The registry with `id` running another variant: a synthetic model's folder of that dtype (fp32 and
+ * int8 from the generator; fp16, q4 and q4f16 converted from its fp32 weights, as the export-flavor
+ * fixtures are), else that ONNX file of its folder.
+ */
 async function withVariant(registry: Registry, id: string, entry: ModelEntry, variant: string): Promise<Registry> {
   let changed: ModelEntry = { ...entry, variant };
   if (entry.synthetic) {
     // The generator is imported only for synthetic models (a production image leaves it out).
     const { DTYPES, synthModelDir } = await import('../../tools/synth/index.js');
-    if (!(DTYPES as readonly string[]).includes(variant)) throw new ArmError(`synthetic model ${id}: variant ${variant} is not generated (${DTYPES.join(', ')})`);
     const s = entry.synthetic;
-    const dir = synthModelDir(s.shape as Parameters<typeof synthModelDir>[0], variant as Parameters<typeof synthModelDir>[1], s.positionIds ?? true);
-    changed = { ...changed, path: relative(dirname(registry.file), dir), synthetic: { ...s, dtype: variant } };
+    const shape = s.shape as Parameters<typeof synthModelDir>[0];
+    if ((DTYPES as readonly string[]).includes(variant)) {
+      const dir = synthModelDir(shape, variant as Parameters<typeof synthModelDir>[1], s.positionIds ?? true);
+      changed = { ...changed, path: relative(dirname(registry.file), dir), synthetic: { ...s, dtype: variant } };
+    } else if (variant === 'fp16' || variant === 'q4' || variant === 'q4f16') {
+      const { ensureFlavor } = await import('../../tools/flavors.js');
+      const dir = await ensureFlavor({ dtype: variant, shape });
+      // The folder exists now (its assay.json still says synthetic); nothing left to generate.
+      const { synthetic: _generated, ...rest } = changed;
+      changed = { ...rest, path: relative(dirname(registry.file), dir) };
+    } else {
+      throw new ArmError(`synthetic model ${id}: no ${variant} variant is generated (${[...DTYPES, 'fp16', 'q4', 'q4f16'].join(', ')})`);
+    }
   }
   return { ...registry, models: { ...registry.models, [id]: changed } };
 }
