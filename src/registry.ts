@@ -19,6 +19,11 @@ export interface SyntheticSpec {
   dtype: string;
   positionIds?: boolean;
   seed?: number;
+  /**
+   * Trained weights (safetensors, relative to the registry file's folder) the folder is written
+   * from instead of random ones: a model that knows its training task (models/trained/).
+   */
+  weights?: string;
 }
 
 export interface ModelEntry {
@@ -82,6 +87,9 @@ export function checkRegistry(data: unknown, file: string): Registry {
     if (e.graph_rewrite !== undefined && typeof e.graph_rewrite !== 'boolean') fail(`models["${id}"].graph_rewrite must be true or false`);
     if (e.synthetic && (typeof e.synthetic.shape !== 'string' || typeof e.synthetic.dtype !== 'string')) {
       fail(`models["${id}"].synthetic needs "shape" and "dtype"`);
+    }
+    if (e.synthetic?.weights !== undefined && (typeof e.synthetic.weights !== 'string' || !e.synthetic.weights)) {
+      fail(`models["${id}"].synthetic.weights must be a path to a safetensors file`);
     }
   }
   for (const [alias, target] of Object.entries(aliases)) {

@@ -2,7 +2,7 @@
 // synthetic model the registry declares whose folder is missing (what `npm start` runs before
 // `assay serve`); with --shape/--dtype, one folder. The server never generates models.
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { loadRegistry, type Registry } from '../registry.js';
 import { DTYPES, ensureSynthModel, SHAPE_NAMES, type EnsureOptions, type ShapeName, type SynthDtype } from '../tools/synth/index.js';
 import { parseFlags, registryFile, resolveIo, type CommandIo } from './common.js';
@@ -29,18 +29,38 @@ whose folder is missing, or only --model ID. This is what \`npm start\` runs bef
 
 Prints the folder of each model written or found complete.`;
 
-/** Generates every declared synthetic model whose folder is missing; returns the ids generated. */
+/**
+ * Generates every declared synthetic model whose folder is missing (a model written from trained
+ * weights also when its folder was written from other weights); returns the ids generated.
+ */
 export async function ensureSyntheticModels(registry: Registry, log: (line: string) => void, only?: string): Promise<string[]> {
   const made: string[] = [];
   for (const [id, entry] of Object.entries(registry.models)) {
     if (!entry.synthetic || (only !== undefined && id !== only)) continue;
-    const dir = join(registry.file, '..', entry.path);
-    if (existsSync(join(dir, 'assay.json'))) continue;
-    log(`model ${id}: folder ${dir} missing, generating the synthetic model the registry declares`);
-    await ensureSynthModel({ ...(entry.synthetic as unknown as EnsureOptions), out: dir });
+    const dir = resolve(dirname(registry.file), entry.path);
+    const weights = entry.synthetic.weights === undefined ? undefined : resolve(dirname(registry.file), entry.synthetic.weights);
+    if (weights === undefined && existsSync(join(dir, 'assay.json'))) continue;
+    const before = readManifest(dir);
+    const opts = { ...(entry.synthetic as unknown as EnsureOptions), weights, out: dir };
+    if (weights !== undefined && before !== undefined) {
+      // Current already? (ensureSynthModel compares the weights' digest)
+      await ensureSynthModel(opts);
+      if (readManifest(dir) === before) continue;
+    } else {
+      log(`model ${id}: folder ${dir} missing, generating the ${weights ? 'model from its trained weights' : 'synthetic model'} the registry declares`);
+      await ensureSynthModel(opts);
+    }
     made.push(id);
   }
   return made;
+}
+
+function readManifest(dir: string): string | undefined {
+  try {
+    return readFileSync(join(dir, 'assay.json'), 'utf8');
+  } catch {
+    return undefined;
+  }
 }
 
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {

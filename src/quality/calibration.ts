@@ -60,18 +60,21 @@ export function fitTemperature(examples: CalibrationExample[]): number {
   return Math.exp(-(lo + hi) / 2);
 }
 
-/** A seeded shuffle's split of `n` items: `heldOutShare` of them held out (at least one of each when n ≥ 2). */
-export function split(n: number, heldOutShare: number, seed = 1): { train: number[]; heldOut: number[] } {
-  const order = Array.from({ length: n }, (_, i) => i);
-  let s = seed >>> 0 || 1;
-  const random = () => {
-    // mulberry32
+/** A seeded uniform generator in [0, 1) (mulberry32): splits, and datasets that must be reproducible. */
+export function seededRandom(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
     s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
+    let t = Math.imul(s ^ (s >>> 15), s | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/** A seeded shuffle's split of `n` items: `heldOutShare` of them held out (at least one of each when n ≥ 2). */
+export function split(n: number, heldOutShare: number, seed = 1): { train: number[]; heldOut: number[] } {
+  const order = Array.from({ length: n }, (_, i) => i);
+  const random = seededRandom(seed || 1);
   for (let i = n - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [order[i], order[j]] = [order[j]!, order[i]!];

@@ -101,7 +101,8 @@ export function createModelPool(
       onWarning: (message) => log.warn({ model: id, reason: message }, 'model load fell back'),
     });
     log.info({ model: id, dir: m.dir, ms: Math.round(performance.now() - started) }, 'model loaded');
-    if ((m.entry.synthetic || evaluator.synthetic) && !announced.has(m.dir)) {
+    // A registry entry generated from trained weights is not random: its manifest says so.
+    if (((m.entry.synthetic && m.entry.synthetic.weights === undefined) || evaluator.synthetic) && !announced.has(m.dir)) {
       announced.add(m.dir);
       log.warn({ model: id }, SYNTHETIC_WARNING);
     }

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as calibrateCmd } from '../../src/commands/calibrate.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import type { Question } from '../../src/engine/types.js';
-import { withTemperature } from '../../src/quality/calibration.js';
+import { seededRandom, withTemperature } from '../../src/quality/calibration.js';
 import { tinyFp32 } from '../engine/fixtures.js';
 
 const T_STAR = 2;
@@ -25,17 +25,6 @@ const LEVELS = ['none', 'low', 'some', 'medium', 'high', 'extreme', 'minor', 'ma
 function pick<T>(items: T[], n: number, random: () => number): T[] {
   const rest = [...items];
   return Array.from({ length: n }, () => rest.splice(Math.floor(random() * rest.length), 1)[0]!);
-}
-
-/** A seeded generator (mulberry32). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), s | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function sample(probs: number[], random: () => number): number {
@@ -73,7 +62,7 @@ describe('assay calibrate', () => {
     // at temperature T* would have produced them.
     const model = await loadEvaluator({ modelDir, threads: 1 });
     open.push(model);
-    const random = rng(7);
+    const random = seededRandom(7);
     const lines: string[] = [];
     for (let i = 0; i < LINES; i++) {
       const words = Array.from({ length: 8 }, () => WORDS[Math.floor(random() * WORDS.length)]!);

@@ -7,7 +7,7 @@
 //   option rotations                        rot4 (each choice question over 4 rotations, averaged)
 // e.g. `--compare int8,fp32`, `--compare v1,letters`, `--compare int8,int8+rot4`. The local engine
 // runs every kind of arm; a server (--url) only model names.
-import { dirname, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { AssayClient } from '../../client/index.js';
 import type { EngineConfig } from '../../engine/index.js';
 import { PROMPT_VERSIONS } from '../../engine/prompts.js';
@@ -132,9 +132,15 @@ async function withVariant(registry: Registry, id: string, entry: ModelEntry, va
     const { DTYPES, synthModelDir } = await import('../../tools/synth/index.js');
     const s = entry.synthetic;
     const shape = s.shape as Parameters<typeof synthModelDir>[0];
-    if ((DTYPES as readonly string[]).includes(variant)) {
+    if ((DTYPES as readonly string[]).includes(variant) && s.weights !== undefined) {
+      // Written from trained weights: that dtype's folder beside it, from the same weights.
+      const path = join(dirname(entry.path), `${basename(entry.path).replace(/-(fp32|int8)$/, '')}-${variant}`);
+      changed = { ...changed, path, synthetic: { ...s, dtype: variant } };
+    } else if ((DTYPES as readonly string[]).includes(variant)) {
       const dir = synthModelDir(shape, variant as Parameters<typeof synthModelDir>[1], s.positionIds ?? true);
       changed = { ...changed, path: relative(dirname(registry.file), dir), synthetic: { ...s, dtype: variant } };
+    } else if (s.weights !== undefined) {
+      throw new ArmError(`model ${id} is written from trained weights: its variants are ${DTYPES.join(', ')}`);
     } else if (variant === 'fp16' || variant === 'q4' || variant === 'q4f16') {
       const { ensureFlavor } = await import('../../tools/flavors.js');
       const dir = await ensureFlavor({ dtype: variant, shape });

@@ -12,6 +12,7 @@
 import { DataType, type GraphBuilder } from '../onnx/graph-builder.js';
 import { fillRandom, quantizeSymmetric } from './random.js';
 import type { ShapeManifest } from './shapes.js';
+import type { Weights } from './weights.js';
 
 const F = DataType.FLOAT;
 const I64 = DataType.INT64;
@@ -22,12 +23,19 @@ interface BuildContext {
   quantized: boolean;
   /** DynamicQuantizeLinear outputs per activation name (shared by q/k/v and gate/up, as quantize_dynamic does). */
   dql: Map<string, [string, string, string]>;
+  /** Trained weights to use instead of random ones (every tensor must be there). */
+  weights?: Weights;
 }
 
-/** x · W for a constant weight W [inDim, outDim] (random, generated here). */
+/** A parameter: the trained tensor when weights are given, else random (seeded by its name). */
+function param(ctx: BuildContext, name: string, dims: number[], std: number, mean = 0): Float32Array {
+  if (ctx.weights) return ctx.weights.get(name, dims);
+  return fillRandom(new Float32Array(dims.reduce((a, b) => a * b, 1)), ctx.seed, name, std, mean);
+}
+
+/** x · W for a constant weight W [inDim, outDim]. */
 function linear(ctx: BuildContext, x: string, name: string, inDim: number, outDim: number): string {
-  const w = fillRandom(new Float32Array(inDim * outDim), ctx.seed, name, 1 / Math.sqrt(inDim));
-  return linearWith(ctx, x, name, w, inDim, outDim);
+  return linearWith(ctx, x, name, param(ctx, name, [inDim, outDim], 1 / Math.sqrt(inDim)), inDim, outDim);
 }
 
 function linearWith(ctx: BuildContext, x: string, name: string, w: Float32Array, inDim: number, outDim: number): string {
@@ -55,14 +63,14 @@ function linearWith(ctx: BuildContext, x: string, name: string, w: Float32Array,
 }
 
 function addBias(ctx: BuildContext, y: string, name: string, dim: number): string {
-  const b = ctx.g.initializer(name, F, [dim], fillRandom(new Float32Array(dim), ctx.seed, name, 0.1));
+  const b = ctx.g.initializer(name, F, [dim], param(ctx, name, [dim], 0.1));
   return ctx.g.op('Add', [y, b]);
 }
 
 /** RMSNorm over the last axis, in the Pow/ReduceMean/Add/Sqrt/Div/Mul pattern onnxruntime fuses. */
 function rmsNorm(ctx: BuildContext, x: string, name: string, dim: number, eps: number): string {
   const { g } = ctx;
-  const w = g.initializer(name, F, [dim], fillRandom(new Float32Array(dim), ctx.seed, name, 0.05, 1));
+  const w = g.initializer(name, F, [dim], param(ctx, name, [dim], 0.05, 1));
   const pow = g.op('Pow', [x, g.scalarF32(2)]);
   const mean = g.op('ReduceMean', [pow], { axes: { ints: [-1] }, keepdims: { i: 1 } });
   const add = g.op('Add', [mean, g.scalarF32(eps)]);
@@ -96,6 +104,8 @@ export function buildDecoder(
      * model builder emits it.
      */
     attention?: 'plain' | 'gqa';
+    /** Trained weights instead of random ones (src/tools/train/train.py writes them). */
+    weights?: Weights;
   },
 ): void {
   const c = m.config;
@@ -109,7 +119,7 @@ export function buildDecoder(
   const L = c.num_hidden_layers;
   const eps = c.rms_norm_eps;
   if (!Number.isInteger(rep)) throw new Error('num_attention_heads must be a multiple of num_key_value_heads');
-  const ctx: BuildContext = { g, seed: opts.seed, quantized: opts.quantized, dql: new Map() };
+  const ctx: BuildContext = { g, seed: opts.seed, quantized: opts.quantized, dql: new Map(), weights: opts.weights };
 
   // Inputs.
   const inputIds = g.input('input_ids', I64, ['batch_size', 'sequence_length']);
@@ -198,7 +208,7 @@ export function buildDecoder(
   }
 
   // Embedding (fp32 Gather in both dtypes), tied with the LM head.
-  const embed = fillRandom(new Float32Array(V * H), opts.seed, 'model.embed_tokens.weight', 2 / Math.sqrt(H));
+  const embed = param(ctx, 'model.embed_tokens.weight', [V, H], 2 / Math.sqrt(H));
   const embedName = g.initializer('model.embed_tokens.weight', F, [V, H], embed);
   let x = g.op('Gather', [embedName, inputIds], { axis: { i: 0 } });
 

@@ -6,7 +6,7 @@
 import { readFileSync, readdirSync, renameSync, rmSync, mkdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { synthesize } from './folder.js';
+import { synthesize, weightsDigest } from './folder.js';
 import { GENERATOR_VERSION, variantName, type ShapeName, type SynthDtype } from './shapes.js';
 
 export const GENERATED_DIR = fileURLToPath(new URL('../../../models/generated/', import.meta.url));
@@ -17,6 +17,8 @@ export interface EnsureOptions {
   /** Whether the graph takes position_ids (default true). */
   positionIds?: boolean;
   seed?: number;
+  /** Trained weights (safetensors) instead of random ones; the folder is regenerated when they change. */
+  weights?: string;
   /** Target folder (default `models/generated/<shape>-<dtype>[-nopos]`). */
   out?: string;
   /** Regenerate even if a complete folder exists. */
@@ -36,6 +38,7 @@ interface Marker {
   dtype?: string;
   position_ids?: boolean;
   seed?: number;
+  trained?: { sha256?: string };
 }
 
 function readMarker(dir: string): Marker | null {
@@ -50,7 +53,7 @@ function isComplete(dir: string, opts: EnsureOptions): boolean {
   const m = readMarker(dir);
   return (
     m !== null &&
-    m.synthetic === true &&
+    (opts.weights === undefined ? m.synthetic === true : m.trained?.sha256 === weightsDigest(opts.weights)) &&
     m.generator_version === GENERATOR_VERSION &&
     m.shape === opts.shape &&
     m.dtype === opts.dtype &&
@@ -100,7 +103,7 @@ export async function ensureSynthModel(opts: EnsureOptions): Promise<string> {
   const tmp = join(parent, `.${basename(target)}.tmp-${tag}`);
   try {
     opts.log?.(`generating ${variantName(opts.shape, opts.dtype, positionIds)} in ${target}`);
-    synthesize({ shape: opts.shape, dtype: opts.dtype, positionIds, seed: opts.seed, out: tmp, log: opts.log });
+    synthesize({ shape: opts.shape, dtype: opts.dtype, positionIds, seed: opts.seed, weights: opts.weights, out: tmp, log: opts.log });
     for (let attempt = 0; ; attempt++) {
       try {
         renameSync(tmp, target);

