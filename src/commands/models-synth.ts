@@ -1,9 +1,11 @@
-// assay models synth: writes synthetic (random-weight) model folders. With no --shape, every
-// synthetic model the registry declares whose folder is missing (what `npm start` runs before
-// `assay serve`); with --shape/--dtype, one folder. The server never generates models.
+// assay models synth: writes synthetic model folders (random weights, or trained ones from
+// models/trained/). With no --shape, every synthetic model the registry declares whose folder is
+// missing or stale (what `npm start` runs before `assay serve`); with --shape/--dtype, one folder.
+// The server never generates models.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { loadRegistry, type Registry } from '../registry.js';
+import { synthModelCurrent } from '../tools/synth/ensure.js';
 import { DTYPES, ensureSynthModel, SHAPE_NAMES, type EnsureOptions, type ShapeName, type SynthDtype } from '../tools/synth/index.js';
 import { parseFlags, registryFile, resolveIo, type CommandIo } from './common.js';
 
@@ -12,10 +14,13 @@ const HELP = `Usage: assay models synth [--registry FILE] [--model ID]
 
 Writes synthetic model folders: the Hugging Face ONNX export layout with random deterministic
 weights and the real Qwen3 tokenizer. Their answers are MEANINGLESS; speed, memory, tokenization
-and numerics are real.
+and numerics are real. With trained weights (a safetensors file, models/trained/) the same graph
+answers what it was trained on, and its assay.json says "synthetic": false.
 
 Without --shape: generates each synthetic model the registry declares ("synthetic" in its entry)
-whose folder is missing, or only --model ID. This is what \`npm start\` runs before serving.
+whose folder is missing, or only --model ID; an entry whose "synthetic" names "weights" is
+rewritten when its folder was written from other weights. This is what \`npm start\` runs before
+serving.
 
   --registry FILE      registry to read (default ASSAY_REGISTRY or models/registry.json)
   --model ID           only this registry entry
@@ -24,43 +29,39 @@ whose folder is missing, or only --model ID. This is what \`npm start\` runs bef
   --no-position-ids    a graph without the position_ids input (it derives them from the mask)
   --out DIR            where (default models/generated/<shape>-<dtype>[-nopos])
   --seed N             weight seed
+  --weights FILE       trained weights (safetensors) instead of random ones (needs --out)
   --force              regenerate even if a complete folder exists
   -h, --help           this text
 
 Prints the folder of each model written or found complete.`;
 
 /**
- * Generates every declared synthetic model whose folder is missing (a model written from trained
- * weights also when its folder was written from other weights); returns the ids generated.
+ * Generates every declared synthetic model whose folder is missing, and rewrites the folder of one
+ * written from trained weights when it was written from other weights (its manifest keeps their
+ * SHA-256); returns the ids generated.
  */
 export async function ensureSyntheticModels(registry: Registry, log: (line: string) => void, only?: string): Promise<string[]> {
   const made: string[] = [];
   for (const [id, entry] of Object.entries(registry.models)) {
     if (!entry.synthetic || (only !== undefined && id !== only)) continue;
     const dir = resolve(dirname(registry.file), entry.path);
-    const weights = entry.synthetic.weights === undefined ? undefined : resolve(dirname(registry.file), entry.synthetic.weights);
-    if (weights === undefined && existsSync(join(dir, 'assay.json'))) continue;
-    const before = readManifest(dir);
-    const opts = { ...(entry.synthetic as unknown as EnsureOptions), weights, out: dir };
-    if (weights !== undefined && before !== undefined) {
-      // Current already? (ensureSynthModel compares the weights' digest)
-      await ensureSynthModel(opts);
-      if (readManifest(dir) === before) continue;
-    } else {
-      log(`model ${id}: folder ${dir} missing, generating the ${weights ? 'model from its trained weights' : 'synthetic model'} the registry declares`);
-      await ensureSynthModel(opts);
-    }
+    const { weights } = entry.synthetic;
+    const opts: EnsureOptions = {
+      ...(entry.synthetic as unknown as EnsureOptions),
+      weights: weights === undefined ? undefined : resolve(dirname(registry.file), weights),
+      out: dir,
+    };
+    const written = existsSync(join(dir, 'assay.json'));
+    if (opts.weights === undefined ? written : synthModelCurrent(opts)) continue;
+    log(
+      written
+        ? `model ${id}: folder ${dir} is stale (other weights than ${weights}, or another generator version), rewriting it`
+        : `model ${id}: folder ${dir} missing, generating the ${weights === undefined ? 'synthetic model' : `model from its trained weights (${weights})`} the registry declares`,
+    );
+    await ensureSynthModel(opts);
     made.push(id);
   }
   return made;
-}
-
-function readManifest(dir: string): string | undefined {
-  try {
-    return readFileSync(join(dir, 'assay.json'), 'utf8');
-  } catch {
-    return undefined;
-  }
 }
 
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
@@ -77,6 +78,7 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
         'no-position-ids': { type: 'boolean' },
         out: { type: 'string' },
         seed: { type: 'string' },
+        weights: { type: 'string' },
         force: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -112,13 +114,16 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
       ? `--dtype must be one of ${DTYPES.join(', ')}`
       : seed !== undefined && !Number.isInteger(seed)
         ? '--seed must be an integer'
-        : undefined;
+        : values.weights !== undefined && values.out === undefined
+          ? '--weights needs --out (the default folders hold random weights)'
+          : undefined;
   if (problem) {
     io.err(`assay models synth: ${problem}\n`);
     return 2;
   }
   const t0 = performance.now();
-  const dir = await ensureSynthModel({ shape, dtype, positionIds: !values['no-position-ids'], out: values.out, seed, force: values.force, log });
+  const weights = values.weights === undefined ? undefined : resolve(values.weights);
+  const dir = await ensureSynthModel({ shape, dtype, positionIds: !values['no-position-ids'], out: values.out, seed, weights, force: values.force, log });
   const manifest = JSON.parse(readFileSync(join(dir, 'assay.json'), 'utf8')) as { model_file: string; external_data: string | null };
   const mib = (f: string | null): string => `${f} ${((f ? statSync(join(dir, f)).size : 0) / 2 ** 20).toFixed(1)} MiB`;
   log(`done in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${dir} (${mib(manifest.model_file)}${manifest.external_data ? `, ${mib(manifest.external_data)}` : ''})`);

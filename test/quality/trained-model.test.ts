@@ -56,6 +56,13 @@ describe('the tiny model trained on tiny-tasks', () => {
     expect(report.metrics.choice.accuracy).toBeGreaterThanOrEqual(0.9);
     expect(report.metrics.score.exactAccuracy).toBeGreaterThanOrEqual(0.9);
     expect(report.metrics.score.mae).toBeLessThan(0.3);
+    // Each kind of question too (about 30-45 each), so the model reads what is asked, not just the type.
+    const kinds = { refund: 'noul', product: 'noul', weekend: 'noul', 'product-choice': 'choice', team: 'choice', urgency: 'score', units: 'score' } as const;
+    for (const [tag, type] of Object.entries(kinds)) {
+      const m = report.byTag[tag][type];
+      expect(m.count, tag).toBeGreaterThanOrEqual(20);
+      expect(type === 'score' ? m.exactAccuracy : m.accuracy, tag).toBeGreaterThanOrEqual(0.85);
+    }
     expect(out.join('')).not.toContain('synthetic (random weights)');
   });
 

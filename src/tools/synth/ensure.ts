@@ -62,6 +62,15 @@ function isComplete(dir: string, opts: EnsureOptions): boolean {
   );
 }
 
+/**
+ * Whether the folder `opts.out` (default the variant's) is complete and was written for `opts`: the
+ * same generator version, shape, dtype and inputs, and the same weights (random, or the trained
+ * file's SHA-256).
+ */
+export function synthModelCurrent(opts: EnsureOptions): boolean {
+  return isComplete(resolve(opts.out ?? synthModelDir(opts.shape, opts.dtype, opts.positionIds ?? true)), opts);
+}
+
 function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

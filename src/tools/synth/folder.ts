@@ -1,14 +1,13 @@
 // Writes a synthetic model folder in the Hugging Face / Optimum / transformers.js ONNX export
 // layout: the decoder graph, config.json, generation_config.json and the real Qwen3 tokenizer files.
 // The answers of these models are MEANINGLESS (random weights); speed, memory, tokenization and
-// numerics are real.
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
-import { GraphBuilder } from '../onnx/graph-builder.js';
+// numerics are real. Written from trained weights (`weights`, models/trained/), the same graph
+// answers what it was trained on, and the manifest says `synthetic: false` with a `trained` record.
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { basename } from 'node:path';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, join, resolve } from 'node:path';
+import { GraphBuilder } from '../onnx/graph-builder.js';
 import { buildDecoder } from './decoder.js';
 import { readWeights } from './weights.js';
 import {

@@ -7,9 +7,11 @@
 //   choice  "Which product is the ticket about?"    among 3-4 products, the one named
 //           "Which team should handle it?"          billing / shipping / technical, by the problem
 //   score   "How urgent is the ticket?"             0-3, by the urgency phrase
+//           "How many units were ordered?"          0-3 for 1-4 units (a digit or a word)
 //
-// Every option name and label is one Qwen token, so the loss over the candidates' first tokens is
-// the whole answer.
+// Each question has two phrasings, and each type asks about different facts of the same ticket, so
+// the model has to read the question to know what is asked. Every option name and label is one Qwen
+// token, so the loss over the candidates' first tokens is the whole answer.
 import type { Question } from '../../protocol/schemas.js';
 import { seededRandom } from '../../quality/calibration.js';
 
@@ -23,6 +25,9 @@ const PROBLEMS: Record<'billing' | 'shipping' | 'technical', string[]> = {
 };
 const REFUND = ['I want a refund.', 'Please give me my money back.', 'Refund me, please.'];
 const NO_REFUND = ['Please help me.', 'What should I do?', 'Can you look into it?'];
+const UNIT_WORDS = ['one', 'two', 'three', 'four'];
+const PLURAL: Record<string, string> = { watch: 'watches', mouse: 'mice' };
+const UNITS = ['The order had {n}.', 'Order size: {n}.', 'It was an order of {n}.'];
 const URGENCY = [
   ['No rush at all.', 'Whenever you have time.'],
   ['Please answer this week.', 'A reply in a few days is fine.'],
@@ -54,7 +59,14 @@ export function generateLines(count: number, seed: number): TaskLine[] {
     const refund = random() < 0.5;
     const urgency = Math.floor(random() * 4);
     const day = pick(DAYS);
-    const parts = shuffle([pick(PROBLEMS[team]).replace('{p}', product), pick(refund ? REFUND : NO_REFUND), pick(URGENCY[urgency]!)]);
+    const units = 1 + Math.floor(random() * 4);
+    const amount = `${random() < 0.5 ? units : UNIT_WORDS[units - 1]!} ${units === 1 ? product : (PLURAL[product] ?? `${product}s`)}`;
+    const parts = shuffle([
+      pick(PROBLEMS[team]).replace('{p}', product),
+      pick(refund ? REFUND : NO_REFUND),
+      pick(URGENCY[urgency]!),
+      pick(UNITS).replace('{n}', amount),
+    ]);
     const state = `Ticket ${1000 + Math.floor(random() * 9000)} from ${pick(NAMES)}, sent on ${day}. ${parts.join(' ')}`;
 
     const nounKind = Math.floor(random() * 3);
@@ -65,7 +77,7 @@ export function generateLines(count: number, seed: number): TaskLine[] {
       noulAnswer = refund;
     } else if (nounKind === 1) {
       const asked = random() < 0.5 ? product : pick(PRODUCTS.filter((p) => p !== product));
-      noul = { type: 'noul', instructions: `Is the ticket about a ${asked}?` };
+      noul = { type: 'noul', instructions: pick([`Is the ticket about a ${asked}?`, `Does the customer write about a ${asked}?`]) };
       noulAnswer = asked === product;
     } else {
       noul = { type: 'noul', instructions: pick(['Was the ticket sent on a weekend?', 'Did the customer write on a weekend?']) };
@@ -76,22 +88,25 @@ export function generateLines(count: number, seed: number): TaskLine[] {
     let choiceAnswer: string;
     if (random() < 0.5) {
       const others = shuffle(PRODUCTS.filter((p) => p !== product)).slice(0, 2 + Math.floor(random() * 2));
-      choice = { type: 'choice', instructions: 'Which product is the ticket about?', criteria: Object.fromEntries(shuffle([product, ...others]).map((p) => [p, null])) };
+      choice = { type: 'choice', instructions: pick(['Which product is the ticket about?', 'What product does the customer write about?']), criteria: Object.fromEntries(shuffle([product, ...others]).map((p) => [p, null])) };
       choiceAnswer = product;
     } else {
       choice = {
         type: 'choice',
-        instructions: 'Which team should handle the ticket?',
+        instructions: pick(['Which team should handle the ticket?', 'Who should take this ticket?']),
         criteria: Object.fromEntries(shuffle(['billing', 'shipping', 'technical']).map((t) => [t, t === 'billing' ? 'charges and invoices' : t === 'shipping' ? 'deliveries' : 'broken devices'])),
       };
       choiceAnswer = team;
     }
-    const score: Question = { type: 'score', instructions: 'How urgent is the ticket?', criteria: ['not urgent', 'somewhat urgent', 'urgent', 'critical'] };
+    const askUnits = random() < 0.5;
+    const score: Question = askUnits
+      ? { type: 'score', instructions: pick(['How many units were ordered?', 'How large was the order?']), criteria: ['one unit', 'two units', 'three units', 'four units'] }
+      : { type: 'score', instructions: pick(['How urgent is the ticket?', 'How soon does the customer need an answer?']), criteria: ['not urgent', 'somewhat urgent', 'urgent', 'critical'] };
     lines.push({
       state,
-      questions: { fact: noul, pick: choice, urgency: score },
-      expected: { fact: noulAnswer, pick: choiceAnswer, urgency },
-      tags: [['refund', 'product', 'weekend'][nounKind]!, Object.keys(choice.criteria).includes('billing') ? 'team' : 'product-choice'],
+      questions: { fact: noul, pick: choice, level: score },
+      expected: { fact: noulAnswer, pick: choiceAnswer, level: askUnits ? units - 1 : urgency },
+      tags: [['refund', 'product', 'weekend'][nounKind]!, Object.keys(choice.criteria).includes('billing') ? 'team' : 'product-choice', askUnits ? 'units' : 'urgency'],
     });
   }
   return lines;

@@ -15,6 +15,13 @@ Needs PyTorch (Debian: apt-get install -y --no-install-recommends python3-torch)
 npm ci, npm start or npm test.
 
     /usr/bin/python3 src/tools/train/train.py [--data models/generated/train] [--out models/trained/tiny-tasks.safetensors]
+    /usr/bin/python3 src/tools/train/train.py --reference   # no training: the reference of the file --out names
+
+After training (or alone, with --reference) it reads the weights file back and writes
+<data>/tiny-tasks-heldout.reference.json: for every held-out row, its candidates' log-probabilities
+over the FULL vocabulary at the answer position, as this forward computes them (the untrained rows'
+logits are exactly 0, so the full log-sum-exp is exact). src/tools/train/check-onnx.ts compares
+them with onnxruntime on the ONNX folder the generator writes from the same file.
 """
 import argparse, json, math, random, struct, time
 import torch
@@ -95,13 +102,18 @@ def batches(rows, size, shuffle):
         yield [rows[j] for j in order[i:i + size]]
 
 
-def step_logits(model, batch, cmap):
+def last_hidden(model, batch, cmap):
+    """The final hidden state at each row's answer position (rows right-padded: causal, so padding is unseen)."""
     S = max(len(r['ids']) for r in batch)
     ids = torch.zeros(len(batch), S, dtype=torch.long)
     for b, r in enumerate(batch):
         ids[b, :len(r['ids'])] = torch.tensor([cmap[t] for t in r['ids']])
     h = model.hidden(ids)
-    last = h[torch.arange(len(batch)), torch.tensor([len(r['ids']) - 1 for r in batch])]
+    return h[torch.arange(len(batch)), torch.tensor([len(r['ids']) - 1 for r in batch])]
+
+
+def step_logits(model, batch, cmap):
+    last = last_hidden(model, batch, cmap)
     width = max(len(r['cands']) for r in batch)
     cands = torch.zeros(len(batch), width, dtype=torch.long)
     valid = torch.zeros(len(batch), width, dtype=torch.bool)
@@ -140,18 +152,80 @@ def write_safetensors(path, tensors, metadata):
             f.write(b)
 
 
+def read_safetensors(path):
+    """The tensors of a safetensors file (F32 / I32 only) and its metadata."""
+    import numpy as np
+    with open(path, 'rb') as f:
+        data = f.read()
+    (n,) = struct.unpack('<Q', data[:8])
+    header = json.loads(data[8:8 + n])
+    metadata = header.pop('__metadata__', {})
+    body = data[8 + n:]
+    out = {}
+    for name, e in header.items():
+        start, end = e['data_offsets']
+        dt = {'F32': '<f4', 'I32': '<i4'}[e['dtype']]
+        out[name] = torch.from_numpy(np.frombuffer(body[start:end], dtype=dt).copy().reshape(e['shape']))
+    return out, metadata
+
+
+def load_model(cfg, path):
+    """The Tiny model of a weights file (compact vocabulary: the file's embedding rows) and its token ids."""
+    t, _ = read_safetensors(path)
+    used = [int(i) for i in t['model.embed_tokens.ids']]
+    model = Tiny(cfg, len(used))
+    with torch.no_grad():
+        model.embed.copy_(t['model.embed_tokens.rows'])
+        model.norm.copy_(t['model.norm.weight'])
+        for i, m in enumerate(model.layers):
+            for name, param in layer_tensors(m):
+                param.copy_(t[f'model.layers.{i}.{name}'])
+    return model, used
+
+
+def layer_tensors(m):
+    return [('input_layernorm.weight', m.ln1), ('post_attention_layernorm.weight', m.ln2),
+            ('self_attn.q_proj.weight', m.q), ('self_attn.k_proj.weight', m.k), ('self_attn.v_proj.weight', m.v),
+            ('self_attn.q_proj.bias', m.qb), ('self_attn.k_proj.bias', m.kb), ('self_attn.v_proj.bias', m.vb),
+            ('self_attn.o_proj.weight', m.o), ('mlp.gate_proj.weight', m.gate), ('mlp.up_proj.weight', m.up), ('mlp.down_proj.weight', m.down)]
+
+
+def write_reference(cfg, weights, rows, path):
+    """Each row's candidate log-probabilities over the full vocabulary (float64 from float32 logits)."""
+    model, used = load_model(cfg, weights)
+    cmap = {t: i for i, t in enumerate(used)}
+    unseen = cfg['vocab_size'] - len(used)  # rows that are exactly zero: logit 0 each
+    out = []
+    with torch.no_grad():
+        for batch in batches(rows, 64, False):
+            last = last_hidden(model, batch, cmap)
+            logits = (last @ model.embed.T).double()  # [B, R]
+            extra = torch.full((len(batch), 1), math.log(unseen), dtype=torch.float64)
+            lse = torch.logsumexp(torch.cat([logits, extra], -1), -1)
+            for b, r in enumerate(batch):
+                out.append([float(logits[b, cmap[c]] - lse[b]) for c in r['cands']])
+    with open(path, 'w') as f:
+        json.dump({'weights': weights, 'rows': len(rows), 'logps': out}, f)
+    print(f'wrote {path}: full-vocabulary candidate log-probabilities of {len(rows)} held-out rows')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--data', default='models/generated/train')
     ap.add_argument('--out', default='models/trained/tiny-tasks.safetensors')
     ap.add_argument('--epochs', type=int, default=6)
     ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--reference', action='store_true', help='no training: write the reference log-probabilities of the weights file --out names')
     a = ap.parse_args()
     torch.manual_seed(a.seed); random.seed(a.seed)
     torch.set_num_threads(1)  # measured faster than 2 on this tiny model (2 cores)
     cfg = json.load(open(SHAPES))['tiny']['config']
     train = load_rows(f'{a.data}/tiny-tasks-train.tokens.jsonl')
     held = load_rows(f'{a.data}/tiny-tasks-heldout.tokens.jsonl')
+    reference_file = f'{a.data}/tiny-tasks-heldout.reference.json'
+    if a.reference:
+        write_reference(cfg, a.out, held, reference_file)
+        return
     used = sorted({t for r in train + held for t in r['ids'] + r['cands']})
     cmap = {t: i for i, t in enumerate(used)}
     model = Tiny(cfg, len(used))
@@ -180,10 +254,7 @@ def main():
     }
     for i, m in enumerate(model.layers):
         p = f'model.layers.{i}'
-        for name, t in [('input_layernorm.weight', m.ln1), ('post_attention_layernorm.weight', m.ln2),
-                        ('self_attn.q_proj.weight', m.q), ('self_attn.k_proj.weight', m.k), ('self_attn.v_proj.weight', m.v),
-                        ('self_attn.q_proj.bias', m.qb), ('self_attn.k_proj.bias', m.kb), ('self_attn.v_proj.bias', m.vb),
-                        ('self_attn.o_proj.weight', m.o), ('mlp.gate_proj.weight', m.gate), ('mlp.up_proj.weight', m.up), ('mlp.down_proj.weight', m.down)]:
+        for name, t in layer_tensors(m):
             tensors[f'{p}.{name}'] = ('F32', t.detach())
     final = accuracy(model, held, cmap)
     metadata = {
@@ -198,6 +269,7 @@ def main():
     }
     write_safetensors(a.out, tensors, metadata)
     print(f'wrote {a.out}: {len(used)} embedding rows, held-out accuracy {final}, {time.time() - t0:.0f} s')
+    write_reference(cfg, a.out, held, reference_file)  # from the file just written: its round trip too
 
 
 if __name__ == '__main__':
