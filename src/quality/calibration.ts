@@ -16,22 +16,24 @@ export interface CalibrationExample {
 /** ln p clipped so an outcome with probability 0 (float underflow) stays finite. */
 const safeLog = (p: number): number => Math.log(Math.max(p, 1e-300));
 
-/** The probabilities softened (T > 1) or sharpened (T < 1) by `t`. */
-export function withTemperature(probs: number[], t: number): number[] {
+/** ln p / t per outcome, and their log-sum-exp. */
+function scaled(probs: number[], t: number): { logits: number[]; lse: number } {
   const logits = probs.map((p) => safeLog(p) / t);
   const max = Math.max(...logits);
-  const w = logits.map((l) => Math.exp(l - max));
-  const total = w.reduce((a, b) => a + b, 0);
-  return w.map((x) => x / total);
+  return { logits, lse: max + Math.log(logits.reduce((s, l) => s + Math.exp(l - max), 0)) };
+}
+
+/** The probabilities softened (T > 1) or sharpened (T < 1) by `t`. */
+export function withTemperature(probs: number[], t: number): number[] {
+  const { logits, lse } = scaled(probs, t);
+  return logits.map((l) => Math.exp(l - lse));
 }
 
 /** Mean negative log-likelihood of the labels at temperature `t`. */
 export function meanLogLoss(examples: CalibrationExample[], t: number): number {
   let sum = 0;
   for (const e of examples) {
-    const logits = e.probs.map((p) => safeLog(p) / t);
-    const max = Math.max(...logits);
-    const lse = max + Math.log(logits.reduce((s, l) => s + Math.exp(l - max), 0));
+    const { logits, lse } = scaled(e.probs, t);
     sum += lse - logits[e.expected]!;
   }
   return sum / examples.length;

@@ -2,6 +2,7 @@
 // many answers flipped (another yes/no, option or most probable level), how many of those were
 // fixed or broken against the labels, and how far the probabilities moved. Pure, no I/O.
 import type { Answer } from '../protocol/schemas.js';
+import { argmax } from './metrics.js';
 
 export interface FlipCounts {
   /** Answers compared. */
@@ -20,9 +21,7 @@ export interface FlipCounts {
 export function decision(a: Answer): boolean | string | number {
   if (a.type === 'noul') return a.noul >= 0.5;
   if (a.type === 'choice') return a.choice;
-  let best = 0;
-  for (const [level, p] of Object.entries(a.probabilities)) if (p > (a.probabilities[String(best)] ?? -1)) best = Number(level);
-  return best;
+  return Number(argmax(a.probabilities));
 }
 
 function outcomes(a: Answer): Record<string, number> {

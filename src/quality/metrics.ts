@@ -91,7 +91,7 @@ export function noulMetrics(examples: NoulExample[], bins = ECE_BINS): Classific
 }
 
 /** The most probable key (ties: the first listed, as the API's choice). */
-function argmax(probabilities: Record<string, number>): string {
+export function argmax(probabilities: Record<string, number>): string {
   let best = '';
   let p = -Infinity;
   for (const [k, v] of Object.entries(probabilities)) if (v > p) [best, p] = [k, v];

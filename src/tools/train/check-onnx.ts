@@ -11,7 +11,8 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import * as ort from 'onnxruntime-node';
+import { openModelFolder } from '../../engine/model-folder.js';
+import { logSoftmaxAt, ModelRunner } from '../../engine/runner.js';
 import { ensureSynthModel } from '../synth/ensure.js';
 import type { SynthDtype } from '../synth/shapes.js';
 
@@ -36,47 +37,19 @@ export interface CheckResult {
   accuracy: Record<(typeof TYPES)[number], number>;
 }
 
-/** Full-vocabulary log-softmax of the last position's logits, at the given token ids (float64). */
-function candidateLogps(logits: Float32Array, vocab: number, cands: number[]): number[] {
-  const last = logits.subarray(logits.length - vocab);
-  let max = -Infinity;
-  for (const x of last) if (x > max) max = x;
-  let sum = 0;
-  for (const x of last) sum += Math.exp(x - max);
-  const lse = max + Math.log(sum);
-  return cands.map((c) => last[c]! - lse);
-}
-
 const argmax = (xs: number[]): number => xs.reduce((best, x, i) => (x > xs[best]! ? i : best), 0);
 
 export async function checkOnnx(opts: { rows: Row[]; reference: number[][]; modelDir: string; dtype: SynthDtype }): Promise<CheckResult> {
-  const config = JSON.parse(readFileSync(join(opts.modelDir, 'config.json'), 'utf8')) as {
-    vocab_size: number;
-    num_hidden_layers: number;
-    num_key_value_heads: number;
-    head_dim: number;
-  };
-  const manifest = JSON.parse(readFileSync(join(opts.modelDir, 'assay.json'), 'utf8')) as { model_file: string };
-  const session = await ort.InferenceSession.create(join(opts.modelDir, manifest.model_file), { intraOpNumThreads: 2 });
-  const i64 = (a: number[]): ort.Tensor => new ort.Tensor('int64', BigInt64Array.from(a, BigInt), [1, a.length]);
-  const emptyKv = new ort.Tensor('float32', new Float32Array(0), [1, config.num_key_value_heads, 0, config.head_dim]);
+  // The export as written (no load-time rewrite): its raw logits over the full vocabulary.
+  const runner = await ModelRunner.create(await openModelFolder(opts.modelDir), { modelDir: opts.modelDir, threads: 2, rewriteGraph: false });
   let maxAbsDiff = 0;
   let argmaxChanged = 0;
   const right = { noul: 0, choice: 0, score: 0 };
   const count = { noul: 0, choice: 0, score: 0 };
   try {
     for (const [i, row] of opts.rows.entries()) {
-      const feeds: Record<string, ort.Tensor> = {
-        input_ids: i64(row.ids),
-        attention_mask: i64(row.ids.map(() => 1)),
-        position_ids: i64(row.ids.map((_, p) => p)),
-      };
-      for (let l = 0; l < config.num_hidden_layers; l++) {
-        feeds[`past_key_values.${l}.key`] = emptyKv;
-        feeds[`past_key_values.${l}.value`] = emptyKv;
-      }
-      const out = await session.run(feeds, ['logits']);
-      const logps = candidateLogps(out.logits!.data as Float32Array, config.vocab_size, row.cands);
+      const logp = logSoftmaxAt((await runner.logits(row.ids)).at(-1)!, 1);
+      const logps = row.cands.map(logp);
       const ref = opts.reference[i]!;
       if (ref.length !== logps.length) throw new Error(`reference row ${i} has ${ref.length} candidates, the data ${logps.length}`);
       logps.forEach((l, c) => (maxAbsDiff = Math.max(maxAbsDiff, Math.abs(l - ref[c]!))));
@@ -86,7 +59,7 @@ export async function checkOnnx(opts: { rows: Row[]; reference: number[][]; mode
       if (argmax(logps) === row.target) right[type]++;
     }
   } finally {
-    await session.release();
+    await runner.close();
   }
   const accuracy = { noul: right.noul / count.noul, choice: right.choice / count.choice, score: right.score / count.score };
   return { dtype: opts.dtype, rows: opts.rows.length, maxAbsDiff, argmaxChanged, accuracy };
