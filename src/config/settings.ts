@@ -86,7 +86,7 @@ export const ServeSettingsSchema = z.strictObject({
     .meta(m({ flag: 'pack-questions', env: 'ASSAY_PACK_QUESTIONS', doc: "packed evaluation: a request's questions in one pass on its prefix (--no-pack-questions: one pass per question, which keeps each question's quantized activations to itself)" })),
   batchTokens: int(0)
     .optional()
-    .meta(m({ flag: 'batch-tokens', env: 'ASSAY_BATCH_TOKENS', arg: 'N', doc: 'most tokens of one pass shared by concurrent requests whose whole prompt fits one packed pass, each seeing only its own tokens (0: off; off on CPU, where the masked attention makes a shared pass cost more than its parts)', shownDefault: `${DEFAULTS.batchTokens.cpu} on cpu, ${DEFAULTS.batchTokens.cuda} on cuda` })),
+    .meta(m({ flag: 'batch-tokens', env: 'ASSAY_BATCH_TOKENS', arg: 'N', doc: 'most tokens of one pass shared by concurrent requests whose whole prompt fits one packed pass, each seeing only its own tokens (0: off; off on CPU, where the masked attention makes a shared pass cost more than its parts; never on exports that quantize activations per pass, such as dynamic int8, where it would let the tokens of one caller move the answers of another)', shownDefault: `${DEFAULTS.batchTokens.cpu} on cpu, ${DEFAULTS.batchTokens.cuda} on cuda` })),
   graphRewrite: bool().default(true).meta(m({ flag: 'graph-rewrite', env: 'ASSAY_GRAPH_REWRITE', doc: 'the load-time graph rewrite (--no-graph-rewrite runs every export as is; per model: "graph_rewrite": false in the registry)' })),
   logLevel: oneOf(LOG_LEVELS).default(DEFAULTS.logLevel).meta(m({ flag: 'log-level', env: 'ASSAY_LOG_LEVEL', arg: 'L', doc: `log level: ${LOG_LEVELS.join('|')}` })),
   logFormat: oneOf(['json', 'pretty'])

@@ -74,7 +74,15 @@ class OnnxEvaluator implements Evaluator {
     this.cache = new PrefixCache(config.prefixCacheBytes ?? DEFAULTS.prefixCacheBytes);
     this.packs = runner.packs && config.packQuestions !== false;
     this.packTokens = config.packTokens ?? DEFAULTS.packTokens;
-    const batchTokens = config.batchTokens ?? DEFAULTS.batchTokens[config.provider ?? 'cpu'];
+    let batchTokens = config.batchTokens ?? DEFAULTS.batchTokens[config.provider ?? 'cpu'];
+    if (this.packs && batchTokens > 0 && runner.sharesActivationScales) {
+      // One activation scale per pass: a request's answers would move with whatever another
+      // caller's tokens put in the same pass. Within a request that is the caller's own business.
+      batchTokens = 0;
+      config.onWarning?.(
+        `${cacheKey}: packing across requests is off: this export quantizes activations at run time with one scale per pass (DynamicQuantizeLinear), so one request's tokens would change another's answers`,
+      );
+    }
     this.batcher =
       this.packs && batchTokens > 0
         ? new RequestBatcher(batchTokens, (pass) => {

@@ -7,6 +7,6 @@ import type { ModelFolder } from './model-folder.js';
 
 const { folder, vocab, cacheDir } = workerData as { folder: ModelFolder; vocab: number; cacheDir?: string };
 writeRewrittenGraph(folder, vocab, cacheDir).then(
-  (path) => parentPort!.postMessage({ path }),
+  (graph) => parentPort!.postMessage({ graph }),
   (error: Error) => parentPort!.postMessage({ error: error.message }),
 );

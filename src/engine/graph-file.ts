@@ -9,7 +9,8 @@
 //   writable, else under the graph cache folder. Handing onnxruntime the rewritten bytes in memory
 //   would hold the file twice (our buffer and onnxruntime's copy); from disk the weights are read once.
 // The <id> hashes the rewrite's version and the source file's identity (size, mtime), so an
-// upgrade or a new export never reuses an older rewrite.
+// upgrade or a new export never reuses an older rewrite. What the rewrite learned about the graph
+// (GraphFacts) is kept beside it (`<graph>.json`), so a later load knows it without decoding.
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
@@ -17,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { once } from 'node:events';
 import { basename, dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { decodeModel, encodeModel, externalFiles, REWRITE_VERSION, rewriteHead, type ModelProto } from './graph-rewrite.js';
+import { decodeModel, encodeModel, externalFiles, REWRITE_VERSION, rewriteHead, sharesActivationScales, type ModelProto } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
 import { workerExecArgv, workerFile } from './worker-args.js';
 
@@ -26,22 +27,42 @@ const INLINE_BYTES = 1024;
 /** External data offsets are aligned so onnxruntime may map the file instead of copying it. */
 const ALIGN = 4096;
 
+/** What the rewrite learned about a graph. */
+export interface GraphFacts {
+  /** Activations quantized at run time with one scale per tensor: a pass's tokens share numerics (see sharesActivationScales). */
+  sharesActivationScales: boolean;
+}
+
+export interface RewrittenGraph extends GraphFacts {
+  path: string;
+}
+
 /**
- * The rewritten graph's path, or undefined when the head is not recognized or nothing can be
+ * The rewritten graph and its facts, or undefined when the head is not recognized or nothing can be
  * written. A graph already on disk is found without reading the model; otherwise the rewrite runs
  * in a worker thread (off the event loop, and its copy of the model is freed with the thread
  * before onnxruntime loads the result).
  */
-export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<string | undefined> {
+export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<RewrittenGraph | undefined> {
   const found = (await targets(folder, cacheDir)).find((t) => existsSync(t));
-  if (found) return found;
+  if (found) return { path: found, ...(await readFacts(found)) };
   const worker = new Worker(workerFile('graph-file-worker', import.meta.url), { workerData: { folder, vocab, cacheDir }, execArgv: workerExecArgv() });
   try {
-    const [reply] = (await once(worker, 'message')) as [{ path?: string; error?: string }];
+    const [reply] = (await once(worker, 'message')) as [{ graph?: RewrittenGraph; error?: string }];
     if (reply.error !== undefined) throw new Error(reply.error);
-    return reply.path;
+    return reply.graph;
   } finally {
     await worker.terminate();
+  }
+}
+
+/** The facts kept beside a rewritten graph; a missing or unreadable file gives the cautious answer. */
+async function readFacts(graph: string): Promise<GraphFacts> {
+  try {
+    const facts = JSON.parse(await readFile(`${graph}.json`, 'utf8')) as Partial<GraphFacts>;
+    return { sharesActivationScales: facts.sharesActivationScales !== false };
+  } catch {
+    return { sharesActivationScales: true };
   }
 }
 
@@ -55,20 +76,21 @@ async function targets(folder: ModelFolder, cacheDir?: string): Promise<string[]
 }
 
 /** Rewrites the export and writes the result (the worker's job); see rewrittenGraph. */
-export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<string | undefined> {
+export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<RewrittenGraph | undefined> {
   const source = folder.onnxPath;
   const candidates = await targets(folder, cacheDir);
-  for (const target of candidates) if (existsSync(target)) return target;
+  for (const target of candidates) if (existsSync(target)) return { path: target, ...(await readFacts(target)) };
 
   const model = decodeModel(await readFile(source));
+  const facts: GraphFacts = { sharesActivationScales: sharesActivationScales(model) };
   if (!rewriteHead(model, vocab)) return undefined;
   const shared = externalFiles(model).length > 0;
   // A graph that shares the export's weights file can only live beside it.
   for (const target of shared ? candidates.slice(0, 1) : candidates) {
     try {
       await mkdir(dirname(target), { recursive: true });
-      await writeGraph(model, target, shared);
-      return target;
+      await writeGraph(model, target, shared, facts);
+      return { path: target, ...facts };
     } catch {
       // not writable here: try the next place
     }
@@ -76,18 +98,21 @@ export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, ca
   return undefined;
 }
 
-/** Writes the graph (and, unless its weights are already external, a weights file beside it) atomically. */
-async function writeGraph(model: ModelProto, target: string, shared: boolean): Promise<void> {
+/** Writes the graph (and, unless its weights are already external, a weights file beside it) and its facts, atomically. */
+async function writeGraph(model: ModelProto, target: string, shared: boolean, facts: GraphFacts): Promise<void> {
   const partial = `${target}.${process.pid}.tmp`;
   const dataName = `${basename(target)}.data`;
   try {
     if (!shared) await externalize(model, `${partial}.data`, dataName);
     await writeFile(partial, encodeModel(model));
+    await writeFile(`${partial}.json`, `${JSON.stringify(facts)}\n`);
     if (!shared) await rename(`${partial}.data`, join(dirname(target), dataName));
+    await rename(`${partial}.json`, `${target}.json`);
     await rename(partial, target); // last: its presence means complete
   } catch (error) {
     await rm(partial, { force: true });
     await rm(`${partial}.data`, { force: true });
+    await rm(`${partial}.json`, { force: true });
     throw error;
   }
 }

@@ -30,7 +30,7 @@ const MATMULS = new Set(['MatMul', 'Gemm', 'MatMulInteger', 'MatMulNBits', 'Dyna
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
 /** Bumped whenever the rewrite changes, so graphs rewritten by an older version are not reused. */
-export const REWRITE_VERSION = 4;
+export const REWRITE_VERSION = 5;
 
 export const POSITIONS_INPUT = 'assay_positions';
 export const BIAS_INPUT = 'assay_attention_bias';
@@ -57,6 +57,21 @@ export function externalFiles(model: ModelProto): string[] {
     if (location) files.add(location);
   }
   return [...files];
+}
+
+/** Ops that quantize activations at run time with one scale over the whole tensor (the whole pass). */
+const PER_TENSOR_DYNAMIC_QUANTIZATION = new Set(['DynamicQuantizeLinear', 'DynamicQuantizeMatMul']);
+
+/**
+ * Whether the graph quantizes activations at run time with one scale per tensor (onnxruntime's
+ * quantize_dynamic, as Optimum's int8 exports are made): then a token's numerics depend on every
+ * other token of its pass, so passes must not be shared across requests. Per-block scales
+ * (MatMulNBits at accuracy_level 4) and static QDQ scales are per row: a row's result is its own.
+ */
+export function sharesActivationScales(model: ModelProto): boolean {
+  const inGraph = (g: OnnxTypes.IGraphProto | null | undefined): boolean =>
+    (g?.node ?? []).some((n) => PER_TENSOR_DYNAMIC_QUANTIZATION.has(n.opType ?? '') || (n.attribute ?? []).some((a) => inGraph(a.g) || (a.graphs ?? []).some(inGraph)));
+  return inGraph(model.graph);
 }
 
 /** Rewrites the model in place; false (and the model untouched) when the head was not recognized. */

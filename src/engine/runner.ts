@@ -3,7 +3,7 @@
 import * as ort from 'onnxruntime-node';
 import { EngineError, ModelLoadError } from './errors.js';
 import { BIAS_INPUT, CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, LOGPROBS_OUTPUT, POSITIONS_INPUT } from './graph-rewrite.js';
-import { rewrittenGraph } from './graph-file.js';
+import { rewrittenGraph, type GraphFacts, type RewrittenGraph } from './graph-file.js';
 import type { ModelFolder } from './model-folder.js';
 import { DEFAULTS, type EngineConfig } from './config.js';
 
@@ -48,6 +48,11 @@ export class ModelRunner {
   readonly rewritten: boolean;
   /** Whether the graph takes an attention bias and position ids, so a pass can evaluate a tree of sequences (packed). */
   readonly packs: boolean;
+  /**
+   * Whether the graph quantizes activations with one scale over a whole pass (dynamic int8): then
+   * a token's numbers depend on the other tokens of its pass. Unknown (not rewritten) counts as yes.
+   */
+  readonly sharesActivationScales: boolean;
   private readonly biased: boolean;
 
   private constructor(
@@ -55,8 +60,10 @@ export class ModelRunner {
     folder: ModelFolder,
     private readonly temperature: number,
     prefillChunk: number,
+    facts: GraphFacts,
   ) {
     this.prefillChunk = prefillChunk;
+    this.sharesActivationScales = facts.sharesActivationScales;
     const inputs = session.inputNames;
     const outputs = new Set(session.outputNames);
     for (const required of ['input_ids', 'attention_mask']) {
@@ -118,9 +125,10 @@ export class ModelRunner {
       }
     };
     let session: ort.InferenceSession | undefined;
+    let facts: GraphFacts = { sharesActivationScales: true };
     const vocab = num(folder.config.vocab_size);
     if (config.rewriteGraph !== false && vocab) {
-      let rewritten: string | undefined;
+      let rewritten: RewrittenGraph | undefined;
       try {
         rewritten = await rewrittenGraph(folder, vocab, config.graphCacheDir);
       } catch (error) {
@@ -129,14 +137,15 @@ export class ModelRunner {
       }
       if (rewritten) {
         try {
-          session = await create(rewritten);
+          session = await create(rewritten.path);
+          facts = rewritten;
         } catch (error) {
           config.onWarning?.(`the rewritten graph of ${folder.onnxPath} did not load (${(error as Error).message}); running the export as is`);
         }
       }
     }
     session ??= await create(folder.onnxPath);
-    return new ModelRunner(session, folder, temperature, config.prefillChunk ?? DEFAULTS.prefillChunk);
+    return new ModelRunner(session, folder, temperature, config.prefillChunk ?? DEFAULTS.prefillChunk, facts);
   }
 
   /**

@@ -5,7 +5,8 @@ import { mergePasses } from '../../src/engine/batching.js';
 import { AbortedError } from '../../src/engine/errors.js';
 import { loadEvaluator, type EngineConfig, type Evaluator } from '../../src/engine/index.js';
 import type { EvaluateResult, Question } from '../../src/engine/types.js';
-import { choice, expectClose, noul, request, score, tinyFp32 } from './fixtures.js';
+import { ensureFlavor } from '../../src/tools/flavors.js';
+import { choice, expectClose, noul, request, score, tinyFp32, tinyInt8 } from './fixtures.js';
 
 const STATES = [
   'The invoice was paid twice. Please refund it.',
@@ -18,11 +19,14 @@ const STATES = [
   'The parcel is late.',
 ];
 const QUESTIONS: Question[] = [noul, choice, score, noul, choice, score, noul, choice];
+/** What other callers send alongside a request: their tokens must not move its answers. */
+const NEIGHBOURS = ['Yes yes yes', '日本語のテキスト、とても長い文章です。'.repeat(20), '!!!!!!!!!!!!!!!!!!!!!!!!'.repeat(30), 'zzzz 0000 ~~~~ '.repeat(40)];
+const VICTIM = request({ q: noul }, 'The invoice was paid twice. Please refund it.');
 
 describe('packing across requests', () => {
   const open: Evaluator[] = [];
   let modelDir: string;
-  const load = async (o: Omit<EngineConfig, 'modelDir'>) => {
+  const load = async (o: Omit<EngineConfig, 'modelDir'> & { modelDir?: string }) => {
     // Planning inline: the requests reach the session together, as they do behind a slow pass.
     const e = await loadEvaluator({ modelDir, threads: 1, plannerThreads: 0, ...o });
     open.push(e);
@@ -87,6 +91,46 @@ describe('packing across requests', () => {
     const small = await load({ prefixCacheBytes: 0, batchTokens: 8 });
     await Promise.all(STATES.slice(0, 4).map((s, i) => small.evaluate(request({ q: QUESTIONS[i]! }, s))));
     expect(small.stats().passes).toBe(4);
+  });
+
+  /** The victim's answer when it waits behind a running request with one neighbour, for each neighbour. */
+  const besideEachNeighbour = async (e: Evaluator): Promise<number[]> => {
+    const out: number[] = [];
+    for (const text of NEIGHBOURS) {
+      // The first request occupies the session, so the victim and the neighbour wait together.
+      const [, victim] = await Promise.all([e.evaluate(request({ q: choice }, 'first in line')), e.evaluate(VICTIM), e.evaluate(request({ q: noul }, text))]);
+      const answer = victim.answers.q!;
+      out.push(answer.type === 'noul' ? answer.noul : NaN);
+    }
+    return out;
+  };
+
+  it('an export that quantizes activations per pass (dynamic int8) never shares a pass across requests, and says so at load', async () => {
+    // One activation scale over the whole pass: measured before this guard, the victim's P(yes)
+    // went 0.272 alone, 0.262 / 0.282 beside different neighbours.
+    const modelDir = await tinyInt8();
+    const warnings: string[] = [];
+    const int8 = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 4096, onWarning: (m) => warnings.push(m) });
+    expect(warnings.filter((w) => /packing across requests is off/.test(w))).toHaveLength(1);
+    const alone = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 0 });
+    const solo = (await alone.evaluate(VICTIM)).answers.q!;
+    const answers = await besideEachNeighbour(int8);
+    for (const p of answers) expect(p).toBe(solo.type === 'noul' ? solo.noul : NaN);
+    // The same passes as an engine that never shares one.
+    await besideEachNeighbour(alone);
+    expect(int8.stats().passes).toBe(alone.stats().passes - 1);
+  });
+
+  it('a 4-bit export (per-block activation scales) shares passes, and the answers do not move with the neighbours', async () => {
+    const modelDir = await ensureFlavor({ dtype: 'q4' });
+    const warnings: string[] = [];
+    const q4 = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 4096, onWarning: (m) => warnings.push(m) });
+    expect(warnings.filter((w) => /packing across requests/.test(w))).toEqual([]);
+    const answers = await besideEachNeighbour(q4);
+    const apart = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 0 });
+    await besideEachNeighbour(apart);
+    expect(q4.stats().passes).toBeLessThan(apart.stats().passes);
+    expect(new Set(answers).size).toBe(1);
   });
 
   it('a request aborted while waiting leaves; the others are answered', async () => {

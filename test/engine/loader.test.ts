@@ -112,7 +112,7 @@ describe('graph rewrite fallback', () => {
     // Learn where the rewritten graph goes, then corrupt it (a damaged cache, a rewrite a newer
     // onnxruntime op defeats: either way onnxruntime refuses the rewritten file).
     const folder = await openModelFolder(dir);
-    const target = (await rewrittenGraph(folder, 151936))!;
+    const target = (await rewrittenGraph(folder, 151936))!.path;
     writeFileSync(target, 'not a model');
     const warnings: string[] = [];
     const evaluator = await loadEvaluator({ modelDir: dir, threads: 1, onWarning: (m) => warnings.push(m) });
