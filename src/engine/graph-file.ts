@@ -13,7 +13,7 @@
 // (GraphFacts) is kept beside it (`<graph>.json`), so a later load knows it without decoding.
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { once } from 'node:events';
 import { basename, dirname, join } from 'node:path';
@@ -90,12 +90,27 @@ export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, ca
     try {
       await mkdir(dirname(target), { recursive: true });
       await writeGraph(model, target, shared, facts);
+      await removeOlderRewrites(target);
       return { path: target, ...facts };
     } catch {
       // not writable here: try the next place
     }
   }
   return undefined;
+}
+
+/**
+ * Removes the rewrites an older Assay or an older file of this export left beside `target` (same
+ * export name, another id): a single-file export's rewrite holds a copy of its weights, a gigabyte
+ * each for a 0.5B int8 model. A session already running from one keeps its open file.
+ */
+async function removeOlderRewrites(target: string): Promise<void> {
+  const name = basename(target);
+  const stem = name.slice(0, name.lastIndexOf('.assay-'));
+  const older = new RegExp(`^${stem.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.assay-[0-9a-f]{12}\\.onnx(\\.data|\\.json)?$`);
+  for (const file of await readdir(dirname(target))) {
+    if (older.test(file) && !file.startsWith(name)) await rm(join(dirname(target), file), { force: true });
+  }
 }
 
 /** Writes the graph (and, unless its weights are already external, a weights file beside it) and its facts, atomically. */

@@ -1,7 +1,7 @@
 // The loader discovers the I/O contract from the export and rejects what it cannot serve, clearly.
-import { mkdtempSync, mkdirSync, copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import onnxProto from 'onnx-proto';
 import { GraphBuilder, DataType } from '../../src/tools/onnx/graph-builder.js';
@@ -99,6 +99,27 @@ describe('model loader', () => {
     const { answers } = await evaluator.evaluate(request({ n: noul }));
     expect(answers.n!.type).toBe('noul');
     await evaluator.close();
+  });
+});
+
+describe('rewritten graphs on disk', () => {
+  it('a new rewrite removes the ones older versions left beside the export, and nothing else', async () => {
+    const source = await tinyFp32();
+    const dir = mkdtempSync(join(tmpdir(), 'assay-stale-'));
+    for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(source, f), join(dir, f));
+    mkdirSync(join(dir, 'onnx'));
+    copyFileSync(join(source, 'onnx', 'model.onnx'), join(dir, 'onnx', 'model.onnx'));
+    const stale = ['model.assay-0123456789ab.onnx', 'model.assay-0123456789ab.onnx.data', 'model.assay-0123456789ab.onnx.json'];
+    const kept = ['model.assay-notes.txt', 'other.assay-0123456789ab.onnx', 'model.assay-0123456789ab.onnx.1234.tmp'];
+    for (const f of [...stale, ...kept]) writeFileSync(join(dir, 'onnx', f), 'old');
+    const evaluator = await loadEvaluator({ modelDir: dir, threads: 1 });
+    await evaluator.close();
+    const target = (await rewrittenGraph(await openModelFolder(dir), 151936))!;
+    const files = readdirSync(join(dir, 'onnx'));
+    for (const f of stale) expect(files).not.toContain(f);
+    for (const f of kept) expect(files).toContain(f);
+    expect(files).toContain(basename(target.path));
+    expect(JSON.parse(readFileSync(`${target.path}.json`, 'utf8'))).toEqual({ sharesActivationScales: false });
   });
 });
 
