@@ -102,13 +102,19 @@ describe('model loader', () => {
   });
 });
 
+/** A writable copy of the tiny fp32 model folder (its export and what loading it needs). */
+async function copyOfTiny(prefix: string): Promise<string> {
+  const source = await tinyFp32();
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(source, f), join(dir, f));
+  mkdirSync(join(dir, 'onnx'));
+  copyFileSync(join(source, 'onnx', 'model.onnx'), join(dir, 'onnx', 'model.onnx'));
+  return dir;
+}
+
 describe('rewritten graphs on disk', () => {
   it('a new rewrite removes the ones older versions left beside the export, and nothing else', async () => {
-    const source = await tinyFp32();
-    const dir = mkdtempSync(join(tmpdir(), 'assay-stale-'));
-    for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(source, f), join(dir, f));
-    mkdirSync(join(dir, 'onnx'));
-    copyFileSync(join(source, 'onnx', 'model.onnx'), join(dir, 'onnx', 'model.onnx'));
+    const dir = await copyOfTiny('assay-stale-');
     const stale = ['model.assay-0123456789ab.onnx', 'model.assay-0123456789ab.onnx.data', 'model.assay-0123456789ab.onnx.json'];
     const kept = ['model.assay-notes.txt', 'other.assay-0123456789ab.onnx', 'model.assay-0123456789ab.onnx.1234.tmp'];
     for (const f of [...stale, ...kept]) writeFileSync(join(dir, 'onnx', f), 'old');
@@ -125,11 +131,7 @@ describe('rewritten graphs on disk', () => {
 
 describe('graph rewrite fallback', () => {
   it('a rewritten graph onnxruntime refuses is replaced by the stock graph, with one warning naming why', async () => {
-    const source = await tinyFp32();
-    const dir = mkdtempSync(join(tmpdir(), 'assay-fallback-'));
-    for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(source, f), join(dir, f));
-    mkdirSync(join(dir, 'onnx'));
-    copyFileSync(join(source, 'onnx', 'model.onnx'), join(dir, 'onnx', 'model.onnx'));
+    const dir = await copyOfTiny('assay-fallback-');
     // Learn where the rewritten graph goes, then corrupt it (a damaged cache, a rewrite a newer
     // onnxruntime op defeats: either way onnxruntime refuses the rewritten file).
     const folder = await openModelFolder(dir);
