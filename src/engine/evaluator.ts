@@ -11,7 +11,7 @@ import type { Budgets, PlannedQuestion } from './plan.js';
 import { defaultPlannerThreads, inlinePlanner, workerPlanner, type Planner } from './planner/index.js';
 import { PrefixCache } from './prefix-cache.js';
 import { promptSet } from './prompts.js';
-import { ModelRunner, type KvCache } from './runner.js';
+import { ModelRunner, prefillEnds, type KvCache } from './runner.js';
 import { Scheduler } from './scheduler.js';
 import { TextCodec } from './tokenizer.js';
 import type { Answer, EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from './types.js';
@@ -123,16 +123,19 @@ class OnnxEvaluator implements Evaluator {
       const answers = (): Record<string, Answer> =>
         answerQuestions(plan.questions, plan.questions.map((q) => read.get(q)!), this.temperatures);
       const cached = this.cache.lookup(cacheKey, plan.prefix);
-      // The questions ride with the prefix's last chunk when its KV is not kept (one question: the
+      // The questions ride with the prefix's last prefill piece when its KV is not kept (one question: the
       // prefix is not stored for it; or the cache is off or too small) and they fit one packed pass:
       // one pass fewer, no prefix KV fetched, and a question's multi-token labels in the same pass.
       const single = plan.questions.length === 1;
       if (this.packs && !cached && (single || !this.cache.keeps(plan.prefix.length * this.runner.kvBytesPerToken))) {
         const budget = this.packTokens;
         if (plan.questions.reduce((n, q) => n + packedTokens(q), 0) <= budget) {
-          // The trunk is one prefill chunk (at most 1,024 tokens unchunked: the bias is trunk² floats).
-          const chunk = this.runner.prefillChunk > 0 ? this.runner.prefillChunk : 1024;
-          const head = plan.prefix.slice(0, Math.max(0, plan.prefix.length - chunk));
+          // The trunk is the prefill's last piece, what is left after whole chunks (chunks of at most
+          // 1,024 tokens when prefill is unchunked: the bias is trunk² floats). Each trunk token
+          // computes scores against every question token, all masked, so a short trunk wastes little,
+          // and the head runs in whole chunks, the GEMM sizes prefill is tuned for.
+          const ends = prefillEnds(plan.prefix.length, 0, this.runner.prefillChunk > 0 ? this.runner.prefillChunk : 1024);
+          const head = plan.prefix.slice(0, ends.at(-2) ?? 0);
           const trunk = plan.prefix.slice(head.length);
           const past = head.length > 0 ? (await run(head, null, [], true)).present! : null;
           const [group] = packQuestions(plan.questions, budget, trunk);

@@ -56,7 +56,7 @@ function compare(a: number[], b: number[]): number {
 }
 
 /**
- * One packed pass. `trunk`: tokens of the prompt still to run (the prefix's last chunk when its KV
+ * One packed pass. `trunk`: tokens of the prompt still to run (the prefix's last prefill piece when its KV
  * is not kept): a chain every question continues from.
  */
 function packGroup(questions: PlannedQuestion[], trunk: number[]): PackedGroup {

@@ -168,8 +168,7 @@ export class ModelRunner {
     if (chunk > 0 && ids.length > chunk && candidates.length < ids.length) {
       // Pieces grow with the cache (a longer past makes each piece's present copy dearer than
       // its attention); the last piece is the remainder, long enough to hold every position read.
-      const ends: number[] = [];
-      for (let end = 0; end < ids.length; ) ends.push((end = Math.min(ids.length, end + chunkFor(chunk, (past?.length ?? 0) + end))));
+      const ends = prefillEnds(ids.length, past?.length ?? 0, chunk);
       while (ends.length > 1 && ids.length - ends[ends.length - 2]! < candidates.length) ends.splice(ends.length - 2, 1);
       let cache = past;
       let start = 0;
@@ -341,6 +340,14 @@ export function logSoftmaxAt(logits: Float32Array, temperature: number): (token:
   for (const x of logits) sum += Math.exp((x - max) / temperature);
   const logZ = Math.log(sum);
   return (token) => ((logits[token] ?? -Infinity) - max) / temperature - logZ;
+}
+
+/** Where the pieces of a prefill of `length` tokens after `past` end (chunk base `base`; 0: one piece). */
+export function prefillEnds(length: number, past: number, base: number): number[] {
+  if (base <= 0) return [length];
+  const ends: number[] = [];
+  for (let end = 0; end < length; ) ends.push((end = Math.min(length, end + chunkFor(base, past + end))));
+  return ends;
 }
 
 /** Chunk size for a prefill piece after `past` tokens: the base, doubled at 4× and 16× the base of past. */

@@ -95,7 +95,7 @@ describe('packed evaluation', () => {
       expectSameResult(reference, a, 1e-4);
       const b = await cached.evaluate(long);
       expectSameResult(reference, b, 1e-4);
-      // Cache off: the head in chunks, then the last chunk and every question in one pass.
+      // Cache off: the head in whole chunks, then what is left of the prefix and every question in one pass.
       // Cache on: the whole prefix in chunks (its KV stored), then one packed pass.
       expect(cached.stats().passes).toBe(chunked.stats().passes + 1);
       const hit = await cached.evaluate(long);
