@@ -34,6 +34,12 @@ export interface EngineConfig {
    * else `<os tmpdir>/assay-graphs`).
    */
   graphCacheDir?: string;
+  /**
+   * Run the evaluator in a worker thread of its own (default true): onnxruntime-node's passes are
+   * synchronous, so on the calling thread each pass would block its event loop. false runs it on
+   * the calling thread (tools that want the session itself).
+   */
+  engineThread?: boolean;
   /** Told once, at load, when the engine falls back from what was asked (e.g. the rewritten graph did not load). */
   onWarning?: (message: string) => void;
   /**

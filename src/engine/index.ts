@@ -5,7 +5,12 @@ export { BudgetError, AbortedError, OverloadedError, ModelLoadError, EngineError
 import type { EngineConfig } from './config.js';
 import type { Evaluator } from './types.js';
 
+/** Loads a model; by default the evaluator runs in a thread of its own (engine-thread.ts), off the caller's event loop. */
 export async function loadEvaluator(config: EngineConfig): Promise<Evaluator> {
-  const { createEvaluator } = await import('./evaluator.js');
-  return createEvaluator(config);
+  if (config.engineThread === false) {
+    const { createEvaluator } = await import('./evaluator.js');
+    return createEvaluator(config);
+  }
+  const { loadEvaluatorThread } = await import('./engine-thread.js');
+  return loadEvaluatorThread(config);
 }

@@ -10,13 +10,11 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { AbortedError, OverloadedError } from '../errors.js';
 import { workerExecArgv, workerFile } from '../worker-args.js';
-import { rebuild, type PlanFailure } from './failure.js';
+import { rebuild, type Failure } from '../failure.js';
 import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
 import { TextCodec } from '../tokenizer.js';
 import type { EvaluateRequest } from '../types.js';
-
-export type { PlanFailure } from './failure.js';
 
 export interface PlannerOptions {
   modelDir: string;
@@ -68,7 +66,7 @@ export function workerPlanner(o: PlannerOptions): Planner {
           throw new OverloadedError(Math.max(1, Math.ceil(pool.queueSize / o.threads / 10)));
         }
         throw error;
-      })) as { plan: Plan } | { failure: PlanFailure };
+      })) as { plan: Plan } | { failure: Failure };
       if ('failure' in result) throw rebuild(result.failure);
       return result.plan;
     },

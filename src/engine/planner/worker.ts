@@ -4,14 +4,14 @@ import { planRequest, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
 import { TextCodec } from '../tokenizer.js';
 import type { EvaluateRequest } from '../types.js';
-import { failureOf, type PlanFailure } from './failure.js';
+import { failureOf, type Failure } from '../failure.js';
 import type { PlannerOptions } from './index.js';
 
 const o = workerData as Omit<PlannerOptions, 'threads'>;
 const codec = TextCodec.load(o.modelDir);
 const prompts = promptSet(o.promptVersion);
 
-export default async function plan(request: EvaluateRequest): Promise<{ plan: Plan } | { failure: PlanFailure }> {
+export default async function plan(request: EvaluateRequest): Promise<{ plan: Plan } | { failure: Failure }> {
   try {
     return { plan: planRequest(request, await codec, prompts, o.endToken, o.budgets, { rotations: o.rotations }) };
   } catch (error) {

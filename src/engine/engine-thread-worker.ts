@@ -1,0 +1,56 @@
+// The engine thread's entry (engine-thread.ts): loads the evaluator here and answers the main
+// thread's requests. onnxruntime's passes block this thread's event loop, not the server's.
+import { parentPort, workerData } from 'node:worker_threads';
+import type { EngineThreadData, FromEngine, ToEngine } from './engine-thread.js';
+import { createEvaluator } from './evaluator.js';
+import { failureOf } from './failure.js';
+
+const port = parentPort!;
+const post = (m: FromEngine): void => port.postMessage(m);
+const config = workerData as EngineThreadData;
+
+try {
+  const evaluator = await createEvaluator({ ...config, onWarning: (message) => post({ type: 'warning', message }) });
+  const running = new Map<number, AbortController>();
+  // Live counts for /metrics (and for whoever watches a request's progress): between two passes,
+  // while requests run, the thread posts its stats when they changed.
+  let last = '';
+  const postStats = (): void => {
+    const stats = evaluator.stats();
+    const json = JSON.stringify(stats);
+    if (json !== last) post({ type: 'stats', stats });
+    last = json;
+  };
+  const ticker = setInterval(() => {
+    if (running.size > 0) postStats();
+  }, 2);
+  port.on('message', (m: ToEngine) => {
+    switch (m.type) {
+      case 'evaluate': {
+        const controller = new AbortController();
+        running.set(m.id, controller);
+        void evaluator
+          .evaluate(m.request, { signal: controller.signal, cacheScope: m.cacheScope }).then(
+          (result) => post({ type: 'result', id: m.id, result, stats: evaluator.stats() }),
+          (error: unknown) => post({ type: 'failed', id: m.id, failure: failureOf(error), stats: evaluator.stats() }),
+        ).finally(() => running.delete(m.id));
+        // Its place in the queue is visible to /metrics at once, not when it ends.
+        postStats();
+        break;
+      }
+      case 'abort':
+        running.get(m.id)?.abort();
+        break;
+      case 'close':
+        clearInterval(ticker);
+        void evaluator.close().finally(() => {
+          post({ type: 'closed' });
+          port.close();
+        });
+        break;
+    }
+  });
+  post({ type: 'ready', synthetic: evaluator.synthetic === true, stats: evaluator.stats() });
+} catch (error) {
+  post({ type: 'load-failed', failure: failureOf(error) });
+}
