@@ -21,19 +21,31 @@ try {
     if (json !== last) post({ type: 'stats', stats });
     last = json;
   };
-  const ticker = setInterval(() => {
-    if (running.size > 0) postStats();
-  }, 2);
+  // Ticks only while something runs: an idle thread sleeps.
+  let ticker: ReturnType<typeof setInterval> | undefined;
+  const started = (): void => {
+    ticker ??= setInterval(postStats, 2);
+  };
+  const ended = (id: number): void => {
+    running.delete(id);
+    if (running.size === 0) {
+      clearInterval(ticker);
+      ticker = undefined;
+    }
+  };
   port.on('message', (m: ToEngine) => {
     switch (m.type) {
       case 'evaluate': {
         const controller = new AbortController();
         running.set(m.id, controller);
+        started();
         void evaluator
-          .evaluate(m.request, { signal: controller.signal, cacheScope: m.cacheScope }).then(
-          (result) => post({ type: 'result', id: m.id, result, stats: evaluator.stats() }),
-          (error: unknown) => post({ type: 'failed', id: m.id, failure: failureOf(error), stats: evaluator.stats() }),
-        ).finally(() => running.delete(m.id));
+          .evaluate(m.request, { signal: controller.signal, cacheScope: m.cacheScope })
+          .then(
+            (result) => post({ type: 'result', id: m.id, result, stats: evaluator.stats() }),
+            (error: unknown) => post({ type: 'failed', id: m.id, failure: failureOf(error), stats: evaluator.stats() }),
+          )
+          .finally(() => ended(m.id));
         // Its place in the queue is visible to /metrics at once, not when it ends.
         postStats();
         break;
