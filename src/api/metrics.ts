@@ -1,7 +1,7 @@
 // Prometheus metrics on a private prom-client Registry. Labels carry only route templates,
 // methods, status codes and model ids: never anything a request contained.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { EngineStats } from '../engine/index.js';
+import type { EngineStats, KernelPaths } from '../engine/index.js';
 import type { EngineSnapshot } from '../service/model-pool.js';
 
 export interface Metrics {
@@ -15,9 +15,18 @@ export interface Metrics {
   contentType: string;
 }
 
-export function createMetrics(engines: () => EngineSnapshot[]): Metrics {
+export function createMetrics(engines: () => EngineSnapshot[], kernels?: KernelPaths): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'assay_' });
+  if (kernels) {
+    // An info gauge (value 1): which int8 / 4-bit kernels onnxruntime runs on this CPU.
+    new Gauge({
+      name: 'assay_cpu_kernels_info',
+      help: 'The CPU and the int8 / 4-bit kernel paths onnxruntime runs on it (int8_exact 0: int8 answers drift from fp32)',
+      labelNames: ['cpu', 'flags', 'int8', 'q4', 'int8_exact'] as const,
+      registers: [registry],
+    }).set({ cpu: kernels.cpu, flags: kernels.flags, int8: kernels.int8, q4: kernels.q4, int8_exact: kernels.int8Exact ? '1' : '0' }, 1);
+  }
 
   const requests = new Counter({
     name: 'assay_http_requests_total',

@@ -13,6 +13,7 @@ import { ApiError } from './api-error.js';
 import { DeepBodyChecker, nestsDeeperThan } from './deep-body.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { ModelProvider } from '../service/model-pool.js';
+import type { KernelPaths } from '../engine/index.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.js';
 import { modelsRoute } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
@@ -41,6 +42,8 @@ export interface ServerOptions {
   prefixCacheScope?: 'key' | 'shared';
   /** Report the engine's duration in Server-Timing (default off). */
   serverTimingEngine?: boolean;
+  /** The CPU's int8 / 4-bit kernel paths, exported on /metrics as assay_cpu_kernels_info. */
+  kernels?: KernelPaths;
   /** Clock of the rate limiter (ms). */
   now?: () => number;
 }
@@ -147,7 +150,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     return503OnClosing: false,
   });
 
-  const metrics = createMetrics(() => options.models.loaded());
+  const metrics = createMetrics(() => options.models.loaded(), options.kernels);
   const ctx: ApiContext = {
     registry: options.registry,
     models: options.models,

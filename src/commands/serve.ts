@@ -8,6 +8,7 @@ import { loadServeSettings } from '../config/load.js';
 import type { ServeSettings } from '../config/settings.js';
 import { DEFAULT_REGISTRY_FILE, loadRegistry } from '../registry.js';
 import { createModelPool, type PoolLog } from '../service/model-pool.js';
+import { cpuKernels } from '../engine/index.js';
 
 export type ServeConfig = Readonly<
   ServeSettings & {
@@ -74,12 +75,16 @@ export async function run(argv: string[]): Promise<number> {
       prefillChunk: config.prefillChunk,
       maxQueue: config.maxQueue,
       rewriteGraph: config.graphRewrite,
+      exactInt8: config.exactInt8,
       packQuestions: config.packQuestions,
       batchTokens: config.batchTokens,
     },
     log,
   );
+  // Which int8 and 4-bit kernels onnxruntime runs here (a probe of a few ms): logged and on /metrics.
+  const kernels = await cpuKernels(config.exactInt8);
   const app = await buildServer({
+    kernels,
     registry,
     models: pool,
     keys: config.keys,
@@ -102,6 +107,7 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   logger.app = app;
+  app.log[kernels.int8Exact ? 'info' : 'warn'](kernels, `cpu kernels: int8 ${kernels.int8}; 4-bit ${kernels.q4}`);
   const server = app;
   const stopped = new Promise<number>((resolve) => {
     let stopping = false;

@@ -87,6 +87,9 @@ export const ServeSettingsSchema = z.strictObject({
   batchTokens: int(0)
     .optional()
     .meta(m({ flag: 'batch-tokens', env: 'ASSAY_BATCH_TOKENS', arg: 'N', doc: 'most tokens of one pass shared by concurrent requests whose whole prompt fits one packed pass, each seeing only its own tokens (0: off; off on CPU, where the masked attention makes a shared pass cost more than its parts; never on exports that quantize activations per pass, such as dynamic int8, where it would let the tokens of one caller move the answers of another)', shownDefault: `${DEFAULTS.batchTokens.cpu} on cpu, ${DEFAULTS.batchTokens.cuda} on cuda` })),
+  exactInt8: bool()
+    .default(DEFAULTS.exactInt8)
+    .meta(m({ flag: 'exact-int8', env: 'ASSAY_EXACT_INT8', doc: "exact int8 on CPUs whose fast int8 kernel saturates (AVX2, AVX-512 without VNNI: onnxruntime's U8U8 kernel, about 17% slower there); --no-exact-int8 keeps the fast kernel, and int8 answers then drift from fp32. VNNI/AMX CPUs are exact either way" })),
   graphRewrite: bool().default(true).meta(m({ flag: 'graph-rewrite', env: 'ASSAY_GRAPH_REWRITE', doc: 'the load-time graph rewrite (--no-graph-rewrite runs every export as is; per model: "graph_rewrite": false in the registry)' })),
   logLevel: oneOf(LOG_LEVELS).default(DEFAULTS.logLevel).meta(m({ flag: 'log-level', env: 'ASSAY_LOG_LEVEL', arg: 'L', doc: `log level: ${LOG_LEVELS.join('|')}` })),
   logFormat: oneOf(['json', 'pretty'])

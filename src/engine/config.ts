@@ -16,6 +16,13 @@ export interface EngineConfig {
   /** onnxruntime intra-op threads; 0 = onnxruntime's choice (one per core). Never more than cores. */
   threads?: number;
   graphOptimization?: 'disabled' | 'basic' | 'extended' | 'all';
+  /**
+   * Exact int8 (default true): on CPUs whose default int8 kernel saturates (AVX2 and AVX-512 without
+   * VNNI), sessions set onnxruntime's session.x64quantprecision so the exact U8U8 kernel runs
+   * (cpu.ts). It is a level-2 graph rewrite: with graphOptimization basic or disabled it does nothing.
+   * false keeps the fast saturating kernel there: int8 answers then drift from fp32.
+   */
+  exactInt8?: boolean;
   /** Byte budget of the cross-request prefix KV cache; 0 turns it off (zero retention). Default 256 MiB. */
   prefixCacheBytes?: number;
   /** Requests waiting for the engine beyond the one running; past this, OverloadedError. Default 64. */
@@ -74,6 +81,7 @@ export interface EngineConfig {
 export const DEFAULTS = {
   threads: ALL.threads,
   graphOptimization: ALL.graphOptimization,
+  exactInt8: ALL.exactInt8,
   prefixCacheBytes: ALL.prefixCacheBytes,
   maxQueue: ALL.maxQueue,
   prefillChunk: ALL.prefillChunk,

@@ -1,6 +1,7 @@
 // The engine's one entry point: load a model folder, get an Evaluator.
 export type * from './types.js';
 export type { EngineConfig, ExecutionProvider } from './config.js';
+export { cpuFacts, cpuKernels, type CpuFacts, type KernelPaths } from './cpu.js';
 export { BudgetError, AbortedError, OverloadedError, ModelLoadError, EngineError } from './errors.js';
 import type { EngineConfig } from './config.js';
 import type { Evaluator } from './types.js';

@@ -6,6 +6,7 @@ import { BIAS_INPUT, CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, LOGPROBS_OUTPUT, P
 import { rewrittenGraph, type GraphFacts, type RewrittenGraph } from './graph-file.js';
 import type { ModelFolder } from './model-folder.js';
 import { DEFAULTS, type EngineConfig } from './config.js';
+import { int8SessionConfig } from './cpu.js';
 
 /** Keys and values of every layer for `length` tokens, as the session's present.* outputs gave them. */
 export interface KvCache {
@@ -101,9 +102,14 @@ export class ModelRunner {
 
   static async create(folder: ModelFolder, config: EngineConfig, temperature = 1): Promise<ModelRunner> {
     const provider = config.provider ?? 'cpu';
+    const graphOptimizationLevel = config.graphOptimization ?? DEFAULTS.graphOptimization;
+    // Exact int8 on CPUs whose default int8 kernel saturates (cpu.ts); int8 nodes run on the CPU
+    // provider under CUDA too, so it applies there as well.
+    const extra = await int8SessionConfig(config.exactInt8 ?? DEFAULTS.exactInt8, graphOptimizationLevel);
     const options: ort.InferenceSession.SessionOptions = {
       executionProviders: provider === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
-      graphOptimizationLevel: config.graphOptimization ?? 'all',
+      graphOptimizationLevel,
+      extra,
       intraOpNumThreads: config.threads ?? 0,
       interOpNumThreads: 1,
       executionMode: 'sequential',

@@ -96,6 +96,9 @@ describe('the assay serve process', () => {
         await new Promise((r) => setTimeout(r, 100));
       }
       expect(out).not.toContain('generated for this run'); // a key was configured
+      // The startup log and /metrics name the int8 path, and it is exact (exact int8 is the default).
+      expect(out).toMatch(/cpu kernels: int8 \S+ \(exact/);
+      expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^assay_cpu_kernels_info\{cpu="[^"]+",flags="[^"]*",int8="[^"]+\(exact[^"]*",q4="[^"]+",int8_exact="1"\} 1$/m);
       // A heavy request, then SIGTERM as soon as the server reports it in flight.
       const questions = Object.fromEntries(
         Array.from({ length: 150 }, (_, i) => [`q${i}`, { type: 'choice', instructions: `Aspect ${i} of the text?`, criteria: { yes: null, no: null, unclear: 'not said' } }]),
