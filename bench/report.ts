@@ -4,6 +4,7 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, hostname, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { KernelPaths } from '../src/engine/index.js';
 import type { SectionResult, Target } from './lib/context.js';
 
 export const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
@@ -14,6 +15,8 @@ export interface RunInfo {
   threads: number;
   started: Date;
   seconds: number;
+  /** The int8 / 4-bit kernels onnxruntime runs on this CPU (numerics and speed depend on them). */
+  kernels: KernelPaths;
 }
 
 export interface SectionFailure {
@@ -51,6 +54,7 @@ export function buildReport(info: RunInfo, sections: SectionResult[], failures: 
   const json = {
     date: info.started.toISOString(),
     machine,
+    kernels: info.kernels,
     command: info.command,
     quick: info.quick,
     threads: info.threads,
@@ -64,6 +68,7 @@ export function buildReport(info: RunInfo, sections: SectionResult[], failures: 
     '',
     `- Date: ${info.started.toISOString()}`,
     `- Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB (shared and noisy: every comparison is a ratio inside this run, measured interleaved)`,
+    `- CPU kernels: int8 ${info.kernels.int8}; 4-bit ${info.kernels.q4}; flags ${info.kernels.flags}`,
     `- Command: \`${info.command}\` (${Math.round(info.seconds)} s); onnxruntime-node ${machine.onnxruntimeNode}, ${info.threads} threads; Node ${machine.node}; transformers.js ${machine.transformersJs}`,
     '- Models: synthetic Qwen2.5-0.5B-shaped decoder (random weights, real shapes, kernels and tokenizer; see models/README.md), int8 unless marked.',
     '- Times: median (min–max) in ms; ratios: median of per-round ratios (p10–p90).',

@@ -4,6 +4,7 @@
 // the rest still run.
 import { createContext, type BenchContext, type SectionResult } from './lib/context.js';
 import { writeReport, type SectionFailure } from './report.js';
+import { cpuKernels } from '../src/engine/index.js';
 
 type Section = (ctx: BenchContext) => Promise<SectionResult>;
 
@@ -37,6 +38,8 @@ async function main(args: string[]): Promise<number> {
   const started = new Date();
   const t0 = performance.now();
   ctx.log(`assay bench${quick ? ' --quick (smaller states, fewer rounds; the full run is npm run bench)' : ''}: ${only.join(', ')}; ${threads} threads`);
+  const kernels = await cpuKernels();
+  ctx.log(`${kernels.cpu}: int8 ${kernels.int8}; 4-bit ${kernels.q4}`);
   const results: SectionResult[] = [];
   const failures: SectionFailure[] = [];
   for (const id of only) {
@@ -52,7 +55,7 @@ async function main(args: string[]): Promise<number> {
     ctx.log(`  done in ${((performance.now() - s0) / 1000).toFixed(0)} s`);
   }
   const command = `npm run bench${args.length ? ` -- ${args.join(' ')}` : ''}`;
-  const out = writeReport({ quick, command, threads, started, seconds: (performance.now() - t0) / 1000 }, results, failures, option(args, '--out'));
+  const out = writeReport({ quick, command, threads, kernels, started, seconds: (performance.now() - t0) / 1000 }, results, failures, option(args, '--out'));
   process.stdout.write(`${out.markdown}\n`);
   ctx.log(`wrote ${out.jsonPath}\n      ${out.mdPath}${out.latest ? `\n      ${out.latest}` : ''}`);
   return failures.length > 0 ? 1 : 0;

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createContext } from '../../bench/lib/context.js';
 import { measureShared, sharedResult } from '../../bench/engine/shared.js';
 import { writeReport } from '../../bench/report.js';
+import { cpuKernels } from '../../src/engine/index.js';
 
 const out = mkdtempSync(join(tmpdir(), 'assay-bench-smoke-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
@@ -17,13 +18,16 @@ describe('bench smoke', () => {
     const started = performance.now();
     const rows = await measureShared(ctx, 'tiny', 'fp32', [{ stateTokens: 64, questionCounts: [1, 4], independentQuestions: 4, rounds: 1 }]);
     const section = sharedResult(ctx, rows, [], started);
-    const written = writeReport({ quick: true, command: 'smoke', threads: 2, started: new Date(), seconds: 1 }, [section], [], out);
+    const written = writeReport({ quick: true, command: 'smoke', threads: 2, kernels: await cpuKernels(), started: new Date(), seconds: 1 }, [section], [], out);
     expect(written.latest).toBeUndefined(); // quick runs never replace latest.md
 
     const json = JSON.parse(readFileSync(written.jsonPath, 'utf8'));
     expect(json).toMatchObject({ command: 'smoke', quick: true, threads: 2, failures: [] });
     expect(typeof json.date).toBe('string');
     expect(json.machine).toEqual(expect.objectContaining({ cpu: expect.any(String), cores: expect.any(Number), onnxruntimeNode: expect.any(String) }));
+    // The report names the int8 path it ran on, in the JSON and in the markdown header.
+    expect(json.kernels).toEqual(expect.objectContaining({ int8: expect.stringMatching(/\(exact/), q4: expect.any(String), int8Exact: true }));
+    expect(readFileSync(written.mdPath, 'utf8')).toMatch(/^- CPU kernels: int8 .+; 4-bit .+; flags .+$/m);
     expect(json.sections).toHaveLength(1);
     const [s] = json.sections;
     expect(s.id).toBe('shared');
