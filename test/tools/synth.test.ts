@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { int8SessionConfig } from '../../src/engine/cpu.js';
 import { ensureSynthModel, GENERATED_DIR } from '../../src/tools/synth/ensure.js';
 import { loadShapes, synthesize, type HfConfig, type ShapeManifest } from '../../src/tools/synth/index.js';
 
@@ -40,7 +41,7 @@ async function open(dir: string, file: string): Promise<Session> {
   const key = join(dir, file);
   let sess = sessions.get(key);
   if (!sess) {
-    const s = await ort.InferenceSession.create(join(dir, 'onnx', file), { intraOpNumThreads: 1 });
+    const s = await ort.InferenceSession.create(join(dir, 'onnx', file), { intraOpNumThreads: 1, extra: await int8SessionConfig() });
     const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as HfConfig;
     sess = { s, cfg, hasPos: s.inputNames.includes('position_ids') };
     sessions.set(key, sess);
@@ -457,7 +458,8 @@ describe('transformers.js loads the folders offline and computes the same logits
     const ids = Array.from(enc.input_ids.data, Number);
     // The template opens the assistant turn with an empty think block.
     expect(ids.slice(-7)).toEqual([151644, 77091, 198, 151667, 271, 151668, 271]);
-    const model = await AutoModelForCausalLM.from_pretrained(name, { dtype });
+    // A transformers.js user on a CPU whose int8 kernel saturates passes the same session config.
+    const model = await AutoModelForCausalLM.from_pretrained(name, { dtype, session_options: { extra: await int8SessionConfig() } });
     try {
       const out = (await model(enc)) as { logits: { dims: number[]; data: Float32Array } };
       const n = ids.length;
