@@ -75,6 +75,7 @@ export async function run(argv: string[]): Promise<number> {
       prefillChunk: config.prefillChunk,
       maxQueue: config.maxQueue,
       rewriteGraph: config.graphRewrite,
+      graphCacheDir: config.graphCacheDir,
       exactInt8: config.exactInt8,
       packQuestions: config.packQuestions,
       batchTokens: config.batchTokens,

@@ -91,6 +91,9 @@ export const ServeSettingsSchema = z.strictObject({
     .default(DEFAULTS.exactInt8)
     .meta(m({ flag: 'exact-int8', env: 'ASSAY_EXACT_INT8', doc: "exact int8 on CPUs whose fast int8 kernel saturates (AVX2, AVX-512 without VNNI: onnxruntime's U8U8 kernel, about 17% slower there); --no-exact-int8 keeps the fast kernel, and int8 answers then drift from fp32. VNNI/AMX CPUs are exact either way" })),
   graphRewrite: bool().default(true).meta(m({ flag: 'graph-rewrite', env: 'ASSAY_GRAPH_REWRITE', doc: 'the load-time graph rewrite (--no-graph-rewrite runs every export as is; per model: "graph_rewrite": false in the registry)' })),
+  graphCacheDir: text()
+    .optional()
+    .meta(m({ flag: 'graph-cache-dir', env: 'ASSAY_GRAPH_CACHE_DIR', arg: 'DIR', doc: 'where load-time graph rewrites are written (model folders are only read; an export with external weights adds only its small graph here, a single-file one a copy of its weights)', shownDefault: '$XDG_CACHE_HOME/assay/graphs or ~/.cache/assay/graphs, else <tmpdir>/assay-graphs' })),
   logLevel: oneOf(LOG_LEVELS).default(DEFAULTS.logLevel).meta(m({ flag: 'log-level', env: 'ASSAY_LOG_LEVEL', arg: 'L', doc: `log level: ${LOG_LEVELS.join('|')}` })),
   logFormat: oneOf(['json', 'pretty'])
     .optional()

@@ -37,8 +37,8 @@ export interface EngineConfig {
   /** Rewrite the loaded graph so passes project only the positions read (default true; false runs the export as is). */
   rewriteGraph?: boolean;
   /**
-   * Where rewritten graphs of read-only model folders go (default: beside the export when writable,
-   * else `<os tmpdir>/assay-graphs`).
+   * Where rewritten graphs go (graph-file.ts; nothing is ever written inside a model folder). Default:
+   * $XDG_CACHE_HOME/assay/graphs or ~/.cache/assay/graphs, else `<os tmpdir>/assay-graphs`.
    */
   graphCacheDir?: string;
   /**

@@ -62,7 +62,7 @@ try {
         break;
     }
   });
-  post({ type: 'ready', synthetic: evaluator.synthetic === true, stats: evaluator.stats() });
+  post({ type: 'ready', synthetic: evaluator.synthetic === true, graph: evaluator.graph, stats: evaluator.stats() });
 } catch (error) {
   post({ type: 'load-failed', failure: failureOf(error) });
 }

@@ -21,7 +21,7 @@ export type ToEngine =
 /** Engine thread → main thread. */
 export type FromEngine =
   | { type: 'warning'; message: string }
-  | { type: 'ready'; synthetic: boolean; stats: EngineStats }
+  | { type: 'ready'; synthetic: boolean; graph?: string; stats: EngineStats }
   | { type: 'load-failed'; failure: Failure }
   | { type: 'stats'; stats: EngineStats }
   | { type: 'result'; id: number; result: EvaluateResult; stats: EngineStats }
@@ -43,7 +43,7 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<Evaluat
   let stats: EngineStats | undefined;
   let exited: Error | undefined;
   let closed: (() => void) | undefined;
-  const ready = new Promise<{ synthetic: boolean }>((resolve, reject) => {
+  const ready = new Promise<{ synthetic: boolean; graph?: string }>((resolve, reject) => {
     worker.on('message', (m: FromEngine) => {
       switch (m.type) {
         case 'warning':
@@ -51,7 +51,7 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<Evaluat
           break;
         case 'ready':
           stats = m.stats;
-          resolve({ synthetic: m.synthetic });
+          resolve({ synthetic: m.synthetic, graph: m.graph });
           break;
         case 'load-failed':
           reject(rebuild(m.failure));
@@ -84,8 +84,9 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<Evaluat
     });
   });
   let synthetic: boolean;
+  let graph: string | undefined;
   try {
-    ({ synthetic } = await ready);
+    ({ synthetic, graph } = await ready);
   } catch (error) {
     await worker.terminate();
     throw error;
@@ -104,6 +105,7 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<Evaluat
   return {
     modelDir: config.modelDir,
     synthetic,
+    graph,
     evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
       if (exited) return Promise.reject(exited);
       const id = nextId++;

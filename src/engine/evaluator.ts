@@ -104,6 +104,10 @@ class OnnxEvaluator implements Evaluator {
     return this.config.modelDir;
   }
 
+  get graph(): string {
+    return this.runner.graphPath;
+  }
+
   async evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
     // Planning throws budget errors before the request takes a place in the queue.
     const plan = await this.planner.plan(request, options.signal);

@@ -1,22 +1,28 @@
 // Which graph file the session is created from: the export's own file, or its rewritten graph
-// (graph-rewrite.ts), written once to disk and reused by every later load.
+// (graph-rewrite.ts), written once to the graph cache folder and reused by every later load.
+// Nothing is ever written or deleted inside a model folder: operators mount models read-only.
 //
-// - An export with external weights (model.onnx + model.onnx_data): the small rewritten graph is
-//   written beside it (onnx/<name>.assay-<id>.onnx) and shares its weights file: onnxruntime reads
-//   external data only from the model file's own folder. A read-only folder runs the export as is.
+// - An export with external weights (model.onnx + model.onnx_data): only the small rewritten graph
+//   is written to the cache; its weights stay where they are. onnxruntime reads external data only
+//   from the model file's own folder and refuses a symlink out of it, so the session is created
+//   from the graph's bytes with `session.model_external_initializers_file_folder_path` set to the
+//   export's folder (`externalDataDir`).
 // - A single-file export (how quantized files ship): its weights are moved into an external-data
-//   file next to the rewritten graph (`.assay-<id>.onnx.data`), beside the export when the folder is
-//   writable, else under the graph cache folder. Handing onnxruntime the rewritten bytes in memory
-//   would hold the file twice (our buffer and onnxruntime's copy); from disk the weights are read once.
-// The <id> hashes the rewrite's version and the source file's identity (size, mtime), so an
-// upgrade or a new export never reuses an older rewrite. What the rewrite learned about the graph
-// (GraphFacts) is kept beside it (`<graph>.json`), so a later load knows it without decoding.
+//   file next to the rewritten graph in the cache (`.assay-<id>.onnx.data`). Handing onnxruntime
+//   the rewritten bytes with the weights inline would hold them twice (our buffer and onnxruntime's
+//   copy); from disk the weights are read once.
+// The cache folder is `--graph-cache-dir` (ASSAY_GRAPH_CACHE_DIR), else $XDG_CACHE_HOME/assay/graphs
+// or ~/.cache/assay/graphs, else <os tmpdir>/assay-graphs when that cannot be written. Each rewrite
+// has a folder of its own, <id>/, where <id> hashes the rewrite's version and the source file's
+// path and identity (size, mtime), so an upgrade or a new export never reuses an older rewrite; a new
+// rewrite removes the older ones of the same export from the cache. What the rewrite learned about
+// the graph (GraphFacts) is kept beside it (`<graph>.json`), so a later load knows it without decoding.
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { once } from 'node:events';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { decodeModel, encodeModel, externalFiles, REWRITE_VERSION, rewriteHead, sharesActivationScales, type ModelProto } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
@@ -31,21 +37,34 @@ const ALIGN = 4096;
 export interface GraphFacts {
   /** Activations quantized at run time with one scale per tensor: a pass's tokens share numerics (see sharesActivationScales). */
   sharesActivationScales: boolean;
+  /** The folder of the export's external weights, when the rewritten graph reads them from there. */
+  externalDataDir?: string;
 }
 
 export interface RewrittenGraph extends GraphFacts {
   path: string;
 }
 
+/** What `<graph>.json` holds: the facts, and the export it was written from (so older rewrites of it can be found). */
+interface FactsFile extends GraphFacts {
+  source: string;
+}
+
+/** Where rewritten graphs go by default: the user's cache, else the OS temporary folder. */
+export function defaultGraphCacheDirs(env: NodeJS.ProcessEnv = process.env): string[] {
+  const cache = env.XDG_CACHE_HOME ? resolve(env.XDG_CACHE_HOME) : join(homedir(), '.cache');
+  return [join(cache, 'assay', 'graphs'), join(tmpdir(), 'assay-graphs')];
+}
+
 /**
- * The rewritten graph and its facts, or undefined when the head is not recognized or nothing can be
- * written. A graph already on disk is found without reading the model; otherwise the rewrite runs
- * in a worker thread (off the event loop, and its copy of the model is freed with the thread
+ * The rewritten graph and its facts, or undefined when the head is not recognized; throws when no
+ * cache folder can be written. A graph already in the cache is found without reading the model; otherwise the rewrite
+ * runs in a worker thread (off the event loop, and its copy of the model is freed with the thread
  * before onnxruntime loads the result).
  */
 export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<RewrittenGraph | undefined> {
-  const found = (await targets(folder, cacheDir)).find((t) => existsSync(t));
-  if (found) return { path: found, ...(await readFacts(found)) };
+  const found = await cached(await targets(folder, cacheDir));
+  if (found) return found;
   const worker = new Worker(workerFile('graph-file-worker', import.meta.url), { workerData: { folder, vocab, cacheDir }, execArgv: workerExecArgv() });
   try {
     const [reply] = (await once(worker, 'message')) as [{ graph?: RewrittenGraph; error?: string }];
@@ -56,67 +75,83 @@ export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDi
   }
 }
 
+async function cached(candidates: string[]): Promise<RewrittenGraph | undefined> {
+  const found = candidates.find((t) => existsSync(t));
+  return found ? { path: found, ...(await readFacts(found)) } : undefined;
+}
+
 /** The facts kept beside a rewritten graph; a missing or unreadable file gives the cautious answer. */
 async function readFacts(graph: string): Promise<GraphFacts> {
   try {
-    const facts = JSON.parse(await readFile(`${graph}.json`, 'utf8')) as Partial<GraphFacts>;
-    return { sharesActivationScales: facts.sharesActivationScales !== false };
+    const facts = JSON.parse(await readFile(`${graph}.json`, 'utf8')) as Partial<FactsFile>;
+    return { sharesActivationScales: facts.sharesActivationScales !== false, ...(facts.externalDataDir ? { externalDataDir: facts.externalDataDir } : {}) };
   } catch {
     return { sharesActivationScales: true };
   }
 }
 
-/** Where the rewritten graph of an export goes: beside it, else under the cache folder. */
+/** Where the rewritten graph of an export goes, in order of preference: <cache>/<id>/<name>.assay-<id>.onnx. */
 async function targets(folder: ModelFolder, cacheDir?: string): Promise<string[]> {
-  const source = folder.onnxPath;
+  const source = resolve(folder.onnxPath);
   const info = await stat(source);
   const id = createHash('sha256').update(`${REWRITE_VERSION}:${source}:${info.size}:${info.mtimeMs}`).digest('hex').slice(0, 12);
   const name = basename(source).replace(/\.onnx$/, `.assay-${id}.onnx`);
-  return [join(dirname(source), name), join(cacheDir ?? join(tmpdir(), 'assay-graphs'), id, name)];
+  return (cacheDir ? [resolve(cacheDir)] : defaultGraphCacheDirs()).map((root) => join(root, id, name));
 }
 
-/** Rewrites the export and writes the result (the worker's job); see rewrittenGraph. */
+/** Rewrites the export and writes the result to the cache (the worker's job); see rewrittenGraph. */
 export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<RewrittenGraph | undefined> {
-  const source = folder.onnxPath;
+  const source = resolve(folder.onnxPath);
   const candidates = await targets(folder, cacheDir);
-  for (const target of candidates) if (existsSync(target)) return { path: target, ...(await readFacts(target)) };
+  const found = await cached(candidates);
+  if (found) return found;
 
   const model = decodeModel(await readFile(source));
   const facts: GraphFacts = { sharesActivationScales: sharesActivationScales(model) };
   if (!rewriteHead(model, vocab)) return undefined;
-  const shared = externalFiles(model).length > 0;
-  // A graph that shares the export's weights file can only live beside it.
-  for (const target of shared ? candidates.slice(0, 1) : candidates) {
+  // External weights stay in the export's folder; the session reads them from there.
+  if (externalFiles(model).length > 0) facts.externalDataDir = dirname(source);
+  const failures: string[] = [];
+  for (const target of candidates) {
     try {
       await mkdir(dirname(target), { recursive: true });
-      await writeGraph(model, target, shared, facts);
-      await removeOlderRewrites(target);
+      await writeGraph(model, target, { ...facts, source });
+      await removeOlderRewrites(target, source);
       return { path: target, ...facts };
-    } catch {
-      // not writable here: try the next place
+    } catch (error) {
+      failures.push((error as Error).message); // not writable here: try the next place
     }
   }
-  return undefined;
+  throw new Error(`no graph cache folder can be written (${failures.join('; ')}); set --graph-cache-dir`);
 }
 
 /**
- * Removes the rewrites an older Assay or an older file of this export left beside `target` (same
- * export name, another id): a single-file export's rewrite holds a copy of its weights, a gigabyte
- * each for a 0.5B int8 model. A session already running from one keeps its open file.
+ * Removes the rewrites of the same export that an older Assay or an older file of it left in the
+ * cache (their <id>/ folders): a single-file export's rewrite holds a copy of its weights, a
+ * gigabyte each for a 0.5B int8 model. A session already running from one keeps its open file.
  */
-async function removeOlderRewrites(target: string): Promise<void> {
-  const name = basename(target);
-  const stem = name.slice(0, name.lastIndexOf('.assay-'));
-  const older = new RegExp(`^${stem.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.assay-[0-9a-f]{12}\\.onnx(\\.data|\\.json)?$`);
-  for (const file of await readdir(dirname(target))) {
-    if (older.test(file) && !file.startsWith(name)) await rm(join(dirname(target), file), { force: true });
+async function removeOlderRewrites(target: string, source: string): Promise<void> {
+  const root = dirname(dirname(target));
+  const own = basename(dirname(target));
+  for (const entry of await readdir(root, { withFileTypes: true })) {
+    if (!entry.isDirectory() || entry.name === own || !/^[0-9a-f]{12}$/.test(entry.name)) continue;
+    const dir = join(root, entry.name);
+    const facts = (await readdir(dir)).filter((f) => f.endsWith('.onnx.json'));
+    for (const f of facts) {
+      const written = await readFile(join(dir, f), 'utf8').then((t) => (JSON.parse(t) as Partial<FactsFile>).source, () => undefined);
+      if (written === source) {
+        await rm(dir, { recursive: true, force: true });
+        break;
+      }
+    }
   }
 }
 
 /** Writes the graph (and, unless its weights are already external, a weights file beside it) and its facts, atomically. */
-async function writeGraph(model: ModelProto, target: string, shared: boolean, facts: GraphFacts): Promise<void> {
+async function writeGraph(model: ModelProto, target: string, facts: FactsFile): Promise<void> {
   const partial = `${target}.${process.pid}.tmp`;
   const dataName = `${basename(target)}.data`;
+  const shared = facts.externalDataDir !== undefined;
   try {
     if (!shared) await externalize(model, `${partial}.data`, dataName);
     await writeFile(partial, encodeModel(model));

@@ -1,5 +1,6 @@
 // The model runner: one onnxruntime session and its I/O contract, discovered from the session's
 // metadata and config.json (no architecture is hard-coded). Everything that touches tensors is here.
+import { readFile } from 'node:fs/promises';
 import * as ort from 'onnxruntime-node';
 import { EngineError, ModelLoadError } from './errors.js';
 import { BIAS_INPUT, CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, LOGPROBS_OUTPUT, POSITIONS_INPUT } from './graph-rewrite.js';
@@ -47,6 +48,7 @@ export class ModelRunner {
   prefillChunk: number;
   /** Whether the loaded graph was rewritten to project only kept positions and return candidate log-probabilities. */
   readonly rewritten: boolean;
+
   /** Whether the graph takes an attention bias and position ids, so a pass can evaluate a tree of sequences (packed). */
   readonly packs: boolean;
   /**
@@ -62,6 +64,8 @@ export class ModelRunner {
     private readonly temperature: number,
     prefillChunk: number,
     facts: GraphFacts,
+    /** The ONNX file the session runs: the rewritten graph (in the graph cache) or the export itself. */
+    readonly graphPath: string,
   ) {
     this.prefillChunk = prefillChunk;
     this.sharesActivationScales = facts.sharesActivationScales;
@@ -116,8 +120,14 @@ export class ModelRunner {
       // With CUDA, warnings stay on: onnxruntime then logs each node it places on the CPU instead.
       logSeverityLevel: provider === 'cuda' ? 2 : 3,
     };
-    const create = async (path: string): Promise<ort.InferenceSession> => {
+    const create = async (path: string, externalDataDir?: string): Promise<ort.InferenceSession> => {
       try {
+        // A rewritten graph whose weights stay in the (read-only) export folder: from its bytes, told
+        // where the weights are (onnxruntime refuses external data outside the model file's folder).
+        if (externalDataDir) {
+          const session = { ...(extra.session as object | undefined), model_external_initializers_file_folder_path: externalDataDir };
+          return await ort.InferenceSession.create(await readFile(path), { ...options, extra: { ...extra, session } });
+        }
         return await ort.InferenceSession.create(path, options);
       } catch (error) {
         const message = (error as Error).message;
@@ -132,6 +142,7 @@ export class ModelRunner {
     };
     let session: ort.InferenceSession | undefined;
     let facts: GraphFacts = { sharesActivationScales: true };
+    let graphPath = folder.onnxPath;
     const vocab = num(folder.config.vocab_size);
     if (config.rewriteGraph !== false && vocab) {
       let rewritten: RewrittenGraph | undefined;
@@ -143,15 +154,16 @@ export class ModelRunner {
       }
       if (rewritten) {
         try {
-          session = await create(rewritten.path);
+          session = await create(rewritten.path, rewritten.externalDataDir);
           facts = rewritten;
+          graphPath = rewritten.path;
         } catch (error) {
           config.onWarning?.(`the rewritten graph of ${folder.onnxPath} did not load (${(error as Error).message}); running the export as is`);
         }
       }
     }
     session ??= await create(folder.onnxPath);
-    return new ModelRunner(session, folder, temperature, config.prefillChunk ?? DEFAULTS.prefillChunk, facts);
+    return new ModelRunner(session, folder, temperature, config.prefillChunk ?? DEFAULTS.prefillChunk, facts, graphPath);
   }
 
   /**

@@ -55,6 +55,8 @@ export interface Evaluator {
   readonly modelDir: string;
   /** The model folder's assay.json marks it synthetic (random weights: meaningless answers). */
   readonly synthetic?: boolean;
+  /** The ONNX file the session runs: the load-time rewrite in the graph cache, or the export itself. */
+  readonly graph?: string;
   evaluate(request: EvaluateRequest, options?: EvaluateOptions): Promise<EvaluateResult>;
   stats(): EngineStats;
   close(): Promise<void>;

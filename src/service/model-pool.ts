@@ -100,7 +100,7 @@ export function createModelPool(
       rewriteGraph: engine.rewriteGraph !== false && m.entry.graph_rewrite !== false,
       onWarning: (message) => log.warn({ model: id, reason: message }, 'model load fell back'),
     });
-    log.info({ model: id, dir: m.dir, ms: Math.round(performance.now() - started) }, 'model loaded');
+    log.info({ model: id, dir: m.dir, graph: evaluator.graph, ms: Math.round(performance.now() - started) }, 'model loaded');
     // A registry entry generated from trained weights is not random: its manifest says so.
     if (((m.entry.synthetic && m.entry.synthetic.weights === undefined) || evaluator.synthetic) && !announced.has(m.dir)) {
       announced.add(m.dir);

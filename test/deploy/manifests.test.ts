@@ -1,5 +1,6 @@
 // The Kubernetes manifests under deploy/ and Dockerfile.gpu: valid YAML, and consistent with each
 // other and with the server (ports, /healthz, the metric the autoscaler reads, the env it reads).
+import semver from 'semver';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -115,6 +116,13 @@ describe('deploy/ manifests', () => {
     expect(vol.persistentVolumeClaim.claimName).toBe(one('PersistentVolumeClaim').metadata.name);
   });
 
+  it('Deployment: the graph cache is a writable volume, and the server is pointed at it', () => {
+    const dir = container.env.find((e: Obj) => e.name === 'ASSAY_GRAPH_CACHE_DIR').value as string;
+    const mount = container.volumeMounts.find((m: Obj) => dir.startsWith(`${m.mountPath}/`));
+    expect(mount.readOnly).not.toBe(true);
+    expect(pod.volumes.find((v: Obj) => v.name === mount.name).emptyDir).toBeDefined();
+  });
+
   it('Service selects the pods and targets the http port', () => {
     const svc = one('Service');
     expect(deployment.spec.template.metadata.labels).toEqual(expect.objectContaining(svc.spec.selector));
@@ -184,7 +192,8 @@ describe('Dockerfile.gpu', () => {
     expect(text).toMatch(/npm ci [^\n]*--onnxruntime-node-install=cuda12/);
     // The package declares the Node lines it runs on; the image's line is one of them.
     const engines = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
-    expect(engines).toBe('>=20');
+    const imageMajor = /ARG NODE_IMAGE=node:(\d+)-/.exec(text)![1]!;
+    expect(semver.satisfies(`${imageMajor}.0.0`, engines)).toBe(true);
   });
 
   it('is multi-stage: the build stage compiles dist/ and prunes dev dependencies; the runtime stage has no sources, tsx or generator', () => {

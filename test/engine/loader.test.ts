@@ -1,7 +1,7 @@
 // The loader discovers the I/O contract from the export and rejects what it cannot serve, clearly.
-import { mkdtempSync, mkdirSync, copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, copyFileSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import onnxProto from 'onnx-proto';
 import { GraphBuilder, DataType } from '../../src/tools/onnx/graph-builder.js';
@@ -113,19 +113,47 @@ async function copyOfTiny(prefix: string): Promise<string> {
 }
 
 describe('rewritten graphs on disk', () => {
-  it('a new rewrite removes the ones older versions left beside the export, and nothing else', async () => {
+  it('go to the graph cache: nothing in the model folder is written or deleted, and older rewrites of the same export leave the cache', async () => {
     const dir = await copyOfTiny('assay-stale-');
-    const stale = ['model.assay-0123456789ab.onnx', 'model.assay-0123456789ab.onnx.data', 'model.assay-0123456789ab.onnx.json'];
-    const kept = ['model.assay-notes.txt', 'other.assay-0123456789ab.onnx', 'model.assay-0123456789ab.onnx.1234.tmp'];
-    for (const f of [...stale, ...kept]) writeFileSync(join(dir, 'onnx', f), 'old');
-    const evaluator = await loadEvaluator({ modelDir: dir, threads: 1 });
+    const cache = mkdtempSync(join(tmpdir(), 'assay-graph-cache-'));
+    const source = join(dir, 'onnx', 'model.onnx');
+    // What an older Assay left beside the export stays: the server only reads model folders.
+    writeFileSync(join(dir, 'onnx', 'model.assay-0123456789ab.onnx'), 'old');
+    const listing = () => readdirSync(dir, { recursive: true, withFileTypes: true }).map((e) => `${e.parentPath}/${e.name}:${e.isFile() ? statSync(join(e.parentPath, e.name)).mtimeMs : 'dir'}`).sort();
+    const before = listing();
+    // Older rewrites in the cache: one of this export (removed), one of another export and a stray folder (kept).
+    const entry = (id: string, from: string) => {
+      mkdirSync(join(cache, id));
+      for (const f of [`model.assay-${id}.onnx`, `model.assay-${id}.onnx.data`]) writeFileSync(join(cache, id, f), 'old');
+      writeFileSync(join(cache, id, `model.assay-${id}.onnx.json`), JSON.stringify({ sharesActivationScales: false, source: from }));
+    };
+    entry('0123456789ab', source);
+    entry('ba9876543210', '/elsewhere/onnx/model.onnx');
+    mkdirSync(join(cache, 'notes'));
+    const evaluator = await loadEvaluator({ modelDir: dir, threads: 1, graphCacheDir: cache });
+    const target = (await rewrittenGraph(await openModelFolder(dir), 151936, cache))!;
+    expect(evaluator.graph).toBe(target.path);
     await evaluator.close();
-    const target = (await rewrittenGraph(await openModelFolder(dir), 151936))!;
-    const files = readdirSync(join(dir, 'onnx'));
-    for (const f of stale) expect(files).not.toContain(f);
-    for (const f of kept) expect(files).toContain(f);
-    expect(files).toContain(basename(target.path));
-    expect(JSON.parse(readFileSync(`${target.path}.json`, 'utf8'))).toEqual({ sharesActivationScales: false });
+    expect(listing()).toEqual(before);
+    expect(readdirSync(cache).sort()).toEqual([basename(dirname(target.path)), 'ba9876543210', 'notes'].sort());
+    expect(dirname(dirname(target.path))).toBe(cache);
+    expect(JSON.parse(readFileSync(`${target.path}.json`, 'utf8'))).toEqual({ sharesActivationScales: false, source });
+  });
+
+  it('a graph cache that cannot be written: the export runs as is, with one warning saying why', async () => {
+    const dir = await copyOfTiny('assay-nocache-');
+    // A folder under a regular file: mkdir fails for root too (ENOTDIR).
+    const file = join(mkdtempSync(join(tmpdir(), 'assay-notdir-')), 'file');
+    writeFileSync(file, '');
+    const warnings: string[] = [];
+    const evaluator = await loadEvaluator({ modelDir: dir, threads: 1, graphCacheDir: join(file, 'graphs'), onWarning: (m) => warnings.push(m) });
+    try {
+      expect(evaluator.graph).toBe(join(dir, 'onnx', 'model.onnx'));
+      expect((await evaluator.evaluate(request({ n: noul }))).answers.n!.type).toBe('noul');
+      expect(warnings).toEqual([expect.stringMatching(/graph rewrite skipped for .*model\.onnx: no graph cache folder can be written \(.*ENOTDIR.*\); set --graph-cache-dir/)]);
+    } finally {
+      await evaluator.close();
+    }
   });
 });
 

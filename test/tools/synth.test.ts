@@ -144,7 +144,7 @@ describe.each(VARIANTS)('$name', (v) => {
     for (const f of ['tokenizer.json', 'tokenizer_config.json']) {
       expect(readFileSync(join(dir(), f)).equals(readFileSync(join(TOKENIZER_DIR, f))), f).toBe(true);
     }
-    // Besides the export, only the engine's rewritten-graph cache (onnx/<name>.assay-<id>.onnx*).
+    // Only the export: the engine writes its rewritten graphs to the graph cache, never here.
     expect(readdirSync(join(dir(), 'onnx')).filter((f) => !f.includes('.assay-'))).toEqual([v.file]);
   });
 
