@@ -27,9 +27,14 @@ interface Case {
 
 const folderOf = (c: Case): Promise<string> => (c.folder ? c.folder() : ensureFlavor(c.flavor as FlavorOptions));
 
-// Measured here (max |Δp| over the three answers): split 0 for every flavor; against the fp32
-// twin int8 1.3e-2 (split 0 on this short state; up to 0.064 with 16 questions, README), fp16 6.2e-4, gqa fp32 2.1e-7, gqa fp16 3.0e-4, q4 9.2e-2, q4f16 8.4e-2 (4-bit weights
-// move a random model's logits a lot: FACTS.md saw llama.cpp's Q4_0 change the argmax).
+// Measured (max |Δp| over the three answers), the same on AVX-512 VNNI and emulated AVX2 now that
+// int8 runs exact kernels everywhere (docs/cpu.md; before, AVX2 gave int8 0.101 against the twin):
+// split 0 for every flavor; against the fp32 twin int8 1.3e-2 (split 0 on this short state; up to
+// 0.064 with 16 questions, README), fp16 6.2e-4, gqa fp32 2.1e-7, gqa fp16 3.0e-4, q4 9.2e-2, q4f16
+// 8.4e-2 (4-bit weights move a random model's logits a lot: FACTS.md saw llama.cpp's Q4_0 change the
+// argmax). Bounds: fp32 graphs of one function differ by fp32 rounding only (1e-6 .. 1e-5); fp16 by
+// one float16 rounding per layer (2e-3); int8 by its quantization of weights and activations, a
+// property of the integer arithmetic and so of no CPU (0.05); 4-bit likewise (0.15).
 const CASES: Case[] = [
   { flavor: { dtype: 'fp32' }, split: 1e-5, twin: 0 },
   // Dynamic int8 (model_quantized.onnx, variant int8): activations are quantized per pass, so a
