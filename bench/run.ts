@@ -1,5 +1,5 @@
 // `npm run bench` (about 20 minutes here) / `npm run bench -- --quick` (about 2).
-// Options: --quick, --only shared,roofline,cache,transformersjs,workloads,http,serving,packing,peers, --out <dir>, --threads N.
+// Options: --quick, --only shared,roofline,cache,single-question,transformersjs,workloads,http,serving,packing,peers, --out <dir>, --threads N.
 // Sections run one at a time (never two heavy things at once); a failing section is reported and
 // the rest still run.
 import { createContext, type BenchContext, type SectionResult } from './lib/context.js';
@@ -12,6 +12,7 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   shared: async () => (await import('./engine/shared.js')).sharedSection,
   roofline: async () => (await import('./roofline.js')).rooflineSection,
   cache: async () => (await import('./engine/cache.js')).cacheSection,
+  'single-question': async () => (await import('./engine/single-question.js')).singleQuestionSection,
   transformersjs: async () => (await import('./transformersjs.js')).transformersSection,
   workloads: async () => (await import('./workloads.js')).workloadsSection,
   http: async () => (await import('./http.js')).httpSection,

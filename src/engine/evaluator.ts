@@ -127,11 +127,14 @@ class OnnxEvaluator implements Evaluator {
       const answers = (): Record<string, Answer> =>
         answerQuestions(plan.questions, plan.questions.map((q) => read.get(q)!), this.temperatures);
       const cached = this.cache.lookup(cacheKey, plan.prefix);
-      // The questions ride with the prefix's last prefill piece when its KV is not kept (one question: the
-      // prefix is not stored for it; or the cache is off or too small) and they fit one packed pass:
+      const prefixBytes = plan.prefix.length * this.runner.kvBytesPerToken;
+      // One question runs in one pass over the whole prompt (no prefix stored), unless its prefix was
+      // seen recently: then the prefix is stored, and later requests on the same state hit it.
+      const single = plan.questions.length === 1 && !cached && !this.cache.admits(cacheKey, plan.prefix, prefixBytes);
+      // The questions ride with the prefix's last prefill piece when its KV is not kept (one question
+      // on a prefix not admitted; or the cache is off or too small) and they fit one packed pass:
       // one pass fewer, no prefix KV fetched, and a question's multi-token labels in the same pass.
-      const single = plan.questions.length === 1;
-      if (this.packs && !cached && (single || !this.cache.keeps(plan.prefix.length * this.runner.kvBytesPerToken))) {
+      if (this.packs && !cached && (single || !this.cache.keeps(prefixBytes))) {
         const budget = this.packTokens;
         if (plan.questions.reduce((n, q) => n + packedTokens(q), 0) <= budget) {
           // The trunk is the prefill's last piece, what is left after whole chunks (chunks of at most
@@ -153,7 +156,7 @@ class OnnxEvaluator implements Evaluator {
           return answers();
         }
       }
-      if (single && !cached) {
+      if (single) {
         // One question: one pass over the whole prompt beats a prefix pass plus a suffix pass.
         const q = plan.questions[0]!;
         read.set(q, await this.labelLogProbs(run, q, [...plan.prefix, ...q.suffix], null, signal));

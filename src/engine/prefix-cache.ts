@@ -1,6 +1,16 @@
 // Cross-request prefix cache: an LRU of prefix KV caches, keyed by model and the exact prefix
 // tokens, bounded in bytes. Size 0 keeps nothing (zero-retention deployments).
+//
+// Admission for one-question requests: storing a prefix costs such a request a pass (prefix, then
+// question, instead of one pass over both), so a prefix is stored on its second sighting: the cache
+// remembers a hash (never the tokens) of the last SIGHTINGS prefixes it did not store, under the same
+// key as the cache (model and tenant scope), so a repeated state hits from its third request on and
+// a one-off request keeps the single pass.
+import { createHash } from 'node:crypto';
 import type { KvCache } from './runner.js';
+
+/** Prefixes remembered (as 20-byte hashes) for admission: about 100 KB. */
+const SIGHTINGS = 1024;
 
 interface Entry {
   tokens: number[];
@@ -9,6 +19,8 @@ interface Entry {
 
 export class PrefixCache {
   private readonly entries = new Map<string, Entry>();
+  /** Hashes of prefixes seen once and not stored, oldest first. */
+  private readonly sightings = new Set<string>();
   private usedBytes = 0;
   hits = 0;
   misses = 0;
@@ -26,6 +38,19 @@ export class PrefixCache {
   /** Whether an entry of this many bytes would be kept (the cache is on and it fits). */
   keeps(bytes: number): boolean {
     return this.capacityBytes > 0 && bytes <= this.capacityBytes;
+  }
+
+  /**
+   * Whether a prefix that missed should be stored although storing costs its request a pass: yes on
+   * its second sighting among the last SIGHTINGS (and when an entry of `bytes` is kept at all).
+   */
+  admits(model: string, tokens: number[], bytes: number): boolean {
+    if (!this.keeps(bytes)) return false;
+    const hash = createHash('sha1').update(model).update(new Uint8Array(Uint32Array.from(tokens).buffer)).digest('base64');
+    if (this.sightings.delete(hash)) return true;
+    this.sightings.add(hash);
+    if (this.sightings.size > SIGHTINGS) this.sightings.delete(this.sightings.values().next().value!);
+    return false;
   }
 
   lookup(model: string, tokens: number[]): KvCache | undefined {
@@ -61,6 +86,7 @@ export class PrefixCache {
 
   clear(): void {
     this.entries.clear();
+    this.sightings.clear();
     this.usedBytes = 0;
   }
 }
