@@ -23,7 +23,7 @@ export async function singleQuestionSection(ctx: BenchContext): Promise<SectionR
   const on = await loadEvaluator({ modelDir: dir, threads: ctx.threads });
   const off = await loadEvaluator({ modelDir: dir, threads: ctx.threads, prefixCacheBytes: 0 });
   const byPosition: number[][] = Array.from({ length: IN_A_ROW }, () => []);
-  let hits = 0;
+  let hits: number;
   let oneOff: Record<'admission' | 'cacheOff', number[]>;
   try {
     const ask = (e: Evaluator, s: string, i: number) => e.evaluate({ state: s, questions: { q: questions[i % questions.length]! } }, { cacheScope: 'bench' });

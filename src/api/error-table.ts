@@ -5,7 +5,7 @@
 // budgets): those messages name files, graph nodes, shapes and counts, never request content.
 // Any other error is logged by type and stack frames only: its message could quote the request.
 import type { FastifyError } from 'fastify';
-import { AbortedError, BudgetError, EngineError, ModelLoadError, OverloadedError } from '../engine/index.js';
+import { AbortedError, BudgetError, EngineDeadError, EngineError, ModelLoadError, OverloadedError } from '../engine/index.js';
 import { InvalidRequestError, ModelForbiddenError } from '../protocol/errors.js';
 import { ApiError } from './api-error.js';
 import { ModelUnavailableError } from '../service/model-pool.js';
@@ -54,6 +54,10 @@ const TABLE: Row[] = [
     (e: ModelUnavailableError) => ({ code: 'model_unavailable', status: 503, body: { detail: e.message }, headers: retryAfter(e.retryAfterSeconds), log: e.failed ? 'message' : undefined }),
   ],
   [ModelLoadError, (e: ModelLoadError) => ({ code: 'model_load_failed', status: 503, body: { detail: `The model cannot be loaded: ${e.message}` }, headers: retryAfter(30), log: 'message' })],
+  [
+    EngineDeadError,
+    (e: EngineDeadError) => ({ code: 'engine_dead', status: 503, body: { detail: `The model stopped and is being restarted; retry shortly` }, headers: retryAfter(e.retryAfterSeconds), log: 'message' }),
+  ],
   [EngineError, () => ({ code: 'engine_failure', status: 500, body: { detail: 'Internal Server Error' }, log: 'message' })],
 ];
 
@@ -74,5 +78,5 @@ export function errorResponse(err: Error, c: ErrorContext): ErrorResponse {
 
 /** Whether an error's message is safe to log (it never carries request content). */
 export function contentFree(err: Error): boolean {
-  return err instanceof ModelLoadError || err instanceof EngineError || err instanceof ModelUnavailableError || err instanceof BudgetError;
+  return err instanceof ModelLoadError || err instanceof EngineError || err instanceof EngineDeadError || err instanceof ModelUnavailableError || err instanceof BudgetError;
 }

@@ -15,7 +15,7 @@ export interface Metrics {
   contentType: string;
 }
 
-export function createMetrics(engines: () => EngineSnapshot[], kernels?: KernelPaths): Metrics {
+export function createMetrics(engines: () => EngineSnapshot[], kernels?: KernelPaths, restarts: () => Record<string, number> = () => ({})): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'assay_' });
   if (kernels) {
@@ -81,6 +81,16 @@ export function createMetrics(engines: () => EngineSnapshot[], kernels?: KernelP
   engineCounter('assay_engine_passes_total', 'Forward passes run (prefill chunks, prefixes, packed question passes)', (s) => s.passes);
   engineCounter('assay_prefix_cache_hits_total', 'Prefix KV cache hits', (s) => s.prefixCacheHits);
   engineCounter('assay_prefix_cache_misses_total', 'Prefix KV cache misses', (s) => s.prefixCacheMisses);
+  new Counter({
+    name: 'assay_engine_restarts_total',
+    help: "Engine threads that died (exited, or an error escaped them) and were restarted, by model",
+    labelNames: ['model'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [model, n] of Object.entries(restarts())) this.inc({ model }, n);
+    },
+  });
   engineGauge('assay_prefix_cache_bytes', 'Bytes held by the prefix KV cache', (s) => s.prefixCacheBytes);
   engineGauge('assay_engine_queue_depth', 'Requests waiting for the engine', (s) => s.queueDepth);
   engineGauge('assay_engine_running', 'Requests the engine is running', (s) => s.running);

@@ -150,7 +150,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     return503OnClosing: false,
   });
 
-  const metrics = createMetrics(() => options.models.loaded(), options.kernels);
+  const metrics = createMetrics(() => options.models.loaded(), options.kernels, () => options.models.restarts?.() ?? {});
   const ctx: ApiContext = {
     registry: options.registry,
     models: options.models,

@@ -50,6 +50,12 @@ export interface EngineConfig {
   /** Told once, at load, when the engine falls back from what was asked (e.g. the rewritten graph did not load). */
   onWarning?: (message: string) => void;
   /**
+   * Told once when the engine thread dies after loading (it exited, or an error escaped it): its
+   * requests have ended with EngineDeadError and the evaluator answers nothing more; the owner
+   * restarts the model (service/model-pool.ts).
+   */
+  onDeath?: (error: Error) => void;
+  /**
    * Evaluate a request's questions packed: their suffixes (and label continuations) in one pass on
    * the prefix, each seeing the prefix and itself only (default true where the graph allows it:
    * rewritten, with plain-op attention and position_ids). false: one pass per question.

@@ -53,6 +53,12 @@ try {
       case 'abort':
         running.get(m.id)?.abort();
         break;
+      case 'crash':
+        if (m.how === 'exit') process.exit(70);
+        setImmediate(() => {
+          throw new Error('crash requested by a test');
+        });
+        break;
       case 'close':
         clearInterval(ticker);
         void evaluator.close().finally(() => {

@@ -7,7 +7,7 @@
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { EngineConfig } from './config.js';
-import { EngineError } from './errors.js';
+import { EngineDeadError, EngineError } from './errors.js';
 import { rebuild, type Failure } from './failure.js';
 import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from './types.js';
 import { workerExecArgv, workerFile } from './worker-args.js';
@@ -16,7 +16,9 @@ import { workerExecArgv, workerFile } from './worker-args.js';
 export type ToEngine =
   | { type: 'evaluate'; id: number; request: EvaluateRequest; cacheScope?: string }
   | { type: 'abort'; id: number }
-  | { type: 'close' };
+  | { type: 'close' }
+  /** Test hook (never sent for a caller): the thread exits, or throws an error nothing catches. */
+  | { type: 'crash'; how: 'exit' | 'throw' };
 
 /** Engine thread → main thread. */
 export type FromEngine =
@@ -29,20 +31,36 @@ export type FromEngine =
   | { type: 'closed' };
 
 /** What the engine thread is started with: the config less its callbacks (they cannot cross). */
-export type EngineThreadData = Omit<EngineConfig, 'onWarning'>;
+export type EngineThreadData = Omit<EngineConfig, 'onWarning' | 'onDeath'>;
+
+/** The evaluator of an engine thread, with a hook for tests that kills the thread. */
+export interface EngineThreadEvaluator extends Evaluator {
+  /** Makes the thread exit (`exit`) or throw an uncaught error (`throw`), as a crash would. */
+  crashForTest(how: 'exit' | 'throw'): void;
+}
 
 interface Pending {
   resolve: (result: EvaluateResult) => void;
   reject: (error: Error) => void;
 }
 
-export async function loadEvaluatorThread(config: EngineConfig): Promise<Evaluator> {
-  const { onWarning, ...data } = config;
+export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineThreadEvaluator> {
+  const { onWarning, onDeath, ...data } = config;
   const worker = new Worker(workerFile('engine-thread-worker', import.meta.url), { workerData: data satisfies EngineThreadData, execArgv: workerExecArgv() });
   const pending = new Map<number, Pending>();
   let stats: EngineStats | undefined;
   let exited: Error | undefined;
   let closed: (() => void) | undefined;
+  let loaded = false;
+  let closing = false;
+  /** The thread is gone: every request waiting on it ends, and (after a load, unless closing) the owner hears of it at once. */
+  const died = (why: string): void => {
+    if (exited) return;
+    exited = loaded && !closing ? new EngineDeadError(`the model's engine thread ${why}; it is being restarted`) : new EngineError(`the engine thread ${why}`);
+    for (const p of pending.values()) p.reject(exited);
+    pending.clear();
+    if (loaded && !closing) onDeath?.(exited);
+  };
   const ready = new Promise<{ synthetic: boolean; graph?: string }>((resolve, reject) => {
     worker.on('message', (m: FromEngine) => {
       switch (m.type) {
@@ -73,20 +91,19 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<Evaluat
       }
     });
     worker.on('error', (error) => {
-      exited = new EngineError(`the engine thread failed: ${error.message}`);
+      died(`failed: ${error.message}`);
       reject(exited);
     });
     worker.on('exit', (code) => {
-      exited ??= new EngineError(`the engine thread exited (code ${code})`);
+      died(`exited (code ${code})`);
       reject(exited);
-      for (const p of pending.values()) p.reject(exited);
-      pending.clear();
     });
   });
   let synthetic: boolean;
   let graph: string | undefined;
   try {
     ({ synthetic, graph } = await ready);
+    loaded = true;
   } catch (error) {
     await worker.terminate();
     throw error;
@@ -129,8 +146,12 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<Evaluat
       });
     },
     stats: () => ({ ...stats! }),
+    crashForTest(how) {
+      post({ type: 'crash', how });
+    },
     async close(): Promise<void> {
       if (exited) return;
+      closing = true;
       const done = new Promise<void>((resolve) => (closed = resolve));
       worker.ref(); // until it has closed: the caller awaits that
       post({ type: 'close' });

@@ -46,6 +46,20 @@ export class ModelLoadError extends Error {
 }
 
 /**
+ * The model's engine thread died (it exited, or an error escaped it): its requests, running and
+ * queued, end with this, and the model is restarted. → 503 with retry-after
+ */
+export class EngineDeadError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds = 5,
+  ) {
+    super(message);
+    this.name = 'EngineDeadError';
+  }
+}
+
+/**
  * onnxruntime failed during a pass. Its message names graph nodes and shapes, never request
  * content, so it is safe to log. → 500
  */

@@ -2,7 +2,7 @@
 export type * from './types.js';
 export type { EngineConfig, ExecutionProvider } from './config.js';
 export { cpuFacts, cpuKernels, type CpuFacts, type KernelPaths } from './cpu.js';
-export { BudgetError, AbortedError, OverloadedError, ModelLoadError, EngineError } from './errors.js';
+export { BudgetError, AbortedError, OverloadedError, ModelLoadError, EngineError, EngineDeadError } from './errors.js';
 import type { EngineConfig } from './config.js';
 import type { Evaluator } from './types.js';
 

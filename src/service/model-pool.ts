@@ -1,6 +1,6 @@
 // Loads evaluators for the registry's versioned ids in the background and keeps them; serving a
 // synthetic (random-weight) model is always announced with a loud warning.
-import { loadEvaluator, type EngineConfig, type EngineStats, type Evaluator } from '../engine/index.js';
+import { EngineDeadError, loadEvaluator, type EngineConfig, type EngineStats, type Evaluator } from '../engine/index.js';
 import { resolveModel, type Registry } from '../registry.js';
 
 /** A loaded model's engine counters, for /metrics. */
@@ -17,6 +17,8 @@ export interface ModelProvider {
   loaded(): EngineSnapshot[];
   /** Whether the default model is loaded (GET /healthz). */
   ready(): boolean;
+  /** Engine threads that died and were restarted, by versioned id (/metrics). */
+  restarts?(): Record<string, number>;
   close(): Promise<void>;
 }
 
@@ -65,7 +67,14 @@ interface Slot {
   loading?: Promise<Evaluator>;
   ready?: Evaluator;
   failure?: { error: Error; attempts: number; retryAt: number };
+  /** Deaths of its engine thread: in all, and in a row (reset once it has run RESTART_RESET_MS). */
+  restarts: number;
+  deathsInARow: number;
+  readySince?: number;
 }
+
+/** A restarted engine that then runs this long without dying starts its backoff afresh. */
+const RESTART_RESET_MS = 60_000;
 
 /**
  * Evaluators for a registry. `engine` holds the options every model shares (threads, queue,
@@ -99,6 +108,7 @@ export function createModelPool(
       variant: m.entry.variant,
       rewriteGraph: engine.rewriteGraph !== false && m.entry.graph_rewrite !== false,
       onWarning: (message) => log.warn({ model: id, reason: message }, 'model load fell back'),
+      onDeath: (error) => died(id, error),
     });
     log.info({ model: id, dir: m.dir, graph: evaluator.graph, ms: Math.round(performance.now() - started) }, 'model loaded');
     // A registry entry generated from trained weights is not random: its manifest says so.
@@ -109,10 +119,37 @@ export function createModelPool(
     return evaluator;
   }
 
+  function slotOf(id: string): Slot {
+    let slot = slots.get(id);
+    if (!slot) slots.set(id, (slot = { restarts: 0, deathsInARow: 0 }));
+    return slot;
+  }
+
+  /**
+   * A model's engine thread died: its requests have ended with EngineDeadError (503). The slot
+   * forgets it at once (requests get 503 "restarting", /healthz 503 for the default model) and the
+   * model is loaded again: at once the first time, then after the load backoff while it keeps dying.
+   */
+  function died(id: string, error: Error): void {
+    const slot = slotOf(id);
+    const dead = slot.ready;
+    slot.ready = undefined;
+    void dead?.close();
+    if (closed) return;
+    if (slot.readySince !== undefined && now() - slot.readySince > RESTART_RESET_MS) slot.deathsInARow = 0;
+    slot.restarts++;
+    const delay = slot.deathsInARow === 0 ? 0 : Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (slot.deathsInARow - 1));
+    slot.deathsInARow++;
+    slot.failure = { error, attempts: 0, retryAt: now() + delay };
+    log.warn({ model: id, reason: error.message, restart_in_ms: delay, restarts: slot.restarts }, 'engine thread died; restarting the model');
+    setTimeout(() => {
+      if (!closed) load(id).catch(() => {}); // the outcome is remembered in the slot
+    }, delay).unref();
+  }
+
   /** Starts (or joins) the load of a model; resolves when it is ready. */
   function load(id: string): Promise<Evaluator> {
-    const slot = slots.get(id) ?? {};
-    slots.set(id, slot);
+    const slot = slotOf(id);
     if (slot.ready) return Promise.resolve(slot.ready);
     if (slot.loading) return slot.loading;
     const attempts = slot.failure?.attempts ?? 0;
@@ -125,6 +162,7 @@ export function createModelPool(
           throw new Error('the model pool is closed');
         }
         slot.ready = evaluator;
+        slot.readySince = now();
         return evaluator;
       },
       (error: Error) => {
@@ -145,7 +183,8 @@ export function createModelPool(
       const failure = slot?.failure;
       if (failure && !slot.loading && now() < failure.retryAt) {
         const seconds = (failure.retryAt - now()) / 1000;
-        throw new ModelUnavailableError(`Model ${id} failed to load (${failure.error.message}); retrying in ${Math.ceil(seconds)} s`, seconds, true);
+        const what = failure.error instanceof EngineDeadError ? `Model ${id} stopped (${failure.error.message})` : `Model ${id} failed to load (${failure.error.message})`;
+        throw new ModelUnavailableError(`${what}; retrying in ${Math.ceil(seconds)} s`, seconds, true);
       }
       load(id).catch(() => {}); // the outcome is remembered in the slot
       throw new ModelUnavailableError(`Model ${id} is loading; retry shortly`, 5);
@@ -154,6 +193,7 @@ export function createModelPool(
     preload: () => load(defaultId),
     loaded: () => [...slots].filter(([, s]) => s.ready).map(([model, s]) => ({ model, stats: s.ready!.stats() })),
     ready: () => slots.get(defaultId)?.ready !== undefined,
+    restarts: () => Object.fromEntries([...slots].filter(([, s]) => s.restarts > 0).map(([id, s]) => [id, s.restarts])),
     async close() {
       closed = true;
       await Promise.allSettled([...slots.values()].filter((s) => s.ready).map((s) => s.ready!.close()));

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AbortedError, BudgetError, loadEvaluator, ModelLoadError, OverloadedError, type Evaluator } from '../../src/engine/index.js';
+import { AbortedError, BudgetError, EngineDeadError, EngineError, loadEvaluator, ModelLoadError, OverloadedError, type Evaluator } from '../../src/engine/index.js';
+import type { EngineThreadEvaluator } from '../../src/engine/engine-thread.js';
 import { choice, noul, request, score, tinyFp32 } from './fixtures.js';
 
 /** A state of about 4,000 tokens. */
@@ -61,5 +62,27 @@ console.log(answers.n.type);`;
     const refused = results.find((r) => r.status === 'rejected');
     expect(refused && refused.status === 'rejected' ? refused.reason : undefined).toBeInstanceOf(OverloadedError);
     await expect(loadEvaluator({ modelDir: '/nonexistent/model' })).rejects.toBeInstanceOf(ModelLoadError);
+  });
+
+  it.each(['exit', 'throw'] as const)('a thread that dies (%s) ends every waiting request with EngineDeadError and tells its owner once', async (how) => {
+    const deaths: Error[] = [];
+    const e = (await loadEvaluator({ modelDir: await tinyFp32(), threads: 1, onDeath: (err) => deaths.push(err) })) as EngineThreadEvaluator;
+    const waiting = Array.from({ length: 3 }, () => e.evaluate(request({ n: noul, c: choice, s: score }, 'A long text. '.repeat(300))).then(() => 'answered', (err: Error) => err));
+    e.crashForTest(how);
+    const outcomes = await Promise.all(waiting);
+    expect(outcomes.some((o) => o instanceof EngineDeadError)).toBe(true);
+    expect(outcomes.every((o) => o === 'answered' || o instanceof EngineDeadError)).toBe(true);
+    await expect(e.evaluate(request({ n: noul }))).rejects.toBeInstanceOf(EngineDeadError);
+    expect(deaths).toHaveLength(1);
+    expect(deaths[0]).toBeInstanceOf(EngineDeadError);
+    await e.close();
+  });
+
+  it('closing is not a death: no EngineDeadError, no owner told', async () => {
+    const deaths: Error[] = [];
+    const e = await loadEvaluator({ modelDir: await tinyFp32(), threads: 1, onDeath: (err) => deaths.push(err) });
+    await e.close();
+    await expect(e.evaluate(request({ n: noul }))).rejects.toBeInstanceOf(EngineError);
+    expect(deaths).toEqual([]);
   });
 });
