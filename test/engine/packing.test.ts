@@ -58,8 +58,10 @@ describe('packed evaluation', () => {
     const modelDir = await tinyFp32();
     const withCache = await loadEvaluator({ modelDir, threads: 1 });
     try {
+      // A state is stored on its second sighting (single-question-reuse.test.ts), so each question
+      // here asks about a state this evaluator has not seen: the first sighting is one pass.
       for (const key of ['long', 'prefixes', 'numbers'] as const) {
-        const r = request({ [key]: tricky[key]! });
+        const r = request({ [key]: tricky[key]! }, `${state} (${key})`);
         const before = withCache.stats().passes;
         expectSameResult(await perQuestion.evaluate(r), await withCache.evaluate(r), 1e-4);
         expect(withCache.stats().passes - before, key).toBe(1);
