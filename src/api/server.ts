@@ -10,7 +10,8 @@ import { contentFree, errorResponse } from './error-table.js';
 import { InvalidRequestError } from '../protocol/errors.js';
 import { jsonInvalid } from '../protocol/pydantic/json-decode.js';
 import { ApiError } from './api-error.js';
-import { DeepBodyChecker, nestsDeeperThan } from './deep-body.js';
+import { BodyWorker, nestsDeeperThan } from './body-worker.js';
+import { ValidatedBody } from '../protocol/body.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { ModelProvider } from '../service/model-pool.js';
 import type { KernelPaths } from '../engine/index.js';
@@ -44,6 +45,8 @@ export interface ServerOptions {
   serverTimingEngine?: boolean;
   /** The CPU's int8 / 4-bit kernel paths, exported on /metrics as assay_cpu_kernels_info. */
   kernels?: KernelPaths;
+  /** Bodies larger than this many bytes are parsed and validated in the body worker (default DEFAULTS.inlineBodyBytes). */
+  inlineBodyBytes?: number;
   /** Clock of the rate limiter (ms). */
   now?: () => number;
 }
@@ -180,34 +183,37 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     reply.header('server-timing', typeof engine === 'string' ? `${engine}, ${total}` : total);
   });
 
-  // Only application/json bodies; parsed here so malformed JSON gets FastAPI's json_invalid 422.
-  const deepBodies = new DeepBodyChecker();
+  // Only application/json bodies; malformed JSON gets FastAPI's json_invalid 422. Small, shallow
+  // bodies are parsed here; large or deep ones in the body worker (body-worker.ts), off the loop.
+  const inlineBodyBytes = options.inlineBodyBytes ?? DEFAULTS.inlineBodyBytes;
+  const bodyWorker = new BodyWorker();
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_req, text, done) => {
-    const raw = text as string;
-    if (raw.length === 0) return done(null, undefined); // no body: "Field required" at ["body"]
-    const parse = () => {
-      let body: unknown;
-      try {
-        body = JSON.parse(raw);
-      } catch {
-        return done(new InvalidRequestError([jsonInvalid(raw)]), undefined);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_req, data, done) => {
+    const bytes = data as Buffer;
+    if (bytes.length === 0) return done(null, undefined); // no body: "Field required" at ["body"]
+    if (bytes.length <= inlineBodyBytes) {
+      const raw = bytes.toString('utf8');
+      if (!nestsDeeperThan(raw)) {
+        let body: unknown;
+        try {
+          body = JSON.parse(raw);
+        } catch {
+          return done(new InvalidRequestError([jsonInvalid(raw)]), undefined);
+        }
+        // Validation (the nesting bound first) runs in the service (protocol/validate.ts), one walk.
+        return done(null, body);
       }
-      // The nesting bound is checked first thing in validation (protocol/validate.ts), one walk.
-      done(null, body);
-    };
-    if (!nestsDeeperThan(raw)) return parse();
-    // Nested deeper than a valid body can be: parsed and depth-checked in the worker, off the loop.
-    deepBodies.check(raw).then(
-      (verdict) => {
-        if ('invalidJson' in verdict) return done(new InvalidRequestError([jsonInvalid(raw)]), undefined);
-        if (verdict.detail.length > 0) return done(new InvalidRequestError(verdict.detail), undefined);
-        parse();
+    }
+    bodyWorker.check(bytes).then(
+      ({ verdict, bytes: valid }) => {
+        if ('detail' in verdict) return done(new InvalidRequestError(verdict.detail), undefined);
+        done(null, new ValidatedBody(valid!, verdict.model, verdict.questionCount));
       },
-      () => parse(), // the worker failed: parse here, as before
+      // The worker died with this body in it: never parsed here instead (that is the stall this avoids).
+      () => done(new ApiError(503, 'The request body could not be checked; retry', { 'retry-after': '1' }), undefined),
     );
   });
-  app.addHook('onClose', async () => deepBodies.close());
+  app.addHook('onClose', async () => bodyWorker.close());
 
   // Every response carries the request id; every finished request is counted and logged.
   app.addHook('onRequest', async (req, reply) => {

@@ -35,12 +35,13 @@ try {
   };
   port.on('message', (m: ToEngine) => {
     switch (m.type) {
-      case 'evaluate': {
+      case 'evaluate':
+      case 'evaluate-body': {
         const controller = new AbortController();
         running.set(m.id, controller);
         started();
-        void evaluator
-          .evaluate(m.request, { signal: controller.signal, cacheScope: m.cacheScope })
+        const options = { signal: controller.signal, cacheScope: m.cacheScope };
+        void (m.type === 'evaluate' ? evaluator.evaluate(m.request, options) : evaluator.evaluateBody!(m.body, options))
           .then(
             (result) => post({ type: 'result', id: m.id, result, stats: evaluator.stats() }),
             (error: unknown) => post({ type: 'failed', id: m.id, failure: failureOf(error), stats: evaluator.stats() }),

@@ -11,10 +11,12 @@ import { EngineDeadError, EngineError } from './errors.js';
 import { rebuild, type Failure } from './failure.js';
 import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from './types.js';
 import { workerExecArgv, workerFile } from './worker-args.js';
+import { ownedBytes } from '../protocol/body.js';
 
 /** Main thread → engine thread. */
 export type ToEngine =
   | { type: 'evaluate'; id: number; request: EvaluateRequest; cacheScope?: string }
+  | { type: 'evaluate-body'; id: number; body: Uint8Array; cacheScope?: string }
   | { type: 'abort'; id: number }
   | { type: 'close' }
   /** Test hook (never sent for a caller): the thread exits, or throws an error nothing catches. */
@@ -119,31 +121,39 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineT
   };
   let nextId = 0;
   const post = (m: ToEngine): void => worker.postMessage(m);
+  /** Registers a request, sends it (`send` posts it under its id) and settles with the thread's answer. */
+  const submit = (send: (id: number) => void, signal: AbortSignal | undefined): Promise<EvaluateResult> => {
+    if (exited) return Promise.reject(exited);
+    const id = nextId++;
+    return new Promise<EvaluateResult>((resolve, reject) => {
+      const abort = (): void => post({ type: 'abort', id });
+      pending.set(id, {
+        resolve(result) {
+          signal?.removeEventListener('abort', abort);
+          resolve(result);
+        },
+        reject(error) {
+          signal?.removeEventListener('abort', abort);
+          reject(error);
+        },
+      });
+      if (pending.size === 1) worker.ref();
+      send(id);
+      if (signal?.aborted) abort();
+      else signal?.addEventListener('abort', abort, { once: true });
+    });
+  };
   return {
     modelDir: config.modelDir,
     synthetic,
     graph,
     evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
-      if (exited) return Promise.reject(exited);
-      const id = nextId++;
-      const { signal } = options;
-      return new Promise<EvaluateResult>((resolve, reject) => {
-        const abort = (): void => post({ type: 'abort', id });
-        pending.set(id, {
-          resolve(result) {
-            signal?.removeEventListener('abort', abort);
-            resolve(result);
-          },
-          reject(error) {
-            signal?.removeEventListener('abort', abort);
-            reject(error);
-          },
-        });
-        if (pending.size === 1) worker.ref();
-        post({ type: 'evaluate', id, request, cacheScope: options.cacheScope });
-        if (signal?.aborted) abort();
-        else signal?.addEventListener('abort', abort, { once: true });
-      });
+      return submit((id) => post({ type: 'evaluate', id, request, cacheScope: options.cacheScope }), options.signal);
+    },
+    evaluateBody(body: Uint8Array, options: EvaluateOptions = {}): Promise<EvaluateResult> {
+      // The bytes move to the engine thread (transferred: the body is never copied or parsed here).
+      const owned = ownedBytes(body);
+      return submit((id) => worker.postMessage({ type: 'evaluate-body', id, body: owned, cacheScope: options.cacheScope } satisfies ToEngine, [owned.buffer]), options.signal);
     },
     stats: () => ({ ...stats! }),
     crashForTest(how) {

@@ -7,7 +7,7 @@ import { firstTokens, labelLogProbs } from './labels.js';
 import { RequestBatcher } from './batching.js';
 import { packedTokens, packQuestions } from './packing.js';
 import { openModelFolder } from './model-folder.js';
-import type { Budgets, PlannedQuestion } from './plan.js';
+import type { Budgets, Plan, PlannedQuestion } from './plan.js';
 import { defaultPlannerThreads, inlinePlanner, workerPlanner, type Planner } from './planner/index.js';
 import { PrefixCache } from './prefix-cache.js';
 import { promptSet } from './prompts.js';
@@ -110,7 +110,14 @@ class OnnxEvaluator implements Evaluator {
 
   async evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
     // Planning throws budget errors before the request takes a place in the queue.
-    const plan = await this.planner.plan(request, options.signal);
+    return this.run(await this.planner.plan(request, options.signal), options);
+  }
+
+  async evaluateBody(body: Uint8Array, options: EvaluateOptions = {}): Promise<EvaluateResult> {
+    return this.run(await this.planner.planBody(body, options.signal), options);
+  }
+
+  private async run(plan: Plan, options: EvaluateOptions): Promise<EvaluateResult> {
     const { signal } = options;
     const cacheKey = `${options.cacheScope ?? ''}\u0001${this.cacheKey}`;
     const answers = await this.scheduler.request(async (ticket) => {

@@ -58,6 +58,12 @@ export interface Evaluator {
   /** The ONNX file the session runs: the load-time rewrite in the graph cache, or the export itself. */
   readonly graph?: string;
   evaluate(request: EvaluateRequest, options?: EvaluateOptions): Promise<EvaluateResult>;
+  /**
+   * The same for a request body as bytes (UTF-8 JSON of a SystemOneRequest the caller validated,
+   * protocol/body.ts): parsed, rendered and tokenized off the calling thread, so a large body never
+   * becomes an object there. The bytes may be transferred (detached) when they own their buffer.
+   */
+  evaluateBody?(body: Uint8Array, options?: EvaluateOptions): Promise<EvaluateResult>;
   stats(): EngineStats;
   close(): Promise<void>;
 }

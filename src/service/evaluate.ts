@@ -5,6 +5,7 @@ import type { EvaluateResult } from '../engine/index.js';
 import { InvalidRequestError, ModelForbiddenError } from '../protocol/errors.js';
 import { SystemOneResponseSchema, type SystemOneRequest, type SystemOneResponse } from '../protocol/schemas.js';
 import { parseRequest } from '../protocol/validate.js';
+import { ValidatedBody } from '../protocol/body.js';
 import { acceptedModelNames, resolveModel, type Registry } from '../registry.js';
 import type { ModelProvider } from './model-pool.js';
 
@@ -47,13 +48,17 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promis
   });
 }
 
-/** The engine's result must satisfy the response contract: one answer per question, same type. */
-function contractProblem(request: SystemOneRequest, response: SystemOneResponse): string | undefined {
+/**
+ * The engine's result must satisfy the response contract: one answer per question, same type. Of a
+ * body the service only has as bytes (ValidatedBody), it knows the question count.
+ */
+function contractProblem(request: SystemOneRequest | { questionCount: number }, response: SystemOneResponse): string | undefined {
   const parsed = SystemOneResponseSchema.safeParse(response);
   // Issue codes only: paths would carry question ids and option names into the logs.
   if (!parsed.success) return `response schema: ${parsed.error.issues.map((i) => i.code).join(', ')}`;
-  const asked = Object.keys(request.questions);
   const answered = Object.keys(response.answers);
+  if (!('questions' in request)) return answered.length === request.questionCount ? undefined : `answered ${answered.length} of ${request.questionCount} questions`;
+  const asked = Object.keys(request.questions);
   if (asked.length !== answered.length) return `answered ${answered.length} of ${asked.length} questions`;
   for (const id of asked) {
     const a = response.answers[id];
@@ -74,10 +79,16 @@ function contractProblem(request: SystemOneRequest, response: SystemOneResponse)
  * as they are, and a plain Error when the engine's answer breaks the contract.
  */
 export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller: Caller = {}): Promise<Evaluation> {
-  const parsed = parseRequest(body);
-  if (!parsed.ok) throw new InvalidRequestError(parsed.detail);
-  // zod has validated the raw body; the raw values go on (zod's copies would drop odd keys).
-  const { request } = parsed;
+  // A large body arrives validated, as its bytes (protocol/body.ts): it never becomes an object here.
+  const validated = body instanceof ValidatedBody ? body : undefined;
+  let request: SystemOneRequest | { model: string; questionCount: number };
+  if (validated) request = { model: validated.model, questionCount: validated.questionCount };
+  else {
+    const parsed = parseRequest(body);
+    if (!parsed.ok) throw new InvalidRequestError(parsed.detail);
+    // zod has validated the raw body; the raw values go on (zod's copies would drop odd keys).
+    request = parsed.request;
+  }
 
   const resolved = resolveModel(ctx.registry, request.model);
   if (!resolved) {
@@ -89,11 +100,18 @@ export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller
     throw new InvalidRequestError([{ type: 'literal_error', loc: ['body', 'model'], msg: `Input should be ${expected}`, input: request.model, ctx: { expected } }]);
   }
   if (caller.allows && !caller.allows(request.model, resolved.id)) throw new ModelForbiddenError(request.model);
-  caller.onAccepted?.({ model: resolved.id, questionCount: Object.keys(request.questions).length });
+  caller.onAccepted?.({ model: resolved.id, questionCount: 'questions' in request ? Object.keys(request.questions).length : request.questionCount });
 
   const evaluator = await untilAborted(ctx.models.get(resolved.id), caller.signal);
   const started = performance.now();
-  const result: EvaluateResult = await evaluator.evaluate(request, { signal: caller.signal, cacheScope: caller.cacheScope });
+  const options = { signal: caller.signal, cacheScope: caller.cacheScope };
+  const result: EvaluateResult =
+    'questions' in request
+      ? await evaluator.evaluate(request, options)
+      : evaluator.evaluateBody
+        ? await evaluator.evaluateBody(validated!.bytes, options)
+        : // An evaluator embedded without it (a library caller's own): parsed here after all.
+          await evaluator.evaluate(JSON.parse(new TextDecoder().decode(validated!.bytes)) as SystemOneRequest, options);
   const engineMs = performance.now() - started;
 
   const response: SystemOneResponse = { model: resolved.id, answers: result.answers, usage: result.usage };

@@ -15,6 +15,8 @@ import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
 import { TextCodec } from '../tokenizer.js';
 import type { EvaluateRequest } from '../types.js';
+import { ownedBytes } from '../../protocol/body.js';
+import { parseBody, type PlanTask } from './task.js';
 
 export interface PlannerOptions {
   modelDir: string;
@@ -30,6 +32,8 @@ export interface PlannerOptions {
 
 export interface Planner {
   plan(request: EvaluateRequest, signal?: AbortSignal): Promise<Plan>;
+  /** Plans a request body given as bytes (protocol/body.ts); a worker planner takes them over (transferred). */
+  planBody(body: Uint8Array, signal?: AbortSignal): Promise<Plan>;
   close(): Promise<void>;
 }
 
@@ -40,8 +44,10 @@ export function defaultPlannerThreads(): number {
 /** Plans on the calling thread. */
 export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads' | 'modelDir' | 'maxQueue'>): Planner {
   const prompts = promptSet(o.promptVersion);
+  const plan = async (request: EvaluateRequest) => planRequest(request, codec, prompts, o.endToken, o.budgets, { rotations: o.rotations });
   return {
-    plan: async (request) => planRequest(request, codec, prompts, o.endToken, o.budgets, { rotations: o.rotations }),
+    plan,
+    planBody: async (body) => plan(parseBody(body)),
     close: async () => {},
   };
 }
@@ -57,18 +63,23 @@ export function workerPlanner(o: PlannerOptions): Planner {
     maxQueue: o.maxQueue,
     workerData: { modelDir: o.modelDir, promptVersion: o.promptVersion, rotations: o.rotations, endToken: o.endToken, budgets: o.budgets },
   });
+  const run = async (task: PlanTask, signal: AbortSignal | undefined, transferList?: ArrayBuffer[]): Promise<Plan> => {
+    const result = (await pool.run(task, { signal, ...(transferList ? { transferList } : {}) }).catch((error: unknown) => {
+      if (signal?.aborted) throw new AbortedError();
+      // piscina's refusals when its queue is full (or, with no queue, every worker is busy).
+      if (/^(Task queue is at limit|No task queue available)/.test((error as Error).message)) {
+        throw new OverloadedError(Math.max(1, Math.ceil(pool.queueSize / o.threads / 10)));
+      }
+      throw error;
+    })) as { plan: Plan } | { failure: Failure };
+    if ('failure' in result) throw rebuild(result.failure);
+    return result.plan;
+  };
   return {
-    async plan(request, signal) {
-      const result = (await pool.run(request, { signal }).catch((error: unknown) => {
-        if (signal?.aborted) throw new AbortedError();
-        // piscina's refusals when its queue is full (or, with no queue, every worker is busy).
-        if (/^(Task queue is at limit|No task queue available)/.test((error as Error).message)) {
-          throw new OverloadedError(Math.max(1, Math.ceil(pool.queueSize / o.threads / 10)));
-        }
-        throw error;
-      })) as { plan: Plan } | { failure: Failure };
-      if ('failure' in result) throw rebuild(result.failure);
-      return result.plan;
+    plan: (request, signal) => run({ request }, signal),
+    planBody(body, signal) {
+      const owned = ownedBytes(body);
+      return run({ body: owned }, signal, [owned.buffer]);
     },
     close: () => pool.destroy(),
   };

@@ -1,0 +1,5 @@
+// The body worker when running from TypeScript sources: register tsx, then load it.
+import { register } from 'tsx/esm/api';
+
+register();
+await import('./body-worker-thread.ts');

@@ -1,0 +1,40 @@
+// The body worker: the raw nesting scan that sends deep bodies to it (brackets inside strings, and
+// escaped quotes, do not count; it stops at the first container past the limit), and the worker's
+// verdicts: 422 entries, or a valid body's facts with its bytes handed back.
+import { describe, expect, it } from 'vitest';
+import { BodyWorker, nestsDeeperThan } from '../../src/api/body-worker.js';
+
+describe('deep bodies', () => {
+  it('counts containers, not brackets inside strings', () => {
+    expect(nestsDeeperThan('[[[]]]', 3)).toBe(false);
+    expect(nestsDeeperThan('[[[[]]]]', 3)).toBe(true);
+    expect(nestsDeeperThan('{"a": "[[[[[[", "b": [1]}', 3)).toBe(false);
+    expect(nestsDeeperThan('{"a": "\\"[[[[[[", "b": [1]}', 3)).toBe(false);
+    // A string ending in an escaped backslash closes at its quote: the brackets after it count.
+    expect(nestsDeeperThan('["x\\\\", [[[]]]]', 3)).toBe(true);
+    expect(nestsDeeperThan('["unterminated [[[[', 3)).toBe(false);
+    // Content 65 deep in the state is 66 levels with the body: to the worker (which refuses it).
+    expect(nestsDeeperThan(`{"state": ${'['.repeat(65)}${']'.repeat(65)}}`)).toBe(true);
+    expect(nestsDeeperThan(`{"state": ${'['.repeat(64)}${']'.repeat(64)}}`)).toBe(false);
+  });
+
+  it('the worker answers with the 422 entries of a bad body, or the facts of a valid one and its bytes', async () => {
+    const worker = new BodyWorker();
+    const bytes = (text: string) => new TextEncoder().encode(text);
+    try {
+      const deep = await worker.check(bytes(`{"state": ${'['.repeat(70)}"x"${']'.repeat(70)}, "model": "m", "questions": {}}`));
+      expect('detail' in deep.verdict && deep.verdict.detail[0]?.type).toBe('json_too_deep');
+      expect(deep.bytes).toBeUndefined();
+      const broken = await worker.check(bytes(`${'['.repeat(100)}`));
+      expect('detail' in broken.verdict && broken.verdict.detail[0]).toMatchObject({ type: 'json_invalid', loc: ['body', 100] });
+      const text = JSON.stringify({ state: 'x'.repeat(100_000), model: 'svc-latest', questions: { a: { type: 'noul' }, b: { type: 'noul' } } });
+      const sent = bytes(text);
+      const valid = await worker.check(sent);
+      expect(valid.verdict).toEqual({ model: 'svc-latest', questionCount: 2 });
+      expect(sent.byteLength).toBe(0); // transferred, not copied
+      expect(new TextDecoder().decode(valid.bytes)).toBe(text);
+    } finally {
+      await worker.close();
+    }
+  });
+});
