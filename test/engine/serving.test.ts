@@ -121,3 +121,31 @@ describe('the planning queue is bounded', () => {
     }
   });
 });
+
+describe('bodies given as bytes plan in a lane of their own', () => {
+  it('the same plan as the request object, and a small request is planned while a 6 MB body still is', async () => {
+    const dir = await tinyFp32();
+    const codec = await TextCodec.load(dir);
+    const budgets = { request: 64_000, question: 32_000, context: 32_768 };
+    const planner = workerPlanner({ modelDir: dir, endToken: codec.eosTokenId!, budgets, threads: 1, maxQueue: 8 });
+    const bytes = (r: unknown) => new TextEncoder().encode(JSON.stringify(r));
+    try {
+      const r = request({ n: noul, c: choice, s: score });
+      expect(await planner.planBody(bytes(r))).toEqual(await planner.plan(r));
+      // 2,000,000 empty arrays: seconds to parse, render and count against the budget (then refused).
+      const big = bytes(request({ n: noul }, Array.from({ length: 2_000_000 }, () => [])));
+      const done: string[] = [];
+      const bigPlan = planner.planBody(big).then(
+        () => done.push('big'),
+        (e: unknown) => done.push(e instanceof BudgetError ? 'big refused' : String(e)),
+      );
+      expect(big.byteLength).toBe(0); // transferred to the planner thread, not copied
+      await planner.plan(request({ n: noul }));
+      done.push('small');
+      await bigPlan;
+      expect(done).toEqual(['small', 'big refused']);
+    } finally {
+      await planner.close();
+    }
+  });
+});

@@ -52,18 +52,27 @@ export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads
   };
 }
 
+/**
+ * Plans in worker threads, in two lanes: requests the API parsed inline (small bodies) and request
+ * bodies given as bytes (past the inline size: megabytes to parse, render and tokenize). Each lane
+ * has its own threads and queue, so a light caller's plan never waits behind a 6 MB body's; the
+ * bytes lane starts its threads on first use.
+ */
 export function workerPlanner(o: PlannerOptions): Planner {
-  const pool = new Piscina({
-    filename: workerFile('worker', import.meta.url),
-    minThreads: o.threads,
-    maxThreads: o.threads,
-    // Tokenizer loading is the worker's start-up cost: keep them.
-    idleTimeout: Number.POSITIVE_INFINITY,
-    execArgv: workerExecArgv(),
-    maxQueue: o.maxQueue,
-    workerData: { modelDir: o.modelDir, promptVersion: o.promptVersion, rotations: o.rotations, endToken: o.endToken, budgets: o.budgets },
-  });
-  const run = async (task: PlanTask, signal: AbortSignal | undefined, transferList?: ArrayBuffer[]): Promise<Plan> => {
+  const lane = (minThreads: number) =>
+    new Piscina({
+      filename: workerFile('worker', import.meta.url),
+      minThreads,
+      maxThreads: o.threads,
+      // Tokenizer loading is the worker's start-up cost: keep them.
+      idleTimeout: Number.POSITIVE_INFINITY,
+      execArgv: workerExecArgv(),
+      maxQueue: o.maxQueue,
+      workerData: { modelDir: o.modelDir, promptVersion: o.promptVersion, rotations: o.rotations, endToken: o.endToken, budgets: o.budgets },
+    });
+  const requests = lane(o.threads);
+  const bodies = lane(0);
+  const run = async (pool: Piscina, task: PlanTask, signal: AbortSignal | undefined, transferList?: ArrayBuffer[]): Promise<Plan> => {
     const result = (await pool.run(task, { signal, ...(transferList ? { transferList } : {}) }).catch((error: unknown) => {
       if (signal?.aborted) throw new AbortedError();
       // piscina's refusals when its queue is full (or, with no queue, every worker is busy).
@@ -76,11 +85,13 @@ export function workerPlanner(o: PlannerOptions): Planner {
     return result.plan;
   };
   return {
-    plan: (request, signal) => run({ request }, signal),
+    plan: (request, signal) => run(requests, { request }, signal),
     planBody(body, signal) {
       const owned = ownedBytes(body);
-      return run({ body: owned }, signal, [owned.buffer]);
+      return run(bodies, { body: owned }, signal, [owned.buffer]);
     },
-    close: () => pool.destroy(),
+    close: async () => {
+      await Promise.all([requests.destroy(), bodies.destroy()]);
+    },
   };
 }
