@@ -13,7 +13,6 @@
 // processes taking turns on 2 cores more than the server itself.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +21,7 @@ import { TextCodec } from '../src/engine/tokenizer.js';
 import { table, type BenchContext, type SectionResult, type Target } from './lib/context.js';
 import { round, roundSummary, summarize, timeMs } from './lib/stats.js';
 import { clientRequestsA } from './lib/text.js';
+import { freePort } from '../deploy/local/cluster.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KEY = 'bench-key-0123456789';
@@ -32,17 +32,6 @@ interface Server {
   model: string;
   stop(): Promise<void>;
   memory(): { vmHwmMiB: number; vmRssMiB: number };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function startServer(ctx: BenchContext, dir: string, variant: 'fp32' | 'int8'): Promise<Server> {

@@ -45,6 +45,8 @@ export interface ServerOptions {
   serverTimingEngine?: boolean;
   /** The CPU's int8 / 4-bit kernel paths, exported on /metrics as assay_cpu_kernels_info. */
   kernels?: KernelPaths;
+  /** Sent as `x-assay-replica` on every response when set (a proxy's routing, made visible). */
+  replicaId?: string;
   /** Bodies larger than this many bytes are parsed and validated in the body worker (default DEFAULTS.inlineBodyBytes). */
   inlineBodyBytes?: number;
   /** Clock of the rate limiter (ms). */
@@ -218,6 +220,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
   // Every response carries the request id; every finished request is counted and logged.
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    if (options.replicaId) reply.header('x-assay-replica', options.replicaId);
     const route = req.routeOptions.url ?? 'unmatched';
     metrics.inFlight(route, 1);
     let done = false;

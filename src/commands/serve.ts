@@ -97,6 +97,7 @@ export async function run(argv: string[]): Promise<number> {
     logFormat: config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json'),
     prefixCacheScope: config.prefixCacheScope,
     serverTimingEngine: config.serverTimingEngine,
+    replicaId: config.replicaId,
   });
 
   if (config.generatedKey) {

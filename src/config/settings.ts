@@ -81,6 +81,9 @@ export const ServeSettingsSchema = z.strictObject({
     .default(DEFAULTS.prefixCacheScope)
     .meta(m({ flag: 'prefix-cache-scope', env: 'ASSAY_PREFIX_CACHE_SCOPE', arg: 'key|shared', doc: 'key: each API key reuses only its own cached prefixes; shared: one prefix cache across keys (a key can then time whether another key sent a state recently)' })),
   serverTimingEngine: bool().default(false).meta(m({ flag: 'server-timing-engine', env: 'ASSAY_SERVER_TIMING_ENGINE', doc: "add engine;dur= (queue + passes) to Server-Timing; off by default because it tells a prefix-cache hit from a miss" })),
+  replicaId: text()
+    .optional()
+    .meta(m({ flag: 'replica-id', env: 'ASSAY_REPLICA_ID', arg: 'NAME', doc: "name this replica in an x-assay-replica response header, for checking a proxy's routing (off by default: it tells a caller which replica holds its states)" })),
   packQuestions: bool()
     .default(true)
     .meta(m({ flag: 'pack-questions', env: 'ASSAY_PACK_QUESTIONS', doc: "packed evaluation: a request's questions in one pass on its prefix (--no-pack-questions: one pass per question, which keeps each question's quantized activations to itself)" })),

@@ -154,9 +154,14 @@ describe('deploy/ manifests', () => {
     expect(rule.metricsQuery).toMatch(/^sum\(.*\) by \(<<\.GroupBy>>\)$/);
   });
 
-  it('Ingress hashes on the state-hash header and routes to the Service', () => {
+  it('Ingress hashes on the routing key that the controller ConfigMap maps from the state-hash header, and routes to the Service', () => {
     const ing = one('Ingress');
-    expect(ing.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by']).toBe('$http_x_assay_state_hash');
+    const key = ing.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by'];
+    expect(key).toBe('$assay_route_key');
+    const snippet: string = one('ConfigMap').data['http-snippet'];
+    expect(snippet).toMatch(new RegExp(`^map \\$http_x_assay_state_hash \\${key} \\{`, 'm'));
+    expect(snippet).toMatch(/""\s+\$request_id;/);
+    expect(Number(ing.metadata.annotations['nginx.ingress.kubernetes.io/proxy-body-size'].replace(/m$/, '')) * 2 ** 20).toBe(DEFAULTS.bodyLimit);
     const backend = ing.spec.rules[0].http.paths[0].backend.service;
     const svc = one('Service');
     expect(backend.name).toBe(svc.metadata.name);
