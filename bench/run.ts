@@ -1,5 +1,5 @@
 // `npm run bench` (about 20 minutes here) / `npm run bench -- --quick` (about 2).
-// Options: --quick, --only shared,roofline,cache,single-question,transformersjs,workloads,http,serving,engine-death,packing,peers, --out <dir>, --threads N.
+// Options: --quick, --only shared,roofline,cache,single-question,transformersjs,workloads,http,serving,engine-death,scaleout,packing,peers, --out <dir>, --threads N.
 // Sections run one at a time (never two heavy things at once); a failing section is reported and
 // the rest still run.
 import { createContext, type BenchContext, type SectionResult } from './lib/context.js';
@@ -18,6 +18,7 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   http: async () => (await import('./http.js')).httpSection,
   serving: async () => (await import('./serving.js')).servingSection,
   'engine-death': async () => (await import('./engine-death.js')).engineDeathSection,
+  scaleout: async () => (await import('./scaleout.js')).scaleoutSection,
   packing: async () => (await import('./engine/packing.js')).packingSection,
   peers: async () => (await import('./peers/section.js')).peersSection,
 };
