@@ -1,18 +1,20 @@
 // assay eval --dataset FILE [--compare A,B]: every line of a labeled JSONL dataset (dataset/read.ts)
 // through the local engine (the same service function the server runs) or a server (--url), then
 // the quality metrics per question type and per tag (src/quality/metrics.ts), printed as markdown
-// and, with --out DIR, written as report.md, report.json and one reliability diagram per
+// and, with --out DIR, written as report.md, report.json, report.html (one self-contained page:
+// dataset/report-html.ts) and one reliability diagram per
 // classification type. --compare runs two arms (dataset/targets.ts: models, variants, prompt
 // versions, rotations) on the same lines and adds how many answers flipped between them.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Answer, Question } from '../protocol/schemas.js';
-import { countFlips, type FlipCounts } from '../quality/compare.js';
+import { countFlips, decision, type FlipCounts } from '../quality/compare.js';
 import { choiceMetrics, noulMetrics, scoreMetrics, type ChoiceExample, type NoulExample, type ScoreExample } from '../quality/metrics.js';
 import { reliabilitySvg } from '../quality/reliability-svg.js';
 import { loadRegistry, type Registry } from '../registry.js';
 import type { Io } from './common.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';
+import { reportHtml, type ChangedAnswer, type HtmlArm } from './dataset/report-html.js';
 import { runDataset, type DatasetRun } from './dataset/run.js';
 import { ArmError, openTarget, parseArm, syntheticShapeRegistry, type TargetContext } from './dataset/targets.js';
 
@@ -82,15 +84,28 @@ function buildReport(dataset: string, run: DatasetRun, lines: DatasetLine[]) {
 type Report = ReturnType<typeof buildReport>;
 
 const f3 = (x: number | undefined) => (x !== undefined && Number.isFinite(x) ? x.toFixed(3) : '–');
-const HEAD = '| type | answers | accuracy | Brier | log loss | ECE (15 equal-mass bins) | score MAE |\n|---|---|---|---|---|---|---|';
+
 const SYNTHETIC_NOTE = '> **This model is synthetic (random weights): its answers, and so these metrics, mean nothing.** Register a real model to measure quality.';
 
-function rows(m: Metrics, label = ''): string[] {
+/** The metrics table's rows as cells: type (with a label), answers, accuracy, Brier, log loss, ECE, score MAE. */
+function cells(m: Metrics, label = ''): string[][] {
   return [
-    ...(m.noul ? [`| ${label}noul | ${m.noul.count} | ${f3(m.noul.accuracy)} | ${f3(m.noul.brier)} | ${f3(m.noul.logLoss)} | ${f3(m.noul.ece)} | – |`] : []),
-    ...(m.choice ? [`| ${label}choice | ${m.choice.count} | ${f3(m.choice.accuracy)} | ${f3(m.choice.brier)} | ${f3(m.choice.logLoss)} | ${f3(m.choice.ece)} | – |`] : []),
-    ...(m.score ? [`| ${label}score | ${m.score.count} | ${f3(m.score.exactAccuracy)} | – | – | – | ${f3(m.score.mae)} |`] : []),
+    ...(m.noul ? [[`${label}noul`, String(m.noul.count), f3(m.noul.accuracy), f3(m.noul.brier), f3(m.noul.logLoss), f3(m.noul.ece), '–']] : []),
+    ...(m.choice ? [[`${label}choice`, String(m.choice.count), f3(m.choice.accuracy), f3(m.choice.brier), f3(m.choice.logLoss), f3(m.choice.ece), '–']] : []),
+    ...(m.score ? [[`${label}score`, String(m.score.count), f3(m.score.exactAccuracy), '–', '–', '–', f3(m.score.mae)]] : []),
   ];
+}
+
+const HEAD_CELLS = ['type', 'answers', 'accuracy', 'Brier', 'log loss', 'ECE (15 equal-mass bins)', 'score MAE'];
+
+function rows(m: Metrics, label = ''): string[] {
+  return cells(m, label).map((c) => `| ${c.join(' | ')} |`);
+}
+
+const HEAD = `| ${HEAD_CELLS.join(' | ')} |\n|${HEAD_CELLS.map(() => '---').join('|')}|`;
+
+function summary(r: Report): string {
+  return `Model ${r.model}; ${r.lines} lines, ${r.answers} labeled answers; ${r.usage.input_tokens} input tokens; ${r.seconds} s.`;
 }
 
 function markdown(report: Report): string {
@@ -98,13 +113,19 @@ function markdown(report: Report): string {
     `# assay eval --dataset ${report.dataset}`,
     '',
     ...(report.synthetic ? [SYNTHETIC_NOTE, ''] : []),
-    `Model ${report.model}; ${report.lines} lines, ${report.answers} labeled answers; ${report.usage.input_tokens} input tokens; ${report.seconds} s.`,
+    summary(report),
     '',
     HEAD,
     ...rows(report.metrics),
   ];
   for (const [tag, m] of Object.entries(report.byTag)) parts.push('', `## tag \`${tag}\``, '', HEAD, ...rows(m));
   return `${parts.join('\n')}\n`;
+}
+
+const FLIP_HEAD = ['type', 'answers', 'flipped', 'fixed (wrong → right)', 'broken (right → wrong)', 'mean largest probability change'];
+
+function flipCells(flips: Record<string, FlipCounts>): string[][] {
+  return Object.entries(flips).map(([type, c]) => [type, String(c.count), `${c.flipped} (${((100 * c.flipped) / c.count).toFixed(1)}%)`, String(c.fixed), String(c.broken), f3(c.meanMaxDelta)]);
 }
 
 function compareMarkdown(dataset: string, a: Report, b: Report, flips: Record<string, FlipCounts>): string {
@@ -120,23 +141,48 @@ function compareMarkdown(dataset: string, a: Report, b: Report, flips: Record<st
     '',
     `## ${b.arm} against ${a.arm}`,
     '',
-    '| type | answers | flipped | fixed (wrong → right) | broken (right → wrong) | mean largest probability change |',
-    '|---|---|---|---|---|---|',
-    ...Object.entries(flips).map(([type, c]) => `| ${type} | ${c.count} | ${c.flipped} (${((100 * c.flipped) / c.count).toFixed(1)}%) | ${c.fixed} | ${c.broken} | ${f3(c.meanMaxDelta)} |`),
+    `| ${FLIP_HEAD.join(' | ')} |`,
+    `|${FLIP_HEAD.map(() => '---').join('|')}|`,
+    ...flipCells(flips).map((c) => `| ${c.join(' | ')} |`),
   ];
   return `${parts.join('\n')}\n`;
 }
 
-function writePlots(out: string, report: Report, prefix = ''): string[] {
-  const plots: string[] = [];
+function plotsOf(report: Report): Array<{ type: 'noul' | 'choice'; title: string; svg: string }> {
+  const plots = [];
   for (const type of ['noul', 'choice'] as const) {
     const m = report.metrics[type];
     if (!m) continue;
-    const file = `reliability-${prefix}${type}.svg`;
-    writeFileSync(join(out, file), reliabilitySvg(`${type}: ${report.arm === report.model ? report.model : `${report.arm} (${report.model})`}`, m.reliability, m.ece));
-    plots.push(file);
+    const title = `${type}: ${report.arm === report.model ? report.model : `${report.arm} (${report.model})`}`;
+    plots.push({ type, title, svg: reliabilitySvg(title, m.reliability, m.ece) });
   }
   return plots;
+}
+
+function writePlots(out: string, report: Report, prefix = ''): string[] {
+  return plotsOf(report).map((p) => {
+    const file = `reliability-${prefix}${p.type}.svg`;
+    writeFileSync(join(out, file), p.svg);
+    return file;
+  });
+}
+
+function htmlArm(r: Report): HtmlArm {
+  return {
+    arm: r.arm,
+    summary: summary(r),
+    metrics: { head: HEAD_CELLS, rows: cells(r.metrics) },
+    byTag: Object.entries(r.byTag).map(([tag, m]) => ({ tag, table: { head: HEAD_CELLS, rows: cells(m) } })),
+    plots: plotsOf(r).map(({ title, svg }) => ({ title, svg })),
+  };
+}
+
+/** How an answer reads in the flips table: the decision and its probability. */
+function shown(a: Answer): string {
+  if (a.type === 'noul') return `${a.noul >= 0.5 ? 'yes' : 'no'} (P(yes) ${a.noul.toFixed(3)})`;
+  if (a.type === 'choice') return `${a.choice} (${(a.probabilities[a.choice] ?? 0).toFixed(3)})`;
+  const level = String(decision(a));
+  return `${level} (${(a.probabilities[level] ?? 0).toFixed(3)}; score ${a.score.toFixed(2)})`;
 }
 
 /** The arm file-name prefix: safe characters only. */
@@ -190,12 +236,13 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
     if (o.out) {
       writeFileSync(join(o.out, 'report.md'), md);
       writeFileSync(join(o.out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
-      files.push('report.md', 'report.json', ...writePlots(o.out, report));
+      writeFileSync(join(o.out, 'report.html'), reportHtml(`assay eval --dataset ${o.file}`, report.synthetic, [htmlArm(report)]));
+      files.push('report.md', 'report.json', 'report.html', ...writePlots(o.out, report));
     }
   } else {
     const [a, b] = reports as [Report, Report];
     const pairs = lines.flatMap((line, i) =>
-      Object.keys(line.questions).map((id) => ({ a: runs[0]!.responses[i]!.answers[id]!, b: runs[1]!.responses[i]!.answers[id]!, expected: line.expected[id] })),
+      Object.keys(line.questions).map((id) => ({ line: i + 1, id, a: runs[0]!.responses[i]!.answers[id]!, b: runs[1]!.responses[i]!.answers[id]!, expected: line.expected[id] })),
     );
     const flips = countFlips(pairs);
     const md = compareMarkdown(o.file, a, b, flips);
@@ -203,7 +250,20 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
     if (o.out) {
       writeFileSync(join(o.out, 'report.md'), md);
       writeFileSync(join(o.out, 'report.json'), `${JSON.stringify({ dataset: o.file, arms: [a, b], flips }, null, 2)}\n`);
-      files.push('report.md', 'report.json', ...writePlots(o.out, a, slug(a.arm)), ...writePlots(o.out, b, slug(b.arm)));
+      const changed: ChangedAnswer[] = pairs
+        .filter((p) => decision(p.a) !== decision(p.b))
+        .map((p) => ({
+          line: p.line,
+          question: p.id,
+          type: p.a.type,
+          expected: JSON.stringify(p.expected ?? null),
+          a: shown(p.a),
+          b: shown(p.b),
+          verdict: decision(p.b) === p.expected ? 'fixed' : decision(p.a) === p.expected ? 'broken' : '',
+        }));
+      const compare = { a: a.arm, b: b.arm, flips: { head: FLIP_HEAD, rows: flipCells(flips) }, changed };
+      writeFileSync(join(o.out, 'report.html'), reportHtml(`assay eval --dataset ${o.file} --compare ${a.arm},${b.arm}`, a.synthetic || b.synthetic, [htmlArm(a), htmlArm(b)], compare));
+      files.push('report.md', 'report.json', 'report.html', ...writePlots(o.out, a, slug(a.arm)), ...writePlots(o.out, b, slug(b.arm)));
     }
   }
   if (o.out) io.err(`assay eval: wrote ${files.map((f) => join(o.out!, f)).join(', ')}\n`);

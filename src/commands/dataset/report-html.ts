@@ -1,0 +1,94 @@
+// report.html of `assay eval --dataset … --out DIR`: the report as one self-contained page (no
+// script, no external file: the styles inline, the reliability diagrams as inline SVG), to open
+// offline and share. With --compare, the lines whose answer flipped between the arms as a table.
+
+export interface HtmlTable {
+  head: string[];
+  rows: string[][];
+}
+
+export interface HtmlArm {
+  arm: string;
+  summary: string;
+  metrics: HtmlTable;
+  byTag: Array<{ tag: string; table: HtmlTable }>;
+  /** Reliability diagrams: their titles and SVG text. */
+  plots: Array<{ title: string; svg: string }>;
+}
+
+export interface ChangedAnswer {
+  line: number;
+  question: string;
+  type: string;
+  expected: string;
+  a: string;
+  b: string;
+  verdict: 'fixed' | 'broken' | '';
+}
+
+export interface HtmlCompare {
+  a: string;
+  b: string;
+  flips: HtmlTable;
+  changed: ChangedAnswer[];
+}
+
+const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+function table(t: HtmlTable, caption?: string): string {
+  return [
+    '<table>',
+    caption ? `<caption>${esc(caption)}</caption>` : '',
+    `<thead><tr>${t.head.map((h) => `<th scope="col">${esc(h)}</th>`).join('')}</tr></thead>`,
+    `<tbody>${t.rows.map((r) => `<tr>${r.map((c, i) => (i === 0 ? `<th scope="row">${esc(c)}</th>` : `<td>${esc(c)}</td>`)).join('')}</tr>`).join('')}</tbody>`,
+    '</table>',
+  ].join('');
+}
+
+const STYLE = `body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;margin:0 auto;max-width:1100px;padding:1rem}
+h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem}h3{font-size:1rem}
+.synthetic{border:2px solid #b45309;background:#fff7ed;color:#7c2d12;padding:.6rem .8rem;border-radius:6px}
+table{border-collapse:collapse;margin:.5rem 0 1rem;font-variant-numeric:tabular-nums;display:block;overflow-x:auto}
+caption{text-align:left;font-weight:600;padding:.25rem 0}
+th,td{border:1px solid #d0d4da;padding:.3rem .6rem;text-align:right}th[scope=row],thead th{text-align:left;background:#f6f7f9}
+.plots{display:flex;flex-wrap:wrap;gap:1rem}.plots figure{margin:0}.plots svg{max-width:100%;height:auto}
+td.fixed{color:#0b7a3e;font-weight:600}td.broken{color:#b3261e;font-weight:600}`;
+
+function armSection(arm: HtmlArm, heading: boolean): string {
+  return [
+    heading ? `<h2>${esc(arm.arm)}</h2>` : '',
+    `<p>${esc(arm.summary)}</p>`,
+    table(arm.metrics, 'All answers'),
+    arm.plots.length ? `<div class="plots">${arm.plots.map((p) => `<figure aria-label="${esc(p.title)}">${p.svg}</figure>`).join('')}</div>` : '',
+    ...arm.byTag.map((t) => table(t.table, `tag ${t.tag}`)),
+  ].join('\n');
+}
+
+function changedTable(c: HtmlCompare): string {
+  if (c.changed.length === 0) return `<p>No answer flipped between ${esc(c.a)} and ${esc(c.b)}.</p>`;
+  const head = ['line', 'question', 'type', 'label', c.a, c.b, 'verdict'];
+  const rows = c.changed.map(
+    (x) => `<tr><th scope="row">${x.line}</th><td>${esc(x.question)}</td><td>${esc(x.type)}</td><td>${esc(x.expected)}</td><td>${esc(x.a)}</td><td>${esc(x.b)}</td><td class="${x.verdict}">${x.verdict || '–'}</td></tr>`,
+  );
+  return `<table class="changed"><caption>Answers that flipped (${c.changed.length})</caption><thead><tr>${head.map((h) => `<th scope="col">${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('')}</tbody></table>`;
+}
+
+/** The whole page. */
+export function reportHtml(title: string, synthetic: boolean, arms: HtmlArm[], compare?: HtmlCompare): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${esc(title)}</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<h1>${esc(title)}</h1>
+${synthetic ? '<p class="synthetic" role="alert"><strong>This model is synthetic (random weights): its answers, and so these metrics, mean nothing.</strong> Register a real model to measure quality.</p>' : ''}
+${arms.map((a) => armSection(a, arms.length > 1)).join('\n')}
+${compare ? `<h2>${esc(compare.b)} against ${esc(compare.a)}</h2>\n${table(compare.flips)}\n${changedTable(compare)}` : ''}
+</body>
+</html>
+`;
+}
