@@ -59,8 +59,10 @@ export function buildOpenApi(serverUrl?: string): Json {
       title: 'Assay question-evaluation API',
       version: OPENAPI_VERSION,
       description: 'Evaluates a state against typed questions (noul / choice / score).',
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
-    ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
+    // Relative to where the document is served: the server that serves it.
+    servers: [serverUrl ? { url: serverUrl } : { url: '/', description: 'this server' }],
     paths: {
       '/v1/systemone': {
         post: {

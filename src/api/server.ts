@@ -19,6 +19,7 @@ import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.
 import { modelsRoute } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
 import { systemoneRoute } from './routes/systemone.js';
+import { pagesRoutes } from './routes/pages.js';
 
 
 export interface ServerOptions {
@@ -45,6 +46,10 @@ export interface ServerOptions {
   serverTimingEngine?: boolean;
   /** The CPU's int8 / 4-bit kernel paths, exported on /metrics as assay_cpu_kernels_info. */
   kernels?: KernelPaths;
+  /** Serve /docs (Swagger UI on /openapi.json); default true. */
+  docs?: boolean;
+  /** Serve /playground; default true. */
+  playground?: boolean;
   /** Sent as `x-assay-replica` on every response when set (a proxy's routing, made visible). */
   replicaId?: string;
   /** Bodies larger than this many bytes are parsed and validated in the body worker (default DEFAULTS.inlineBodyBytes). */
@@ -127,6 +132,8 @@ const KNOWN: Record<string, string[]> = {
   '/healthz': ['GET', 'HEAD'],
   '/metrics': ['GET', 'HEAD'],
   '/openapi.json': ['GET', 'HEAD'],
+  '/playground': ['GET', 'HEAD'],
+  '/playground/models': ['GET', 'HEAD'],
 };
 
 /** 405 (with Allow) for a known path and another method, else 404, as FastAPI answers them. */
@@ -255,6 +262,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
 
   systemoneRoute(app, ctx);
   modelsRoute(app, ctx);
+  await pagesRoutes(app, ctx, { docs: options.docs ?? true, playground: options.playground ?? true });
   opsRoutes(app, ctx);
   await app.ready();
   return app as unknown as AssayServer;

@@ -98,6 +98,8 @@ export async function run(argv: string[]): Promise<number> {
     prefixCacheScope: config.prefixCacheScope,
     serverTimingEngine: config.serverTimingEngine,
     replicaId: config.replicaId,
+    docs: config.docs,
+    playground: config.playground,
   });
 
   if (config.generatedKey) {

@@ -81,6 +81,8 @@ export const ServeSettingsSchema = z.strictObject({
     .default(DEFAULTS.prefixCacheScope)
     .meta(m({ flag: 'prefix-cache-scope', env: 'ASSAY_PREFIX_CACHE_SCOPE', arg: 'key|shared', doc: 'key: each API key reuses only its own cached prefixes; shared: one prefix cache across keys (a key can then time whether another key sent a state recently)' })),
   serverTimingEngine: bool().default(false).meta(m({ flag: 'server-timing-engine', env: 'ASSAY_SERVER_TIMING_ENGINE', doc: "add engine;dur= (queue + passes) to Server-Timing; off by default because it tells a prefix-cache hit from a miss" })),
+  docs: bool().default(true).meta(m({ flag: 'docs', env: 'ASSAY_DOCS', doc: 'serve /docs, the interactive API reference (Swagger UI on /openapi.json, assets from the package); --no-docs turns it off' })),
+  playground: bool().default(true).meta(m({ flag: 'playground', env: 'ASSAY_PLAYGROUND', doc: 'serve /playground, a page to send a request and see its answers as charts (static files; the key stays in the browser tab); --no-playground turns it off' })),
   replicaId: text()
     .optional()
     .meta(m({ flag: 'replica-id', env: 'ASSAY_REPLICA_ID', arg: 'NAME', doc: "name this replica in an x-assay-replica response header, for checking a proxy's routing (off by default: it tells a caller which replica holds its states)" })),

@@ -1,0 +1,101 @@
+// The browser pages, off the API's request path: /docs (Swagger UI on the server's own OpenAPI
+// document, assets from the installed package, no CDN) and /playground (a static page compiled from
+// src/web, with a strict Content-Security-Policy and no inline script or style). Both add a state
+// hash to the calls they make, as the client SDK does (README "Scale-out"). /playground/models is
+// GET /v1/models for the page (same key, same rate limit) with each model's synthetic flag, so the
+// page can say loudly that a model's answers are meaningless.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import { listModelNames, resolveModel } from '../../registry.js';
+import type { ApiContext } from '../context.js';
+import { admission, keyAllows } from '../admission.js';
+import { buildOpenApi } from '../openapi.js';
+
+/** dist/web: the compiled pages (`npm run build`), found from src/ (tests, tsx) and from dist/ alike. */
+function webDir(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error('package.json not found above src/api/routes');
+    dir = up;
+  }
+  return join(dir, 'dist', 'web');
+}
+
+/**
+ * Swagger UI's requestInterceptor. @fastify/swagger-ui writes its source text into the page's
+ * initializer, where it hands each "try it out" call to the state-hash script, if loaded.
+ */
+const requestInterceptor = <T>(req: T): T | Promise<T> => {
+  const hash = (globalThis as { assayStateHash?: (r: T) => Promise<T> }).assayStateHash;
+  return hash ? hash(req) : req;
+};
+
+const DOCS_CSP = {
+  'default-src': "'self'",
+  'base-uri': "'self'",
+  'script-src': "'self'",
+  'script-src-attr': "'none'",
+  'style-src': "'self' 'unsafe-inline'",
+  'img-src': "'self' data:",
+  'font-src': "'self' data:",
+  'connect-src': "'self'",
+  'object-src': "'none'",
+  'frame-ancestors': "'none'",
+};
+
+/** The playground's policy: its own scripts, styles and API only; no framing, no plugins. */
+const PLAYGROUND_CSP = ["default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"].join('; ');
+
+export interface PagesOptions {
+  docs: boolean;
+  playground: boolean;
+}
+
+export async function pagesRoutes(app: FastifyInstance, ctx: ApiContext, o: PagesOptions): Promise<void> {
+  if (!o.docs && !o.playground) return;
+  const web = webDir();
+  if (!existsSync(join(web, 'playground', 'main.js'))) {
+    app.log.warn(`${web} is missing (run \`npm run build\`): /docs and /playground are off`);
+    return;
+  }
+
+  if (o.docs) {
+    await app.register(fastifySwagger, { mode: 'static', specification: { document: buildOpenApi() as never } });
+    await app.register(fastifySwaggerUi, {
+      routePrefix: '/docs',
+      // The plugin's default CSP allows https: styles and fonts (CDNs) and upgrades requests to https
+      // (which breaks a server on plain http off localhost). Ours: the package's own assets only;
+      // inline styles because Swagger UI's components set them.
+      staticCSP: DOCS_CSP,
+      uiConfig: { tryItOutEnabled: true, persistAuthorization: false, displayRequestDuration: true, defaultModelsExpandDepth: 0, requestInterceptor },
+      // Adds x-assay-state-hash to "try it out" calls (src/web/docs/state-hash.ts).
+      theme: { title: 'Assay API reference', js: [{ filename: 'state-hash.js', content: readFileSync(join(web, 'docs', 'state-hash.js'), 'utf8') }] },
+    });
+  }
+
+  if (o.playground) {
+    await app.register(fastifyStatic, { root: join(web, 'playground'), prefix: '/playground/', decorateReply: false, index: false, setHeaders: (reply) => void reply.header('content-security-policy', PLAYGROUND_CSP) });
+    const page = readFileSync(join(web, 'playground.html'));
+    const css = readFileSync(join(web, 'playground.css'));
+    app.get('/playground', async (_req, reply) => reply.header('content-security-policy', PLAYGROUND_CSP).type('text/html; charset=utf-8').send(page));
+    app.get('/playground/style.css', async (_req, reply) => reply.type('text/css; charset=utf-8').send(css));
+    app.get('/playground/models', { onRequest: admission(ctx) }, async (req) => {
+      const key = req.apiKey!;
+      const models = [];
+      for (const name of listModelNames(ctx.registry)) {
+        const m = resolveModel(ctx.registry, name);
+        if (!m || !keyAllows(key, name, m.id)) continue;
+        // Generated with random weights (trained weights make a synthetic folder meaningful).
+        const synthetic = m.entry.synthetic !== undefined && m.entry.synthetic.weights === undefined;
+        models.push({ name, description: m.entry.description, release_date: m.entry.release_date, synthetic });
+      }
+      return { models };
+    });
+  }
+}

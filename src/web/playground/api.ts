@@ -1,0 +1,84 @@
+// What the playground sends and gets: the API's wire types (a subset of src/protocol/schemas.ts,
+// which the browser build does not compile), the two calls, and the state hash the client SDK
+// sends for state-affine routing (README "Scale-out").
+
+export type Content = string | number | boolean | null | Content[] | { [key: string]: Content };
+export type Question =
+  | { type: 'noul'; instructions: string; criteria?: { true?: string; false?: string } }
+  | { type: 'choice'; instructions: string; criteria: Record<string, string | null> }
+  | { type: 'score'; instructions: string; criteria: string[] };
+export interface EvaluateRequest {
+  state: Content;
+  model: string;
+  questions: Record<string, Question>;
+}
+export type Answer =
+  | { type: 'noul'; noul: number }
+  | { type: 'choice'; choice: string; probabilities: Record<string, number>; confidence: number }
+  | { type: 'score'; score: number; legend: Record<string, Content>; probabilities: Record<string, number>; confidence: number };
+export interface EvaluateResponse {
+  model: string;
+  answers: Record<string, Answer>;
+  usage: { input_tokens: number; output_tokens: number };
+}
+export interface ValidationError {
+  type: string;
+  loc: Array<string | number>;
+  msg: string;
+}
+export interface PlaygroundModel {
+  name: string;
+  description: string;
+  release_date: string;
+  synthetic: boolean;
+}
+
+/** An HTTP answer that is not a 2xx: the status, the body's detail, the retry hints. */
+export class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string | ValidationError[],
+    readonly retryAfterSeconds: number | undefined,
+    readonly requestId: string | undefined,
+  ) {
+    super(typeof detail === 'string' ? detail : `${detail.length} validation error(s)`);
+  }
+}
+
+/** The hex sha256 of the state's JSON, as the client SDK sends it; undefined where WebCrypto is absent (plain http off localhost). */
+export async function stateHash(state: Content): Promise<string | undefined> {
+  if (!globalThis.crypto?.subtle) return undefined;
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(JSON.stringify(state)));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+async function failure(res: Response): Promise<ApiFailure> {
+  const body = (await res.json().catch(() => ({}))) as { detail?: string | ValidationError[] };
+  const retry = res.headers.get('retry-after');
+  return new ApiFailure(res.status, body.detail ?? res.statusText, retry === null ? undefined : Number(retry), res.headers.get('x-request-id') ?? undefined);
+}
+
+export async function listModels(key: string): Promise<PlaygroundModel[]> {
+  const res = await fetch('/playground/models', { headers: { authorization: `Bearer ${key}` } });
+  if (!res.ok) throw await failure(res);
+  return ((await res.json()) as { models: PlaygroundModel[] }).models;
+}
+
+export interface Evaluation {
+  response: EvaluateResponse;
+  ms: number;
+  requestId: string | undefined;
+}
+
+export async function evaluate(key: string, request: EvaluateRequest): Promise<Evaluation> {
+  const hash = await stateHash(request.state);
+  const started = performance.now();
+  const res = await fetch('/v1/systemone', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(hash ? { 'x-assay-state-hash': hash } : {}) },
+    body: JSON.stringify(request),
+  });
+  if (!res.ok) throw await failure(res);
+  const response = (await res.json()) as EvaluateResponse;
+  return { response, ms: performance.now() - started, requestId: res.headers.get('x-request-id') ?? undefined };
+}
