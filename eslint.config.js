@@ -7,13 +7,13 @@ import tseslint from 'typescript-eslint';
 
 /** Imports a layer may not make: lower layers never import upper ones. */
 const LAYERS = {
-  'src/protocol/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/client/**', '**/config/**'],
-  'src/engine/**': ['**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/client/**', '**/config/**', '**/registry.js'],
-  'src/service/**': ['**/api/**', '**/commands/**', '**/tools/**', '**/client/**', '**/config/**'],
-  'src/api/**': ['**/commands/**', '**/tools/**', '**/client/**', '**/config/**'],
-  'src/client/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/config/**'],
-  'src/quality/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/client/**', '**/config/**'],
-  'src/tools/**': ['**/service/**', '**/api/**', '**/commands/**', '**/client/**'],
+  'src/protocol/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**'],
+  'src/engine/**': ['**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**', '**/registry.js'],
+  'src/service/**': ['**/api/**', '**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**'],
+  'src/api/**': ['**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**'],
+  'src/client/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/model-files/**', '**/config/**'],
+  'src/quality/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**'],
+  'src/model-files/**': ['**/tools/**', '**/service/**', '**/api/**', '**/commands/**', '**/client/**'],
 };
 
 export default tseslint.config(

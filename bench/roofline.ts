@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import onnxProto from 'onnx-proto';
 import { Bench } from 'tinybench';
-import { GraphBuilder, DataType } from '../src/tools/onnx/graph-builder.js';
+import { GraphBuilder, DataType } from '../src/model-files/onnx/graph-builder.js';
 import { openModelFolder } from '../src/engine/model-folder.js';
 import { ModelRunner } from '../src/engine/runner.js';
 import { TextCodec } from '../src/engine/tokenizer.js';

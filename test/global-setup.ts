@@ -5,7 +5,7 @@
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureSynthModel } from '../src/tools/synth/ensure.js';
+import { ensureSynthModel } from '../src/model-files/synth/ensure.js';
 
 export default async function setup(): Promise<void> {
   const cache = join(tmpdir(), 'assay-test-cache');

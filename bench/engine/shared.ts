@@ -8,7 +8,7 @@
 // times of that round, and the ratio is taken per round.
 import { loadEvaluator, type Question } from '../../src/engine/index.js';
 import { TextCodec } from '../../src/engine/tokenizer.js';
-import type { ShapeName, SynthDtype } from '../../src/tools/synth/index.js';
+import type { ShapeName, SynthDtype } from '../../src/model-files/synth/index.js';
 import { table, ms, ratio, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { pairedRatio, roundSummary, summarize, timeMs } from '../lib/stats.js';
 import { mixedQuestions, textOfTokens } from '../lib/text.js';

@@ -1,6 +1,6 @@
 // What every benchmark section receives and returns.
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
-import type { ShapeName, SynthDtype } from '../../src/tools/synth/index.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import type { ShapeName, SynthDtype } from '../../src/model-files/synth/index.js';
 
 export interface BenchContext {
   /** `--quick`: smaller states, fewer rounds (each section says what it shrank). */

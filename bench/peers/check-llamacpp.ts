@@ -4,9 +4,9 @@
 // Pass: F32 max |Δ| ≤ 1e-4 on the tiny and the qwen2.5-0.5b shapes. Q8_0 / Q4_0 are reported.
 // Options: --shapes tiny,qwen2.5-0.5b  --types F32,Q8_0,Q4_0
 import { parseArgs } from 'node:util';
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
-import { writeQwenGguf } from '../../src/tools/gguf/qwen2.js';
-import type { ShapeName } from '../../src/tools/synth/index.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import { writeQwenGguf } from '../../tools/gguf/qwen2.js';
+import type { ShapeName } from '../../src/model-files/synth/index.js';
 import { openModelFolder } from '../../src/engine/model-folder.js';
 import { ModelRunner } from '../../src/engine/runner.js';
 import { TextCodec } from '../../src/engine/tokenizer.js';

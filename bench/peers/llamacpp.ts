@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { writeQwenGguf } from '../../src/tools/gguf/qwen2.js';
+import { writeQwenGguf } from '../../tools/gguf/qwen2.js';
 
 export const PEER_VERSION = '3.22.1';
 export const PEER_DIR = process.env.ASSAY_PEERS_DIR ? join(process.env.ASSAY_PEERS_DIR, 'node-llama-cpp') : join(homedir(), '.cache', 'assay', 'peers', 'node-llama-cpp');

@@ -3,7 +3,7 @@
 // the model is down, the model is loaded again, /metrics counts the restart, and requests are
 // answered again. The thread is killed for real through its test hook (no caller can reach it).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { buildServer, type AssayServer } from '../../src/api/server.js';
 import { createModelPool } from '../../src/service/model-pool.js';
 import type { EngineThreadEvaluator } from '../../src/engine/engine-thread.js';

@@ -1,7 +1,7 @@
 // Shared setup of the HTTP tests: the real engine on the tiny synthetic model, a registry
 // pointing at it, and a server built in-process.
 import { Writable } from 'node:stream';
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { keysFromList, sha256, type ApiKey } from '../../src/api/auth.js';
 import { staticModels, type ModelProvider } from '../../src/service/model-pool.js';
 import { buildServer, type AssayServer, type ServerOptions } from '../../src/api/server.js';

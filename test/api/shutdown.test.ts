@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { staticModels } from '../../src/service/model-pool.js';
 import { buildServer } from '../../src/api/server.js';
 import { auth, mixedRequest, startServer, testRegistry, withEvaluate } from './helpers.js';

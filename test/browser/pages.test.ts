@@ -17,7 +17,7 @@ import { keysFromList } from '../../src/api/auth.js';
 import { run as evalCmd } from '../../src/commands/eval.js';
 import { checkRegistry } from '../../src/registry.js';
 import { staticModels } from '../../src/service/model-pool.js';
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 
 const KEY = 'browser-test-key';

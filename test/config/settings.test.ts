@@ -11,7 +11,7 @@ import { serveHelp } from '../../src/config/docs.js';
 import { ConfigError, loadServeSettings } from '../../src/config/load.js';
 import { settingsInfo } from '../../src/config/settings.js';
 import { withConfigTable } from '../../src/config/write-readme.js';
-import { ensureSynthModel } from '../../src/tools/synth/index.js';
+import { ensureSynthModel } from '../../src/model-files/synth/index.js';
 import { withStderr } from '../capture.js';
 
 describe('serve settings', () => {

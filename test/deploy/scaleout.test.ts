@@ -4,7 +4,7 @@
 // sends x-assay-state-hash by default; curl-like callers send no header.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AssayClient } from '../../src/client/index.js';
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { findNginx, startCluster, type Cluster } from '../../deploy/local/cluster.js';
 
 const KEY = 'scaleout-test-key';

@@ -1,5 +1,5 @@
 // Shared fixtures for engine tests: the tiny synthetic models and a few requests.
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { expect } from 'vitest';
 import type { Answer, EvaluateRequest, EvaluateResult, Question } from '../../src/engine/types.js';
 

@@ -3,8 +3,8 @@
 // question asked alone, a prefix cache hit equals the cold answer, and the answers agree with the
 // fp32 twin (same weights) within a tolerance per dtype. The graph rewrite applies to each.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
-import { ensureFlavor, type FlavorOptions } from '../../src/tools/flavors.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import { ensureFlavor, type FlavorOptions } from '../../src/model-files/flavors.js';
 import { createModelPool } from '../../src/service/model-pool.js';
 import { loadEvaluator, type EvaluateResult, type Evaluator, type Question } from '../../src/engine/index.js';
 import { openModelFolder } from '../../src/engine/model-folder.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import onnxProto from 'onnx-proto';
-import { GraphBuilder, DataType } from '../../src/tools/onnx/graph-builder.js';
+import { GraphBuilder, DataType } from '../../src/model-files/onnx/graph-builder.js';
 import { loadEvaluator, ModelLoadError } from '../../src/engine/index.js';
 import { rewrittenGraph } from '../../src/engine/graph-file.js';
 import { openModelFolder } from '../../src/engine/model-folder.js';

@@ -3,7 +3,7 @@
 // CUDA must fail at load time with a ModelLoadError that says what to install, not crash later
 // inside a request, and must not quietly run on the CPU instead.
 import { describe, expect, it } from 'vitest';
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { loadEvaluator, ModelLoadError } from '../../src/engine/index.js';
 
 describe('provider: cuda without the CUDA provider library', () => {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSynthModel } from '../../src/tools/synth/index.js';
+import { ensureSynthModel } from '../../src/model-files/synth/index.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 let tmp: string;
@@ -42,6 +42,12 @@ describe('npm pack', () => {
     }
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     expect(files.some((f) => f.includes('.tsbuildinfo'))).toBe(false);
+  });
+
+  it('ships the model-file generators the CLI runs (synth, fetch, ONNX helpers) and no development tool', () => {
+    for (const f of ['dist/model-files/synth/index.js', 'dist/model-files/hub/fetch.js', 'dist/model-files/onnx/graph-builder.js', 'dist/web/playground/main.js', 'dist/web/playground.html']) expect(files, f).toContain(f);
+    // The GGUF writer and the training scripts live in the repository's tools/, never in the package.
+    expect(files.filter((f) => /(^|\/)(tools|gguf|train)\//.test(f) || f.endsWith('.py'))).toEqual([]);
   });
 
   it('a plain .mjs file imports the client, the engine and the server, and the engine answers', async () => {

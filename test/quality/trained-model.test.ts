@@ -1,5 +1,5 @@
 // A model that knows something: the tiny decoder trained on the tiny-tasks task (models/trained/,
-// src/tools/train), written to ONNX by the generator from its weights, answers the held-out lines
+// tools/train), written to ONNX by the generator from its weights, answers the held-out lines
 // right through the real server and the real CLI (template, prefix/suffix split, packing, label
 // reading) — far above chance — and its fp32 graph computes what the training forward computed.
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -10,8 +10,8 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as evalCmd } from '../../src/commands/eval.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
-import { readWeights } from '../../src/tools/synth/weights.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import { readWeights } from '../../src/model-files/synth/weights.js';
 import { KEY, startServer, type TestServer } from '../api/helpers.js';
 
 const WEIGHTS = 'models/trained/tiny-tasks.safetensors';

@@ -1,7 +1,7 @@
 // The model pool loads registry entries on first use and says loudly when a model is synthetic,
 // whether the registry declares it or only the folder's own assay.json does.
 import { describe, expect, it } from 'vitest';
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { createModelPool, SYNTHETIC_WARNING } from '../../src/service/model-pool.js';
 import { checkRegistry } from '../../src/registry.js';
 

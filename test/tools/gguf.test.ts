@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import onnxProto from 'onnx-proto';
-import { ensureSynthModel } from '../../src/tools/synth/ensure.js';
-import { writeGguf } from '../../src/tools/gguf/format.js';
-import { qwenGguf } from '../../src/tools/gguf/qwen2.js';
-import { quantizeQ4_0, quantizeQ8_0 } from '../../src/tools/gguf/quantize.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import { writeGguf } from '../../tools/gguf/format.js';
+import { qwenGguf } from '../../tools/gguf/qwen2.js';
+import { quantizeQ4_0, quantizeQ8_0 } from '../../tools/gguf/quantize.js';
 
 /** A minimal GGUF reader for the test: metadata (scalars, strings, arrays) and tensor infos. */
 function readGguf(f: Buffer): { meta: Map<string, unknown>; tensors: Array<{ name: string; ne: number[]; type: number; offset: number }>; dataStart: number } {

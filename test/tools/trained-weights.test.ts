@@ -1,4 +1,4 @@
-// Trained weights for the generator (src/tools/synth/weights.ts): the committed file loads, and a
+// Trained weights for the generator (src/model-files/synth/weights.ts): the committed file loads, and a
 // file that is not what the graph needs is refused with a message that names the problem.
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,8 +7,8 @@ import onnxProto from 'onnx-proto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ensureSyntheticModels } from '../../src/commands/models-synth.js';
 import { checkRegistry } from '../../src/registry.js';
-import { synthesize, weightsDigest } from '../../src/tools/synth/folder.js';
-import { readWeights, WeightsError } from '../../src/tools/synth/weights.js';
+import { synthesize, weightsDigest } from '../../src/model-files/synth/folder.js';
+import { readWeights, WeightsError } from '../../src/model-files/synth/weights.js';
 
 const WEIGHTS = 'models/trained/tiny-tasks.safetensors';
 

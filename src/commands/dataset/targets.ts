@@ -129,7 +129,7 @@ async function withVariant(registry: Registry, id: string, entry: ModelEntry, va
   let changed: ModelEntry = { ...entry, variant };
   if (entry.synthetic) {
     // The generator is imported only for synthetic models (a production image leaves it out).
-    const { DTYPES, synthModelDir } = await import('../../tools/synth/index.js');
+    const { DTYPES, synthModelDir } = await import('../../model-files/synth/index.js');
     const s = entry.synthetic;
     const shape = s.shape as Parameters<typeof synthModelDir>[0];
     if ((DTYPES as readonly string[]).includes(variant) && s.weights !== undefined) {
@@ -142,7 +142,7 @@ async function withVariant(registry: Registry, id: string, entry: ModelEntry, va
     } else if (s.weights !== undefined) {
       throw new ArmError(`model ${id} is written from trained weights: its variants are ${DTYPES.join(', ')}`);
     } else if (variant === 'fp16' || variant === 'q4' || variant === 'q4f16') {
-      const { ensureFlavor } = await import('../../tools/flavors.js');
+      const { ensureFlavor } = await import('../../model-files/flavors.js');
       const dir = await ensureFlavor({ dtype: variant, shape });
       // The folder exists now (its assay.json still says synthetic); nothing left to generate.
       const { synthetic: _generated, ...rest } = changed;
@@ -156,7 +156,7 @@ async function withVariant(registry: Registry, id: string, entry: ModelEntry, va
 
 /** A registry whose default is a synthetic model of `shape` (fp32; another dtype by a variant arm). */
 export async function syntheticShapeRegistry(shape: string, base: Registry): Promise<Registry> {
-  const { SHAPE_NAMES, synthModelDir } = await import('../../tools/synth/index.js');
+  const { SHAPE_NAMES, synthModelDir } = await import('../../model-files/synth/index.js');
   if (!(SHAPE_NAMES as readonly string[]).includes(shape)) throw new ArmError(`--shape must be one of ${SHAPE_NAMES.join(', ')}`);
   const id = `synthetic-${shape}`;
   const dir = synthModelDir(shape as Parameters<typeof synthModelDir>[0], 'fp32');

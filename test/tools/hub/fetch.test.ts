@@ -10,13 +10,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ensureSynthModel } from '../../../src/tools/synth/ensure.js';
-import { ensureFlavor } from '../../../src/tools/flavors.js';
+import { ensureSynthModel } from '../../../src/model-files/synth/ensure.js';
+import { ensureFlavor } from '../../../src/model-files/flavors.js';
 import { externalize } from '../../../src/engine/graph-file.js';
 import { decodeModel, encodeModel } from '../../../src/engine/graph-rewrite.js';
 import { run } from '../../../src/commands/models-fetch.js';
 import { loadEvaluator } from '../../../src/engine/index.js';
-import { fetchModel, HubFetchError } from '../../../src/tools/hub/fetch.js';
+import { fetchModel, HubFetchError } from '../../../src/model-files/hub/fetch.js';
 import { loadRegistry, resolveModel } from '../../../src/registry.js';
 import { FakeHub } from './hub-server.js';
 

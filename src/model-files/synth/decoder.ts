@@ -104,7 +104,7 @@ export function buildDecoder(
      * model builder emits it.
      */
     attention?: 'plain' | 'gqa';
-    /** Trained weights instead of random ones (src/tools/train/train.py writes them). */
+    /** Trained weights instead of random ones (tools/train/train.py writes them). */
     weights?: Weights;
   },
 ): void {

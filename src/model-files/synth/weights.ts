@@ -1,6 +1,6 @@
 // Trained weights for the generator: a safetensors file (8-byte little-endian header length, a JSON
 // header naming each tensor's dtype, shape and byte range, then the raw little-endian data) in the
-// layout src/tools/train/train.py writes: every tensor under the graph's own name and orientation
+// layout tools/train/train.py writes: every tensor under the graph's own name and orientation
 // (linear weights [in, out], as x · W), and the embedding as the rows of the token ids that were
 // trained (`model.embed_tokens.rows` [R, hidden], `model.embed_tokens.ids` [R] int32): every other
 // row of the full vocabulary is zero.

@@ -12,8 +12,8 @@
 // Each question has two phrasings, and each type asks about different facts of the same ticket, so
 // the model has to read the question to know what is asked. Every option name and label is one Qwen
 // token, so the loss over the candidates' first tokens is the whole answer.
-import type { Question } from '../../protocol/schemas.js';
-import { seededRandom } from '../../quality/calibration.js';
+import type { Question } from '../../src/protocol/schemas.js';
+import { seededRandom } from '../../src/quality/calibration.js';
 
 export const PRODUCTS = ['phone', 'printer', 'router', 'camera', 'tablet', 'monitor', 'keyboard', 'speaker', 'watch', 'mouse', 'charger'];
 const DAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];

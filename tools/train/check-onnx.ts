@@ -5,16 +5,16 @@
 // by `train.py --reference`). Prints the max abs difference per dtype and the candidates' argmax
 // accuracy per question type; exits 1 when the fp32 difference passes --tolerance.
 //
-//   npx tsx src/tools/train/check-onnx.ts [--data models/generated/train] [--weights models/trained/tiny-tasks.safetensors]
+//   npx tsx tools/train/check-onnx.ts [--data models/generated/train] [--weights models/trained/tiny-tasks.safetensors]
 //       [--dtypes fp32,int8] [--tolerance 1e-4]
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { openModelFolder } from '../../engine/model-folder.js';
-import { logSoftmaxAt, ModelRunner } from '../../engine/runner.js';
-import { ensureSynthModel } from '../synth/ensure.js';
-import type { SynthDtype } from '../synth/shapes.js';
+import { openModelFolder } from '../../src/engine/model-folder.js';
+import { logSoftmaxAt, ModelRunner } from '../../src/engine/runner.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import type { SynthDtype } from '../../src/model-files/synth/shapes.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** Row i of a line's tokenized questions: fact (noul), pick (choice), urgency (score), as tiny-tasks.ts asks them. */

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Trains the tiny-tasks model: a Qwen2-shaped decoder (the "tiny" shape of models/shapes.json) on
-the rows src/tools/train/write-data.ts tokenized, and writes its weights as safetensors in the
-generator's layout (src/tools/synth/weights.ts reads them; `assay models synth` writes the ONNX
+the rows tools/train/write-data.ts tokenized, and writes its weights as safetensors in the
+generator's layout (src/model-files/synth/weights.ts reads them; `assay models synth` writes the ONNX
 folder from them).
 
-The forward below is the synthetic ONNX graph's (src/tools/synth/decoder.ts) op for op: RMSNorm
+The forward below is the synthetic ONNX graph's (src/model-files/synth/decoder.ts) op for op: RMSNorm
 x / sqrt(mean(x^2) + eps) * w, rotary embedding on the non-interleaved halves, grouped-query
 attention with q/k/v biases and an additive -1e9 causal mask, SwiGLU MLP, final norm, head tied to
 the embedding. The loss is cross-entropy over each question's candidate label tokens at the answer
@@ -14,13 +14,13 @@ vocabulary); every other embedding row is exactly zero and is not stored.
 Needs PyTorch (Debian: apt-get install -y --no-install-recommends python3-torch). Never needed by
 npm ci, npm start or npm test.
 
-    /usr/bin/python3 src/tools/train/train.py [--data models/generated/train] [--out models/trained/tiny-tasks.safetensors]
-    /usr/bin/python3 src/tools/train/train.py --reference   # no training: the reference of the file --out names
+    /usr/bin/python3 tools/train/train.py [--data models/generated/train] [--out models/trained/tiny-tasks.safetensors]
+    /usr/bin/python3 tools/train/train.py --reference   # no training: the reference of the file --out names
 
 After training (or alone, with --reference) it reads the weights file back and writes
 <data>/tiny-tasks-heldout.reference.json: for every held-out row, its candidates' log-probabilities
 over the FULL vocabulary at the answer position, as this forward computes them (the untrained rows'
-logits are exactly 0, so the full log-sum-exp is exact). src/tools/train/check-onnx.ts compares
+logits are exactly 0, so the full log-sum-exp is exact). tools/train/check-onnx.ts compares
 them with onnxruntime on the ONNX folder the generator writes from the same file.
 """
 import argparse, json, math, random, struct, time
@@ -260,7 +260,7 @@ def main():
     metadata = {
         'format': 'assay tiny-tasks weights: linear weights [in, out] (x @ W, as the ONNX graph); embedding rows only for the ids listed, every other row zero',
         'shape': 'tiny',
-        'task': 'tiny-tasks (src/tools/train/tiny-tasks.ts)',
+        'task': 'tiny-tasks (tools/train/tiny-tasks.ts)',
         'train_rows': str(len(train)),
         'epochs': str(a.epochs),
         'seconds': str(round(time.time() - t0)),

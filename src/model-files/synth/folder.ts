@@ -39,7 +39,7 @@ export interface SynthOptions {
   /** Architecture to use instead of the shape's entry in shapes.json (tests use small variants). */
   manifest?: ShapeManifest;
   /**
-   * Trained weights (a safetensors file, src/tools/synth/weights.ts) instead of random ones: the
+   * Trained weights (a safetensors file, src/model-files/synth/weights.ts) instead of random ones: the
    * folder is then not synthetic (assay.json says `trained`, with the file's SHA-256).
    */
   weights?: string;

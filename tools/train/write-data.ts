@@ -3,15 +3,15 @@
 // suffix), one JSON line per question: {"ids": prompt tokens, "cands": each label's token, "target":
 // the labeled one's index}. train.py reads the latter.
 //
-//   npx tsx src/tools/train/write-data.ts [--train 6000] [--heldout 90] [--out models/generated/train]
+//   npx tsx tools/train/write-data.ts [--train 6000] [--heldout 90] [--out models/generated/train]
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { planRequest } from '../../engine/plan.js';
-import { promptSet } from '../../engine/prompts.js';
-import { TextCodec } from '../../engine/tokenizer.js';
-import { ensureSynthModel } from '../synth/ensure.js';
+import { planRequest } from '../../src/engine/plan.js';
+import { promptSet } from '../../src/engine/prompts.js';
+import { TextCodec } from '../../src/engine/tokenizer.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { generateLines, type TaskLine } from './tiny-tasks.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
