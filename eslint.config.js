@@ -16,6 +16,17 @@ const LAYERS = {
   'src/model-files/**': ['**/tools/**', '**/service/**', '**/api/**', '**/commands/**', '**/client/**'],
 };
 
+/** Layers whose code outside them may import only their entry file. */
+const ENTRIES = ['engine', 'client'];
+
+/** The entry rules for files of `layer` (a LAYERS key, or '' for files in no layer): all but its own. */
+function entryRules(layer) {
+  return ENTRIES.filter((e) => !layer.startsWith(`src/${e}/`)).map((e) => ({
+    group: [`**/${e}/**`, `!**/${e}/index.js`],
+    message: `outside src/${e}/, import it only through src/${e}/index.ts`,
+  }));
+}
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'models/generated/', 'models/hub/', 'coverage/', '**/*.mjs', 'bin/'] },
   js.configs.recommended,
@@ -35,9 +46,13 @@ export default tseslint.config(
   },
   // Tests read response bodies of any shape.
   { files: ['test/**/*.ts'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },
+  // Every source file outside a layer with an entry reaches that layer only through its index.ts.
+  { files: ['src/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: entryRules('') }] } },
   ...Object.entries(LAYERS).map(([files, patterns]) => ({
     files: [files.replace('/**', '/**/*.ts')],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: patterns, message: 'lower layers never import upper ones (README "Architecture")' }] }] },
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: patterns, message: 'lower layers never import upper ones (README "Architecture")' }, ...entryRules(files)] }],
+    },
   })),
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
 );

@@ -5,7 +5,7 @@
 // every 20 ms, and the thread is killed twice, once by exiting and once by an uncaught error.
 import { keysFromList } from '../src/api/auth.js';
 import { buildServer } from '../src/api/server.js';
-import type { EngineThreadEvaluator } from '../src/engine/engine-thread.js';
+import type { EngineThreadEvaluator } from '../src/engine/thread/engine-thread.js';
 import { checkRegistry } from '../src/registry.js';
 import { createModelPool } from '../src/service/model-pool.js';
 import { table, type BenchContext, type SectionResult } from './lib/context.js';

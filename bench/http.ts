@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { TextCodec } from '../src/engine/tokenizer.js';
+import { TextCodec } from '../src/engine/prompting/tokenizer.js';
 import { table, type BenchContext, type SectionResult, type Target } from './lib/context.js';
 import { round, roundSummary, summarize, timeMs } from './lib/stats.js';
 import { clientRequestsA } from './lib/text.js';

@@ -6,7 +6,7 @@
 // server's defaults (prefix cache on, 256 MiB).
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { loadEvaluator, type EvaluateRequest } from '../src/engine/index.js';
-import { TextCodec } from '../src/engine/tokenizer.js';
+import { TextCodec } from '../src/engine/prompting/tokenizer.js';
 import { table, ms, type BenchContext, type SectionResult } from './lib/context.js';
 import { round, roundSummary, summarize, timeMs } from './lib/stats.js';
 import { clientRequestsA, clientRequestsB } from './lib/text.js';

@@ -25,7 +25,7 @@ export const DEFAULTS = {
   /** onnxruntime intra-op threads; 0 = one per core. */
   threads: 0,
   graphOptimization: 'all',
-  /** Exact int8 where the CPU's fast int8 kernel saturates (AVX2, AVX-512 without VNNI); see engine/cpu.ts. */
+  /** Exact int8 where the CPU's fast int8 kernel saturates (AVX2, AVX-512 without VNNI); see engine/model/cpu.ts. */
   exactInt8: true,
   prefixCacheBytes: 256 * 1024 * 1024,
   maxQueue: 64,

@@ -10,7 +10,7 @@
 import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseVariant, VARIANTS } from './engine/variants.js';
+import { parseVariant, VARIANTS } from './engine/index.js';
 
 export const DEFAULT_REGISTRY_FILE = fileURLToPath(new URL('../models/registry.json', import.meta.url));
 

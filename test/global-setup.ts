@@ -1,5 +1,5 @@
 // Generates the synthetic models the suite runs on (once; later runs reuse the folders), and gives
-// the run a graph cache of its own (load-time rewrites; src/engine/graph-file.ts), emptied at the
+// the run a graph cache of its own (load-time rewrites; src/engine/model/graph-file.ts), emptied at the
 // start: tests load many temporary copies of models, each a rewrite of its own, which must not
 // pile up in the user's ~/.cache.
 import { rmSync } from 'node:fs';

@@ -7,7 +7,7 @@
 // every single question once, interleaved; independent(k) = the sum of the first k single-question
 // times of that round, and the ratio is taken per round.
 import { loadEvaluator, type Question } from '../../src/engine/index.js';
-import { TextCodec } from '../../src/engine/tokenizer.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import type { ShapeName, SynthDtype } from '../../src/model-files/synth/index.js';
 import { table, ms, ratio, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { pairedRatio, roundSummary, summarize, timeMs } from '../lib/stats.js';

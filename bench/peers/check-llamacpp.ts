@@ -7,9 +7,9 @@ import { parseArgs } from 'node:util';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { writeQwenGguf } from '../../tools/gguf/qwen2.js';
 import type { ShapeName } from '../../src/model-files/synth/index.js';
-import { openModelFolder } from '../../src/engine/model-folder.js';
-import { ModelRunner } from '../../src/engine/runner.js';
-import { TextCodec } from '../../src/engine/tokenizer.js';
+import { openModelFolder } from '../../src/engine/model/model-folder.js';
+import { ModelRunner } from '../../src/engine/model/runner.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import { loadNodeLlamaCpp } from './llamacpp.js';
 
 const { values } = parseArgs({ options: { shapes: { type: 'string', default: 'tiny,qwen2.5-0.5b' }, types: { type: 'string', default: 'F32,Q8_0' } } });

@@ -8,7 +8,7 @@
 // body again in its own thread (protocol/body.ts). The raw scan that sends deep small bodies there
 // stops at the first too-deep container, so it costs next to nothing.
 import { Worker } from 'node:worker_threads';
-import { workerExecArgv, workerFile } from '../engine/worker-args.js';
+import { workerExecArgv, workerFile } from '../engine/index.js';
 import { ownedBytes, type BodyVerdict } from '../protocol/body.js';
 import { MAX_CONTENT_DEPTH } from '../protocol/depth.js';
 

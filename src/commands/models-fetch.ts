@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fetchModel, formatBytes, HubFetchError, hubUrlFromEnv, VARIANTS, type FetchModelResult } from '../model-files/hub/fetch.js';
-import { parseVariant } from '../engine/variants.js';
+import { parseVariant } from '../engine/index.js';
 import { progressBar } from './progress.js';
 import { DEFAULT_REGISTRY_FILE, registerModel } from '../registry.js';
 import { parseFlags, resolveIo } from './common.js';

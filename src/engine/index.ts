@@ -1,7 +1,11 @@
 // The engine's one entry point: load a model folder, get an Evaluator.
 export type * from './types.js';
 export type { EngineConfig, ExecutionProvider } from './config.js';
-export { cpuFacts, cpuKernels, type CpuFacts, type KernelPaths } from './cpu.js';
+export { cpuFacts, cpuKernels, type CpuFacts, type KernelPaths } from './model/cpu.js';
+export { ONNX_DIRS, VARIANTS, parseVariant, variantFileNames, type Variant } from './model/variants.js';
+export { PROMPT_VERSIONS } from './prompting/prompts.js';
+export { externalize } from './model/graph-file.js';
+export { workerExecArgv, workerFile } from './thread/worker-args.js';
 export { BudgetError, AbortedError, OverloadedError, ModelLoadError, EngineError, EngineDeadError } from './errors.js';
 import type { EngineConfig } from './config.js';
 import type { Evaluator } from './types.js';
@@ -9,9 +13,9 @@ import type { Evaluator } from './types.js';
 /** Loads a model; by default the evaluator runs in a thread of its own (engine-thread.ts), off the caller's event loop. */
 export async function loadEvaluator(config: EngineConfig): Promise<Evaluator> {
   if (config.engineThread === false) {
-    const { createEvaluator } = await import('./evaluator.js');
+    const { createEvaluator } = await import('./execution/evaluator.js');
     return createEvaluator(config);
   }
-  const { loadEvaluatorThread } = await import('./engine-thread.js');
+  const { loadEvaluatorThread } = await import('./thread/engine-thread.js');
   return loadEvaluatorThread(config);
 }

@@ -18,7 +18,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
-import { externalize } from '../engine/graph-file.js';
+import { externalize } from '../engine/index.js';
 import { GENERATED_DIR, ensureSynthModel } from './synth/ensure.js';
 import { GraphBuilder } from './onnx/graph-builder.js';
 import { buildDecoder, DEFAULT_SEED, loadShapes, type ShapeName } from './synth/index.js';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { buildServer, type AssayServer } from '../../src/api/server.js';
 import { createModelPool } from '../../src/service/model-pool.js';
-import type { EngineThreadEvaluator } from '../../src/engine/engine-thread.js';
+import type { EngineThreadEvaluator } from '../../src/engine/thread/engine-thread.js';
 import { auth, MODEL_ID, mixedRequest, testKeys, testRegistry } from './helpers.js';
 
 let app: AssayServer;

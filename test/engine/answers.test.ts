@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildAnswer, confidence, normalize } from '../../src/engine/answers.js';
-import { logSoftmaxAt } from '../../src/engine/runner.js';
+import { buildAnswer, confidence, normalize } from '../../src/engine/execution/answers.js';
+import { logSoftmaxAt } from '../../src/engine/model/runner.js';
 
 describe('distributions and confidence', () => {
   it('confidence is 1 on a certain outcome or a single outcome, 0 when uniform', () => {

@@ -1,7 +1,7 @@
 // Packing across requests: concurrent requests share one pass, and no token ever sees another
 // request's tokens — a request's answers are those of a pass of its own, whatever it is packed with.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mergePasses } from '../../src/engine/batching.js';
+import { mergePasses } from '../../src/engine/execution/batching.js';
 import { AbortedError } from '../../src/engine/errors.js';
 import { loadEvaluator, type EngineConfig, type Evaluator } from '../../src/engine/index.js';
 import type { EvaluateResult, Question } from '../../src/engine/types.js';

@@ -1,8 +1,8 @@
 // Rendering is JSON.stringify(value, null, 2) exactly, without recursion, and bounded; long runs are
 // cut before BPE without changing the tokens of ordinary text.
 import { describe, expect, it } from 'vitest';
-import { ContentTooLarge, renderContent } from '../../src/engine/content.js';
-import { splitLongRuns, TextCodec } from '../../src/engine/tokenizer.js';
+import { ContentTooLarge, renderContent } from '../../src/engine/prompting/content.js';
+import { splitLongRuns, TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import { tinyFp32 } from './fixtures.js';
 
 describe('renderContent', () => {

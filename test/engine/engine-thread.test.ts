@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AbortedError, BudgetError, EngineDeadError, EngineError, loadEvaluator, ModelLoadError, OverloadedError, type Evaluator } from '../../src/engine/index.js';
-import type { EngineThreadEvaluator } from '../../src/engine/engine-thread.js';
+import type { EngineThreadEvaluator } from '../../src/engine/thread/engine-thread.js';
 import { choice, noul, request, score, tinyFp32 } from './fixtures.js';
 
 /** A state of about 4,000 tokens. */

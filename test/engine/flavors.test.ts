@@ -7,8 +7,8 @@ import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { ensureFlavor, type FlavorOptions } from '../../src/model-files/flavors.js';
 import { createModelPool } from '../../src/service/model-pool.js';
 import { loadEvaluator, type EvaluateResult, type Evaluator, type Question } from '../../src/engine/index.js';
-import { openModelFolder } from '../../src/engine/model-folder.js';
-import { ModelRunner } from '../../src/engine/runner.js';
+import { openModelFolder } from '../../src/engine/model/model-folder.js';
+import { ModelRunner } from '../../src/engine/model/runner.js';
 import { checkRegistry } from '../../src/registry.js';
 import { choice, noul, probabilities, request, score } from './fixtures.js';
 

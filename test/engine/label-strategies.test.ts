@@ -3,9 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type EngineConfig, type Evaluator } from '../../src/engine/index.js';
 import { ModelLoadError } from '../../src/engine/errors.js';
-import { planRequest } from '../../src/engine/plan.js';
-import { optionLetter, promptSet } from '../../src/engine/prompts.js';
-import { TextCodec } from '../../src/engine/tokenizer.js';
+import { planRequest } from '../../src/engine/prompting/plan.js';
+import { optionLetter, promptSet } from '../../src/engine/prompting/prompts.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import type { ChoiceQuestion, Question } from '../../src/engine/types.js';
 import { choice, expectClose, noul, request, score, tinyFp32 } from './fixtures.js';
 

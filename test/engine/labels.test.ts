@@ -2,13 +2,13 @@
 // token sequence through the model after the whole prompt, in one pass each, from scratch.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
-import { openModelFolder } from '../../src/engine/model-folder.js';
-import { ModelRunner } from '../../src/engine/runner.js';
-import { TextCodec } from '../../src/engine/tokenizer.js';
-import { planRequest } from '../../src/engine/plan.js';
-import { promptSet } from '../../src/engine/prompts.js';
-import { logSoftmaxAt } from '../../src/engine/runner.js';
-import { normalize } from '../../src/engine/answers.js';
+import { openModelFolder } from '../../src/engine/model/model-folder.js';
+import { ModelRunner } from '../../src/engine/model/runner.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
+import { planRequest } from '../../src/engine/prompting/plan.js';
+import { promptSet } from '../../src/engine/prompting/prompts.js';
+import { logSoftmaxAt } from '../../src/engine/model/runner.js';
+import { normalize } from '../../src/engine/execution/answers.js';
 import { tinyFp32 } from './fixtures.js';
 
 const labelsQuestion: Question = {

@@ -6,8 +6,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import onnxProto from 'onnx-proto';
 import { GraphBuilder, DataType } from '../../src/model-files/onnx/graph-builder.js';
 import { loadEvaluator, ModelLoadError } from '../../src/engine/index.js';
-import { rewrittenGraph } from '../../src/engine/graph-file.js';
-import { openModelFolder } from '../../src/engine/model-folder.js';
+import { rewrittenGraph } from '../../src/engine/model/graph-file.js';
+import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { noul, request, tinyFp32 } from './fixtures.js';
 
 async function loadError(modelDir: string): Promise<Error> {

@@ -1,10 +1,10 @@
 // The token boundary between the shared prefix and each question's suffix must be exact:
 // prefix + suffix must equal the tokens of the whole prompt encoded in one go.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { planRequest } from '../../src/engine/plan.js';
-import { promptSet } from '../../src/engine/prompts.js';
-import { renderContent } from '../../src/engine/content.js';
-import { TextCodec } from '../../src/engine/tokenizer.js';
+import { planRequest } from '../../src/engine/prompting/plan.js';
+import { promptSet } from '../../src/engine/prompting/prompts.js';
+import { renderContent } from '../../src/engine/prompting/content.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import { BudgetError } from '../../src/engine/errors.js';
 import { choice, noul, score, tinyFp32 } from './fixtures.js';
 

@@ -8,8 +8,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeF
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeModel, encodeModel } from '../../src/engine/graph-rewrite.js';
-import { externalize } from '../../src/engine/graph-file.js';
+import { decodeModel, encodeModel } from '../../src/engine/model/graph-rewrite.js';
+import { externalize } from '../../src/engine/model/graph-file.js';
 import { loadEvaluator, type EvaluateResult } from '../../src/engine/index.js';
 import { choice, noul, probabilities, request, score, tinyFp32 } from './fixtures.js';
 

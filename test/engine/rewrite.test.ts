@@ -2,8 +2,8 @@
 // must change no answer, and must actually apply to the exports we serve.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
-import { openModelFolder } from '../../src/engine/model-folder.js';
-import { ModelRunner } from '../../src/engine/runner.js';
+import { openModelFolder } from '../../src/engine/model/model-folder.js';
+import { ModelRunner } from '../../src/engine/model/runner.js';
 import { choice, expectSameResult, manyQuestions, noul, request, score, tinyFp32, tinyInt8, tinyNoPositionIds } from './fixtures.js';
 
 describe('graph rewrite', () => {
@@ -18,7 +18,7 @@ describe('graph rewrite', () => {
   it('adds the attention bias to every layer\'s mask, and keeps the graph in topological order', async () => {
     const { readFileSync } = await import('node:fs');
     const { join } = await import('node:path');
-    const { decodeModel, rewriteHead, BIAS_INPUT } = await import('../../src/engine/graph-rewrite.js');
+    const { decodeModel, rewriteHead, BIAS_INPUT } = await import('../../src/engine/model/graph-rewrite.js');
     const dir = await tinyFp32();
     const model = decodeModel(readFileSync(join(dir, 'onnx', 'model.onnx')));
     const layers = model.graph!.node!.filter((n) => n.opType === 'Softmax').length;

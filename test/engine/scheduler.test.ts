@@ -1,9 +1,9 @@
 // Requests take turns pass by pass on one session; a full queue refuses at once; aborted requests leave.
 import { describe, expect, it } from 'vitest';
-import { Scheduler } from '../../src/engine/scheduler.js';
+import { Scheduler } from '../../src/engine/execution/scheduler.js';
 import { AbortedError, OverloadedError } from '../../src/engine/errors.js';
-import { PrefixCache } from '../../src/engine/prefix-cache.js';
-import type { KvCache } from '../../src/engine/runner.js';
+import { PrefixCache } from '../../src/engine/cache/prefix-cache.js';
+import type { KvCache } from '../../src/engine/model/runner.js';
 
 function gate(): { promise: Promise<void>; open: () => void } {
   let open!: () => void;

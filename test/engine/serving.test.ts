@@ -2,11 +2,11 @@
 // cache is scoped, and planning in worker threads gives exactly the main thread's plans and errors.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AbortedError, BudgetError, loadEvaluator, OverloadedError, type Evaluator, type Question } from '../../src/engine/index.js';
-import { openModelFolder } from '../../src/engine/model-folder.js';
-import { planRequest } from '../../src/engine/plan.js';
-import { workerPlanner } from '../../src/engine/planner/index.js';
-import { promptSet } from '../../src/engine/prompts.js';
-import { TextCodec } from '../../src/engine/tokenizer.js';
+import { openModelFolder } from '../../src/engine/model/model-folder.js';
+import { planRequest } from '../../src/engine/prompting/plan.js';
+import { workerPlanner } from '../../src/engine/prompting/planner/index.js';
+import { promptSet } from '../../src/engine/prompting/prompts.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import { choice, manyQuestions, noul, request, score, tinyFp32 } from './fixtures.js';
 
 const longState = Array.from({ length: 200 }, (_, i) => `Line ${i}: the fox jumped over fence number ${i * 7}.`).join('\n');

@@ -1,8 +1,8 @@
 // Cutting long runs before BPE never changes the tokens of ordinary prompts: the full prompts the
 // planner encodes for ordinary states give exactly the raw tokenizer's ids.
 import { describe, expect, it } from 'vitest';
-import { renderContent } from '../../src/engine/content.js';
-import { LONG_RUN, splitLongRuns, TextCodec } from '../../src/engine/tokenizer.js';
+import { renderContent } from '../../src/engine/prompting/content.js';
+import { LONG_RUN, splitLongRuns, TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import { tinyFp32 } from './fixtures.js';
 
 const states: unknown[] = [

@@ -3,12 +3,12 @@
 // rewritten graph, so the rewrite is checked against a stock reader of the export too).
 import { describe, expect, it } from 'vitest';
 import { basename, dirname } from 'node:path';
-import { openModelFolder } from '../../src/engine/model-folder.js';
-import { ModelRunner } from '../../src/engine/runner.js';
-import { TextCodec } from '../../src/engine/tokenizer.js';
-import { planRequest } from '../../src/engine/plan.js';
-import { promptSet } from '../../src/engine/prompts.js';
-import { renderContent } from '../../src/engine/content.js';
+import { openModelFolder } from '../../src/engine/model/model-folder.js';
+import { ModelRunner } from '../../src/engine/model/runner.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
+import { planRequest } from '../../src/engine/prompting/plan.js';
+import { promptSet } from '../../src/engine/prompting/prompts.js';
+import { renderContent } from '../../src/engine/prompting/content.js';
 import { choice, state, tinyFp32 } from './fixtures.js';
 
 describe('transformers.js agrees with the engine', () => {

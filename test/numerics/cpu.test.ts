@@ -4,7 +4,7 @@
 // emulated run proves it really ran the saturating kernels (the emulator passes the host's
 // /proc/cpuinfo through: only the probe tells).
 import { describe, expect, it } from 'vitest';
-import { cpuFacts, cpuKernels, probeInt8 } from '../../src/engine/cpu.js';
+import { cpuFacts, cpuKernels, probeInt8 } from '../../src/engine/model/cpu.js';
 
 const expected = process.env.ASSAY_EXPECT_CPU;
 

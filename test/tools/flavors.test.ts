@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { int8SessionConfig } from '../../src/engine/cpu.js';
+import { int8SessionConfig } from '../../src/engine/model/cpu.js';
 import { ensureFlavor, type FlavorOptions } from '../../src/model-files/flavors.js';
 
 interface Case {

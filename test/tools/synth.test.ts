@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { int8SessionConfig } from '../../src/engine/cpu.js';
+import { int8SessionConfig } from '../../src/engine/model/cpu.js';
 import { ensureSynthModel, GENERATED_DIR } from '../../src/model-files/synth/ensure.js';
 import { loadShapes, synthesize, type HfConfig, type ShapeManifest } from '../../src/model-files/synth/index.js';
 

@@ -11,8 +11,8 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { openModelFolder } from '../../src/engine/model-folder.js';
-import { logSoftmaxAt, ModelRunner } from '../../src/engine/runner.js';
+import { openModelFolder } from '../../src/engine/model/model-folder.js';
+import { logSoftmaxAt, ModelRunner } from '../../src/engine/model/runner.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import type { SynthDtype } from '../../src/model-files/synth/shapes.js';
 

@@ -10,8 +10,7 @@
 import { basename, dirname, join, relative } from 'node:path';
 import { AssayClient } from '../../client/index.js';
 import type { EngineConfig } from '../../engine/index.js';
-import { PROMPT_VERSIONS } from '../../engine/prompts.js';
-import { parseVariant, VARIANTS } from '../../engine/variants.js';
+import { PROMPT_VERSIONS, parseVariant, VARIANTS } from '../../engine/index.js';
 import type { SystemOneRequest, SystemOneResponse } from '../../protocol/schemas.js';
 import { resolveModel, type ModelEntry, type Registry } from '../../registry.js';
 import { evaluateRequest } from '../../service/evaluate.js';

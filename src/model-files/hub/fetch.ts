@@ -14,9 +14,9 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { HubApiError, listFiles, modelInfo } from '@huggingface/hub';
 
-import { ONNX_DIRS, VARIANTS, variantFileNames, type Variant } from '../../engine/variants.js';
+import { ONNX_DIRS, VARIANTS, variantFileNames, type Variant } from '../../engine/index.js';
 
-export { VARIANTS, type Variant } from '../../engine/variants.js';
+export { VARIANTS, type Variant } from '../../engine/index.js';
 
 /** Tokenizer files every export needs; a repo without one of them is not something the engine can load. */
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json'];

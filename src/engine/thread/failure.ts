@@ -1,7 +1,7 @@
 // Engine errors cross worker boundaries (the planner's threads, the engine thread) as plain data:
 // structured clone drops classes. They are rebuilt as the same classes with the same fields on the
 // other side, so the API's error table maps them as if they had been thrown there.
-import { AbortedError, BudgetError, EngineError, ModelLoadError, OverloadedError } from './errors.js';
+import { AbortedError, BudgetError, EngineError, ModelLoadError, OverloadedError } from '../errors.js';
 
 export type Failure =
   | { kind: 'budget'; budget: BudgetError['budget']; count: number; limit: number; atLeast: boolean }

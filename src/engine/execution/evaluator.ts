@@ -1,20 +1,20 @@
 // The evaluator: one loaded model answering requests. Encodes the shared prefix once (or takes it
 // from the cross-request cache), then each question as a suffix on that prefix's KV cache.
-import { DEFAULTS, type EngineConfig } from './config.js';
-import { AbortedError, ModelLoadError } from './errors.js';
+import { DEFAULTS, type EngineConfig } from '../config.js';
+import { AbortedError, ModelLoadError } from '../errors.js';
 import { answerQuestions, type AnswerTemperatures } from './answers.js';
-import { firstTokens, labelLogProbs } from './labels.js';
+import { firstTokens, labelLogProbs } from '../prompting/labels.js';
 import { RequestBatcher } from './batching.js';
 import { packedTokens, packQuestions } from './packing.js';
-import { openModelFolder } from './model-folder.js';
-import type { Budgets, Plan, PlannedQuestion } from './plan.js';
-import { defaultPlannerThreads, inlinePlanner, workerPlanner, type Planner } from './planner/index.js';
-import { PrefixCache } from './prefix-cache.js';
-import { promptSet } from './prompts.js';
-import { ModelRunner, prefillEnds, type KvCache } from './runner.js';
+import { openModelFolder } from '../model/model-folder.js';
+import type { Budgets, Plan, PlannedQuestion } from '../prompting/plan.js';
+import { defaultPlannerThreads, inlinePlanner, workerPlanner, type Planner } from '../prompting/planner/index.js';
+import { PrefixCache } from '../cache/prefix-cache.js';
+import { promptSet } from '../prompting/prompts.js';
+import { ModelRunner, prefillEnds, type KvCache } from '../model/runner.js';
 import { Scheduler } from './scheduler.js';
-import { TextCodec } from './tokenizer.js';
-import type { Answer, EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from './types.js';
+import { TextCodec } from '../prompting/tokenizer.js';
+import type { Answer, EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from '../types.js';
 
 export async function createEvaluator(config: EngineConfig): Promise<Evaluator> {
   const folder = await openModelFolder(config.modelDir, config.variant);

@@ -1,5 +1,5 @@
 // Turning label log-probabilities into the typed answers of SPEC §2.4.
-import type { Answer, Question } from './types.js';
+import type { Answer, Question } from '../types.js';
 
 /** Normalizes log-probabilities to probabilities that sum to 1. */
 export function normalize(logps: number[]): number[] {

@@ -8,14 +8,14 @@
 // calling thread (library use that wants no threads).
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
-import { AbortedError, OverloadedError } from '../errors.js';
-import { workerExecArgv, workerFile } from '../worker-args.js';
-import { rebuild, type Failure } from '../failure.js';
+import { AbortedError, OverloadedError } from '../../errors.js';
+import { workerExecArgv, workerFile } from '../../thread/worker-args.js';
+import { rebuild, type Failure } from '../../thread/failure.js';
 import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
 import { TextCodec } from '../tokenizer.js';
-import type { EvaluateRequest } from '../types.js';
-import { ownedBytes } from '../../protocol/body.js';
+import type { EvaluateRequest } from '../../types.js';
+import { ownedBytes } from '../../../protocol/body.js';
 import { parseBody, type PlanTask } from './task.js';
 
 export interface PlannerOptions {

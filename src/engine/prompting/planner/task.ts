@@ -1,5 +1,5 @@
 // What a planner worker is given: a request, or a request body as bytes (protocol/body.ts).
-import type { EvaluateRequest } from '../types.js';
+import type { EvaluateRequest } from '../../types.js';
 
 const decoder = new TextDecoder();
 

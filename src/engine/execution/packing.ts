@@ -6,9 +6,9 @@
 // with two option sets) share those tokens, computed once. So a request of N questions costs one
 // pass instead of N (plus one per multi-token label path), over fewer tokens, and the answers are
 // those of separate passes (tested within 1e-4 on fp32).
-import { firstTokens, labelLogProbs, labelPasses } from './labels.js';
-import type { PlannedQuestion } from './plan.js';
-import type { PackedPass } from './runner.js';
+import { firstTokens, labelLogProbs, labelPasses } from '../prompting/labels.js';
+import type { PlannedQuestion } from '../prompting/plan.js';
+import type { PackedPass } from '../model/runner.js';
 
 export interface PackedGroup {
   pass: PackedPass;

@@ -2,7 +2,7 @@
 // thread's requests. onnxruntime's passes block this thread's event loop, not the server's.
 import { parentPort, workerData } from 'node:worker_threads';
 import type { EngineThreadData, FromEngine, ToEngine } from './engine-thread.js';
-import { createEvaluator } from './evaluator.js';
+import { createEvaluator } from '../execution/evaluator.js';
 import { failureOf } from './failure.js';
 
 const port = parentPort!;

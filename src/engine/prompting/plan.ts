@@ -1,11 +1,11 @@
 // Planning a request: prompts → tokens, the shared prefix, each question's suffix, its labels,
 // usage and budgets. Pure (no model passes), so it is cheap and fully testable.
 import { ContentTooLarge, renderContent } from './content.js';
-import { BudgetError } from './errors.js';
+import { BudgetError } from '../errors.js';
 import { labelSequences, startsWith, type LabelSequence } from './labels.js';
 import type { PromptSet } from './prompts.js';
 import type { ChatMessage, TextCodec } from './tokenizer.js';
-import type { EvaluateRequest, Question, Usage } from './types.js';
+import type { EvaluateRequest, Question, Usage } from '../types.js';
 
 export interface PlannedQuestion {
   key: string;

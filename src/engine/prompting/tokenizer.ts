@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { Template } from '@huggingface/jinja';
-import { ModelLoadError } from './errors.js';
+import { ModelLoadError } from '../errors.js';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';

@@ -6,12 +6,12 @@
 // caller gets an Evaluator that posts requests and aborts to it and rebuilds its errors.
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
-import type { EngineConfig } from './config.js';
-import { EngineDeadError, EngineError } from './errors.js';
+import type { EngineConfig } from '../config.js';
+import { EngineDeadError, EngineError } from '../errors.js';
 import { rebuild, type Failure } from './failure.js';
-import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from './types.js';
+import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from '../types.js';
 import { workerExecArgv, workerFile } from './worker-args.js';
-import { ownedBytes } from '../protocol/body.js';
+import { ownedBytes } from '../../protocol/body.js';
 
 /** Main thread → engine thread. */
 export type ToEngine =

@@ -26,7 +26,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { decodeModel, encodeModel, externalFiles, REWRITE_VERSION, rewriteHead, sharesActivationScales, type ModelProto } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
-import { workerExecArgv, workerFile } from './worker-args.js';
+import { workerExecArgv, workerFile } from '../thread/worker-args.js';
 
 /** Initializers smaller than this stay inside the graph file. */
 const INLINE_BYTES = 1024;

@@ -7,7 +7,7 @@
 // Admission is bounded: at most `maxQueue` requests wait beside the one holding the session;
 // past that a request is refused at once (OverloadedError → 529) instead of growing memory.
 // An aborted request leaves at its next turn (or while waiting for one) with AbortedError.
-import { AbortedError, OverloadedError } from './errors.js';
+import { AbortedError, OverloadedError } from '../errors.js';
 
 interface Turn {
   grant: () => void;

@@ -1,5 +1,5 @@
 // Rendering caller content (state, instructions, criteria) to text the model reads.
-import type { Content } from './types.js';
+import type { Content } from '../types.js';
 
 /** Content rendered past this many characters is refused (the caller maps it to a token budget). */
 export class ContentTooLarge extends Error {

@@ -3,7 +3,7 @@ import { workerData } from 'node:worker_threads';
 import { planRequest, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
 import { TextCodec } from '../tokenizer.js';
-import { failureOf, type Failure } from '../failure.js';
+import { failureOf, type Failure } from '../../thread/failure.js';
 import type { PlannerOptions } from './index.js';
 import { parseBody, type PlanTask } from './task.js';
 

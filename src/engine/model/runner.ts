@@ -2,11 +2,11 @@
 // metadata and config.json (no architecture is hard-coded). Everything that touches tensors is here.
 import { readFile } from 'node:fs/promises';
 import * as ort from 'onnxruntime-node';
-import { EngineError, ModelLoadError } from './errors.js';
+import { EngineError, ModelLoadError } from '../errors.js';
 import { BIAS_INPUT, CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, LOGPROBS_OUTPUT, POSITIONS_INPUT } from './graph-rewrite.js';
 import { rewrittenGraph, type GraphFacts, type RewrittenGraph } from './graph-file.js';
 import type { ModelFolder } from './model-folder.js';
-import { DEFAULTS, type EngineConfig } from './config.js';
+import { DEFAULTS, type EngineConfig } from '../config.js';
 import { int8SessionConfig } from './cpu.js';
 
 /** Keys and values of every layer for `length` tokens, as the session's present.* outputs gave them. */

@@ -9,7 +9,7 @@
 //            whatever the names (node-llama-cpp's Structured Decisions and the public Python
 //            adapter label options this way). noul and score read as in v1.
 import { renderContent } from './content.js';
-import type { Question } from './types.js';
+import type { Question } from '../types.js';
 
 export interface PromptSet {
   /** The system turn: shared by every question of a request, so its tokens are the reusable prefix. */

@@ -7,7 +7,7 @@
 // key as the cache (model and tenant scope), so a repeated state hits from its third request on and
 // a one-off request keeps the single pass.
 import { createHash } from 'node:crypto';
-import type { KvCache } from './runner.js';
+import type { KvCache } from '../model/runner.js';
 
 /** Prefixes remembered (as 20-byte hashes) for admission: about 100 KB. */
 const SIGHTINGS = 1024;

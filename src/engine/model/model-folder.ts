@@ -6,7 +6,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ModelLoadError } from './errors.js';
+import { ModelLoadError } from '../errors.js';
 import { DEFAULT_ORDER, ONNX_DIRS, parseVariant, variantFileNames, VARIANTS, type Variant } from './variants.js';
 
 export type { Variant } from './variants.js';

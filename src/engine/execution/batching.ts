@@ -7,7 +7,7 @@
 // A request waits for its turn on the scheduler as before; when the turn comes it takes, besides
 // its own tree, the trees of the requests waiting behind it (oldest first) up to the token budget.
 // A request whose tree went with an earlier pass finds its answers ready when its own turn comes.
-import type { PackedPass } from './runner.js';
+import type { PackedPass } from '../model/runner.js';
 
 interface Item {
   pass: PackedPass;
