@@ -1,20 +1,20 @@
-// The evaluator: one loaded model answering requests. Encodes the shared prefix once (or takes it
-// from the cross-request cache), then each question as a suffix on that prefix's KV cache.
+// The evaluator: one loaded model answering requests. Plans a request (prompting/), takes its turn
+// in the scheduler, and runs the strategy the chooser picks (strategies.ts): the shared prefix
+// encoded once (or taken from the cross-request cache), each question as a suffix on its KV.
 import { DEFAULTS, type EngineConfig } from '../config.js';
-import { AbortedError, ModelLoadError } from '../errors.js';
+import { ModelLoadError } from '../errors.js';
 import { answerQuestions, type AnswerTemperatures } from './answers.js';
-import { firstTokens, labelLogProbs } from '../prompting/labels.js';
 import { RequestBatcher } from './batching.js';
-import { packedTokens, packQuestions } from './packing.js';
+import { chooseStrategy, fitsOnePass, STRATEGIES } from './strategies.js';
 import { openModelFolder } from '../model/model-folder.js';
-import type { Budgets, Plan, PlannedQuestion } from '../prompting/plan.js';
+import type { Budgets, Plan } from '../prompting/plan.js';
 import { defaultPlannerThreads, inlinePlanner, workerPlanner, type Planner } from '../prompting/planner/index.js';
 import { PrefixCache } from '../cache/prefix-cache.js';
 import { promptSet } from '../prompting/prompts.js';
-import { ModelRunner, prefillEnds, type KvCache } from '../model/runner.js';
+import { ModelRunner, type PassStep } from '../model/runner.js';
 import { Scheduler } from './scheduler.js';
 import { TextCodec } from '../prompting/tokenizer.js';
-import type { Answer, EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from '../types.js';
+import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from '../types.js';
 
 export async function createEvaluator(config: EngineConfig): Promise<Evaluator> {
   const folder = await openModelFolder(config.modelDir, config.variant);
@@ -123,67 +123,37 @@ class OnnxEvaluator implements Evaluator {
     const answers = await this.scheduler.request(async (ticket) => {
       // Every pass (prefill chunks included) takes its turn: requests interleave pass by pass,
       // and an aborted request stops at its next pass.
-      const step = <T>(pass: () => Promise<T>, tokens: number): Promise<T> =>
+      const step: PassStep = (pass, tokens) =>
         ticket.pass(() => {
           this.tokensEvaluated += tokens;
           this.passes++;
           return pass();
         });
-      const run: Run = (ids, past, candidates, present) => this.runner.forward(ids, past, candidates, present, step);
-      const read = new Map<PlannedQuestion, number[]>();
-      const answers = (): Record<string, Answer> =>
-        answerQuestions(plan.questions, plan.questions.map((q) => read.get(q)!), this.temperatures);
       const cached = this.cache.lookup(cacheKey, plan.prefix);
       const prefixBytes = plan.prefix.length * this.runner.kvBytesPerToken;
-      // One question runs in one pass over the whole prompt (no prefix stored), unless its prefix was
-      // seen recently: then the prefix is stored, and later requests on the same state hit it.
-      const single = plan.questions.length === 1 && !cached && !this.cache.admits(cacheKey, plan.prefix, prefixBytes);
-      // The questions ride with the prefix's last prefill piece when its KV is not kept (one question
-      // on a prefix not admitted; or the cache is off or too small) and they fit one packed pass:
-      // one pass fewer, no prefix KV fetched, and a question's multi-token labels in the same pass.
-      if (this.packs && !cached && (single || !this.cache.keeps(prefixBytes))) {
-        const budget = this.packTokens;
-        if (plan.questions.reduce((n, q) => n + packedTokens(q), 0) <= budget) {
-          // The trunk is the prefill's last piece, what is left after whole chunks (chunks of at most
-          // 1,024 tokens when prefill is unchunked: the bias is trunk² floats). Each trunk token
-          // computes scores against every question token, all masked, so a short trunk wastes little,
-          // and the head runs in whole chunks, the GEMM sizes prefill is tuned for.
-          const ends = prefillEnds(plan.prefix.length, 0, this.runner.prefillChunk > 0 ? this.runner.prefillChunk : 1024);
-          const head = plan.prefix.slice(0, ends.at(-2) ?? 0);
-          const trunk = plan.prefix.slice(head.length);
-          const past = head.length > 0 ? (await run(head, null, [], true)).present! : null;
-          const [group] = packQuestions(plan.questions, budget, trunk);
-          checkAborted(signal);
-          // The whole prompt in one pass: it may share that pass with other requests waiting.
-          const rows =
-            past === null && this.batcher
-              ? await this.batcher.submit(group!.pass, (fn) => ticket.pass(fn))
-              : await this.runner.packed(group!.pass, past, step);
-          for (const [q, logps] of await group!.finish(rows)) read.set(q, logps);
-          return answers();
-        }
-      }
-      if (single) {
-        // One question: one pass over the whole prompt beats a prefix pass plus a suffix pass.
-        const q = plan.questions[0]!;
-        read.set(q, await this.labelLogProbs(run, q, [...plan.prefix, ...q.suffix], null, signal));
-        return answers();
-      }
-      let prefixKv = cached;
-      if (!prefixKv) {
-        prefixKv = (await run(plan.prefix, null, [], true)).present!;
-        this.cache.store(cacheKey, plan.prefix, prefixKv);
-      }
-      if (this.packs) {
-        // Every question (and its labels' continuations) in one pass per token budget.
-        for (const group of packQuestions(plan.questions, this.packTokens)) {
-          checkAborted(signal);
-          for (const [q, logps] of await group.finish(await this.runner.packed(group.pass, prefixKv, step))) read.set(q, logps);
-        }
-        return answers();
-      }
-      for (const q of plan.questions) read.set(q, await this.labelLogProbs(run, q, q.suffix, prefixKv, signal));
-      return answers();
+      const strategy = chooseStrategy({
+        packs: this.packs,
+        questions: plan.questions.length,
+        cached: cached !== undefined,
+        // Asked only when it matters: admits() remembers the prefix as a sighting.
+        admitted: plan.questions.length === 1 && !cached && this.cache.admits(cacheKey, plan.prefix, prefixBytes),
+        keeps: this.cache.keeps(prefixBytes),
+        fitsOnePass: fitsOnePass(plan, this.packTokens),
+      });
+      const read = await STRATEGIES[strategy]({
+        plan,
+        runner: this.runner,
+        run: (ids, past, candidates, present) => this.runner.forward(ids, past, candidates, present, step),
+        step,
+        turn: (fn) => ticket.pass(fn),
+        batcher: this.batcher,
+        packTokens: this.packTokens,
+        cache: this.cache,
+        cacheKey,
+        cached,
+        signal,
+      });
+      return answerQuestions(plan.questions, plan.questions.map((q) => read.get(q)!), this.temperatures);
     }, signal);
     return { answers, usage: plan.usage };
   }
@@ -205,23 +175,4 @@ class OnnxEvaluator implements Evaluator {
     await this.planner.close();
     await this.scheduler.exclusive(() => this.runner.close());
   }
-
-  /** One question's label log-probabilities: a pass over its tokens after `past`, then the passes its multi-token labels need. */
-  private async labelLogProbs(run: Run, q: PlannedQuestion, tokens: number[], past: KvCache | null, signal?: AbortSignal): Promise<number[]> {
-    checkAborted(signal);
-    const continues = q.labels.some((l) => l.tokens.length > 1);
-    const starts = firstTokens(q.labels);
-    const first = await run(tokens, past, [starts], continues);
-    const firstLogprobs = new Map(starts.map((token, c) => [token, first.logprobs[0]![c]!]));
-    return labelLogProbs(q.labels, firstLogprobs, async (input, candidates) => {
-      checkAborted(signal);
-      return (await run(input, first.present!, candidates, false)).logprobs;
-    });
-  }
-}
-
-type Run = (ids: number[], past: KvCache | null, candidates: number[][], present: boolean) => ReturnType<ModelRunner['forward']>;
-
-function checkAborted(signal?: AbortSignal): void {
-  if (signal?.aborted) throw new AbortedError();
 }

@@ -10,6 +10,9 @@ import { DEFAULTS, type EngineConfig } from '../config.js';
 import { int8SessionConfig } from './cpu.js';
 
 /** Keys and values of every layer for `length` tokens, as the session's present.* outputs gave them. */
+/** Runs one pass of `tokens` tokens in the caller's turn (the scheduler's, for an evaluator). */
+export type PassStep = <T>(pass: () => Promise<T>, tokens: number) => Promise<T>;
+
 export interface KvCache {
   /** past_key_values.* input name → tensor [1, kv_heads, length, head_dim] */
   tensors: Map<string, ort.Tensor>;
@@ -177,7 +180,7 @@ export class ModelRunner {
     candidates: number[][],
     present: boolean,
     /** Runs each pass (the scheduler's turn: passes of concurrent requests interleave, an aborted request stops here). */
-    step: <T>(pass: () => Promise<T>, tokens: number) => Promise<T> = (pass) => pass(),
+    step: PassStep = (pass) => pass(),
   ): Promise<ForwardResult> {
     // Long inputs run in chunks over the growing cache: a stock export's attention materializes
     // [heads, n, past + n] scores, so one 8,000-token pass would need gigabytes and run at a
@@ -206,7 +209,7 @@ export class ModelRunner {
    * One pass over a tree of token sequences after `past` (see PackedPass); returns the candidates'
    * log-probabilities at each read, in order. Only those are fetched: no logits, no KV.
    */
-  async packed(pass: PackedPass, past: KvCache | null, step: <T>(pass: () => Promise<T>, tokens: number) => Promise<T> = (p) => p()): Promise<number[][]> {
+  async packed(pass: PackedPass, past: KvCache | null, step: PassStep = (p) => p()): Promise<number[][]> {
     if (!this.packs) throw new EngineError('this graph cannot run packed passes');
     const n = pass.tokens.length;
     const pastLength = past?.length ?? 0;
