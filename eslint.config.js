@@ -1,7 +1,7 @@
 // Lint: typescript-eslint with type information, on src/, test/ and bench/ (npm run lint; CI runs it
 // before the tests). Besides the recommended rules: promises must be awaited or handled, never
 // passed where a callback's result is ignored, and a switch over a union must cover every member.
-// The layer rules keep imports flowing one way (README "Architecture").
+// The layer rules keep imports flowing one way (docs/architecture.md).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -51,7 +51,7 @@ export default tseslint.config(
   ...Object.entries(LAYERS).map(([files, patterns]) => ({
     files: [files.replace('/**', '/**/*.ts')],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: patterns, message: 'lower layers never import upper ones (README "Architecture")' }, ...entryRules(files)] }],
+      'no-restricted-imports': ['error', { patterns: [{ group: patterns, message: 'lower layers never import upper ones (docs/architecture.md)' }, ...entryRules(files)] }],
     },
   })),
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },

@@ -97,7 +97,7 @@ describe('deploy/ manifests', () => {
     const deadlineEnv = container.env.find((e: Obj) => e.name === 'ASSAY_DEADLINE_MS')?.value;
     const drainS = Number(deadlineEnv ?? DEFAULTS.deadlineMs) / 1000;
     const grace = pod.terminationGracePeriodSeconds;
-    // The server cuts leftover connections at deadline + 10 s (README "Graceful shutdown").
+    // The server cuts leftover connections at deadline + 10 s (docs/operations.md "Graceful shutdown").
     expect(grace).toBeGreaterThan(sleep + drainS + 10);
     // Liveness failures needed for a restart take longer than the whole drain.
     const live = container.livenessProbe;

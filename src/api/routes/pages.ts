@@ -1,7 +1,7 @@
 // The browser pages, off the API's request path: /docs (Swagger UI on the server's own OpenAPI
 // document, assets from the installed package, no CDN) and /playground (a static page compiled from
 // src/web, with a strict Content-Security-Policy and no inline script or style). Both add a state
-// hash to the calls they make, as the client SDK does (README "Scale-out"). /playground/models is
+// hash to the calls they make, as the client SDK does (docs/scale-out.md). /playground/models is
 // GET /v1/models for the page (same key, same rate limit) with each model's synthetic flag, so the
 // page can say loudly that a model's answers are meaningless.
 import { existsSync, readFileSync } from 'node:fs';

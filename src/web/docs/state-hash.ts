@@ -1,6 +1,6 @@
 // Loaded by /docs (Swagger UI, as its theme script): its "try it out" calls to POST /v1/systemone
 // carry x-assay-state-hash, the hex sha256 of the state's JSON, as the client SDK's do, so a proxy
-// routes them to the replica that holds the state (README "Scale-out"). A classic script: no imports.
+// routes them to the replica that holds the state (docs/scale-out.md). A classic script: no imports.
 
 interface SwaggerRequest {
   url: string;

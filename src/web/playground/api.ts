@@ -1,6 +1,6 @@
 // What the playground sends and gets: the API's wire types (a subset of src/protocol/schemas.ts,
 // which the browser build does not compile), the two calls, and the state hash the client SDK
-// sends for state-affine routing (README "Scale-out").
+// sends for state-affine routing (docs/scale-out.md).
 
 export type Content = string | number | boolean | null | Content[] | { [key: string]: Content };
 export type Question =
