@@ -1,4 +1,4 @@
-// 7b. The engine thread killed under load (issue 19): does any request hang, is any answered 500,
+// 7b. The engine thread killed under load: does any request hang, is any answered 500,
 // how long until /healthz says 503 (detection) and 200 again (restart)? The server and its model
 // pool run in this process (the thread's kill switch, crashForTest, is reachable only from here)
 // on the tiny model; four clients loop one-question requests on fresh states, /healthz is polled

@@ -75,7 +75,7 @@ function heavyBodies(): Array<[string, string]> {
     ['~32k-token state (over the question budget)', JSON.stringify({ state: prose, model: 'svc-latest', questions: one })],
     ['nested 3,000 deep', `{"state": ${'['.repeat(3000)}"x"${']'.repeat(3000)}, "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`],
     ['300,000 spaces', JSON.stringify({ state: `Report:${' '.repeat(300_000)}end`, model: 'svc-latest', questions: one })],
-    // Large flat bodies (issue 19): parsed in the body worker, never on the event loop.
+    // Large flat bodies: parsed in the body worker, never on the event loop.
     ['6 MB: 2,000,000 empty arrays', `{"state": [${'[],'.repeat(1_999_999)}[]], "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`],
     ['200,000 small objects', JSON.stringify({ state: Array.from({ length: 200_000 }, (_, i) => ({ id: i, ok: true })), model: 'svc-latest', questions: one })],
   ];

@@ -1,4 +1,4 @@
-// 5. Workloads shaped like real clients' (FACTS.md), through the engine in-process.
+// 5. Workloads shaped like real clients', through the engine in-process.
 //   (a) ~9 questions per request (8–10) on a 300-token English state: 60% noul, 28% choice with 4
 //       options, 12% score with ≤ 5 levels, some questions in Chinese;
 //   (b) one question per request on a 150-token and on a 1,250-token state.

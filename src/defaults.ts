@@ -17,7 +17,7 @@ export const DEFAULTS = {
   deadlineMs: 120_000,
   /** Time a client gets to send its whole request (slowloris guard). */
   requestTimeoutMs: 60_000,
-  // Per-key rate limits (SPEC §8)
+  // Per-key rate limits (docs/operations.md)
   requestsPerMinute: 1200,
   inputTokensPerSecond: 250_000,
   // Engine

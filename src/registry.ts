@@ -6,7 +6,7 @@
 //                               "variant": "fp32", "description": "...", "release_date": "2026-11-22"}},
 //    "aliases": {"svc-latest": "svc-1.13.0", "svc-preview": "svc-1.13.0"}}
 // Versioned ids (keys of `models`) are always accepted; GET /v1/models lists the aliases, plus
-// any versioned id whose entry says `"listed": true` (SPEC §2.5: "the list currently holds the aliases").
+// any versioned id whose entry says `"listed": true` (as the hosted service: "the list currently holds the aliases").
 import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';

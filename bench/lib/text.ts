@@ -93,7 +93,7 @@ export function mixedQuestions(n: number, seed = 7): Record<string, Question> {
 }
 
 /**
- * Questions shaped like the first public client (FACTS.md): 60% noul, 28% choice with 4 options,
+ * Questions shaped like the first public client: 60% noul, 28% choice with 4 options,
  * 12% score with ≤ 5 levels, some in Chinese. Deterministic per seed.
  */
 export function clientQuestions(n: number, seed: number): Record<string, Question> {

@@ -1,4 +1,4 @@
-// Per-key rate limits (SPEC §8): requests per minute and input tokens per second, as token buckets.
+// Per-key rate limits (docs/operations.md): requests per minute and input tokens per second, as token buckets.
 //
 // Requests: a bucket of `rpm` requests refilled at rpm/60 per second; each request takes one.
 // Input tokens: a bucket of `tps` tokens refilled at tps per second. The token count of a request

@@ -125,20 +125,9 @@ function drain(raw: NodeJS.ReadableStream & { complete?: boolean }): Promise<voi
   });
 }
 
-/** Methods each known path answers, for 405 vs 404. */
-const KNOWN: Record<string, string[]> = {
-  '/v1/systemone': ['POST'],
-  '/v1/models': ['GET', 'HEAD'],
-  '/healthz': ['GET', 'HEAD'],
-  '/metrics': ['GET', 'HEAD'],
-  '/openapi.json': ['GET', 'HEAD'],
-  '/playground': ['GET', 'HEAD'],
-  '/playground/models': ['GET', 'HEAD'],
-};
-
-/** 405 (with Allow) for a known path and another method, else 404, as FastAPI answers them. */
-function notFound(req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const allowed = KNOWN[req.url.split('?')[0] ?? ''];
+/** 405 (with Allow) for a path a route answers with another method, else 404, as FastAPI answers them. */
+function notFound(req: FastifyRequest, reply: FastifyReply, known: Map<string, string[]>): FastifyReply {
+  const allowed = known.get(req.url.split('?')[0] ?? '');
   if (allowed && !allowed.includes(req.method)) {
     return reply.code(405).header('allow', allowed.join(', ')).send({ detail: 'Method Not Allowed' });
   }
@@ -248,7 +237,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
 
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
     // Body errors (media type, size, JSON) on an unknown path or method: the path is what is wrong.
-    if (!req.routeOptions.url) return notFound(req, reply);
+    if (!req.routeOptions.url) return notFound(req, reply, known);
     const r = errorResponse(err, { deadlineMs: ctx.deadlineMs, bodyLimit });
     req.facts = { ...req.facts, error: r.code };
     if (r.log) req.log.error({ err }, r.status >= 500 ? 'request failed' : 'request refused');
@@ -258,7 +247,13 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     return r.status === 413 ? drain(req.raw).then(respond) : respond();
   });
 
-  app.setNotFoundHandler((req, reply) => notFound(req, reply));
+  // The methods of every fixed path, as the routes register them (for 405 vs 404).
+  const known = new Map<string, string[]>();
+  app.addHook('onRoute', (route) => {
+    if (/[:*]/.test(route.url)) return;
+    known.set(route.url, [...(known.get(route.url) ?? []), ...[route.method].flat()]);
+  });
+  app.setNotFoundHandler((req, reply) => notFound(req, reply, known));
 
   systemoneRoute(app, ctx);
   modelsRoute(app, ctx);

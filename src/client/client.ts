@@ -12,7 +12,7 @@ import { AssayAbortError, AssayAPIError, AssayConnectionError, AssayError, Assay
 import { backoffDelayMs, isRetryableStatus, serverRetryDelayMs, sleep } from './retry.js';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080';
-/** The official clients' default model (SPEC §2.7). */
+/** The official clients' default model. */
 export const DEFAULT_MODEL = 'svc-latest';
 
 export interface AssayClientOptions {

@@ -27,7 +27,7 @@ export interface EngineConfig {
   prefixCacheBytes?: number;
   /** Requests waiting for the engine beyond the one running; past this, OverloadedError. Default 64. */
   maxQueue?: number;
-  /** Token budgets (SPEC §8). */
+  /** Token budgets (docs/engine.md, Budgets). */
   requestTokenBudget?: number;
   questionTokenBudget?: number;
   /** Prompts longer than this many tokens are prefilled in chunks of this size (0: one pass). */
@@ -83,16 +83,27 @@ export interface EngineConfig {
   optionRotations?: number;
 }
 
-/** The engine's defaults (src/defaults.ts holds every default of the project). */
-export const DEFAULTS = {
-  threads: ALL.threads,
-  graphOptimization: ALL.graphOptimization,
-  exactInt8: ALL.exactInt8,
-  prefixCacheBytes: ALL.prefixCacheBytes,
-  maxQueue: ALL.maxQueue,
-  prefillChunk: ALL.prefillChunk,
-  requestTokenBudget: ALL.requestTokenBudget,
-  questionTokenBudget: ALL.questionTokenBudget,
-  packTokens: ALL.packTokens,
-  batchTokens: ALL.batchTokens,
-} as const;
+/** Settings the engine always has a value for: src/defaults.ts gives what the caller left out. */
+type Defaulted = 'provider' | 'threads' | 'graphOptimization' | 'exactInt8' | 'prefixCacheBytes' | 'maxQueue' | 'prefillChunk' | 'requestTokenBudget' | 'questionTokenBudget' | 'packTokens' | 'batchTokens';
+
+/** An EngineConfig with every defaulted setting filled in, frozen: what the engine's parts read. */
+export type ResolvedEngineConfig = Readonly<EngineConfig & Required<Pick<EngineConfig, Defaulted>>>;
+
+/** Fills the defaults once (src/defaults.ts, the one place they live) and freezes the result (resolving a resolved config changes nothing). */
+export function resolveEngineConfig(c: EngineConfig): ResolvedEngineConfig {
+  const provider = c.provider ?? ALL.provider;
+  return Object.freeze({
+    ...c,
+    provider,
+    threads: c.threads ?? ALL.threads,
+    graphOptimization: c.graphOptimization ?? ALL.graphOptimization,
+    exactInt8: c.exactInt8 ?? ALL.exactInt8,
+    prefixCacheBytes: c.prefixCacheBytes ?? ALL.prefixCacheBytes,
+    maxQueue: c.maxQueue ?? ALL.maxQueue,
+    prefillChunk: c.prefillChunk ?? ALL.prefillChunk,
+    requestTokenBudget: c.requestTokenBudget ?? ALL.requestTokenBudget,
+    questionTokenBudget: c.questionTokenBudget ?? ALL.questionTokenBudget,
+    packTokens: c.packTokens ?? ALL.packTokens,
+    batchTokens: c.batchTokens ?? ALL.batchTokens[provider],
+  });
+}

@@ -1,6 +1,6 @@
 // Typed errors the engine throws; the API layer maps each to a status.
 
-/** The request does not fit a token budget (SPEC §8) or the model's context. → 422 */
+/** The request does not fit a token budget or the model's context. → 422 */
 export class BudgetError extends Error {
   constructor(
     /** which budget: 'request' (64k: state + all questions), 'question' (32k: state + longest question), 'context' (the model's own length) */

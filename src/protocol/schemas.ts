@@ -1,10 +1,10 @@
-// The wire contract of SPEC §2 as zod 4 schemas: requests AND responses.
+// The wire contract (docs/api.md) as zod 4 schemas: requests AND responses.
 // Imports only zod, so the client SDK can share these exact schemas. The server validates
 // request bodies with them (src/api/errors.ts turns zod issues into pydantic-style 422 entries),
 // checks its own responses with them, and generates /openapi.json from them.
 import { z } from 'zod';
 
-/** Documented limits of the hosted service (FACTS: choice up to 255 options, score 2–10 levels). */
+/** Documented limits of the hosted service (choice up to 255 options, score 2–10 levels). */
 export const LIMITS = {
   minQuestions: 1,
   minChoiceOptions: 2,

@@ -1,4 +1,4 @@
-// Temperature scaling (issue 12): one temperature per question type, fitted on a training split
+// Temperature scaling: one temperature per question type, fitted on a training split
 // by minimising log loss, reported on a held-out split. Pure functions, no I/O.
 //
 // An answer's outcome probabilities p (as served) become softmax(ln p / T): T > 1 softens

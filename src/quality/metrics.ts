@@ -1,4 +1,4 @@
-// Answer-quality metrics over labeled examples (issue 12): per question type, the measures users
+// Answer-quality metrics over labeled examples: per question type, the measures users
 // compare: accuracy, Brier score, log loss and expected calibration error (ECE) for noul and choice;
 // MAE of the expected score and exact-level accuracy for score. Pure functions, no I/O.
 

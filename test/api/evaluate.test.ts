@@ -20,7 +20,7 @@ async function evaluate(body: Req) {
   return res.json() as SystemOneResponse;
 }
 
-/** Every invariant SPEC §2.4 states, checked against the question that was asked. */
+/** Every invariant the response contract states, checked against the question that was asked. */
 function checkAnswers(req: Req, res: SystemOneResponse): void {
   expect(SystemOneResponseSchema.safeParse(res).success).toBe(true);
   expect(res.model).toBe(MODEL_ID);

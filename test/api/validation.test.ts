@@ -1,4 +1,4 @@
-// Every pinned 422 of issue 3, with FastAPI/pydantic v2 detail entries.
+// Every pinned 422, with FastAPI/pydantic v2 detail entries.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auth, mixedRequest, startServer, type Detail, type TestServer } from './helpers.js';
 

@@ -31,7 +31,7 @@ const folderOf = (c: Case): Promise<string> => (c.folder ? c.folder() : ensureFl
 // int8 runs exact kernels everywhere (docs/cpu.md; before, AVX2 gave int8 0.101 against the twin):
 // split 0 for every flavor; against the fp32 twin int8 1.3e-2 (split 0 on this short state; up to
 // 0.064 with 16 questions, README), fp16 6.2e-4, gqa fp32 2.1e-7, gqa fp16 3.0e-4, q4 9.2e-2, q4f16
-// 8.4e-2 (4-bit weights move a random model's logits a lot: FACTS.md saw llama.cpp's Q4_0 change the
+// 8.4e-2 (4-bit weights move a random model's logits a lot: an earlier measurement saw llama.cpp's Q4_0 change the
 // argmax). Bounds: fp32 graphs of one function differ by fp32 rounding only (1e-6 .. 1e-5); fp16 by
 // one float16 rounding per layer (2e-3); int8 by its quantization of weights and activations, a
 // property of the integer arithmetic and so of no CPU (0.05); 4-bit likewise (0.15).

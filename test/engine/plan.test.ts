@@ -140,3 +140,34 @@ describe('prompt planning', () => {
     expect(() => planRequest({ state: big, questions: { a: noul } }, codec, prompts, end, { request: 1e6, question: 1e6, context: 2000 })).toThrow(/context length/);
   });
 });
+
+describe('a chat template without a system role (Gemma-style: it raises on one)', () => {
+  // Gemma's template raises "System role not supported"; this one does the same in jinja.
+  const template =
+    "{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}" +
+    "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+  it('is detected once, and the state rides in the user turn before the question, sharing the longest common prefix', async () => {
+    const { cpSync, mkdtempSync, readFileSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(join(tmpdir(), 'assay-no-system-'));
+    const source = await tinyFp32();
+    cpSync(join(source, 'tokenizer.json'), join(dir, 'tokenizer.json'));
+    const config = JSON.parse(readFileSync(join(source, 'tokenizer_config.json'), 'utf8'));
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ ...config, chat_template: template }));
+    const gemmaLike = await TextCodec.load(dir);
+    expect(codec.acceptsSystemRole).toBe(true);
+    expect(gemmaLike.acceptsSystemRole).toBe(false);
+
+    const plan = planRequest({ state: 'The invoice was paid.', questions: { n: noul, c: choice } }, gemmaLike, prompts, end, budgets);
+    const whole = plan.questions.map((q) => gemmaLike.decode([...plan.prefix, ...q.suffix]));
+    for (const text of whole) {
+      expect(text.startsWith('<|im_start|>user\n')).toBe(true);
+      expect(text).toContain('The invoice was paid.');
+      expect(text).not.toContain('<|im_start|>system');
+    }
+    // The prefix is what the two prompts share, and it holds the state.
+    expect(gemmaLike.decode(plan.prefix)).toContain('The invoice was paid.');
+  });
+});

@@ -1,5 +1,5 @@
 // The tiny-tasks task: templated support tickets whose answers follow from the text, for training a
-// tiny Qwen2-shaped decoder that knows something (issue 12, item 7). Deterministic per seed.
+// tiny Qwen2-shaped decoder that knows something. Deterministic per seed.
 //
 //   noul    "Does the customer ask for a refund?"   a refund phrase is in the ticket
 //           "Is the ticket about a <product>?"      that product is the one named

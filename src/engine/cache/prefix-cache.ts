@@ -1,5 +1,5 @@
-// Cross-request prefix cache: an LRU of prefix KV caches, keyed by model and the exact prefix
-// tokens, bounded in bytes. Size 0 keeps nothing (zero-retention deployments).
+// Cross-request prefix cache: an LRU of prefix KV caches, keyed by a SHA-256 digest of the model
+// (and tenant scope) and the exact prefix tokens, bounded in bytes. Size 0 keeps nothing (zero-retention deployments).
 //
 // Admission for one-question requests: storing a prefix costs such a request a pass (prefix, then
 // question, instead of one pass over both), so a prefix is stored on its second sighting: the cache
@@ -9,16 +9,12 @@
 import { createHash } from 'node:crypto';
 import type { KvCache } from '../model/runner.js';
 
-/** Prefixes remembered (as 20-byte hashes) for admission: about 100 KB. */
+/** Prefixes remembered (as 32-byte digests) for admission: about 100 KB. */
 const SIGHTINGS = 1024;
 
-interface Entry {
-  tokens: number[];
-  kv: KvCache;
-}
 
 export class PrefixCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<string, KvCache>();
   /** Hashes of prefixes seen once and not stored, oldest first. */
   private readonly sightings = new Set<string>();
   private usedBytes = 0;
@@ -46,7 +42,7 @@ export class PrefixCache {
    */
   admits(model: string, tokens: number[], bytes: number): boolean {
     if (!this.keeps(bytes)) return false;
-    const hash = createHash('sha1').update(model).update(new Uint8Array(Uint32Array.from(tokens).buffer)).digest('base64');
+    const hash = keyOf(model, tokens);
     if (this.sightings.delete(hash)) return true;
     this.sightings.add(hash);
     if (this.sightings.size > SIGHTINGS) this.sightings.delete(this.sightings.values().next().value!);
@@ -56,15 +52,15 @@ export class PrefixCache {
   lookup(model: string, tokens: number[]): KvCache | undefined {
     if (this.capacityBytes <= 0) return undefined;
     const key = keyOf(model, tokens);
-    const entry = this.entries.get(key);
-    if (!entry) {
+    const kv = this.entries.get(key);
+    if (!kv) {
       this.misses++;
       return undefined;
     }
     this.entries.delete(key);
-    this.entries.set(key, entry); // most recently used last
+    this.entries.set(key, kv); // most recently used last
     this.hits++;
-    return entry.kv;
+    return kv;
   }
 
   store(model: string, tokens: number[], kv: KvCache): void {
@@ -73,14 +69,14 @@ export class PrefixCache {
     const old = this.entries.get(key);
     if (old) {
       this.entries.delete(key);
-      this.usedBytes -= old.kv.bytes;
+      this.usedBytes -= old.bytes;
     }
     while (this.usedBytes + kv.bytes > this.capacityBytes) {
-      const [oldestKey, oldest] = this.entries.entries().next().value as [string, Entry];
+      const [oldestKey, oldest] = this.entries.entries().next().value as [string, KvCache];
       this.entries.delete(oldestKey);
-      this.usedBytes -= oldest.kv.bytes;
+      this.usedBytes -= oldest.bytes;
     }
-    this.entries.set(key, { tokens, kv });
+    this.entries.set(key, kv);
     this.usedBytes += kv.bytes;
   }
 
@@ -91,6 +87,7 @@ export class PrefixCache {
   }
 }
 
+/** The key of a prefix: a digest of the model (and scope) and the token ids, never the tokens themselves. */
 function keyOf(model: string, tokens: number[]): string {
-  return `${model}\u0000${tokens.join(',')}`;
+  return createHash('sha256').update(model).update('\u0000').update(new Uint8Array(Uint32Array.from(tokens).buffer)).digest('base64');
 }

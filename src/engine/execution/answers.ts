@@ -1,4 +1,4 @@
-// Turning label log-probabilities into the typed answers of SPEC §2.4.
+// Turning label log-probabilities into the typed answers of the contract (docs/api.md).
 import type { Answer, Question } from '../types.js';
 
 /** Normalizes log-probabilities to probabilities that sum to 1. */

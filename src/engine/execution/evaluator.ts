@@ -1,7 +1,7 @@
 // The evaluator: one loaded model answering requests. Plans a request (prompting/), takes its turn
 // in the scheduler, and runs the strategy the chooser picks (strategies.ts): the shared prefix
 // encoded once (or taken from the cross-request cache), each question as a suffix on its KV.
-import { DEFAULTS, type EngineConfig } from '../config.js';
+import { resolveEngineConfig, type EngineConfig, type ResolvedEngineConfig } from '../config.js';
 import { ModelLoadError } from '../errors.js';
 import { answerQuestions, type AnswerTemperatures } from './answers.js';
 import { RequestBatcher } from './batching.js';
@@ -16,7 +16,8 @@ import { Scheduler } from './scheduler.js';
 import { TextCodec } from '../prompting/tokenizer.js';
 import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from '../types.js';
 
-export async function createEvaluator(config: EngineConfig): Promise<Evaluator> {
+export async function createEvaluator(settings: EngineConfig): Promise<Evaluator> {
+  const config = resolveEngineConfig(settings);
   const folder = await openModelFolder(config.modelDir, config.variant);
   const codec = await TextCodec.load(folder.dir);
   if (!codec.hasChatTemplate) {
@@ -33,8 +34,8 @@ export async function createEvaluator(config: EngineConfig): Promise<Evaluator> 
     config.onWarning?.(`${folder.onnxPath}: packed evaluation is not available (${why}); questions run one pass per question`);
   }
   const budgets: Budgets = {
-    request: config.requestTokenBudget ?? DEFAULTS.requestTokenBudget,
-    question: config.questionTokenBudget ?? DEFAULTS.questionTokenBudget,
+    request: config.requestTokenBudget,
+    question: config.questionTokenBudget,
     context: folder.maxContext,
   };
   const promptVersion = config.promptVersion ?? folder.manifest.prompt_version;
@@ -51,7 +52,7 @@ export async function createEvaluator(config: EngineConfig): Promise<Evaluator> 
   const planner =
     threads > 0
       ? // Planning is quick next to a request's passes: its queue holds at least 16 (the engine's bound decides 529s).
-        workerPlanner({ modelDir: folder.dir, promptVersion, rotations, endToken, budgets, threads, maxQueue: Math.max(16, config.maxQueue ?? DEFAULTS.maxQueue) })
+        workerPlanner({ modelDir: folder.dir, promptVersion, rotations, endToken, budgets, threads, maxQueue: Math.max(16, config.maxQueue) })
       : inlinePlanner(codec, { promptVersion, rotations, endToken, budgets });
   return new OnnxEvaluator(config, folder.manifest.synthetic === true, `${folder.dir}#${folder.variant}`, runner, planner, temperatures);
 }
@@ -63,18 +64,18 @@ class OnnxEvaluator implements Evaluator {
   private passes = 0;
 
   constructor(
-    private readonly config: EngineConfig,
+    private readonly config: ResolvedEngineConfig,
     readonly synthetic: boolean,
     private readonly cacheKey: string,
     private readonly runner: ModelRunner,
     private readonly planner: Planner,
     private readonly temperatures: AnswerTemperatures,
   ) {
-    this.scheduler = new Scheduler(config.maxQueue ?? DEFAULTS.maxQueue);
-    this.cache = new PrefixCache(config.prefixCacheBytes ?? DEFAULTS.prefixCacheBytes);
+    this.scheduler = new Scheduler(config.maxQueue);
+    this.cache = new PrefixCache(config.prefixCacheBytes);
     this.packs = runner.packs && config.packQuestions !== false;
-    this.packTokens = config.packTokens ?? DEFAULTS.packTokens;
-    let batchTokens = config.batchTokens ?? DEFAULTS.batchTokens[config.provider ?? 'cpu'];
+    this.packTokens = config.packTokens;
+    let batchTokens = config.batchTokens;
     if (this.packs && batchTokens > 0 && runner.sharesActivationScales) {
       // One activation scale per pass: a request's answers would move with whatever another
       // caller's tokens put in the same pass. Within a request that is the caller's own business.

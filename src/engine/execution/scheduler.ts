@@ -19,8 +19,6 @@ interface Turn {
 export interface Ticket {
   /** Runs `fn` as this request's next pass, after the passes asked for before it. */
   pass<T>(fn: () => Promise<T>): Promise<T>;
-  /** Whether this request has run any pass yet. */
-  readonly started: boolean;
 }
 
 export class Scheduler {
@@ -63,9 +61,6 @@ export class Scheduler {
         } finally {
           this.release();
         }
-      },
-      get started() {
-        return started;
       },
     };
     const began = performance.now();

@@ -6,7 +6,7 @@ import { EngineError, ModelLoadError } from '../errors.js';
 import { BIAS_INPUT, CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, LOGPROBS_OUTPUT, POSITIONS_INPUT } from './graph-rewrite.js';
 import { rewrittenGraph, type GraphFacts, type RewrittenGraph } from './graph-file.js';
 import type { ModelFolder } from './model-folder.js';
-import { DEFAULTS, type EngineConfig } from '../config.js';
+import { resolveEngineConfig, type EngineConfig } from '../config.js';
 import { int8SessionConfig } from './cpu.js';
 
 /** Keys and values of every layer for `length` tokens, as the session's present.* outputs gave them. */
@@ -108,16 +108,17 @@ export class ModelRunner {
   }
 
   static async create(folder: ModelFolder, config: EngineConfig, temperature = 1): Promise<ModelRunner> {
-    const provider = config.provider ?? 'cpu';
-    const graphOptimizationLevel = config.graphOptimization ?? DEFAULTS.graphOptimization;
+    const c = resolveEngineConfig(config);
+    const provider = c.provider;
+    const graphOptimizationLevel = c.graphOptimization;
     // Exact int8 on CPUs whose default int8 kernel saturates (cpu.ts); int8 nodes run on the CPU
     // provider under CUDA too, so it applies there as well.
-    const extra = await int8SessionConfig(config.exactInt8 ?? DEFAULTS.exactInt8, graphOptimizationLevel);
+    const extra = await int8SessionConfig(c.exactInt8, graphOptimizationLevel);
     const options: ort.InferenceSession.SessionOptions = {
       executionProviders: provider === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
       graphOptimizationLevel,
       extra,
-      intraOpNumThreads: config.threads ?? 0,
+      intraOpNumThreads: c.threads,
       interOpNumThreads: 1,
       executionMode: 'sequential',
       // With CUDA, warnings stay on: onnxruntime then logs each node it places on the CPU instead.
@@ -166,7 +167,7 @@ export class ModelRunner {
       }
     }
     session ??= await create(folder.onnxPath);
-    return new ModelRunner(session, folder, temperature, config.prefillChunk ?? DEFAULTS.prefillChunk, facts, graphPath);
+    return new ModelRunner(session, folder, temperature, c.prefillChunk, facts, graphPath);
   }
 
   /**

@@ -94,13 +94,13 @@ export function planRequest(
 
   let prompts_: number[][];
   let prefix: number[];
-  try {
+  if (codec.acceptsSystemRole) {
     // State in the system turn, question in the user turn: the cut right after the system turn's
     // closing special token is exact (text is always split around special tokens).
     prompts_ = userTexts.map((user) => codec.encode(codec.renderChat(chat(system, user), true), memo));
     prefix = untilLastAddedToken(codec.encode(codec.renderChat([{ role: 'system', content: system }], false), memo), codec);
     if (!prompts_.every((p) => startsWith(p, prefix) && p.length > prefix.length)) prefix = commonPrefix(prompts_);
-  } catch {
+  } else {
     // A template without a system role: one user turn, the state first; share the longest common prefix.
     prompts_ = userTexts.map((user) => codec.encode(codec.renderChat([{ role: 'user', content: `${system}\n\n${user}` }], true), memo));
     prefix = commonPrefix(prompts_);

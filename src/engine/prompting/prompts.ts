@@ -1,7 +1,7 @@
 // The wording of every prompt, in one place, versioned: a model manifest (assay.json) may pin
 // `prompt_version` so that wording can be tuned per model once a real model is measured, and
 // `assay eval --dataset --compare v1,letters` measures which works better on the user's data.
-// The question keys chosen by the caller never appear here (SPEC §1.8).
+// The question keys chosen by the caller never appear here.
 //
 // Versions (label strategies):
 //   v1       options are answered by their own names (a name may take several tokens).

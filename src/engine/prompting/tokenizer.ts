@@ -19,6 +19,7 @@ export class TextCodec {
   private readonly addedIds = new Map<string, number>();
   private readonly addedIdSet = new Set<number>();
   private longestToken: number | undefined;
+  private systemRole: boolean | undefined;
 
   constructor(
     private readonly tokenizer: Tokenizer,
@@ -50,6 +51,22 @@ export class TextCodec {
 
   get hasChatTemplate(): boolean {
     return this.template !== undefined;
+  }
+
+  /**
+   * Whether the template renders a system turn with its content (some raise on a system message,
+   * as Gemma's do; one that dropped it would lose the state). Decided once, on first use.
+   */
+  get acceptsSystemRole(): boolean {
+    if (this.systemRole === undefined) {
+      const probe = 'assay system-role probe';
+      try {
+        this.systemRole = this.renderChat([{ role: 'system', content: probe }, { role: 'user', content: 'x' }], true).includes(probe);
+      } catch {
+        this.systemRole = false;
+      }
+    }
+    return this.systemRole;
   }
 
   /** Whether the id is an added token (a special such as <|im_end|>): text is always cut around those. */

@@ -1,6 +1,6 @@
 // The one place that shapes error bodies.
 // - 422: zod issues (and malformed JSON) → FastAPI/pydantic v2 `{"detail":[{type,loc,msg,input,ctx?}]}`
-//   (codes and messages from ../shared/FACTS.md; `loc` starts with "body", integer array indices,
+//   (codes and messages as pydantic v2 writes them; `loc` starts with "body", integer array indices,
 //   and inside the question union the tag is part of the path, as pydantic's tagged unions do it).
 // - everything else: `{"detail":"<message>"}` via ApiError.
 import type { z } from 'zod';
