@@ -28,7 +28,7 @@ function entryRules(layer) {
 }
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'models/generated/', 'models/hub/', 'coverage/', '**/*.mjs', 'bin/'] },
+  { ignores: ['dist/', 'node_modules/', 'models/generated/', 'models/hub/', 'coverage/', '.test-output/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -54,5 +54,7 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { patterns: [{ group: patterns, message: 'lower layers never import upper ones (docs/architecture.md)' }, ...entryRules(files)] }],
     },
   })),
-  { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+  // Plain JavaScript (the worker bootstraps, bin/, this file): linted without type information.
+  { files: ['**/*.mjs', '**/*.js'], ...tseslint.configs.disableTypeChecked },
+  { files: ['**/*.mjs', '**/*.js'], languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } } },
 );

@@ -47,8 +47,17 @@ export async function engineDeathSection(ctx: BenchContext): Promise<SectionResu
       let n = 0;
       const client = async () => {
         while (!stop) {
-          const body = JSON.stringify({ state: `Ticket ${how}-${n++}. ${'The customer asked for a refund twice. '.repeat(60)}`, model: 'svc-latest', questions: { refund: { type: 'noul', instructions: 'Was a refund asked for?' } } });
-          const res = await fetch(`${base}/v1/systemone`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(60_000) }).catch(() => undefined);
+          const body = JSON.stringify({
+            state: `Ticket ${how}-${n++}. ${'The customer asked for a refund twice. '.repeat(60)}`,
+            model: 'svc-latest',
+            questions: { refund: { type: 'noul', instructions: 'Was a refund asked for?' } },
+          });
+          const res = await fetch(`${base}/v1/systemone`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+            body,
+            signal: AbortSignal.timeout(60_000),
+          }).catch(() => undefined);
           if (!res) {
             hung++;
             continue;
@@ -78,7 +87,9 @@ export async function engineDeathSection(ctx: BenchContext): Promise<SectionResu
       stop = true;
       await Promise.all(clients);
       kills.push({ how, inThread, detectMs: detectedAt - killedAt, restartMs: restartedAt - killedAt, statuses, after500, hung });
-      ctx.log(`  killed (${how}) with ${inThread} requests in the thread: /healthz 503 after ${(detectedAt - killedAt).toFixed(0)} ms, 200 after ${(restartedAt - killedAt).toFixed(0)} ms; ${JSON.stringify(statuses)}`);
+      ctx.log(
+        `  killed (${how}) with ${inThread} requests in the thread: /healthz 503 after ${(detectedAt - killedAt).toFixed(0)} ms, 200 after ${(restartedAt - killedAt).toFixed(0)} ms; ${JSON.stringify(statuses)}`,
+      );
     }
   } finally {
     await app.close();
@@ -93,9 +104,17 @@ export async function engineDeathSection(ctx: BenchContext): Promise<SectionResu
     targets: [
       { name: 'requests that hang when the engine thread dies', goal: '0', value: worst((k) => k.hung), unit: 'requests', met: worst((k) => k.hung) === 0 },
       { name: '500s after the death is detected', goal: '0', value: worst((k) => k.after500 + (k.statuses['500'] ?? 0)), unit: 'requests', met: kills.every((k) => !k.statuses['500']) },
-      { name: '/healthz 503 then 200 after the restart', goal: 'both seen', value: worst((k) => k.restartMs), unit: 'ms', met: kills.every((k) => Number.isFinite(k.detectMs) && Number.isFinite(k.restartMs)) },
+      {
+        name: '/healthz 503 then 200 after the restart',
+        goal: 'both seen',
+        value: worst((k) => k.restartMs),
+        unit: 'ms',
+        met: kills.every((k) => Number.isFinite(k.detectMs) && Number.isFinite(k.restartMs)),
+      },
     ],
-    notes: ['Each kill: four clients loop one-question requests (fresh ~400-token states) for the whole window; a 503 client waits 100 ms (as its retry-after would ask, shortened). Detection is the first /healthz 503 after the kill, restart the first 200 after that (the model loaded again).'],
+    notes: [
+      'Each kill: four clients loop one-question requests (fresh ~400-token states) for the whole window; a 503 client waits 100 ms (as its retry-after would ask, shortened). Detection is the first /healthz 503 after the kill, restart the first 200 after that (the model loaded again).',
+    ],
     markdown: table(
       ['kill', 'in the thread', '/healthz 503 after', '/healthz 200 after', 'statuses', 'hung'],
       kills.map((k) => [k.how, k.inThread, `${k.detectMs.toFixed(0)} ms`, `${k.restartMs.toFixed(0)} ms`, JSON.stringify(k.statuses), k.hung]),

@@ -38,12 +38,25 @@ async function startServer(ctx: BenchContext, dir: string, variant: 'fp32' | 'in
   const tmp = mkdtempSync(join(tmpdir(), 'assay-bench-'));
   const registry = join(tmp, 'registry.json');
   const model = 'bench-model';
-  writeFileSync(
-    registry,
-    JSON.stringify({ default: model, models: { [model]: { path: dir, variant, description: 'bench (synthetic)', release_date: '2026-01-01' } }, aliases: {} }),
-  );
+  writeFileSync(registry, JSON.stringify({ default: model, models: { [model]: { path: dir, variant, description: 'bench (synthetic)', release_date: '2026-01-01' } }, aliases: {} }));
   const port = await freePort();
-  const args = ['bin/assay.js', 'serve', '--port', String(port), '--registry', registry, '--threads', String(ctx.threads), '--log-level', 'warn', '--deadline-ms', '900000', '--rpm', '1000000', '--server-timing-engine'];
+  const args = [
+    'bin/assay.js',
+    'serve',
+    '--port',
+    String(port),
+    '--registry',
+    registry,
+    '--threads',
+    String(ctx.threads),
+    '--log-level',
+    'warn',
+    '--deadline-ms',
+    '900000',
+    '--rpm',
+    '1000000',
+    '--server-timing-engine',
+  ];
   const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ASSAY_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
@@ -200,17 +213,26 @@ export async function httpSection(ctx: BenchContext): Promise<SectionResult> {
   const overSmall = await overhead(ctx, ctx.quick ? 10 : 40, true);
   const shape = ctx.quick ? 'tiny' : 'qwen2.5-0.5b';
   const levels = ctx.quick
-    ? [{ connections: 1, amount: 10 }, { connections: 8, amount: 24 }]
-    : [{ connections: 1, amount: 6 }, { connections: 8, amount: 16 }, { connections: 32, amount: 32 }];
+    ? [
+        { connections: 1, amount: 10 },
+        { connections: 8, amount: 24 },
+      ]
+    : [
+        { connections: 1, amount: 6 },
+        { connections: 8, amount: 16 },
+        { connections: 32, amount: 32 },
+      ];
   const loadRes = await load(ctx, shape, levels);
-  const targets: Target[] = [{
-    name: 'server overhead per request at p50 (server time outside the engine, workload (a), tiny model)',
-    goal: '< 2 ms',
-    value: over.overhead.median,
-    unit: 'ms',
-    met: over.overhead.median < 2,
-    detail: `engine ${over.engine.median} ms of ${over.http.median} ms HTTP latency, ${over.pairs} requests; seen by the client (HTTP − engine, socket and client stack included): ${over.clientOverhead.median} ms; one-question request: ${overSmall.overhead.median} ms (client: ${overSmall.clientOverhead.median} ms)`,
-  }];
+  const targets: Target[] = [
+    {
+      name: 'server overhead per request at p50 (server time outside the engine, workload (a), tiny model)',
+      goal: '< 2 ms',
+      value: over.overhead.median,
+      unit: 'ms',
+      met: over.overhead.median < 2,
+      detail: `engine ${over.engine.median} ms of ${over.http.median} ms HTTP latency, ${over.pairs} requests; seen by the client (HTTP − engine, socket and client stack included): ${over.clientOverhead.median} ms; one-question request: ${overSmall.overhead.median} ms (client: ${overSmall.clientOverhead.median} ms)`,
+    },
+  ];
   return {
     id: 'http',
     title: '6. HTTP (autocannon against `assay serve`)',
@@ -218,22 +240,39 @@ export async function httpSection(ctx: BenchContext): Promise<SectionResult> {
     results: { overhead: over, overheadSmallRequest: overSmall, load: loadRes },
     targets,
     notes: [
-      'Overhead: workload (a) requests over HTTP (fetch, keep-alive) one at a time on the tiny model; the server reports `server-timing: engine;dur, total;dur` and its overhead is total − engine (everything the server does outside the engine); the client-side view, HTTP latency − engine, adds the socket and the client\'s HTTP stack.',
-      'Load: every request carries a fresh 300-token state (no prefix-cache hits); requests/s and input tokens/s are 200 responses over each level\'s wall time; RSS is the server process\'s (VmHWM is the peak since start).',
+      "Overhead: workload (a) requests over HTTP (fetch, keep-alive) one at a time on the tiny model; the server reports `server-timing: engine;dur, total;dur` and its overhead is total − engine (everything the server does outside the engine); the client-side view, HTTP latency − engine, adds the socket and the client's HTTP stack.",
+      "Load: every request carries a fresh 300-token state (no prefix-cache hits); requests/s and input tokens/s are 200 responses over each level's wall time; RSS is the server process's (VmHWM is the peak since start).",
       `Server RSS after loading the model, before load: ${loadRes.idleMemory.vmRssMiB} MiB.`,
       ...(ctx.quick ? ['--quick: the tiny model for the load levels too (concurrency 1 and 8).'] : []),
     ],
     markdown: [
       table(
         ['server overhead', 'requests', 'HTTP latency', 'engine (server-timing)', 'server overhead (median, p10–p90)', 'client-side HTTP − engine'],
-        [over, overSmall].map((o) => [`tiny-fp32, ${o.request}`, o.pairs, `${o.http.median} ms`, `${o.engine.median} ms`, `${o.overhead.median} ms (${o.overhead.p10}–${o.overhead.p90})`, `${o.clientOverhead.median} ms`]),
+        [over, overSmall].map((o) => [
+          `tiny-fp32, ${o.request}`,
+          o.pairs,
+          `${o.http.median} ms`,
+          `${o.engine.median} ms`,
+          `${o.overhead.median} ms (${o.overhead.p10}–${o.overhead.p90})`,
+          `${o.clientOverhead.median} ms`,
+        ]),
       ),
       '',
       table(
         ['model', 'concurrency', 'requests', 'non-2xx / errors', 'requests/s', 'input tokens/s', 'p50 ms', 'p99 ms', 'peak RSS MiB'],
         loadRes.rows.map((r) => {
           const l = r.latencyMs as { p50: number; p99: number };
-          return [r.model as string, r.concurrency as number, r.requests as number, `${r.non2xx} / ${r.errors}`, r.requestsPerSecond as number, r.inputTokensPerSecond as number, l.p50, l.p99, r.vmHwmMiB as number];
+          return [
+            r.model as string,
+            r.concurrency as number,
+            r.requests as number,
+            `${r.non2xx} / ${r.errors}`,
+            r.requestsPerSecond as number,
+            r.inputTokensPerSecond as number,
+            l.p50,
+            l.p99,
+            r.vmHwmMiB as number,
+          ];
         }),
       ),
     ].join('\n'),

@@ -37,7 +37,10 @@ export function machineInfo() {
   const cpu = cpus();
   const model = cpu[0]?.model.trim() ?? 'unknown cpu';
   return {
-    name: `${model.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')}-${cpu.length}c`,
+    name: `${model
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '')}-${cpu.length}c`,
     cpu: model,
     cores: cpu.length,
     memoryGiB: Math.round(totalmem() / 2 ** 30),

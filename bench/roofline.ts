@@ -122,8 +122,16 @@ async function kernelGflops(ctx: BenchContext, s: LayerShape, kernel: Kernel, m:
     logSeverityLevel: 3,
   });
   const feeds = {
-    x: new ort.Tensor('float32', Float32Array.from({ length: m * s.hidden }, (_, i) => Math.sin(i) * 0.5), [m, s.hidden]),
-    y: new ort.Tensor('float32', Float32Array.from({ length: m * s.intermediate }, (_, i) => Math.cos(i) * 0.5), [m, s.intermediate]),
+    x: new ort.Tensor(
+      'float32',
+      Float32Array.from({ length: m * s.hidden }, (_, i) => Math.sin(i) * 0.5),
+      [m, s.hidden],
+    ),
+    y: new ort.Tensor(
+      'float32',
+      Float32Array.from({ length: m * s.intermediate }, (_, i) => Math.cos(i) * 0.5),
+      [m, s.intermediate],
+    ),
   };
   const bench = new Bench({ time: timeMs_, iterations: 5, warmupTime: 200, warmupIterations: 2, retainSamples: true });
   bench.add(kernel, async () => {
@@ -197,36 +205,51 @@ export async function rooflineSection(ctx: BenchContext): Promise<SectionResult>
     p.fractionByParameters = round((p.parameterGflops as number) / ceiling, 3);
   }
   const p512 = prefill[0]!;
-  const targets: Target[] = [{
-    name: `prefill ${p512.tokens} tokens vs the int8 MatMul ceiling (2 × parameters FLOPs per token)`,
-    goal: '≥ 70%',
-    value: round((p512.fractionByParameters as number) * 100, 1),
-    unit: '%',
-    met: (p512.fractionByParameters as number) >= 0.7,
-    detail:
-      `${p512.tokensPerSecond} tok/s × 2 × ${(manifest.parameters / 1e6).toFixed(1)} M parameters = ${p512.parameterGflops} GFLOP/s of ${ceiling} GFLOP/s; ` +
-      `counting only the FLOPs executed (linear layers; the rewritten graph skips the vocabulary projection on prefix positions): ` +
-      `${p512.linearGflopsAchieved} GFLOP/s = ${round((p512.fractionOfInt8Ceiling as number) * 100, 1)} %`,
-  }];
+  const targets: Target[] = [
+    {
+      name: `prefill ${p512.tokens} tokens vs the int8 MatMul ceiling (2 × parameters FLOPs per token)`,
+      goal: '≥ 70%',
+      value: round((p512.fractionByParameters as number) * 100, 1),
+      unit: '%',
+      met: (p512.fractionByParameters as number) >= 0.7,
+      detail:
+        `${p512.tokensPerSecond} tok/s × 2 × ${(manifest.parameters / 1e6).toFixed(1)} M parameters = ${p512.parameterGflops} GFLOP/s of ${ceiling} GFLOP/s; ` +
+        `counting only the FLOPs executed (linear layers; the rewritten graph skips the vocabulary projection on prefix positions): ` +
+        `${p512.linearGflopsAchieved} GFLOP/s = ${round((p512.fractionOfInt8Ceiling as number) * 100, 1)} %`,
+    },
+  ];
   const notes = [
     `FLOPs per token: 2 × ${(linearPerToken / 2 / 1e6).toFixed(1)} M linear weights (24 layers × q,k,v,o,gate,up,down) = ${(linearPerToken / 1e9).toFixed(3)} GFLOP; ` +
       `the embedding (${((s.vocab * s.hidden) / 1e6).toFixed(1)} M of the manifest's ${(manifest.parameters / 1e6).toFixed(1)} M parameters) is a lookup, ` +
       `and the tied vocabulary projection (${(head / 1e9).toFixed(2)} GFLOP) runs only at the one position read.`,
     'Attention adds 4 · layers · N · hidden FLOPs per token (QKᵀ and PV over the full N × N scores, which the plain-op graph computes before masking), in fp32: ' +
-      prefill.map((p) => `${(((p.attentionShareOfFlops as number) * 100)).toFixed(0)}% of all FLOPs at ${p.tokens} tokens`).join(', ') + '. The target uses the issue\'s count (2 × parameters per token); the table also gives the linear FLOPs actually executed and their fraction of the ceiling.',
+      prefill.map((p) => `${((p.attentionShareOfFlops as number) * 100).toFixed(0)}% of all FLOPs at ${p.tokens} tokens`).join(', ') +
+      ". The target uses the issue's count (2 × parameters per token); the table also gives the linear FLOPs actually executed and their fraction of the ceiling.",
     'The ceiling is the best of the int8 kernels (export-style chain and fused DynamicQuantizeMatMul), measured before and after the prefill timing.',
   ];
   if (ctx.quick) notes.push('--quick: 512 tokens only, fewer samples.');
   const kernels = [...before.map((k) => ({ ...k, when: 'before' })), ...after.map((k) => ({ ...k, when: 'after' })), { ...fp32, when: 'after' }];
   const markdown = [
-    table(['kernel', 'M', 'ms per layer (median)', 'GFLOP/s (median)', 'when'], kernels.map((k) => [k.kernel, k.m, k.msPerLayer.median, k.gflops, k.when])),
+    table(
+      ['kernel', 'M', 'ms per layer (median)', 'GFLOP/s (median)', 'when'],
+      kernels.map((k) => [k.kernel, k.m, k.msPerLayer.median, k.gflops, k.when]),
+    ),
     '',
     table(
       ['prefill tokens', 'ms (median, min–max)', 'tokens/s', '2 × params GFLOP/s', 'of int8 ceiling', 'linear GFLOP/s executed', 'of int8 ceiling', 'attention share of FLOPs'],
       prefill.map((p) => {
         const t = p.ms as { median: number; min: number; max: number };
         const pct = (x: unknown) => `${((x as number) * 100).toFixed(1)}%`;
-        return [p.tokens as number, `${t.median} (${t.min}–${t.max})`, p.tokensPerSecond as number, p.parameterGflops as number, pct(p.fractionByParameters), p.linearGflopsAchieved as number, pct(p.fractionOfInt8Ceiling), pct(p.attentionShareOfFlops)];
+        return [
+          p.tokens as number,
+          `${t.median} (${t.min}–${t.max})`,
+          p.tokensPerSecond as number,
+          p.parameterGflops as number,
+          pct(p.fractionByParameters),
+          p.linearGflopsAchieved as number,
+          pct(p.fractionOfInt8Ceiling),
+          pct(p.attentionShareOfFlops),
+        ];
       }),
     ),
   ].join('\n');

@@ -42,7 +42,10 @@ function zipfSequence(n: number, s: number, count: number, seed: number): number
 }
 
 async function cacheCounts(url: string): Promise<{ hits: number; misses: number }> {
-  const text = await fetch(`${url}/metrics`).then((r) => r.text(), () => '');
+  const text = await fetch(`${url}/metrics`).then(
+    (r) => r.text(),
+    () => '',
+  );
   const sum = (name: string) => [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
   return { hits: sum('assay_prefix_cache_hits_total'), misses: sum('assay_prefix_cache_misses_total') };
 }
@@ -65,7 +68,14 @@ interface PolicyResult {
 }
 
 async function runPolicy(ctx: BenchContext, balance: 'hash' | 'round-robin', bodies: string[], hashes: string[], sequence: number[]): Promise<PolicyResult> {
-  const cluster: Cluster = await startCluster({ modelDir: await ctx.model('tiny', 'fp32'), replicas: 3, balance, key: KEY, threadsPerReplica: 1, serveArgs: ['--prefix-cache-bytes', String(CACHE_BYTES)] });
+  const cluster: Cluster = await startCluster({
+    modelDir: await ctx.model('tiny', 'fp32'),
+    replicas: 3,
+    balance,
+    key: KEY,
+    threadsPerReplica: 1,
+    serveArgs: ['--prefix-cache-bytes', String(CACHE_BYTES)],
+  });
   try {
     const replicaUrl = (id: string) => `http://127.0.0.1:${cluster.replicas.find((r) => r.id === id)!.port}`;
     const counts = async () => Object.fromEntries(await Promise.all(cluster.replicas.map(async (r) => [r.id, await cacheCounts(replicaUrl(r.id))] as const)));
@@ -89,7 +99,11 @@ async function runPolicy(ctx: BenchContext, balance: 'hash' | 'round-robin', bod
         }
         const s = sequence[n]!;
         const t = performance.now();
-        const res = await fetch(`${cluster.url}/v1/systemone`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-assay-state-hash': hashes[s]! }, body: bodies[s]! }).catch(() => undefined);
+        const res = await fetch(`${cluster.url}/v1/systemone`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-assay-state-hash': hashes[s]! },
+          body: bodies[s]!,
+        }).catch(() => undefined);
         if (res) await res.arrayBuffer();
         latencies.push(performance.now() - t);
         const status = String(res?.status ?? 'error');
@@ -151,7 +165,9 @@ export async function scaleoutSection(ctx: BenchContext): Promise<SectionResult>
   // What the client SDK sends: the hex sha256 of the state's JSON.
   const hashes = states.map((state) => createHash('sha256').update(JSON.stringify(state)).digest('hex'));
   const sequence = zipfSequence(STATES, ZIPF_S, count, 42);
-  ctx.log(`  ${count} requests, ${STATES} states of ${tokens} tokens (Zipf s=${ZIPF_S}; the hottest is ${((sequence.filter((s) => s === 0).length / count) * 100).toFixed(1)}% of requests), 4 questions, ${CONCURRENCY} clients, r2 killed halfway`);
+  ctx.log(
+    `  ${count} requests, ${STATES} states of ${tokens} tokens (Zipf s=${ZIPF_S}; the hottest is ${((sequence.filter((s) => s === 0).length / count) * 100).toFixed(1)}% of requests), 4 questions, ${CONCURRENCY} clients, r2 killed halfway`,
+  );
   const results: PolicyResult[] = [];
   for (const balance of ['hash', 'round-robin'] as const) {
     const r = await runPolicy(ctx, balance, bodies, hashes, sequence);
@@ -160,25 +176,70 @@ export async function scaleoutSection(ctx: BenchContext): Promise<SectionResult>
   }
   const [hash, rr] = results as [PolicyResult, PolicyResult];
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-  const shares = (r: PolicyResult) => Object.entries(r.share).sort().map(([id, v]) => `${id} ${v.before}/${v.after}`).join(', ');
+  const shares = (r: PolicyResult) =>
+    Object.entries(r.share)
+      .sort()
+      .map(([id, v]) => `${id} ${v.before}/${v.after}`)
+      .join(', ');
   return {
     id: 'scaleout',
     title: '8. Scale-out: three replicas behind nginx, state-hash routing vs round robin (tiny model)',
-    config: { replicas: 3, threadsPerReplica: 1, prefixCacheBytesPerReplica: CACHE_BYTES, states: STATES, zipf: ZIPF_S, requests: count, stateTokens: tokens, questions: 4, concurrency: CONCURRENCY, killed: 'r2 at half' },
+    config: {
+      replicas: 3,
+      threadsPerReplica: 1,
+      prefixCacheBytesPerReplica: CACHE_BYTES,
+      states: STATES,
+      zipf: ZIPF_S,
+      requests: count,
+      stateTokens: tokens,
+      questions: 4,
+      concurrency: CONCURRENCY,
+      killed: 'r2 at half',
+    },
     results: { hash, roundRobin: rr },
     targets: [
-      { name: 'prefix-cache hit rate, hashed vs round robin', goal: 'higher', value: hash.hitRate, unit: 'ratio', met: hash.hitRate > rr.hitRate, detail: `${pct(hash.hitRate)} vs ${pct(rr.hitRate)}` },
-      { name: 'throughput, hashed vs round robin', goal: '≥ 1×', value: hash.requestsPerSecond / rr.requestsPerSecond, unit: '×', met: hash.requestsPerSecond >= rr.requestsPerSecond, detail: `${hash.requestsPerSecond.toFixed(2)} vs ${rr.requestsPerSecond.toFixed(2)} req/s` },
-      { name: 'requests lost to the kill (non-200)', goal: '0', value: [hash, rr].reduce((a, r) => a + r.requests - (r.statuses['200'] ?? 0), 0), unit: 'requests', met: [hash, rr].every((r) => r.statuses['200'] === r.requests) },
+      {
+        name: 'prefix-cache hit rate, hashed vs round robin',
+        goal: 'higher',
+        value: hash.hitRate,
+        unit: 'ratio',
+        met: hash.hitRate > rr.hitRate,
+        detail: `${pct(hash.hitRate)} vs ${pct(rr.hitRate)}`,
+      },
+      {
+        name: 'throughput, hashed vs round robin',
+        goal: '≥ 1×',
+        value: hash.requestsPerSecond / rr.requestsPerSecond,
+        unit: '×',
+        met: hash.requestsPerSecond >= rr.requestsPerSecond,
+        detail: `${hash.requestsPerSecond.toFixed(2)} vs ${rr.requestsPerSecond.toFixed(2)} req/s`,
+      },
+      {
+        name: 'requests lost to the kill (non-200)',
+        goal: '0',
+        value: [hash, rr].reduce((a, r) => a + r.requests - (r.statuses['200'] ?? 0), 0),
+        unit: 'requests',
+        met: [hash, rr].every((r) => r.statuses['200'] === r.requests),
+      },
     ],
     notes: [
-      'Both policies see the same seeded request sequence. The hit rate sums the replicas\' own prefix-cache counters (the killed replica\'s as of the kill).',
+      "Both policies see the same seeded request sequence. The hit rate sums the replicas' own prefix-cache counters (the killed replica's as of the kill).",
       `Hashing: the hottest state (${pct(hash.hottest.stateShare)} of requests) lives on ${hash.hottest.replica}, which answered ${pct(hash.hottest.share)} of requests before the kill (a fair share is 33.3%).`,
       'After the kill, nginx retries a request whose replica is gone on the next one (an evaluation changes nothing), and the harness takes the replica out of the upstream once its /healthz fails.',
     ],
     markdown: table(
       ['routing', 'requests/s', 'p50 ms', 'p99 ms', 'hit rate', 'before kill', 'after kill (r1, r3)', 'answered by (before/after kill)', 'statuses'],
-      results.map((r) => [r.balance, r.requestsPerSecond.toFixed(2), r.p50.toFixed(0), r.p99.toFixed(0), pct(r.hitRate), pct(r.hitRateBeforeKill), pct(r.hitRateAfterKill), shares(r), JSON.stringify(r.statuses)]),
+      results.map((r) => [
+        r.balance,
+        r.requestsPerSecond.toFixed(2),
+        r.p50.toFixed(0),
+        r.p99.toFixed(0),
+        pct(r.hitRate),
+        pct(r.hitRateBeforeKill),
+        pct(r.hitRateAfterKill),
+        shares(r),
+        JSON.stringify(r.statuses),
+      ]),
     ),
     seconds: (performance.now() - started) / 1000,
   };

@@ -34,11 +34,31 @@ async function startServer(repo: string, modelDir: string, threads: number): Pro
     JSON.stringify({ default: 'svc-1.13.0', models: { 'svc-1.13.0': { path: modelDir, description: 'tiny', release_date: '2026-11-22' } }, aliases: { 'svc-latest': 'svc-1.13.0' } }),
   );
   const port = 18_000 + Math.floor(Math.random() * 2_000);
-  const args = ['bin/assay.js', 'serve', '--port', String(port), '--registry', registry, '--threads', String(threads), '--log-level', 'warn', '--rpm', '1000000', '--tps', '100000000', '--max-queue', '1000'];
+  const args = [
+    'bin/assay.js',
+    'serve',
+    '--port',
+    String(port),
+    '--registry',
+    registry,
+    '--threads',
+    String(threads),
+    '--log-level',
+    'warn',
+    '--rpm',
+    '1000000',
+    '--tps',
+    '100000000',
+    '--max-queue',
+    '1000',
+  ];
   const proc = spawn(process.execPath, args, { cwd: repo, env: { ...process.env, ASSAY_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'inherit'] });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 600; i++) {
-    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return { url, stop: () => proc.kill('SIGKILL') };
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -84,7 +104,14 @@ function heavyBodies(): Array<[string, string]> {
 type Latency = ReturnType<typeof summarize> & { p99: number; statuses: Record<string, number> };
 
 function latency(p: Probe): Latency {
-  return { ...summarize(p.latencies), p99: quantile([...p.latencies].sort((a, b) => a - b), 0.99), statuses: p.statuses };
+  return {
+    ...summarize(p.latencies),
+    p99: quantile(
+      [...p.latencies].sort((a, b) => a - b),
+      0.99,
+    ),
+    statuses: p.statuses,
+  };
 }
 
 export interface ServingResult {
@@ -150,7 +177,10 @@ export async function servingSection(ctx: BenchContext): Promise<SectionResult> 
     '',
     table(['probe', 'requests', 'p50 ms', 'p99 ms', 'max ms', 'statuses'], [row('GET /healthz', r.healthz), row('one-question request', r.small)]),
     '',
-    table(['heavy loop', 'statuses'], Object.entries(r.heavy).map(([k, v]) => [k, JSON.stringify(v)])),
+    table(
+      ['heavy loop', 'statuses'],
+      Object.entries(r.heavy).map(([k, v]) => [k, JSON.stringify(v)]),
+    ),
   ].join('\n');
   return {
     id: 'serving',
@@ -161,7 +191,7 @@ export async function servingSection(ctx: BenchContext): Promise<SectionResult> 
       { name: '/healthz under load', goal: 'max < 250 ms', value: r.healthz.max, unit: 'ms', met: r.healthz.max < 250 },
       { name: 'one-question request under load', goal: 'p99 < 1,500 ms', value: r.small.p99, unit: 'ms', met: r.small.p99 < 1500 },
     ],
-    notes: ['Heavy loops run back to back for the whole window; the probes run beside them. Event-loop delay is the server process\'s own (prom-client).'],
+    notes: ["Heavy loops run back to back for the whole window; the probes run beside them. Event-loop delay is the server process's own (prom-client)."],
     markdown,
     seconds: (performance.now() - t0) / 1000,
   };

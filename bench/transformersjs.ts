@@ -160,7 +160,7 @@ export async function transformersSection(ctx: BenchContext): Promise<SectionRes
     notes: [
       `Logits check: one chat-templated prompt (${check.promptTokens} tokens), every position × ${check.vocab} vocabulary: max |Δ| ours vs transformers.js = ${check.maxAbsDiff} (largest |logit| ${check.maxAbsLogit}).`,
       'Naive: a full forward per question (transformers.js computes and returns logits for every position). Where it ran on fewer questions than the request has, its per-round time is scaled to all of them (naive cost is per question).',
-      'Cache: one prefix forward, then each suffix with the prefix\'s present.* as past_key_values in a DynamicCache.',
+      "Cache: one prefix forward, then each suffix with the prefix's present.* as past_key_values in a DynamicCache.",
       'Ours additionally scores multi-token labels exactly (extra passes); transformers.js reads first-token logits only.',
       ...(ctx.quick ? ['--quick: 256-token state × 4 questions only; the 2,000 × 16 headline runs in the full bench.'] : []),
     ],

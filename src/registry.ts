@@ -143,9 +143,7 @@ export function acceptedModelNames(registry: Registry): string[] {
  * atomically (temp file + rename). A relative `entry.path` is taken relative to the registry's folder.
  */
 export function registerModel(file: string, id: string, entry: ModelEntry, aliases: string[] = [], makeDefault = false): Registry {
-  const current: RegistryFile = existsSync(file)
-    ? (({ file: _f, ...rest }) => rest)(loadRegistry(file))
-    : { default: id, models: {}, aliases: {} };
+  const current: RegistryFile = existsSync(file) ? (({ file: _f, ...rest }) => rest)(loadRegistry(file)) : { default: id, models: {}, aliases: {} };
   const next: RegistryFile = {
     default: makeDefault ? id : current.default,
     models: { ...current.models, [id]: entry },

@@ -21,7 +21,10 @@ export async function packingSection(ctx: BenchContext): Promise<SectionResult> 
   const longTokens = ctx.quick ? 1000 : 2000;
   const cases: Array<{ name: string; requests: EvaluateRequest[] }> = [
     { name: '(a) ~9 questions, 300-token state', requests: clientRequestsA(codec, rounds + 1, 500) },
-    { name: `${longTokens.toLocaleString('en')}-token state × 16 questions`, requests: Array.from({ length: rounds + 1 }, (_, i) => ({ state: textOfTokens(codec, longTokens, 900 + i), questions: mixedQuestions(16, 11 + i) })) },
+    {
+      name: `${longTokens.toLocaleString('en')}-token state × 16 questions`,
+      requests: Array.from({ length: rounds + 1 }, (_, i) => ({ state: textOfTokens(codec, longTokens, 900 + i), questions: mixedQuestions(16, 11 + i) })),
+    },
   ];
   const packed = await loadEvaluator({ modelDir: dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 0 });
   const multi = await loadEvaluator({ modelDir: dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 0, packQuestions: false });
@@ -32,10 +35,7 @@ export async function packingSection(ctx: BenchContext): Promise<SectionResult> 
       let i = 0;
       let j = 0;
       // Each round sends the next request to both (a fresh state: no cache on either side).
-      const s = await interleaved(
-        { multi: () => multi.evaluate(c.requests[i++ % c.requests.length]!), packed: () => packed.evaluate(c.requests[j++ % c.requests.length]!) },
-        { rounds, warmup: 1 },
-      );
+      const s = await interleaved({ multi: () => multi.evaluate(c.requests[i++ % c.requests.length]!), packed: () => packed.evaluate(c.requests[j++ % c.requests.length]!) }, { rounds, warmup: 1 });
       rows.push({ workload: c.name, multiPass: roundSummary(summarize(s.multi), 1), packed: roundSummary(summarize(s.packed), 1), speedup: pairedRatio(s.multi, s.packed) });
     }
   } finally {

@@ -36,12 +36,7 @@ export interface SharedRow {
   rounds: number;
 }
 
-export async function measureShared(
-  ctx: BenchContext,
-  shape: ShapeName,
-  dtype: SynthDtype,
-  cases: SharedCase[],
-): Promise<SharedRow[]> {
+export async function measureShared(ctx: BenchContext, shape: ShapeName, dtype: SynthDtype, cases: SharedCase[]): Promise<SharedRow[]> {
   const dir = await ctx.model(shape, dtype);
   const codec = await TextCodec.load(dir);
   const ev = await loadEvaluator({ modelDir: dir, variant: dtype, threads: ctx.threads, prefixCacheBytes: 0 });
@@ -78,9 +73,7 @@ export async function measureShared(
       }
       c.questionCounts.forEach((k, i) => {
         const scaled = k > c.independentQuestions;
-        const independent = singleMs.map((t) =>
-          scaled ? (t.reduce((a, b) => a + b, 0) / t.length) * k : t.slice(0, k).reduce((a, b) => a + b, 0),
-        );
+        const independent = singleMs.map((t) => (scaled ? (t.reduce((a, b) => a + b, 0) / t.length) * k : t.slice(0, k).reduce((a, b) => a + b, 0)));
         rows.push({
           model: `${shape}-${dtype}`,
           stateTokens: c.stateTokens,
@@ -128,26 +121,20 @@ export function sharedResult(ctx: BenchContext, rows: SharedRow[], notes: string
   );
   const headline = rows.find((r) => r.model === 'qwen2.5-0.5b-int8' && r.stateTokens === 2000 && r.questions === 16);
   const targets: Target[] = headline
-    ? [{
-        name: 'shared prefix vs independent, 2,000 tokens × 16 questions (int8)',
-        goal: '≥ 10×',
-        value: headline.speedup.median,
-        unit: '×',
-        met: headline.speedup.median >= 10,
-        detail: `${headline.shared.median} ms shared vs ${headline.independent.median} ms independent`,
-      }]
+    ? [
+        {
+          name: 'shared prefix vs independent, 2,000 tokens × 16 questions (int8)',
+          goal: '≥ 10×',
+          value: headline.speedup.median,
+          unit: '×',
+          met: headline.speedup.median >= 10,
+          detail: `${headline.shared.median} ms shared vs ${headline.independent.median} ms independent`,
+        },
+      ]
     : [];
   const markdown = table(
     ['model', 'state tokens', 'questions', 'input tokens', 'shared (median, min–max)', 'independent', 'speed-up (median, p10–p90)'],
-    rows.map((r) => [
-      r.model,
-      r.stateTokens,
-      r.questions,
-      r.inputTokens,
-      ms(r.shared),
-      ms(r.independent) + (r.independentScaled ? ' (scaled)' : ''),
-      ratio(r.speedup),
-    ]),
+    rows.map((r) => [r.model, r.stateTokens, r.questions, r.inputTokens, ms(r.shared), ms(r.independent) + (r.independentScaled ? ' (scaled)' : ''), ratio(r.speedup)]),
   );
   return {
     id: 'shared',

@@ -89,7 +89,9 @@ for (const shape of values.shapes.split(',') as ShapeName[]) {
     log(`  ${shape} ${type}: worst token ${worst} (ours ${ours[worst]}, llama.cpp ${dense[worst]}, ${theirs.size} logits returned)`);
     const pass = type !== 'F32' || max <= TOLERANCE;
     failed ||= !pass;
-    rows.push(`| ${shape} | ${type} | ${ids.length} | ${max.toExponential(2)}${type === 'F32' ? (pass ? ' (pass)' : ' (FAIL)') : ''} | ${maxAbs(oursInt8, dense).toExponential(2)} | ${argmax(ours)} / ${argmax(dense)} | ${((performance.now() - t0) / 1000).toFixed(1)} |`);
+    rows.push(
+      `| ${shape} | ${type} | ${ids.length} | ${max.toExponential(2)}${type === 'F32' ? (pass ? ' (pass)' : ' (FAIL)') : ''} | ${maxAbs(oursInt8, dense).toExponential(2)} | ${argmax(ours)} / ${argmax(dense)} | ${((performance.now() - t0) / 1000).toFixed(1)} |`,
+    );
     log(rows[rows.length - 1]!);
     await context.dispose();
     await model.dispose();

@@ -36,7 +36,18 @@ export async function loadNodeLlamaCpp(log: (line: string) => void): Promise<Nod
       writeFileSync(join(PEER_DIR, 'package.json'), '{"name":"assay-peer-llamacpp","private":true}\n');
       execFileSync(
         'npm',
-        ['install', '--omit=optional', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--prefix', PEER_DIR, `node-llama-cpp@${PEER_VERSION}`, `@node-llama-cpp/linux-x64@${PEER_VERSION}`],
+        [
+          'install',
+          '--omit=optional',
+          '--no-save',
+          '--no-package-lock',
+          '--no-audit',
+          '--no-fund',
+          '--prefix',
+          PEER_DIR,
+          `node-llama-cpp@${PEER_VERSION}`,
+          `@node-llama-cpp/linux-x64@${PEER_VERSION}`,
+        ],
         { cwd: PEER_DIR, stdio: ['ignore', 'ignore', 'pipe'] },
       );
     } catch (error) {

@@ -29,7 +29,9 @@ interface Sequence {
 }
 interface Model {
   createContext(o: object): Promise<{ getSequence(): Sequence; dispose(): Promise<void> }>;
-  createDecisionContext(o: object): Promise<{ decideWithMeta(document: string, questions: object): Promise<{ answers: Record<string, { type: string; value?: number; choice?: string }> }>; dispose(): Promise<void> }>;
+  createDecisionContext(
+    o: object,
+  ): Promise<{ decideWithMeta(document: string, questions: object): Promise<{ answers: Record<string, { type: string; value?: number; choice?: string }> }>; dispose(): Promise<void> }>;
   dispose(): Promise<void>;
 }
 interface Llama {
@@ -44,7 +46,8 @@ function asDecisions(questions: Record<string, Question>): object {
   return Object.fromEntries(
     Object.entries(questions).map(([k, q]) => {
       if (q.type === 'noul') return [k, { type: 'noul', instruction: text(q.instructions ?? '') }];
-      if (q.type === 'choice') return [k, { type: 'choice', instruction: text(q.instructions ?? ''), criteria: Object.fromEntries(Object.entries(q.criteria).map(([o, d]) => [o, d === null ? null : text(d)])) }];
+      if (q.type === 'choice')
+        return [k, { type: 'choice', instruction: text(q.instructions ?? ''), criteria: Object.fromEntries(Object.entries(q.criteria).map(([o, d]) => [o, d === null ? null : text(d)])) }];
       return [k, { type: 'score', instruction: text(q.instructions ?? ''), criteria: q.criteria.map(text) }];
     }),
   );
@@ -100,7 +103,10 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
       { rounds, warmup: 1 },
     );
     const same = await interleaved({ ours: () => warm.evaluate({ state: states[0]!, questions }), theirs: () => decide.decideWithMeta(states[0]!, decisions) }, { rounds, warmup: 1 });
-    for (const [name, s] of [['new state each call', fresh], ['same state repeated', same]] as const) {
+    for (const [name, s] of [
+      ['new state each call', fresh],
+      ['same state repeated', same],
+    ] as const) {
       const r = pairedRatio(s.theirs, s.ours);
       rows.push({ measure: `decideWithMeta (Q8_0) vs our evaluate() (int8), ${name}`, ours: round(summarize(s.ours).median, 0), theirs: round(summarize(s.theirs).median, 0), unit: 'ms', ratio: r });
       targets.push({ name: `node-llama-cpp decideWithMeta takes ≥ 4× our time, ${name}`, goal: '≥ 4×', value: r.median, unit: '×', met: r.median >= 4 });
@@ -111,8 +117,20 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
   }
 
   // --- per quantization class: llama.cpp by hand on our plan's token ids vs our evaluate(), prefill, a suffix
-  const plan = planRequest({ state: states[1]!, questions }, codec, promptSet(folder.manifest.prompt_version), codec.eosTokenId ?? folder.eosTokenIds[0]!, { request: 1e9, question: 1e9, context: 1e9 });
-  const compareClass = async (c: { ours: string; theirs: string; modelDir: string; variant: string; model: Model; evaluator: Awaited<ReturnType<typeof loadEvaluator>>; target: number }): Promise<void> => {
+  const plan = planRequest({ state: states[1]!, questions }, codec, promptSet(folder.manifest.prompt_version), codec.eosTokenId ?? folder.eosTokenIds[0]!, {
+    request: 1e9,
+    question: 1e9,
+    context: 1e9,
+  });
+  const compareClass = async (c: {
+    ours: string;
+    theirs: string;
+    modelDir: string;
+    variant: string;
+    model: Model;
+    evaluator: Awaited<ReturnType<typeof loadEvaluator>>;
+    target: number;
+  }): Promise<void> => {
     const { model: classModel, evaluator: cold } = c;
     const classFolder = await openModelFolder(c.modelDir, c.variant);
     const context = await classModel.createContext({ contextSize: stateTokens + 1024, batchSize: 512, threads, flashAttention: false });
@@ -125,7 +143,10 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
       for (const q of plan.questions) {
         const out = await sequence.controlledEvaluate(q.suffix.map((t, k) => (k === q.suffix.length - 1 ? [t, { generateNext: { logits: true } }] : t)));
         const logits = out[q.suffix.length - 1]?.next?.logits;
-        handLogits.set(q.key, firstTokens(q.labels).map((t) => logits?.get(t) ?? -Infinity));
+        handLogits.set(
+          q.key,
+          firstTokens(q.labels).map((t) => logits?.get(t) ?? -Infinity),
+        );
         await sequence.eraseContextTokenRanges([{ start: plan.prefix.length, end: plan.prefix.length + q.suffix.length }]);
       }
     };
@@ -153,7 +174,13 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
       }
       agreements[`${c.theirs} vs ours ${c.ours}`] = { questionsCompared: compared, samePicks, maxProbabilityDelta: round(maxDelta, 3) };
       const r = pairedRatio(s.theirs, s.ours);
-      rows.push({ measure: `llama.cpp by hand (${c.theirs}: prefix, then each suffix + erase) vs our evaluate() (${c.ours})`, ours: round(summarize(s.ours).median, 0), theirs: round(summarize(s.theirs).median, 0), unit: 'ms', ratio: r });
+      rows.push({
+        measure: `llama.cpp by hand (${c.theirs}: prefix, then each suffix + erase) vs our evaluate() (${c.ours})`,
+        ours: round(summarize(s.ours).median, 0),
+        theirs: round(summarize(s.theirs).median, 0),
+        unit: 'ms',
+        ratio: r,
+      });
       targets.push({ name: `hand-written llama.cpp workload takes ≥ ${c.target}× our time (${c.theirs} vs ${c.ours})`, goal: `≥ ${c.target}×`, value: r.median, unit: '×', met: r.median >= c.target });
 
       // --- prefill and a suffix on a cached prefix
@@ -165,7 +192,13 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
           await sequence.clearHistory();
           const theirs = await timeMs(() => sequence.controlledEvaluate(ids));
           const [o, t] = [(n / ours) * 1000, (n / theirs) * 1000];
-          rows.push({ measure: `prefill ${n} tokens (${c.theirs} / ours ${c.ours})`, ours: round(o, 0), theirs: round(t, 0), unit: 'tok/s', ratio: { median: round(o / t, 2), p10: round(o / t, 2), p90: round(o / t, 2) } });
+          rows.push({
+            measure: `prefill ${n} tokens (${c.theirs} / ours ${c.ours})`,
+            ours: round(o, 0),
+            theirs: round(t, 0),
+            unit: 'tok/s',
+            ratio: { median: round(o / t, 2), p10: round(o / t, 2), p90: round(o / t, 2) },
+          });
         }
         const prefix = plan.prefix;
         const suffix = plan.questions[0]!.suffix.slice(0, 16);
@@ -181,7 +214,13 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
           await sequence.eraseContextTokenRanges([{ start: prefix.length, end: prefix.length + suffix.length }]);
         }
         const theirsSuffix = summarize(times).median;
-        rows.push({ measure: `16-token suffix on a cached ${prefix.length}-token prefix (${c.theirs} / ours ${c.ours})`, ours: round(oursSuffix, 1), theirs: round(theirsSuffix, 1), unit: 'ms', ratio: { median: round(theirsSuffix / oursSuffix, 2), p10: round(theirsSuffix / oursSuffix, 2), p90: round(theirsSuffix / oursSuffix, 2) } });
+        rows.push({
+          measure: `16-token suffix on a cached ${prefix.length}-token prefix (${c.theirs} / ours ${c.ours})`,
+          ours: round(oursSuffix, 1),
+          theirs: round(theirsSuffix, 1),
+          unit: 'ms',
+          ratio: { median: round(theirsSuffix / oursSuffix, 2), p10: round(theirsSuffix / oursSuffix, 2), p90: round(theirsSuffix / oursSuffix, 2) },
+        });
       } finally {
         await runner.close();
       }
@@ -215,7 +254,7 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
     results: { rows, agreements },
     targets,
     notes: [
-      'Ratios: the peer\'s time over ours (> 1: we are faster); prefill and suffix rows give both figures and ours / theirs throughput.',
+      "Ratios: the peer's time over ours (> 1: we are faster); prefill and suffix rows give both figures and ours / theirs throughput.",
       `Agreement on the identical token ids (llama.cpp label logits vs our answers, questions with single-token labels): ${JSON.stringify(agreements)}.`,
       ...(ctx.quick ? ['--quick: a 1,000-token state, 2 rounds, prefill at 256 and 512 tokens.'] : []),
     ],

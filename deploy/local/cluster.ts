@@ -73,7 +73,13 @@ export interface Cluster {
 async function waitForHealth(url: string, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    if (await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) }).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} did not become healthy within ${timeoutMs} ms`);
@@ -90,13 +96,32 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     chmodSync(join(prefix, d), 0o777);
   }
   const registry = join(prefix, 'registry.json');
-  writeFileSync(registry, JSON.stringify({ default: 'svc-1.13.0', models: { 'svc-1.13.0': { path: o.modelDir, description: 'scale-out replica', release_date: '2026-11-22' } }, aliases: { 'svc-latest': 'svc-1.13.0' } }));
+  writeFileSync(
+    registry,
+    JSON.stringify({ default: 'svc-1.13.0', models: { 'svc-1.13.0': { path: o.modelDir, description: 'scale-out replica', release_date: '2026-11-22' } }, aliases: { 'svc-latest': 'svc-1.13.0' } }),
+  );
 
   const replicas: Replica[] = [];
   const startReplica = async (i: number): Promise<Replica> => {
     const port = await freePort();
     const id = `r${i + 1}`;
-    const args = ['bin/assay.js', 'serve', '--host', '127.0.0.1', '--port', String(port), '--registry', registry, '--threads', String(o.threadsPerReplica ?? 1), '--replica-id', id, '--log-level', 'warn', ...(o.serveArgs ?? [])];
+    const args = [
+      'bin/assay.js',
+      'serve',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--registry',
+      registry,
+      '--threads',
+      String(o.threadsPerReplica ?? 1),
+      '--replica-id',
+      id,
+      '--log-level',
+      'warn',
+      ...(o.serveArgs ?? []),
+    ];
     const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ASSAY_API_KEYS: o.key }, stdio: ['ignore', 'ignore', 'inherit'] });
     await waitForHealth(`http://127.0.0.1:${port}`, 120_000);
     return { id, port, process: child, inRotation: true };
@@ -119,7 +144,11 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
 
   // The readiness probes: a replica that fails one check leaves the rotation, one that passes returns.
   let stopped = false;
-  const check = async (r: Replica) => fetch(`http://127.0.0.1:${r.port}/healthz`, { signal: AbortSignal.timeout(1_000) }).then((res) => res.ok, () => false);
+  const check = async (r: Replica) =>
+    fetch(`http://127.0.0.1:${r.port}/healthz`, { signal: AbortSignal.timeout(1_000) }).then(
+      (res) => res.ok,
+      () => false,
+    );
   const healthLoop = (async () => {
     while (!stopped) {
       const results = await Promise.all(replicas.map(check));
@@ -144,7 +173,13 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     async waitForRotation(ids, timeoutMs = 30_000) {
       const until = Date.now() + timeoutMs;
       const want = [...ids].sort().join(',');
-      while (replicas.filter((r) => r.inRotation).map((r) => r.id).sort().join(',') !== want) {
+      while (
+        replicas
+          .filter((r) => r.inRotation)
+          .map((r) => r.id)
+          .sort()
+          .join(',') !== want
+      ) {
         if (Date.now() > until) throw new Error(`rotation did not become [${want}]`);
         await new Promise((r) => setTimeout(r, 50));
       }

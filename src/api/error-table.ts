@@ -56,7 +56,13 @@ const TABLE: Row[] = [
   [ModelLoadError, (e: ModelLoadError) => ({ code: 'model_load_failed', status: 503, body: { detail: `The model cannot be loaded: ${e.message}` }, headers: retryAfter(30), log: 'message' })],
   [
     EngineDeadError,
-    (e: EngineDeadError) => ({ code: 'engine_dead', status: 503, body: { detail: `The model stopped and is being restarted; retry shortly` }, headers: retryAfter(e.retryAfterSeconds), log: 'message' }),
+    (e: EngineDeadError) => ({
+      code: 'engine_dead',
+      status: 503,
+      body: { detail: `The model stopped and is being restarted; retry shortly` },
+      headers: retryAfter(e.retryAfterSeconds),
+      log: 'message',
+    }),
   ],
   [EngineError, () => ({ code: 'engine_failure', status: 500, body: { detail: 'Internal Server Error' }, log: 'message' })],
 ];

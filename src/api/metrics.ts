@@ -83,7 +83,7 @@ export function createMetrics(engines: () => EngineSnapshot[], kernels?: KernelP
   engineCounter('assay_prefix_cache_misses_total', 'Prefix KV cache misses', (s) => s.prefixCacheMisses);
   new Counter({
     name: 'assay_engine_restarts_total',
-    help: "Engine threads that died (exited, or an error escaped them) and were restarted, by model",
+    help: 'Engine threads that died (exited, or an error escaped them) and were restarted, by model',
     labelNames: ['model'] as const,
     registers: [registry],
     collect() {

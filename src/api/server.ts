@@ -21,7 +21,6 @@ import { opsRoutes } from './routes/ops.js';
 import { systemoneRoute } from './routes/systemone.js';
 import { pagesRoutes } from './routes/pages.js';
 
-
 export interface ServerOptions {
   registry: Registry;
   models: ModelProvider;
@@ -81,9 +80,7 @@ export function loggerOptions(level = 'info', stream?: LogStream, format: 'json'
   const options = {
     level,
     ...(stream ? { stream } : {}),
-    ...(pretty
-      ? { transport: { target: 'pino-pretty', options: { colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
-      : {}),
+    ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
     // Zero data retention: requests are logged by id, route, status, timing and counts only.
     serializers: {
       req: (req: FastifyRequest) => ({ id: req.id, method: req.method }),
@@ -151,7 +148,11 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     return503OnClosing: false,
   });
 
-  const metrics = createMetrics(() => options.models.loaded(), options.kernels, () => options.models.restarts?.() ?? {});
+  const metrics = createMetrics(
+    () => options.models.loaded(),
+    options.kernels,
+    () => options.models.restarts?.() ?? {},
+  );
   const ctx: ApiContext = {
     registry: options.registry,
     models: options.models,
@@ -241,7 +242,11 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     const r = errorResponse(err, { deadlineMs: ctx.deadlineMs, bodyLimit });
     req.facts = { ...req.facts, error: r.code };
     if (r.log) req.log.error({ err }, r.status >= 500 ? 'request failed' : 'request refused');
-    const respond = () => reply.code(r.status).headers(r.headers ?? {}).send(r.body);
+    const respond = () =>
+      reply
+        .code(r.status)
+        .headers(r.headers ?? {})
+        .send(r.body);
     // A client still sending an oversized body would see its connection reset (EPIPE) instead of
     // the 413: read and discard what it sends, up to a bound, then answer and close.
     return r.status === 413 ? drain(req.raw).then(respond) : respond();

@@ -1,13 +1,7 @@
 // A typed client for the Assay HTTP API (and the hosted API it replaces), on global fetch.
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
-import {
-  ModelMetadataListSchema,
-  SystemOneResponseSchema,
-  type ModelMetadataList,
-  type SystemOneRequest,
-  type SystemOneResponse,
-} from '../protocol/schemas.js';
+import { ModelMetadataListSchema, SystemOneResponseSchema, type ModelMetadataList, type SystemOneRequest, type SystemOneResponse } from '../protocol/schemas.js';
 import { AssayAbortError, AssayAPIError, AssayConnectionError, AssayError, AssayTimeoutError } from './errors.js';
 import { backoffDelayMs, isRetryableStatus, serverRetryDelayMs, sleep } from './retry.js';
 
@@ -116,13 +110,7 @@ export class AssayClient {
     return this.send('GET', '/v1/models', undefined, ModelMetadataListSchema, options);
   }
 
-  private async send<T extends object>(
-    method: 'GET' | 'POST',
-    path: string,
-    body: unknown,
-    schema: z.ZodType<T>,
-    options: RequestOptions = {},
-  ): Promise<WithRequestId<T>> {
+  private async send<T extends object>(method: 'GET' | 'POST', path: string, body: unknown, schema: z.ZodType<T>, options: RequestOptions = {}): Promise<WithRequestId<T>> {
     const url = `${this.baseUrl}${path}`;
     const maxRetries = nonNegative(options.maxRetries ?? this.maxRetries, 'maxRetries');
     const timeoutMs = positive(options.timeoutMs ?? this.timeoutMs, 'timeoutMs');
@@ -150,9 +138,7 @@ export class AssayClient {
         text = await res.text();
       } catch (e) {
         if (userSignal?.aborted) throw new AssayAbortError(userSignal.reason, attempt);
-        const error = timeout.aborted
-          ? new AssayTimeoutError(timeoutMs, attempt)
-          : new AssayConnectionError(`cannot reach ${url}: ${causeMessage(e)}`, { cause: e, attempts: attempt });
+        const error = timeout.aborted ? new AssayTimeoutError(timeoutMs, attempt) : new AssayConnectionError(`cannot reach ${url}: ${causeMessage(e)}`, { cause: e, attempts: attempt });
         if (attempt > maxRetries) throw error;
         await this.pause(attempt, undefined, undefined, error, userSignal);
         continue;
@@ -169,10 +155,11 @@ export class AssayClient {
         const parsed = schema.safeParse(json);
         if (!parsed.success) {
           const first = parsed.error.issues[0];
-          throw new AssayConnectionError(
-            `${url} answered with a body that does not match the API contract (${first?.path.join('.') || '(root)'}: ${first?.message ?? 'invalid'})`,
-            { requestId, status: res.status, attempts: attempt },
-          );
+          throw new AssayConnectionError(`${url} answered with a body that does not match the API contract (${first?.path.join('.') || '(root)'}: ${first?.message ?? 'invalid'})`, {
+            requestId,
+            status: res.status,
+            attempts: attempt,
+          });
         }
         return Object.defineProperty(parsed.data, 'requestId', { value: requestId, enumerable: false }) as WithRequestId<T>;
       }

@@ -46,9 +46,7 @@ function example(q: Question, a: Answer, expected: unknown): CalibrationExample 
 
 /** Top-outcome ECE (15 equal-mass bins) of the examples at temperature t. */
 function ece(examples: CalibrationExample[], t: number): number {
-  return choiceMetrics(
-    examples.map((e) => ({ probabilities: Object.fromEntries(withTemperature(e.probs, t).map((p, i) => [String(i), p])), expected: String(e.expected) })),
-  ).ece;
+  return choiceMetrics(examples.map((e) => ({ probabilities: Object.fromEntries(withTemperature(e.probs, t).map((p, i) => [String(i), p])), expected: String(e.expected) }))).ece;
 }
 
 export interface TypeCalibration {
@@ -163,7 +161,13 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   try {
     const ran = await runDataset(target, lines, io);
     const current = (manifest.answer_temperature ?? {}) as Partial<Record<QuestionType, number>>;
-    results = calibrateRuns(lines, ran.responses.map((r) => r.answers), holdout, seed, current);
+    results = calibrateRuns(
+      lines,
+      ran.responses.map((r) => r.answers),
+      holdout,
+      seed,
+      current,
+    );
   } finally {
     await target.close();
   }

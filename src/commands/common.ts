@@ -59,7 +59,12 @@ export function describeError(e: unknown): string {
 export function table(rows: string[][]): string {
   const widths = (rows[0] ?? []).map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
   return rows
-    .map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c] ?? 0))).join('  ').trimEnd())
+    .map((r) =>
+      r
+        .map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c] ?? 0)))
+        .join('  ')
+        .trimEnd(),
+    )
     .join('\n');
 }
 
@@ -84,13 +89,7 @@ export function parseFlags<const T extends ParseArgsConfig>(name: string, config
 }
 
 /** String flags plus --format json|table (assay eval, assay models). */
-export function parseCommand(
-  name: string,
-  argv: string[],
-  flags: readonly string[],
-  help: string,
-  io: Io,
-): { values: Record<string, string | undefined>; format: Format } | number {
+export function parseCommand(name: string, argv: string[], flags: readonly string[], help: string, io: Io): { values: Record<string, string | undefined>; format: Format } | number {
   const options: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } };
   for (const f of flags) options[f] = { type: 'string' };
   const parsed = parseFlags(name, { args: argv, options }, help, io);

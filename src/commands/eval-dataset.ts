@@ -109,15 +109,7 @@ function summary(r: Report): string {
 }
 
 function markdown(report: Report): string {
-  const parts = [
-    `# assay eval --dataset ${report.dataset}`,
-    '',
-    ...(report.synthetic ? [SYNTHETIC_NOTE, ''] : []),
-    summary(report),
-    '',
-    HEAD,
-    ...rows(report.metrics),
-  ];
+  const parts = [`# assay eval --dataset ${report.dataset}`, '', ...(report.synthetic ? [SYNTHETIC_NOTE, ''] : []), summary(report), '', HEAD, ...rows(report.metrics)];
   for (const [tag, m] of Object.entries(report.byTag)) parts.push('', `## tag \`${tag}\``, '', HEAD, ...rows(m));
   return `${parts.join('\n')}\n`;
 }

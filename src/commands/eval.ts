@@ -54,7 +54,17 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
     if (values.shape && values.url) return usage(io, '--shape runs a local synthetic model: not with --url');
     const { evalDataset } = await import('./eval-dataset.js');
     return evalDataset(
-      { file: values.dataset, model: values.model, registryFile: registryFile(values.registry, io.env), out: values.out, url: values.url, compare: values.compare, shape: values.shape, timeoutMs, retries },
+      {
+        file: values.dataset,
+        model: values.model,
+        registryFile: registryFile(values.registry, io.env),
+        out: values.out,
+        url: values.url,
+        compare: values.compare,
+        shape: values.shape,
+        timeoutMs,
+        retries,
+      },
       io,
     );
   }
@@ -119,9 +129,12 @@ function invalidRequest(io: Io, detail: ValidationError[]): number {
 }
 
 async function readState(source: string, io: Io): Promise<unknown> {
-  const text = source === '-' ? await readAll(io.stdin) : await readFile(source, 'utf8').catch((e: NodeJS.ErrnoException) => {
-    throw new Error(`cannot read --state ${source}: ${e.code ?? e.message}`);
-  });
+  const text =
+    source === '-'
+      ? await readAll(io.stdin)
+      : await readFile(source, 'utf8').catch((e: NodeJS.ErrnoException) => {
+          throw new Error(`cannot read --state ${source}: ${e.code ?? e.message}`);
+        });
   try {
     const v = JSON.parse(text) as unknown;
     if (typeof v === 'string' || (typeof v === 'object' && v !== null)) return v;

@@ -11,12 +11,7 @@ import type { Io } from './common.js';
 export type LocalModels = ReturnType<typeof createModelPool>;
 
 /** The pool with `resolved` loaded (`engine`: options beyond the registry's, e.g. a prompt version); the caller closes it. */
-export async function openLocalModel(
-  registry: Registry,
-  resolved: ResolvedModel,
-  io: Io,
-  engine: Omit<EngineConfig, 'modelDir' | 'variant'> = {},
-): Promise<LocalModels> {
+export async function openLocalModel(registry: Registry, resolved: ResolvedModel, io: Io, engine: Omit<EngineConfig, 'modelDir' | 'variant'> = {}): Promise<LocalModels> {
   const warned = new Set<string>();
   const pool = createModelPool(registry, engine, {
     info: () => {},

@@ -56,7 +56,9 @@ export async function run(argv: string[]): Promise<number> {
   // `assay models synth` (npm start runs it first).
   const first = registry.models[registry.default];
   if (first?.synthetic && !existsSync(join(registry.file, '..', first.path, 'assay.json'))) {
-    process.stderr.write(`assay serve: the default model ${registry.default} is synthetic and its folder ${join(registry.file, '..', first.path)} is missing: run \`assay models synth\` first (npm start does)\n`);
+    process.stderr.write(
+      `assay serve: the default model ${registry.default} is synthetic and its folder ${join(registry.file, '..', first.path)} is missing: run \`assay models synth\` first (npm start does)\n`,
+    );
     return 1;
   }
 
@@ -127,13 +129,16 @@ export async function run(argv: string[]): Promise<number> {
       server
         .close()
         .then(() => pool.close())
-        .then(() => {
-          server.log.info('shutdown complete');
-          resolve(0);
-        }, (err) => {
-          server.log.error({ err }, 'shutdown failed');
-          resolve(1);
-        });
+        .then(
+          () => {
+            server.log.info('shutdown complete');
+            resolve(0);
+          },
+          (err) => {
+            server.log.error({ err }, 'shutdown failed');
+            resolve(1);
+          },
+        );
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));

@@ -22,16 +22,14 @@ const FALSE = ['0', 'false', 'no', 'off'];
 
 /** An integer read from text, within bounds; the message names what was wrong. */
 function int(min: number, max = Number.MAX_SAFE_INTEGER) {
-  return z
-    .union([z.number(), z.string()])
-    .transform((v, ctx) => {
-      const n = typeof v === 'number' ? v : /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
-      if (!Number.isSafeInteger(n) || n < min || n > max) {
-        ctx.addIssue({ code: 'custom', message: `must be an integer ${max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`}, got '${v}'` });
-        return z.NEVER;
-      }
-      return n;
-    });
+  return z.union([z.number(), z.string()]).transform((v, ctx) => {
+    const n = typeof v === 'number' ? v : /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) {
+      ctx.addIssue({ code: 'custom', message: `must be an integer ${max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`}, got '${v}'` });
+      return z.NEVER;
+    }
+    return n;
+  });
 }
 
 /** A switch: a flag's true/false, or an environment variable's 1/true/yes/on or 0/false/no/off. */
@@ -62,47 +60,146 @@ const m = (meta: SettingMeta): SettingMeta & Record<string, unknown> => ({ ...me
 
 /** Settings in the order the help lists them. Every field is optional in input and has its default. */
 export const ServeSettingsSchema = z.strictObject({
-  host: text().default(DEFAULTS.host).meta(m({ flag: 'host', env: 'HOST', arg: 'H', doc: 'listen address (0.0.0.0 to expose)' })),
-  port: int(0, 65535).default(DEFAULTS.port).meta(m({ flag: 'port', env: 'PORT', arg: 'N', doc: 'listen port (0: any free port)' })),
-  registry: text().optional().meta(m({ flag: 'registry', env: 'ASSAY_REGISTRY', arg: 'FILE', doc: 'model registry', shownDefault: 'models/registry.json' })),
-  keysFile: text().optional().meta(m({ flag: 'keys-file', env: 'ASSAY_KEYS_FILE', arg: 'FILE', doc: 'JSON of SHA-256 key hashes with per-key models and limits' })),
-  apiKeys: z.string().optional().meta(m({ env: 'ASSAY_API_KEYS', doc: 'comma-separated API keys, all models, default limits (environment only); with no key configured, one is generated for the run and printed once' })),
-  requestsPerMinute: int(1).default(DEFAULTS.requestsPerMinute).meta(m({ flag: 'rpm', env: 'ASSAY_RATE_RPM', arg: 'N', doc: 'requests per minute per key' })),
-  inputTokensPerSecond: int(1).default(DEFAULTS.inputTokensPerSecond).meta(m({ flag: 'tps', env: 'ASSAY_RATE_TPS', arg: 'N', doc: 'input tokens per second per key' })),
-  threads: int(0).default(DEFAULTS.threads).meta(m({ flag: 'threads', env: 'ASSAY_THREADS', arg: 'N', doc: 'onnxruntime threads per model (0: one per core)' })),
-  prefixCacheBytes: int(0).default(DEFAULTS.prefixCacheBytes).meta(m({ flag: 'prefix-cache-bytes', env: 'ASSAY_PREFIX_CACHE_BYTES', arg: 'N', doc: 'cross-request prefix KV cache in bytes (256 MiB; 0: off)' })),
-  prefillChunk: int(0).default(DEFAULTS.prefillChunk).meta(m({ flag: 'prefill-chunk', env: 'ASSAY_PREFILL_CHUNK', arg: 'N', doc: 'prefill long prompts in chunks of N tokens (0: one pass)' })),
-  maxQueue: int(0).default(DEFAULTS.maxQueue).meta(m({ flag: 'max-queue', env: 'ASSAY_MAX_QUEUE', arg: 'N', doc: 'requests waiting per model before 529' })),
-  deadlineMs: int(1).default(DEFAULTS.deadlineMs).meta(m({ flag: 'deadline-ms', env: 'ASSAY_DEADLINE_MS', arg: 'N', doc: 'per-request deadline (model load wait, queue, evaluation) before 408' })),
-  requestTimeoutMs: int(1).default(DEFAULTS.requestTimeoutMs).meta(m({ flag: 'request-timeout-ms', env: 'ASSAY_REQUEST_TIMEOUT_MS', arg: 'N', doc: 'time a client gets to send its whole request (slowloris guard)' })),
-  bodyLimit: int(1).default(DEFAULTS.bodyLimit).meta(m({ flag: 'body-limit', env: 'ASSAY_BODY_LIMIT', arg: 'N', doc: 'largest request body in bytes before 413' })),
-  provider: oneOf(['cpu', 'cuda']).default(DEFAULTS.provider).meta(m({ flag: 'provider', env: 'ASSAY_PROVIDER', arg: 'cpu|cuda', doc: 'onnxruntime execution provider' })),
+  host: text()
+    .default(DEFAULTS.host)
+    .meta(m({ flag: 'host', env: 'HOST', arg: 'H', doc: 'listen address (0.0.0.0 to expose)' })),
+  port: int(0, 65535)
+    .default(DEFAULTS.port)
+    .meta(m({ flag: 'port', env: 'PORT', arg: 'N', doc: 'listen port (0: any free port)' })),
+  registry: text()
+    .optional()
+    .meta(m({ flag: 'registry', env: 'ASSAY_REGISTRY', arg: 'FILE', doc: 'model registry', shownDefault: 'models/registry.json' })),
+  keysFile: text()
+    .optional()
+    .meta(m({ flag: 'keys-file', env: 'ASSAY_KEYS_FILE', arg: 'FILE', doc: 'JSON of SHA-256 key hashes with per-key models and limits' })),
+  apiKeys: z
+    .string()
+    .optional()
+    .meta(m({ env: 'ASSAY_API_KEYS', doc: 'comma-separated API keys, all models, default limits (environment only); with no key configured, one is generated for the run and printed once' })),
+  requestsPerMinute: int(1)
+    .default(DEFAULTS.requestsPerMinute)
+    .meta(m({ flag: 'rpm', env: 'ASSAY_RATE_RPM', arg: 'N', doc: 'requests per minute per key' })),
+  inputTokensPerSecond: int(1)
+    .default(DEFAULTS.inputTokensPerSecond)
+    .meta(m({ flag: 'tps', env: 'ASSAY_RATE_TPS', arg: 'N', doc: 'input tokens per second per key' })),
+  threads: int(0)
+    .default(DEFAULTS.threads)
+    .meta(m({ flag: 'threads', env: 'ASSAY_THREADS', arg: 'N', doc: 'onnxruntime threads per model (0: one per core)' })),
+  prefixCacheBytes: int(0)
+    .default(DEFAULTS.prefixCacheBytes)
+    .meta(m({ flag: 'prefix-cache-bytes', env: 'ASSAY_PREFIX_CACHE_BYTES', arg: 'N', doc: 'cross-request prefix KV cache in bytes (256 MiB; 0: off)' })),
+  prefillChunk: int(0)
+    .default(DEFAULTS.prefillChunk)
+    .meta(m({ flag: 'prefill-chunk', env: 'ASSAY_PREFILL_CHUNK', arg: 'N', doc: 'prefill long prompts in chunks of N tokens (0: one pass)' })),
+  maxQueue: int(0)
+    .default(DEFAULTS.maxQueue)
+    .meta(m({ flag: 'max-queue', env: 'ASSAY_MAX_QUEUE', arg: 'N', doc: 'requests waiting per model before 529' })),
+  deadlineMs: int(1)
+    .default(DEFAULTS.deadlineMs)
+    .meta(m({ flag: 'deadline-ms', env: 'ASSAY_DEADLINE_MS', arg: 'N', doc: 'per-request deadline (model load wait, queue, evaluation) before 408' })),
+  requestTimeoutMs: int(1)
+    .default(DEFAULTS.requestTimeoutMs)
+    .meta(m({ flag: 'request-timeout-ms', env: 'ASSAY_REQUEST_TIMEOUT_MS', arg: 'N', doc: 'time a client gets to send its whole request (slowloris guard)' })),
+  bodyLimit: int(1)
+    .default(DEFAULTS.bodyLimit)
+    .meta(m({ flag: 'body-limit', env: 'ASSAY_BODY_LIMIT', arg: 'N', doc: 'largest request body in bytes before 413' })),
+  provider: oneOf(['cpu', 'cuda'])
+    .default(DEFAULTS.provider)
+    .meta(m({ flag: 'provider', env: 'ASSAY_PROVIDER', arg: 'cpu|cuda', doc: 'onnxruntime execution provider' })),
   prefixCacheScope: oneOf(['key', 'shared'])
     .default(DEFAULTS.prefixCacheScope)
-    .meta(m({ flag: 'prefix-cache-scope', env: 'ASSAY_PREFIX_CACHE_SCOPE', arg: 'key|shared', doc: 'key: each API key reuses only its own cached prefixes; shared: one prefix cache across keys (a key can then time whether another key sent a state recently)' })),
-  serverTimingEngine: bool().default(false).meta(m({ flag: 'server-timing-engine', env: 'ASSAY_SERVER_TIMING_ENGINE', doc: "add engine;dur= (queue + passes) to Server-Timing; off by default because it tells a prefix-cache hit from a miss" })),
-  docs: bool().default(true).meta(m({ flag: 'docs', env: 'ASSAY_DOCS', doc: 'serve /docs, the interactive API reference (Swagger UI on /openapi.json, assets from the package); --no-docs turns it off' })),
-  playground: bool().default(true).meta(m({ flag: 'playground', env: 'ASSAY_PLAYGROUND', doc: 'serve /playground, a page to send a request and see its answers as charts (static files; the key stays in the browser tab); --no-playground turns it off' })),
+    .meta(
+      m({
+        flag: 'prefix-cache-scope',
+        env: 'ASSAY_PREFIX_CACHE_SCOPE',
+        arg: 'key|shared',
+        doc: 'key: each API key reuses only its own cached prefixes; shared: one prefix cache across keys (a key can then time whether another key sent a state recently)',
+      }),
+    ),
+  serverTimingEngine: bool()
+    .default(false)
+    .meta(
+      m({ flag: 'server-timing-engine', env: 'ASSAY_SERVER_TIMING_ENGINE', doc: 'add engine;dur= (queue + passes) to Server-Timing; off by default because it tells a prefix-cache hit from a miss' }),
+    ),
+  docs: bool()
+    .default(true)
+    .meta(m({ flag: 'docs', env: 'ASSAY_DOCS', doc: 'serve /docs, the interactive API reference (Swagger UI on /openapi.json, assets from the package); --no-docs turns it off' })),
+  playground: bool()
+    .default(true)
+    .meta(
+      m({
+        flag: 'playground',
+        env: 'ASSAY_PLAYGROUND',
+        doc: 'serve /playground, a page to send a request and see its answers as charts (static files; the key stays in the browser tab); --no-playground turns it off',
+      }),
+    ),
   replicaId: text()
     .optional()
-    .meta(m({ flag: 'replica-id', env: 'ASSAY_REPLICA_ID', arg: 'NAME', doc: "name this replica in an x-assay-replica response header, for checking a proxy's routing (off by default: it tells a caller which replica holds its states)" })),
+    .meta(
+      m({
+        flag: 'replica-id',
+        env: 'ASSAY_REPLICA_ID',
+        arg: 'NAME',
+        doc: "name this replica in an x-assay-replica response header, for checking a proxy's routing (off by default: it tells a caller which replica holds its states)",
+      }),
+    ),
   packQuestions: bool()
     .default(true)
-    .meta(m({ flag: 'pack-questions', env: 'ASSAY_PACK_QUESTIONS', doc: "packed evaluation: a request's questions in one pass on its prefix (--no-pack-questions: one pass per question, which keeps each question's quantized activations to itself)" })),
+    .meta(
+      m({
+        flag: 'pack-questions',
+        env: 'ASSAY_PACK_QUESTIONS',
+        doc: "packed evaluation: a request's questions in one pass on its prefix (--no-pack-questions: one pass per question, which keeps each question's quantized activations to itself)",
+      }),
+    ),
   batchTokens: int(0)
     .optional()
-    .meta(m({ flag: 'batch-tokens', env: 'ASSAY_BATCH_TOKENS', arg: 'N', doc: 'most tokens of one pass shared by concurrent requests whose whole prompt fits one packed pass, each seeing only its own tokens (0: off; off on CPU, where the masked attention makes a shared pass cost more than its parts; never on exports that quantize activations per pass, such as dynamic int8, where it would let the tokens of one caller move the answers of another)', shownDefault: `${DEFAULTS.batchTokens.cpu} on cpu, ${DEFAULTS.batchTokens.cuda} on cuda` })),
+    .meta(
+      m({
+        flag: 'batch-tokens',
+        env: 'ASSAY_BATCH_TOKENS',
+        arg: 'N',
+        doc: 'most tokens of one pass shared by concurrent requests whose whole prompt fits one packed pass, each seeing only its own tokens (0: off; off on CPU, where the masked attention makes a shared pass cost more than its parts; never on exports that quantize activations per pass, such as dynamic int8, where it would let the tokens of one caller move the answers of another)',
+        shownDefault: `${DEFAULTS.batchTokens.cpu} on cpu, ${DEFAULTS.batchTokens.cuda} on cuda`,
+      }),
+    ),
   exactInt8: bool()
     .default(DEFAULTS.exactInt8)
-    .meta(m({ flag: 'exact-int8', env: 'ASSAY_EXACT_INT8', doc: "exact int8 on CPUs whose fast int8 kernel saturates (AVX2, AVX-512 without VNNI: onnxruntime's U8U8 kernel, about 17% slower there); --no-exact-int8 keeps the fast kernel, and int8 answers then drift from fp32. VNNI/AMX CPUs are exact either way" })),
-  graphRewrite: bool().default(true).meta(m({ flag: 'graph-rewrite', env: 'ASSAY_GRAPH_REWRITE', doc: 'the load-time graph rewrite (--no-graph-rewrite runs every export as is; per model: "graph_rewrite": false in the registry)' })),
+    .meta(
+      m({
+        flag: 'exact-int8',
+        env: 'ASSAY_EXACT_INT8',
+        doc: "exact int8 on CPUs whose fast int8 kernel saturates (AVX2, AVX-512 without VNNI: onnxruntime's U8U8 kernel, about 17% slower there); --no-exact-int8 keeps the fast kernel, and int8 answers then drift from fp32. VNNI/AMX CPUs are exact either way",
+      }),
+    ),
+  graphRewrite: bool()
+    .default(true)
+    .meta(m({ flag: 'graph-rewrite', env: 'ASSAY_GRAPH_REWRITE', doc: 'the load-time graph rewrite (--no-graph-rewrite runs every export as is; per model: "graph_rewrite": false in the registry)' })),
   graphCacheDir: text()
     .optional()
-    .meta(m({ flag: 'graph-cache-dir', env: 'ASSAY_GRAPH_CACHE_DIR', arg: 'DIR', doc: 'where load-time graph rewrites are written (model folders are only read; an export with external weights adds only its small graph here, a single-file one a copy of its weights)', shownDefault: '$XDG_CACHE_HOME/assay/graphs or ~/.cache/assay/graphs, else <tmpdir>/assay-graphs' })),
-  logLevel: oneOf(LOG_LEVELS).default(DEFAULTS.logLevel).meta(m({ flag: 'log-level', env: 'ASSAY_LOG_LEVEL', arg: 'L', doc: `log level: ${LOG_LEVELS.join('|')}` })),
+    .meta(
+      m({
+        flag: 'graph-cache-dir',
+        env: 'ASSAY_GRAPH_CACHE_DIR',
+        arg: 'DIR',
+        doc: 'where load-time graph rewrites are written (model folders are only read; an export with external weights adds only its small graph here, a single-file one a copy of its weights)',
+        shownDefault: '$XDG_CACHE_HOME/assay/graphs or ~/.cache/assay/graphs, else <tmpdir>/assay-graphs',
+      }),
+    ),
+  logLevel: oneOf(LOG_LEVELS)
+    .default(DEFAULTS.logLevel)
+    .meta(m({ flag: 'log-level', env: 'ASSAY_LOG_LEVEL', arg: 'L', doc: `log level: ${LOG_LEVELS.join('|')}` })),
   logFormat: oneOf(['json', 'pretty'])
     .optional()
-    .meta(m({ flag: 'log-format', env: 'ASSAY_LOG_FORMAT', arg: 'json|pretty', doc: 'pretty: colourised lines for a person; json: one JSON object per line for a collector', shownDefault: 'pretty on a terminal, else json' })),
+    .meta(
+      m({
+        flag: 'log-format',
+        env: 'ASSAY_LOG_FORMAT',
+        arg: 'json|pretty',
+        doc: 'pretty: colourised lines for a person; json: one JSON object per line for a collector',
+        shownDefault: 'pretty on a terminal, else json',
+      }),
+    ),
 });
 
 export type ServeSettings = z.output<typeof ServeSettingsSchema>;

@@ -84,7 +84,8 @@ export interface EngineConfig {
 }
 
 /** Settings the engine always has a value for: src/defaults.ts gives what the caller left out. */
-type Defaulted = 'provider' | 'threads' | 'graphOptimization' | 'exactInt8' | 'prefixCacheBytes' | 'maxQueue' | 'prefillChunk' | 'requestTokenBudget' | 'questionTokenBudget' | 'packTokens' | 'batchTokens';
+type Defaulted =
+  'provider' | 'threads' | 'graphOptimization' | 'exactInt8' | 'prefixCacheBytes' | 'maxQueue' | 'prefillChunk' | 'requestTokenBudget' | 'questionTokenBudget' | 'packTokens' | 'batchTokens';
 
 /** An EngineConfig with every defaulted setting filled in, frozen: what the engine's parts read. */
 export type ResolvedEngineConfig = Readonly<EngineConfig & Required<Pick<EngineConfig, Defaulted>>>;

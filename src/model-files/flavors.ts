@@ -56,7 +56,14 @@ const FILE: Record<FlavorOptions['dtype'], string> = { fp32: 'model.onnx', fp16:
 
 export function flavorName(o: FlavorOptions): string {
   const acc = (o.dtype === 'q4' || o.dtype === 'q4f16') && o.accuracyLevel !== undefined && o.accuracyLevel !== 4 ? `acc${o.accuracyLevel}` : '';
-  return [o.shape ?? 'tiny', o.dtype, acc, o.attention === 'gqa' ? 'gqa' : '', o.layout && o.layout !== 'hf' ? o.layout : '', o.template && o.template !== 'tokenizer_config' ? `template-${o.template}` : '']
+  return [
+    o.shape ?? 'tiny',
+    o.dtype,
+    acc,
+    o.attention === 'gqa' ? 'gqa' : '',
+    o.layout && o.layout !== 'hf' ? o.layout : '',
+    o.template && o.template !== 'tokenizer_config' ? `template-${o.template}` : '',
+  ]
     .filter(Boolean)
     .join('-');
 }
@@ -308,7 +315,14 @@ export async function ensureFlavor(o: FlavorOptions): Promise<string> {
 // CLI: npm run models:flavor -- [--shape tiny|qwen2.5-0.5b] --dtype fp32|fp16|q4|q4f16 [--attention plain|gqa] [--layout hf|optimum|genai] [--template tokenizer_config|jinja|json]
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const { values } = parseArgs({
-    options: { shape: { type: 'string' }, dtype: { type: 'string', default: 'fp32' }, attention: { type: 'string' }, layout: { type: 'string' }, template: { type: 'string' }, 'accuracy-level': { type: 'string' } },
+    options: {
+      shape: { type: 'string' },
+      dtype: { type: 'string', default: 'fp32' },
+      attention: { type: 'string' },
+      layout: { type: 'string' },
+      template: { type: 'string' },
+      'accuracy-level': { type: 'string' },
+    },
   });
   const dir = await ensureFlavor({
     shape: values.shape as ShapeName | undefined,

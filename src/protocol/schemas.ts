@@ -29,16 +29,12 @@ function sized<T extends z.ZodType>(record: T, min: number, max?: number): T {
     }),
   );
   if (max !== undefined) {
-    out = out.check(
-      z.refine((v: unknown) => Object.keys(v as object).length <= max, { params: { code: 'too_long', max } }),
-    );
+    out = out.check(z.refine((v: unknown) => Object.keys(v as object).length <= max, { params: { code: 'too_long', max } }));
   }
   return out.meta(max === undefined ? { minProperties: min } : { minProperties: min, maxProperties: max }) as T;
 }
 
-const instructions = ContentSchema.nullable()
-  .optional()
-  .describe('What the model decides, rates, or answers yes/no about. Callers should always send it');
+const instructions = ContentSchema.nullable().optional().describe('What the model decides, rates, or answers yes/no about. Callers should always send it');
 
 // ---------------------------------------------------------------- questions
 
@@ -61,11 +57,9 @@ export const ChoiceQuestionSchema = z
   .strictObject({
     type: z.literal('choice'),
     instructions,
-    criteria: sized(
-      z.record(z.string().min(1), ContentSchema.nullable()),
-      LIMITS.minChoiceOptions,
-      LIMITS.maxChoiceOptions,
-    ).describe('Option name mapped to a description of when it applies (null: the name alone)'),
+    criteria: sized(z.record(z.string().min(1), ContentSchema.nullable()), LIMITS.minChoiceOptions, LIMITS.maxChoiceOptions).describe(
+      'Option name mapped to a description of when it applies (null: the name alone)',
+    ),
   })
   .meta({ id: 'ChoiceQuestion', title: 'ChoiceQuestion' });
 
@@ -73,11 +67,7 @@ export const ScoreQuestionSchema = z
   .strictObject({
     type: z.literal('score'),
     instructions,
-    criteria: z
-      .array(ContentSchema)
-      .min(LIMITS.minScoreLevels)
-      .max(LIMITS.maxScoreLevels)
-      .describe('Ordered level descriptions; the zero-based position is the score level'),
+    criteria: z.array(ContentSchema).min(LIMITS.minScoreLevels).max(LIMITS.maxScoreLevels).describe('Ordered level descriptions; the zero-based position is the score level'),
   })
   .meta({ id: 'ScoreQuestion', title: 'ScoreQuestion' });
 
@@ -90,17 +80,13 @@ export type Question = z.infer<typeof QuestionSchema>;
 // ---------------------------------------------------------------- request
 
 /** The state: like Content, but never empty ("" / {} / [] are rejected). */
-export const StateSchema = z
-  .union([z.string().min(1), sized(z.record(z.string(), z.unknown()), 1), z.array(z.unknown()).min(1)])
-  .describe('The content all questions refer to; not empty');
+export const StateSchema = z.union([z.string().min(1), sized(z.record(z.string(), z.unknown()), 1), z.array(z.unknown()).min(1)]).describe('The content all questions refer to; not empty');
 
 export const SystemOneRequestSchema = z
   .strictObject({
     state: StateSchema,
     model: z.string().describe('A name or alias returned by GET /v1/models, or a versioned id'),
-    questions: sized(z.record(z.string(), QuestionSchema), LIMITS.minQuestions).describe(
-      'Questions keyed by caller-chosen ids',
-    ),
+    questions: sized(z.record(z.string(), QuestionSchema), LIMITS.minQuestions).describe('Questions keyed by caller-chosen ids'),
   })
   .meta({ id: 'SystemOneRequest', title: 'SystemOneRequest' });
 export type SystemOneRequest = z.infer<typeof SystemOneRequestSchema>;
@@ -162,14 +148,15 @@ export const ModelMetadataSchema = z
   .strictObject({
     name: z.string(),
     description: z.string(),
-    release_date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).describe('YYYY-MM-DD'),
+    release_date: z
+      .string()
+      .regex(/^\d{4}-\d{2}-\d{2}$/)
+      .describe('YYYY-MM-DD'),
   })
   .meta({ id: 'ModelMetadata', title: 'ModelMetadata' });
 export type ModelMetadata = z.infer<typeof ModelMetadataSchema>;
 
-export const ModelMetadataListSchema = z
-  .strictObject({ models: z.array(ModelMetadataSchema) })
-  .meta({ id: 'ModelMetadataList', title: 'ModelMetadataList' });
+export const ModelMetadataListSchema = z.strictObject({ models: z.array(ModelMetadataSchema) }).meta({ id: 'ModelMetadataList', title: 'ModelMetadataList' });
 export type ModelMetadataList = z.infer<typeof ModelMetadataListSchema>;
 
 // ---------------------------------------------------------------- errors
@@ -185,9 +172,7 @@ export const ValidationErrorSchema = z
   .meta({ id: 'ValidationError', title: 'ValidationError' });
 export type ValidationError = z.infer<typeof ValidationErrorSchema>;
 
-export const HTTPValidationErrorSchema = z
-  .object({ detail: z.array(ValidationErrorSchema).optional() })
-  .meta({ id: 'HTTPValidationError', title: 'HTTPValidationError' });
+export const HTTPValidationErrorSchema = z.object({ detail: z.array(ValidationErrorSchema).optional() }).meta({ id: 'HTTPValidationError', title: 'HTTPValidationError' });
 export type HTTPValidationError = z.infer<typeof HTTPValidationErrorSchema>;
 
 /** Body of every non-422 error: `{"detail": "<message>"}`. */

@@ -75,7 +75,7 @@ export function reliability(points: Array<{ confidence: number; correct: boolean
 
 /** noul: the pick is yes when P(yes) ≥ 0.5; its confidence is max(p, 1 − p). */
 export function noulMetrics(examples: NoulExample[], bins = ECE_BINS): ClassificationMetrics {
-  const correct = examples.map((e) => (e.p >= 0.5) === e.expected);
+  const correct = examples.map((e) => e.p >= 0.5 === e.expected);
   const r = reliability(
     examples.map((e, i) => ({ confidence: Math.max(e.p, 1 - e.p), correct: correct[i]! })),
     bins,

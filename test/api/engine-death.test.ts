@@ -28,7 +28,12 @@ afterAll(async () => {
 });
 
 const post = (tag: string) =>
-  fetch(`${base}/v1/systemone`, { method: 'POST', headers: auth(), body: JSON.stringify(mixedRequest(`Invoice ${tag}. ${'The customer paid late. '.repeat(400)}`)), signal: AbortSignal.timeout(60_000) });
+  fetch(`${base}/v1/systemone`, {
+    method: 'POST',
+    headers: auth(),
+    body: JSON.stringify(mixedRequest(`Invoice ${tag}. ${'The customer paid late. '.repeat(400)}`)),
+    signal: AbortSignal.timeout(60_000),
+  });
 
 async function waitFor(check: () => Promise<boolean> | boolean, what = 'condition', everyMs = 100): Promise<void> {
   const until = Date.now() + 60_000;
@@ -49,11 +54,19 @@ describe.each(['exit', 'throw'] as const)('an engine thread that dies (%s) under
     // so the check polls often and needs only two, not a fixed share of the sixteen.
     const inFlight = Array.from({ length: 16 }, (_, i) => post(`${how} ${i}`));
     let settled = 0;
-    for (const p of inFlight) void p.then(() => settled++, () => settled++);
-    await waitFor(() => {
-      if (settled === inFlight.length) throw new Error('all requests ended before two were in the engine thread at once');
-      return evaluator.stats().queueDepth + evaluator.stats().running >= 2;
-    }, 'two requests in the engine thread', 5);
+    for (const p of inFlight)
+      void p.then(
+        () => settled++,
+        () => settled++,
+      );
+    await waitFor(
+      () => {
+        if (settled === inFlight.length) throw new Error('all requests ended before two were in the engine thread at once');
+        return evaluator.stats().queueDepth + evaluator.stats().running >= 2;
+      },
+      'two requests in the engine thread',
+      5,
+    );
     evaluator.crashForTest(how);
     await waitFor(async () => (await fetch(`${base}/healthz`)).status === 503, '/healthz 503');
 
@@ -66,7 +79,10 @@ describe.each(['exit', 'throw'] as const)('an engine thread that dies (%s) under
         expect(((await res.json()) as { detail: string }).detail).toMatch(/restart|loading|stopped/);
       } else await res.arrayBuffer();
     }
-    expect(statuses.every((s) => s === 200 || s === 503), statuses.join(',')).toBe(true);
+    expect(
+      statuses.every((s) => s === 200 || s === 503),
+      statuses.join(','),
+    ).toBe(true);
     expect(statuses).toContain(503);
 
     // Restarted: /healthz 200 again, one more restart counted, and requests answered.

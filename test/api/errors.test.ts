@@ -13,8 +13,7 @@ beforeAll(async () => {
     evaluator: shared,
     bodyLimit: 64 * 1024,
     // A fault injected around the real engine: a state of "explode" makes it throw.
-    wrap: (e) =>
-      withEvaluate(e, (req, o, real) => (req.state === 'explode' ? Promise.reject(new Error('engine blew up on: explode')) : real.evaluate(req, o))),
+    wrap: (e) => withEvaluate(e, (req, o, real) => (req.state === 'explode' ? Promise.reject(new Error('engine blew up on: explode')) : real.evaluate(req, o))),
   });
 });
 afterAll(async () => {
@@ -132,10 +131,7 @@ describe('rate limits (per key, 429 with retry-after and retry-after-ms)', () =>
     limited = await startServer({
       evaluator: shared,
       rateLimits: { requestsPerMinute: 2, inputTokensPerSecond: 1_000_000 },
-      keys: [
-        ...keysFromList(KEY),
-        { name: 'tokens', hash: sha256(OTHER_KEY), inputTokensPerSecond: 50 },
-      ],
+      keys: [...keysFromList(KEY), { name: 'tokens', hash: sha256(OTHER_KEY), inputTokensPerSecond: 50 }],
       now: () => clock,
     });
   });
@@ -185,9 +181,7 @@ describe('overload and deadlines', () => {
       const state = Array.from({ length: 300 }, (_, i) => `Line ${i}: shipment ${i} was inspected.`).join('\n');
       const blocker = busy.evaluator.evaluate({ state, questions: Object.fromEntries(Array.from({ length: 24 }, (_, i) => [`b${i}`, { type: 'noul' as const, instructions: `Item ${i}?` }])) });
       while (busy.evaluator.stats().running < 1) await new Promise((r) => setTimeout(r, 2));
-      const results = await Promise.all(
-        Array.from({ length: 3 }, () => busy.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: many })),
-      );
+      const results = await Promise.all(Array.from({ length: 3 }, () => busy.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: many })));
       await blocker;
       const codes = results.map((r) => r.statusCode);
       expect(codes.filter((c) => c === 529).length).toBeGreaterThan(0);

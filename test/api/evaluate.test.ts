@@ -105,7 +105,7 @@ describe('POST /v1/systemone', () => {
   });
 
   it('keeps option names exactly, including unicode and spaces', async () => {
-    const criteria = { 'Ja, bitte': null, '是': 'yes in Chinese', '  padded  ': null, '🙂': 'an emoji' };
+    const criteria = { 'Ja, bitte': null, 是: 'yes in Chinese', '  padded  ': null, '🙂': 'an emoji' };
     const req = { state: '支払いは済みました。', model: 'svc-latest', questions: { q: { type: 'choice', instructions: 'Which?', criteria } } };
     const res = await evaluate(req);
     checkAnswers(req, res);

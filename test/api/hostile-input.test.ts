@@ -52,13 +52,11 @@ describe('hostile inputs', () => {
       const body = `{"state": ${'['.repeat(depth)}x, "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`;
       const r = await post(body);
       expect(r.status).toBe(422);
-      expect(r.json.detail).toEqual([
-        { type: 'json_invalid', loc: ['body', 10 + depth], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } },
-      ]);
+      expect(r.json.detail).toEqual([{ type: 'json_invalid', loc: ['body', 10 + depth], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }]);
     }
   });
 
-  it('assay eval\'s validation (requestErrors) bounds the nesting too, under a __proto__ key as well', () => {
+  it("assay eval's validation (requestErrors) bounds the nesting too, under a __proto__ key as well", () => {
     const body = JSON.parse(`{"state": {"__proto__": ${'['.repeat(100_000)}${']'.repeat(100_000)}}, "model": "m", "questions": {"q": {"type": "noul"}}}`);
     const detail = requestErrors(body);
     expect(detail).toHaveLength(1);

@@ -12,10 +12,7 @@ beforeAll(async () => {
     logLevel: 'trace',
     bodyLimit: 32 * 1024,
     // An engine failure whose message quotes the request, as a careless error might.
-    wrap: (e) =>
-      withEvaluate(e, (req, o, real) =>
-        JSON.stringify(req.state).includes('fail') ? Promise.reject(new Error(`cannot evaluate ${JSON.stringify(req)}`)) : real.evaluate(req, o),
-      ),
+    wrap: (e) => withEvaluate(e, (req, o, real) => (JSON.stringify(req.state).includes('fail') ? Promise.reject(new Error(`cannot evaluate ${JSON.stringify(req)}`)) : real.evaluate(req, o))),
   });
 });
 afterAll(async () => {
@@ -35,8 +32,7 @@ function request(state: unknown) {
 }
 
 it('never logs state, instructions, criteria or question ids, at trace level, for any outcome', async () => {
-  const send = (payload: unknown, headers = auth(), url = '/v1/systemone') =>
-    s.app.inject({ method: 'POST', url, headers, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
+  const send = (payload: unknown, headers = auth(), url = '/v1/systemone') => s.app.inject({ method: 'POST', url, headers, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
 
   const outcomes = [
     await send(request(`state ${CANARY}`)), // 200
@@ -63,7 +59,16 @@ it('never logs state, instructions, criteria or question ids, at trace level, fo
   expect(lines.map((l) => l.status)).toEqual([200, 200, 422, 422, 422, 500, 413, 401, 415, 404]);
   // The error table's code for each refusal (a stable name to count and alert on).
   expect(lines.map((l) => l.error)).toEqual([
-    undefined, undefined, 'invalid_request', 'invalid_request', 'invalid_request', 'internal_error', 'body_too_large', 'unauthenticated', 'unsupported_media_type', undefined,
+    undefined,
+    undefined,
+    'invalid_request',
+    'invalid_request',
+    'invalid_request',
+    'internal_error',
+    'body_too_large',
+    'unauthenticated',
+    'unsupported_media_type',
+    undefined,
   ]);
   expect(lines[0]).toMatchObject({ route: '/v1/systemone', method: 'POST', model: 'svc-1.13.0', question_count: 3 });
   expect(lines[0]!.input_tokens).toBeGreaterThan(0);
@@ -82,9 +87,19 @@ const THROWN: Record<string, { error: () => Error; status: number; code: string;
   aborted: { error: () => new AbortedError('deadline passed'), status: 408, code: 'deadline' },
   overloaded: { error: () => new OverloadedError(2), status: 529, code: 'overloaded' },
   budget: { error: () => new BudgetError('request', 70_000, 65_536), status: 422, code: 'token_budget_exceeded' },
-  loading: { error: () => new ModelUnavailableError('model svc-1.13.0 failed to load: /models/x/model.onnx is truncated; retrying in 4 s', 4, true), status: 503, code: 'model_unavailable', logged: 'model.onnx is truncated' },
+  loading: {
+    error: () => new ModelUnavailableError('model svc-1.13.0 failed to load: /models/x/model.onnx is truncated; retrying in 4 s', 4, true),
+    status: 503,
+    code: 'model_unavailable',
+    logged: 'model.onnx is truncated',
+  },
   load: { error: () => new ModelLoadError('/models/x/model.onnx: protobuf parsing failed'), status: 503, code: 'model_load_failed', logged: 'protobuf parsing failed' },
-  engine: { error: () => new EngineError('onnxruntime failed a pass of 12 tokens: Non-zero status code returned while running MatMul node'), status: 500, code: 'engine_failure', logged: 'Non-zero status code' },
+  engine: {
+    error: () => new EngineError('onnxruntime failed a pass of 12 tokens: Non-zero status code returned while running MatMul node'),
+    status: 500,
+    code: 'engine_failure',
+    logged: 'Non-zero status code',
+  },
 };
 
 it('logs each engine error class by type (and its content-free message), never the request', async () => {

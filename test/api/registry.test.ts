@@ -97,9 +97,7 @@ describe('serve configuration', () => {
       ASSAY_DEADLINE_MS: '500',
     });
     if (c === 'help') throw new Error('unexpected help');
-    expect([c.host, c.port, c.prefixCacheBytes, c.provider, c.maxQueue, c.deadlineMs, c.keys.length, c.generatedKey]).toEqual([
-      '0.0.0.0', 9000, 0, 'cuda', 3, 500, 2, undefined,
-    ]);
+    expect([c.host, c.port, c.prefixCacheBytes, c.provider, c.maxQueue, c.deadlineMs, c.keys.length, c.generatedKey]).toEqual(['0.0.0.0', 9000, 0, 'cuda', 3, 500, 2, undefined]);
   });
 
   it('refuses bad values', () => {

@@ -15,7 +15,10 @@ afterAll(async () => {
 });
 
 it('x-assay-replica on every response (answers, errors, /healthz) only when the operator sets it', async () => {
-  for (const [s, want] of [[named, 'r7'], [plain, undefined]] as const) {
+  for (const [s, want] of [
+    [named, 'r7'],
+    [plain, undefined],
+  ] as const) {
     const answered = await s.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: mixedRequest() });
     const refused = await s.app.inject({ method: 'POST', url: '/v1/systemone', payload: mixedRequest() });
     const health = await s.app.inject({ method: 'GET', url: '/healthz' });

@@ -79,9 +79,7 @@ describe('request body', () => {
   it('rejects an empty state of each kind', async () => {
     const str = await post({ ...base(), state: '' });
     expect(str.status).toBe(422);
-    expect(str.body.detail).toEqual([
-      { type: 'string_too_short', loc: ['body', 'state'], msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } },
-    ]);
+    expect(str.body.detail).toEqual([{ type: 'string_too_short', loc: ['body', 'state'], msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } }]);
     const obj = await post({ ...base(), state: {} });
     expect(obj.status).toBe(422);
     expect(obj.body.detail).toEqual([
@@ -109,9 +107,7 @@ describe('request body', () => {
   it('rejects a body that is not an object, and a missing body', async () => {
     const arr = await post([]);
     expect(arr.status).toBe(422);
-    expect(arr.body.detail).toEqual([
-      { type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: [] },
-    ]);
+    expect(arr.body.detail).toEqual([{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: [] }]);
     const none = await s.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth() });
     expect(none.statusCode).toBe(422);
     expect(none.json().detail).toEqual([{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
@@ -120,9 +116,7 @@ describe('request body', () => {
   it('rejects malformed JSON with json_invalid at the character offset', async () => {
     const r = await post('{"state": "x", "model": }');
     expect(r.status).toBe(422);
-    expect(r.body.detail).toEqual([
-      { type: 'json_invalid', loc: ['body', 24], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } },
-    ]);
+    expect(r.body.detail).toEqual([{ type: 'json_invalid', loc: ['body', 24], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }]);
     const trailing = await post('{"state": "x",}');
     expect(trailing.body.detail[0]).toMatchObject({ loc: ['body', 14], ctx: { error: 'Expecting property name enclosed in double quotes' } });
     const extra = await post('{} {}');
@@ -189,16 +183,12 @@ describe('questions', () => {
 
   it('rejects a question that is not an object', async () => {
     const r = await post(withQuestion('Is it?'));
-    expect(r.body.detail).toEqual([
-      { type: 'model_attributes_type', loc: ['body', 'questions', 'q'], msg: 'Input should be a valid dictionary or object to extract fields from', input: 'Is it?' },
-    ]);
+    expect(r.body.detail).toEqual([{ type: 'model_attributes_type', loc: ['body', 'questions', 'q'], msg: 'Input should be a valid dictionary or object to extract fields from', input: 'Is it?' }]);
   });
 
   it('rejects preview-API fields on a question', async () => {
     const r = await post(withQuestion({ type: 'choice', instructions: 'x', options: [{ option: 'a' }], criteria: options(2) }));
-    expect(r.body.detail).toEqual([
-      { type: 'extra_forbidden', loc: ['body', 'questions', 'q', 'choice', 'options'], msg: 'Extra inputs are not permitted', input: [{ option: 'a' }] },
-    ]);
+    expect(r.body.detail).toEqual([{ type: 'extra_forbidden', loc: ['body', 'questions', 'q', 'choice', 'options'], msg: 'Extra inputs are not permitted', input: [{ option: 'a' }] }]);
   });
 
   it.each([0, 1])('rejects a choice with %i option(s)', async (n) => {

@@ -48,7 +48,11 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
     // The prefix cache off: the page's answers and the direct call's are the same passes, bit for bit.
     evaluator = await loadEvaluator({ modelDir: dir, variant: 'fp32', threads: 1, prefixCacheBytes: 0 });
     const registry = checkRegistry(
-      { default: 'svc-1.13.0', models: { 'svc-1.13.0': { path: dir, synthetic: { shape: 'tiny', dtype: 'fp32' }, description: 'Synthetic tiny decoder', release_date: '2026-11-22' } }, aliases: { 'svc-latest': 'svc-1.13.0' } },
+      {
+        default: 'svc-1.13.0',
+        models: { 'svc-1.13.0': { path: dir, synthetic: { shape: 'tiny', dtype: 'fp32' }, description: 'Synthetic tiny decoder', release_date: '2026-11-22' } },
+        aliases: { 'svc-latest': 'svc-1.13.0' },
+      },
       '(browser test registry)',
     );
     app = await buildServer({ registry, models: staticModels({ 'svc-1.13.0': evaluator }), keys: keysFromList(KEY), logging: false });
@@ -97,7 +101,9 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
     for (const id of ['topic', 'severity']) {
       const a = api.json.answers[id];
       const rows = page.locator(`.answer[data-question="${id}"] .bar-row`);
-      const drawn = await rows.evaluateAll((els) => els.map((e) => [e.getAttribute('data-label'), Number(e.getAttribute('data-p')), e.querySelector('.bar-value')!.textContent, e.classList.contains('picked')]));
+      const drawn = await rows.evaluateAll((els) =>
+        els.map((e) => [e.getAttribute('data-label'), Number(e.getAttribute('data-p')), e.querySelector('.bar-value')!.textContent, e.classList.contains('picked')]),
+      );
       const keys = Object.keys(a.probabilities);
       expect(drawn.map((d) => Number(d[1]))).toEqual(keys.map((k) => a.probabilities[k]));
       expect(drawn.map((d) => d[2])).toEqual(keys.map((k) => `${(a.probabilities[k] * 100).toFixed(1)}%`));

@@ -7,15 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/api/auth.js';
 import { SystemOneResponseSchema } from '../../src/protocol/schemas.js';
-import {
-  AssayAbortError,
-  AssayAPIError,
-  AssayClient,
-  AssayConnectionError,
-  AssayTimeoutError,
-  type Question,
-  type RetryInfo,
-} from '../../src/client/index.js';
+import { AssayAbortError, AssayAPIError, AssayClient, AssayConnectionError, AssayTimeoutError, type Question, type RetryInfo } from '../../src/client/index.js';
 import { KEY, startServer, testKeys, type TestServer } from '../api/helpers.js';
 
 /** A key whose input-token budget is 100 tokens per second: one request puts it in debt. */
@@ -91,9 +83,7 @@ describe('client against the real server', () => {
 
   it('422 is not retried and exposes the validation errors', async () => {
     const { c, retries } = client();
-    const err = (await c
-      .evaluate({ state: 'x', questions: { c: { type: 'choice', instructions: 'one option', criteria: { only: null } } } })
-      .catch((e: unknown) => e)) as AssayAPIError;
+    const err = (await c.evaluate({ state: 'x', questions: { c: { type: 'choice', instructions: 'one option', criteria: { only: null } } } }).catch((e: unknown) => e)) as AssayAPIError;
     expect(err).toBeInstanceOf(AssayAPIError);
     expect(err.status).toBe(422);
     expect(err.validationErrors[0]!.loc).toEqual(['body', 'questions', 'c', 'choice', 'criteria']);

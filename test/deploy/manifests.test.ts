@@ -15,7 +15,9 @@ type Obj = any;
 
 function loadAll(): { file: string; doc: Obj }[] {
   const out: { file: string; doc: Obj }[] = [];
-  for (const file of readdirSync(deployDir).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+  for (const file of readdirSync(deployDir)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()) {
     for (const d of parseAllDocuments(readFileSync(path.join(deployDir, file), 'utf8'))) {
       expect(d.errors, `${file}: ${d.errors.map((e) => e.message).join('; ')}`).toEqual([]);
       const doc = d.toJS();
@@ -29,7 +31,10 @@ const docs = loadAll();
 const k8s = docs.filter((d) => d.doc.apiVersion !== undefined);
 const one = (kind: string): Obj => {
   const found = k8s.filter((d) => d.doc.kind === kind);
-  expect(found.map((f) => f.file), `one ${kind}`).toHaveLength(1);
+  expect(
+    found.map((f) => f.file),
+    `one ${kind}`,
+  ).toHaveLength(1);
   return found[0]!.doc;
 };
 
@@ -68,9 +73,7 @@ describe('deploy/ manifests', () => {
 
   it('Deployment: selector, GPU request, port from the env the server reads', () => {
     expect(deployment.apiVersion).toBe('apps/v1');
-    expect(deployment.spec.selector.matchLabels).toEqual(
-      expect.objectContaining(deployment.spec.template.metadata.labels),
-    );
+    expect(deployment.spec.selector.matchLabels).toEqual(expect.objectContaining(deployment.spec.template.metadata.labels));
     expect(String(container.resources.requests['nvidia.com/gpu'])).toBe('1');
     expect(String(container.resources.limits['nvidia.com/gpu'])).toBe('1');
     expect(httpPort.containerPort).toBe(8080);

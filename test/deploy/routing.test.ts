@@ -22,7 +22,18 @@ describe('routing rules, written once', () => {
     for (const balance of ['hash', 'round-robin'] as const) {
       const prefix = mkdtempSync(path.join(tmpdir(), 'assay-nginx-t-'));
       const conf = path.join(prefix, 'nginx.conf');
-      writeFileSync(conf, nginxConf({ listen: 18_999, prefix, balance, upstreams: [{ host: '127.0.0.1', port: 1 }, { host: '127.0.0.1', port: 2, down: true }] }));
+      writeFileSync(
+        conf,
+        nginxConf({
+          listen: 18_999,
+          prefix,
+          balance,
+          upstreams: [
+            { host: '127.0.0.1', port: 1 },
+            { host: '127.0.0.1', port: 2, down: true },
+          ],
+        }),
+      );
       const r = spawnSync(nginx!, ['-t', '-p', prefix, '-c', conf], { encoding: 'utf8' });
       expect(r.status, r.stderr).toBe(0);
     }

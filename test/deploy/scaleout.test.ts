@@ -36,7 +36,11 @@ function sdk(cluster: Cluster) {
 
 /** A request as curl sends it: no state-hash header. */
 async function plain(cluster: Cluster, state: string): Promise<{ status: number; replica: string }> {
-  const res = await fetch(`${cluster.url}/v1/systemone`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ state, model: 'svc-latest', questions: question }) });
+  const res = await fetch(`${cluster.url}/v1/systemone`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ state, model: 'svc-latest', questions: question }),
+  });
   await res.arrayBuffer();
   return { status: res.status, replica: res.headers.get('x-assay-replica') ?? '' };
 }

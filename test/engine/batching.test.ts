@@ -41,7 +41,14 @@ describe('packing across requests', () => {
 
   it('merges trees with their roots kept and indices offset', () => {
     const a = { tokens: [1, 2, 3], parents: [-1, 0, 1], reads: [{ at: 2, candidates: [7] }] };
-    const b = { tokens: [4, 5, 6], parents: [-1, 0, 0], reads: [{ at: 1, candidates: [8] }, { at: 2, candidates: [9] }] };
+    const b = {
+      tokens: [4, 5, 6],
+      parents: [-1, 0, 0],
+      reads: [
+        { at: 1, candidates: [8] },
+        { at: 2, candidates: [9] },
+      ],
+    };
     expect(mergePasses([a, b])).toEqual({
       tokens: [1, 2, 3, 4, 5, 6],
       parents: [-1, 0, 1, -1, 3, 3],

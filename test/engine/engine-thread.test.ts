@@ -47,7 +47,7 @@ console.log(answers.n.type);`;
     });
   });
 
-  it('rebuilds the engine\'s errors as their own classes, with their fields', async () => {
+  it("rebuilds the engine's errors as their own classes, with their fields", async () => {
     const e = await loadEvaluator({ modelDir: await tinyFp32(), threads: 1, requestTokenBudget: 50 });
     const one = await loadEvaluator({ modelDir: await tinyFp32(), threads: 1, maxQueue: 0 });
     open.push(e, one);
@@ -67,7 +67,12 @@ console.log(answers.n.type);`;
   it.each(['exit', 'throw'] as const)('a thread that dies (%s) ends every waiting request with EngineDeadError and tells its owner once', async (how) => {
     const deaths: Error[] = [];
     const e = (await loadEvaluator({ modelDir: await tinyFp32(), threads: 1, onDeath: (err) => deaths.push(err) })) as EngineThreadEvaluator;
-    const waiting = Array.from({ length: 3 }, () => e.evaluate(request({ n: noul, c: choice, s: score }, 'A long text. '.repeat(300))).then(() => 'answered', (err: Error) => err));
+    const waiting = Array.from({ length: 3 }, () =>
+      e.evaluate(request({ n: noul, c: choice, s: score }, 'A long text. '.repeat(300))).then(
+        () => 'answered',
+        (err: Error) => err,
+      ),
+    );
     e.crashForTest(how);
     const outcomes = await Promise.all(waiting);
     expect(outcomes.some((o) => o instanceof EngineDeadError)).toBe(true);

@@ -73,7 +73,7 @@ describe('evaluator on the tiny synthetic model', () => {
     expect(JSON.stringify(fresh)).toBe(JSON.stringify(first));
   });
 
-  it('a different state never gets another state\'s cached answers', async () => {
+  it("a different state never gets another state's cached answers", async () => {
     const a = await cached.evaluate(request({ n: noul, c: choice }, 'The fox is red.'));
     const b = await cached.evaluate(request({ n: noul, c: choice }, 'The fox is red!'));
     const a2 = await cold.evaluate(request({ n: noul, c: choice }, 'The fox is red.'));

@@ -88,7 +88,17 @@ describe('model loader', () => {
   it('an onnxruntime-genai folder without the model file it names: says so, not "not a decoder"', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'assay-genai-'));
     copyFileSync(join(tinyFp32Dir, 'tokenizer.json'), join(dir, 'tokenizer.json'));
-    writeFileSync(join(dir, 'genai_config.json'), JSON.stringify({ model: { type: 'qwen2', context_length: 512, decoder: { filename: 'model.onnx', head_size: 16, hidden_size: 64, num_attention_heads: 4, num_key_value_heads: 2, num_hidden_layers: 2 }, eos_token_id: [1] } }));
+    writeFileSync(
+      join(dir, 'genai_config.json'),
+      JSON.stringify({
+        model: {
+          type: 'qwen2',
+          context_length: 512,
+          decoder: { filename: 'model.onnx', head_size: 16, hidden_size: 64, num_attention_heads: 4, num_key_value_heads: 2, num_hidden_layers: 2 },
+          eos_token_id: [1],
+        },
+      }),
+    );
     const e = await loadError(dir);
     expect(e).toBeInstanceOf(ModelLoadError);
     expect(e.message).toMatch(/genai_config\.json names model\.onnx, which is missing \(found genai_config\.json, tokenizer\.json\)/);
@@ -119,7 +129,10 @@ describe('rewritten graphs on disk', () => {
     const source = join(dir, 'onnx', 'model.onnx');
     // What an older Assay left beside the export stays: the server only reads model folders.
     writeFileSync(join(dir, 'onnx', 'model.assay-0123456789ab.onnx'), 'old');
-    const listing = () => readdirSync(dir, { recursive: true, withFileTypes: true }).map((e) => `${e.parentPath}/${e.name}:${e.isFile() ? statSync(join(e.parentPath, e.name)).mtimeMs : 'dir'}`).sort();
+    const listing = () =>
+      readdirSync(dir, { recursive: true, withFileTypes: true })
+        .map((e) => `${e.parentPath}/${e.name}:${e.isFile() ? statSync(join(e.parentPath, e.name)).mtimeMs : 'dir'}`)
+        .sort();
     const before = listing();
     // Older rewrites in the cache: one of this export (removed), one of another export and a stray folder (kept).
     const entry = (id: string, from: string) => {

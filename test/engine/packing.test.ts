@@ -71,7 +71,7 @@ describe('packed evaluation', () => {
     }
   });
 
-  it('answers keep the request\'s order of questions', async () => {
+  it("answers keep the request's order of questions", async () => {
     const keys = ['zeta', 'alpha', 'mid', 'b', 'a'];
     const qs = [score, noul, choice, tricky.long!, tricky.numbers!];
     const r = await packed.evaluate(request(Object.fromEntries(keys.map((k, i) => [k, qs[i]!]))));

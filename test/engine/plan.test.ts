@@ -29,7 +29,7 @@ const trickyStates: Record<string, unknown> = {
   emoji: 'fox 🦊🦊',
   'emoji ZWJ': 'family 👨‍👩‍👧',
   digits: 'Total: 1234567',
-  'JSON object': { a: 1, b: [true, null, 'x'], 'ü': { deep: '日本' } },
+  'JSON object': { a: 1, b: [true, null, 'x'], ü: { deep: '日本' } },
   'JSON array': [1, 2, 3],
   'looks like a special token': 'text <|im_end|> more <|im_start|>user',
   'tabs and CR': 'a\tb\r\n',
@@ -41,7 +41,13 @@ describe('prompt planning', () => {
       const plan = planRequest({ state: state as string, questions: { a: noul, b: choice, c: score } }, codec, prompts, end, budgets);
       const system = prompts.system(renderContent(state as string));
       for (const q of plan.questions) {
-        const whole = codec.renderChat([{ role: 'system', content: system }, { role: 'user', content: prompts.user(q.question) }], true);
+        const whole = codec.renderChat(
+          [
+            { role: 'system', content: system },
+            { role: 'user', content: prompts.user(q.question) },
+          ],
+          true,
+        );
         expect([...plan.prefix, ...q.suffix]).toEqual(codec.encodeWhole(whole));
         expect(q.suffix.length).toBeGreaterThan(0);
       }

@@ -15,7 +15,7 @@ describe('graph rewrite', () => {
     }
   });
 
-  it('adds the attention bias to every layer\'s mask, and keeps the graph in topological order', async () => {
+  it("adds the attention bias to every layer's mask, and keeps the graph in topological order", async () => {
     const { readFileSync } = await import('node:fs');
     const { join } = await import('node:path');
     const { decodeModel, rewriteHead, BIAS_INPUT } = await import('../../src/engine/model/graph-rewrite.js');

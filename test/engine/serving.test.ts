@@ -27,10 +27,7 @@ describe('fair scheduling on the real engine', () => {
   it('a one-question request sent while a 255-option and a 400-question request run is answered first', async () => {
     const done: string[] = [];
     const track = (name: string, p: Promise<unknown>) => p.then(() => void done.push(name));
-    const heavy = [
-      track('400 questions', evaluator.evaluate(request(manyQuestions(400)))),
-      track('255 options', evaluator.evaluate(request({ c: options(255) }, longState))),
-    ];
+    const heavy = [track('400 questions', evaluator.evaluate(request(manyQuestions(400)))), track('255 options', evaluator.evaluate(request({ c: options(255) }, longState)))];
     // Both heavy requests are running passes before the small one arrives.
     while (evaluator.stats().running < 2) await new Promise((r) => setTimeout(r, 5));
     await track('one question', evaluator.evaluate(request({ n: noul })));
@@ -133,7 +130,12 @@ describe('bodies given as bytes plan in a lane of their own', () => {
       const r = request({ n: noul, c: choice, s: score });
       expect(await planner.planBody(bytes(r))).toEqual(await planner.plan(r));
       // 2,000,000 empty arrays: seconds to parse, render and count against the budget (then refused).
-      const big = bytes(request({ n: noul }, Array.from({ length: 2_000_000 }, () => [])));
+      const big = bytes(
+        request(
+          { n: noul },
+          Array.from({ length: 2_000_000 }, () => []),
+        ),
+      );
       const done: string[] = [];
       const bigPlan = planner.planBody(big).then(
         () => done.push('big'),

@@ -37,7 +37,16 @@ afterAll(() => {
 
 describe('npm pack', () => {
   it('ships compiled JavaScript with declarations for every export, and no TypeScript sources', () => {
-    for (const f of ['dist/index.js', 'dist/index.d.ts', 'dist/engine/index.d.ts', 'dist/api/server.d.ts', 'dist/client/index.d.ts', 'dist/engine/planner/worker.js', 'bin/assay.js', 'models/registry.json']) {
+    for (const f of [
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/engine/index.d.ts',
+      'dist/api/server.d.ts',
+      'dist/client/index.d.ts',
+      'dist/engine/prompting/planner/worker.js',
+      'bin/assay.js',
+      'models/registry.json',
+    ]) {
       expect(files, f).toContain(f);
     }
     expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
@@ -45,7 +54,8 @@ describe('npm pack', () => {
   });
 
   it('ships the model-file generators the CLI runs (synth, fetch, ONNX helpers) and no development tool', () => {
-    for (const f of ['dist/model-files/synth/index.js', 'dist/model-files/hub/fetch.js', 'dist/model-files/onnx/graph-builder.js', 'dist/web/playground/main.js', 'dist/web/playground.html']) expect(files, f).toContain(f);
+    for (const f of ['dist/model-files/synth/index.js', 'dist/model-files/hub/fetch.js', 'dist/model-files/onnx/graph-builder.js', 'dist/web/playground/main.js', 'dist/web/playground.html'])
+      expect(files, f).toContain(f);
     // The GGUF writer and the training scripts live in the repository's tools/, never in the package.
     expect(files.filter((f) => /(^|\/)(tools|gguf|train)\//.test(f) || f.endsWith('.py'))).toEqual([]);
   });

@@ -58,7 +58,12 @@ describe('quality metrics', () => {
     const sizes = r.bins.map((b) => b.count);
     expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThanOrEqual(1);
     expect(sizes.reduce((a, b) => a + b, 0)).toBe(47);
-    expect(reliability([{ confidence: 1, correct: true }, { confidence: 0, correct: false }]).ece).toBe(0);
+    expect(
+      reliability([
+        { confidence: 1, correct: true },
+        { confidence: 0, correct: false },
+      ]).ece,
+    ).toBe(0);
     expect(noulMetrics([{ p: 0, expected: true }]).logLoss).toBeCloseTo(-Math.log(1e-12), 6); // clipped, finite
   });
 });

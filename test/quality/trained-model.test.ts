@@ -86,15 +86,18 @@ describe('the tiny model trained on tiny-tasks', () => {
     const dir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32', weights: WEIGHTS, out: join(mkdtempSync(join(tmpdir(), 'assay-trained-')), 'fp32') });
     const fp32 = await loadEvaluator({ modelDir: dir, threads: 1 });
     try {
-      const lines = readFileSync(HELDOUT, 'utf8').split('\n').filter(Boolean).slice(0, 3).map((l) => JSON.parse(l));
+      const lines = readFileSync(HELDOUT, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .slice(0, 3)
+        .map((l) => JSON.parse(l));
       let row = 0;
       let maxDiff = 0;
       for (const line of lines) {
         const { answers } = await fp32.evaluate({ state: line.state, questions: line.questions });
         for (const [id, q] of Object.entries(line.questions as Record<string, { type: string; criteria: unknown }>)) {
           const a = answers[id]!;
-          const probs =
-            a.type === 'noul' ? [a.noul, 1 - a.noul] : q.type === 'choice' ? Object.keys(q.criteria as object).map((k) => a.probabilities[k]!) : Object.values(a.probabilities);
+          const probs = a.type === 'noul' ? [a.noul, 1 - a.noul] : q.type === 'choice' ? Object.keys(q.criteria as object).map((k) => a.probabilities[k]!) : Object.values(a.probabilities);
           probs.forEach((p, i) => (maxDiff = Math.max(maxDiff, Math.abs(p - reference[row]![i]!))));
           row++;
         }

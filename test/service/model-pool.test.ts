@@ -27,10 +27,7 @@ describe('model pool', () => {
   it('announces a synthetic folder once, however many versioned ids and aliases name it', async () => {
     const dir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
     const entry = { path: dir, variant: 'fp32', description: 'tiny', release_date: '2026-11-22' };
-    const registry = checkRegistry(
-      { default: 'svc-a', models: { 'svc-a': entry, 'svc-b': entry }, aliases: { 'svc-latest': 'svc-a', 'svc-preview': 'svc-b' } },
-      '/tmp/assay-pool-registry.json',
-    );
+    const registry = checkRegistry({ default: 'svc-a', models: { 'svc-a': entry, 'svc-b': entry }, aliases: { 'svc-latest': 'svc-a', 'svc-preview': 'svc-b' } }, '/tmp/assay-pool-registry.json');
     const warnings: string[] = [];
     const pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: (_o, m) => void warnings.push(m) });
     try {

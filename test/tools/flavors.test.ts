@@ -83,8 +83,7 @@ async function pass(s: ort.InferenceSession, ids: number[], start: number, kvTyp
   for (let i = 0; i < L; i++) {
     for (const k of ['key', 'value']) {
       feeds[`past_key_values.${i}.${k}`] =
-        (past?.[`present.${i}.${k}`] as ort.Tensor | undefined) ??
-        new ort.Tensor(kvType, kvType === 'float32' ? new Float32Array(0) : new Uint16Array(0), [1, KV_HEADS, 0, HEAD]);
+        (past?.[`present.${i}.${k}`] as ort.Tensor | undefined) ?? new ort.Tensor(kvType, kvType === 'float32' ? new Float32Array(0) : new Uint16Array(0), [1, KV_HEADS, 0, HEAD]);
     }
   }
   return s.run(feeds);

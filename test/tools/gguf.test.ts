@@ -52,15 +52,25 @@ describe('GGUF container', () => {
   it('writes the v3 header, metadata, tensor infos and 32-byte aligned data', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'assay-gguf-')), 'x.gguf');
     const a = Float32Array.from({ length: 64 }, (_, i) => i / 10);
-    const size = writeGguf(path, [['general.architecture', { str: 'qwen2' }], ['qwen2.block_count', { u32: 2 }]], [
-      { name: 'a', ne: [32, 2], type: 'F32', data: () => new Uint8Array(a.buffer) },
-      { name: 'b', ne: [32], type: 'Q8_0', data: () => quantizeQ8_0(a.subarray(0, 32)) },
-    ]);
+    const size = writeGguf(
+      path,
+      [
+        ['general.architecture', { str: 'qwen2' }],
+        ['qwen2.block_count', { u32: 2 }],
+      ],
+      [
+        { name: 'a', ne: [32, 2], type: 'F32', data: () => new Uint8Array(a.buffer) },
+        { name: 'b', ne: [32], type: 'Q8_0', data: () => quantizeQ8_0(a.subarray(0, 32)) },
+      ],
+    );
     const f = readFileSync(path);
     expect(f.length).toBe(size);
     expect(f.toString('ascii', 0, 4)).toBe('GGUF');
     const { meta, tensors, dataStart } = readGguf(f);
-    expect([...meta]).toEqual([['general.architecture', 'qwen2'], ['qwen2.block_count', 2]]);
+    expect([...meta]).toEqual([
+      ['general.architecture', 'qwen2'],
+      ['qwen2.block_count', 2],
+    ]);
     expect(f.readUInt32LE(4 + 4 + 16 + 8 + 'general.architecture'.length)).toBe(8); // STRING
     expect(tensors).toEqual([
       { name: 'a', ne: [32, 2], type: 0, offset: 0 },

@@ -23,10 +23,7 @@ const VARIANTS: Variant[] = [
 ];
 
 // A chat-templated prompt (Qwen3 template, thinking disabled) as token ids.
-const PROMPT = [
-  151644, 872, 198, 3872, 220, 17, 10, 17, 6144, 311, 220, 19, 30, 21806, 9834, 476, 902, 13, 151645, 198, 151644,
-  77091, 198, 151667, 271, 151668, 271,
-];
+const PROMPT = [151644, 872, 198, 3872, 220, 17, 10, 17, 6144, 311, 220, 19, 30, 21806, 9834, 476, 902, 13, 151645, 198, 151644, 77091, 198, 151667, 271, 151668, 271];
 
 interface Session {
   s: ort.InferenceSession;
@@ -54,12 +51,7 @@ const i64 = (a: number[], dims: number[]): ort.Tensor => new ort.Tensor('int64',
 type Outputs = ort.InferenceSession.OnnxValueMapType;
 
 /** One forward pass of `batch` rows; positions default to the HF rule cumsum(mask) - 1 (1 at padding). */
-async function run(
-  sess: Session,
-  ids: number[],
-  mask: number[],
-  opts: { batch?: number; past?: Outputs; positions?: number[] } = {},
-): Promise<Outputs> {
+async function run(sess: Session, ids: number[], mask: number[], opts: { batch?: number; past?: Outputs; positions?: number[] } = {}): Promise<Outputs> {
   const B = opts.batch ?? 1;
   const S = ids.length / B;
   const T = mask.length / B;
@@ -79,8 +71,7 @@ async function run(
   }
   for (let i = 0; i < L; i++) {
     for (const k of ['key', 'value']) {
-      feeds[`past_key_values.${i}.${k}`] =
-        (opts.past?.[`present.${i}.${k}`] as ort.Tensor | undefined) ?? new ort.Tensor('float32', new Float32Array(0), [B, kv, 0, D]);
+      feeds[`past_key_values.${i}.${k}`] = (opts.past?.[`present.${i}.${k}`] as ort.Tensor | undefined) ?? new ort.Tensor('float32', new Float32Array(0), [B, kv, 0, D]);
     }
   }
   return sess.s.run(feeds);
@@ -153,9 +144,7 @@ describe.each(VARIANTS)('$name', (v) => {
     const past = [0, 1].flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
     expect(s.inputNames).toEqual(['input_ids', 'attention_mask', ...(v.positionIds ? ['position_ids'] : []), ...past]);
     expect(s.outputNames).toEqual(['logits', ...[0, 1].flatMap((i) => [`present.${i}.key`, `present.${i}.value`])]);
-    const meta = Object.fromEntries(
-      [...s.inputMetadata, ...s.outputMetadata].map((m) => [m.name, m.isTensor ? [m.type, m.shape] : null]),
-    );
+    const meta = Object.fromEntries([...s.inputMetadata, ...s.outputMetadata].map((m) => [m.name, m.isTensor ? [m.type, m.shape] : null]));
     expect(meta.input_ids).toEqual(['int64', ['batch_size', 'sequence_length']]);
     expect(meta.attention_mask).toEqual(['int64', ['batch_size', 'total_sequence_length']]);
     if (v.positionIds) expect(meta.position_ids).toEqual(['int64', ['batch_size', 'sequence_length']]);
@@ -414,10 +403,7 @@ describe('generation', () => {
     // A leftover of an interrupted run (its process is gone).
     const stale = join(dirname(out), '.tiny-fp32.tmp-999999999-x');
     mkdirSync(stale);
-    const [a, b] = await Promise.all([
-      ensureSynthModel({ shape: 'tiny', dtype: 'fp32', out }),
-      ensureSynthModel({ shape: 'tiny', dtype: 'fp32', out }),
-    ]);
+    const [a, b] = await Promise.all([ensureSynthModel({ shape: 'tiny', dtype: 'fp32', out }), ensureSynthModel({ shape: 'tiny', dtype: 'fp32', out })]);
     expect(a).toBe(out);
     expect(b).toBe(out);
     expect(existsSync(join(out, 'assay.json'))).toBe(true);
@@ -451,10 +437,10 @@ describe('transformers.js loads the folders offline and computes the same logits
     const tokenizer = await AutoTokenizer.from_pretrained(name);
     // enable_thinking is a chat-template variable: transformers.js passes extra options through to it.
     const templateOptions = { add_generation_prompt: true, enable_thinking: false, tokenize: true, return_dict: true } as const;
-    const enc = tokenizer.apply_chat_template(
-      [{ role: 'user', content: 'Is the sky green? Answer yes or no. 天空是绿色的吗？' }],
-      templateOptions,
-    ) as unknown as { input_ids: { data: BigInt64Array; dims: number[] }; attention_mask: unknown };
+    const enc = tokenizer.apply_chat_template([{ role: 'user', content: 'Is the sky green? Answer yes or no. 天空是绿色的吗？' }], templateOptions) as unknown as {
+      input_ids: { data: BigInt64Array; dims: number[] };
+      attention_mask: unknown;
+    };
     const ids = Array.from(enc.input_ids.data, Number);
     // The template opens the assistant turn with an empty think block.
     expect(ids.slice(-7)).toEqual([151644, 77091, 198, 151667, 271, 151668, 271]);

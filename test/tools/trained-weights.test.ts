@@ -114,9 +114,12 @@ describe('trained weights', () => {
     expect(await ensureSyntheticModels(registry, (l) => log.push(l))).toEqual(['trained']);
     expect(log.at(-1)).toMatch(/stale/);
     expect(manifest().trained.sha256).toBe(weightsDigest(join(root, 'w.safetensors')));
-    expect(() => checkRegistry({ default: 'x', models: { x: { path: 'p', synthetic: { shape: 'tiny', dtype: 'fp32', weights: 7 }, description: '', release_date: '2026-11-22' } }, aliases: {} }, join(root, 'r.json'))).toThrow(
-      /synthetic.weights must be a path/,
-    );
+    expect(() =>
+      checkRegistry(
+        { default: 'x', models: { x: { path: 'p', synthetic: { shape: 'tiny', dtype: 'fp32', weights: 7 }, description: '', release_date: '2026-11-22' } }, aliases: {} },
+        join(root, 'r.json'),
+      ),
+    ).toThrow(/synthetic.weights must be a path/);
   });
 
   it('refuses a missing tensor, a wrong shape, a row outside the vocabulary and a file that is not safetensors', () => {

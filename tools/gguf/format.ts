@@ -17,14 +17,7 @@ export type GgmlType = keyof typeof GGML;
 /** GGUF metadata value types. */
 const T = { UINT8: 0, INT8: 1, UINT16: 2, INT16: 3, UINT32: 4, INT32: 5, FLOAT32: 6, BOOL: 7, STRING: 8, ARRAY: 9, UINT64: 10, INT64: 11, FLOAT64: 12 } as const;
 
-export type MetaValue =
-  | { u32: number }
-  | { i32: number }
-  | { f32: number }
-  | { bool: boolean }
-  | { str: string }
-  | { strs: string[] }
-  | { i32s: number[] };
+export type MetaValue = { u32: number } | { i32: number } | { f32: number } | { bool: boolean } | { str: string } | { strs: string[] } | { i32s: number[] };
 
 export interface TensorSpec {
   name: string;

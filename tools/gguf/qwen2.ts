@@ -116,7 +116,11 @@ export function qwenGguf(dir: string, type: Exclude<GgmlType, 'F16'>): { metadat
   for (let i = 0; i < Number(config.num_hidden_layers); i++) {
     const p = `model.layers.${i}`;
     tensors.push(vector(`blk.${i}.attn_norm.weight`, `${p}.input_layernorm.weight`));
-    for (const [n, g] of [['q', 'attn_q'], ['k', 'attn_k'], ['v', 'attn_v']] as const) {
+    for (const [n, g] of [
+      ['q', 'attn_q'],
+      ['k', 'attn_k'],
+      ['v', 'attn_v'],
+    ] as const) {
       tensors.push(linear(`blk.${i}.${g}.weight`, `${p}.self_attn.${n}_proj.weight`));
       if (arch === 'qwen2') tensors.push(vector(`blk.${i}.${g}.bias`, `${p}.self_attn.${n}_proj.bias`));
     }

@@ -61,12 +61,7 @@ export function generateLines(count: number, seed: number): TaskLine[] {
     const day = pick(DAYS);
     const units = 1 + Math.floor(random() * 4);
     const amount = `${random() < 0.5 ? units : UNIT_WORDS[units - 1]!} ${units === 1 ? product : (PLURAL[product] ?? `${product}s`)}`;
-    const parts = shuffle([
-      pick(PROBLEMS[team]).replace('{p}', product),
-      pick(refund ? REFUND : NO_REFUND),
-      pick(URGENCY[urgency]!),
-      pick(UNITS).replace('{n}', amount),
-    ]);
+    const parts = shuffle([pick(PROBLEMS[team]).replace('{p}', product), pick(refund ? REFUND : NO_REFUND), pick(URGENCY[urgency]!), pick(UNITS).replace('{n}', amount)]);
     const state = `Ticket ${1000 + Math.floor(random() * 9000)} from ${pick(NAMES)}, sent on ${day}. ${parts.join(' ')}`;
 
     const nounKind = Math.floor(random() * 3);
@@ -88,7 +83,11 @@ export function generateLines(count: number, seed: number): TaskLine[] {
     let choiceAnswer: string;
     if (random() < 0.5) {
       const others = shuffle(PRODUCTS.filter((p) => p !== product)).slice(0, 2 + Math.floor(random() * 2));
-      choice = { type: 'choice', instructions: pick(['Which product is the ticket about?', 'What product does the customer write about?']), criteria: Object.fromEntries(shuffle([product, ...others]).map((p) => [p, null])) };
+      choice = {
+        type: 'choice',
+        instructions: pick(['Which product is the ticket about?', 'What product does the customer write about?']),
+        criteria: Object.fromEntries(shuffle([product, ...others]).map((p) => [p, null])),
+      };
       choiceAnswer = product;
     } else {
       choice = {

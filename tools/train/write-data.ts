@@ -35,7 +35,9 @@ export function tokenize(lines: TaskLine[], codec: TextCodec): Array<{ ids: numb
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { train: { type: 'string', default: '6000' }, heldout: { type: 'string', default: '90' }, out: { type: 'string', default: join(ROOT, 'models', 'generated', 'train') } } });
+  const { values } = parseArgs({
+    options: { train: { type: 'string', default: '6000' }, heldout: { type: 'string', default: '90' }, out: { type: 'string', default: join(ROOT, 'models', 'generated', 'train') } },
+  });
   const codec = await TextCodec.load(await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }));
   const out = resolve(values.out);
   mkdirSync(out, { recursive: true });
@@ -48,7 +50,9 @@ async function main(): Promise<void> {
   writeFileSync(join(out, 'tiny-tasks-train.tokens.jsonl'), jsonl(rows));
   const check = tokenize(heldout, codec);
   writeFileSync(join(out, 'tiny-tasks-heldout.tokens.jsonl'), jsonl(check));
-  process.stdout.write(`wrote ${HELDOUT_FILE} (${heldout.length} lines) and ${out}/tiny-tasks-train*.jsonl (${train.length} lines, ${rows.length} questions, longest ${Math.max(...rows.map((r) => r.ids.length))} tokens)\n`);
+  process.stdout.write(
+    `wrote ${HELDOUT_FILE} (${heldout.length} lines) and ${out}/tiny-tasks-train*.jsonl (${train.length} lines, ${rows.length} questions, longest ${Math.max(...rows.map((r) => r.ids.length))} tokens)\n`,
+  );
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

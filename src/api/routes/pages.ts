@@ -50,7 +50,17 @@ const DOCS_CSP = {
 };
 
 /** The playground's policy: its own scripts, styles and API only; no framing, no plugins. */
-const PLAYGROUND_CSP = ["default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"].join('; ');
+const PLAYGROUND_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
 
 export interface PagesOptions {
   docs: boolean;
@@ -80,7 +90,13 @@ export async function pagesRoutes(app: FastifyInstance, ctx: ApiContext, o: Page
   }
 
   if (o.playground) {
-    await app.register(fastifyStatic, { root: join(web, 'playground'), prefix: '/playground/', decorateReply: false, index: false, setHeaders: (reply) => void reply.header('content-security-policy', PLAYGROUND_CSP) });
+    await app.register(fastifyStatic, {
+      root: join(web, 'playground'),
+      prefix: '/playground/',
+      decorateReply: false,
+      index: false,
+      setHeaders: (reply) => void reply.header('content-security-policy', PLAYGROUND_CSP),
+    });
     const page = readFileSync(join(web, 'playground.html'));
     const css = readFileSync(join(web, 'playground.css'));
     app.get('/playground', async (_req, reply) => reply.header('content-security-policy', PLAYGROUND_CSP).type('text/html; charset=utf-8').send(page));

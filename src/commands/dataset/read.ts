@@ -45,7 +45,10 @@ export function readDataset(file: string, model: string): DatasetLine[] {
           : q.type === 'choice'
             ? typeof e === 'string' && Object.prototype.hasOwnProperty.call(q.criteria, e)
             : Number.isInteger(e) && (e as number) >= 0 && (e as number) < q.criteria.length;
-      if (!ok) throw new DatasetError(`${where}: expected.${id} must be ${q.type === 'noul' ? 'true or false' : q.type === 'choice' ? 'one of the option names' : `a level from 0 to ${q.criteria.length - 1}`}`);
+      if (!ok)
+        throw new DatasetError(
+          `${where}: expected.${id} must be ${q.type === 'noul' ? 'true or false' : q.type === 'choice' ? 'one of the option names' : `a level from 0 to ${q.criteria.length - 1}`}`,
+        );
     }
     const tags = Array.isArray(v.tags) ? v.tags.map(String) : [];
     out.push({ state: v.state, questions, expected, tags });

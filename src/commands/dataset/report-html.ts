@@ -68,7 +68,8 @@ function changedTable(c: HtmlCompare): string {
   if (c.changed.length === 0) return `<p>No answer flipped between ${esc(c.a)} and ${esc(c.b)}.</p>`;
   const head = ['line', 'question', 'type', 'label', c.a, c.b, 'verdict'];
   const rows = c.changed.map(
-    (x) => `<tr><th scope="row">${x.line}</th><td>${esc(x.question)}</td><td>${esc(x.type)}</td><td>${esc(x.expected)}</td><td>${esc(x.a)}</td><td>${esc(x.b)}</td><td class="${x.verdict}">${x.verdict || '–'}</td></tr>`,
+    (x) =>
+      `<tr><th scope="row">${x.line}</th><td>${esc(x.question)}</td><td>${esc(x.type)}</td><td>${esc(x.expected)}</td><td>${esc(x.a)}</td><td>${esc(x.b)}</td><td class="${x.verdict}">${x.verdict || '–'}</td></tr>`,
   );
   return `<table class="changed"><caption>Answers that flipped (${c.changed.length})</caption><thead><tr>${head.map((h) => `<th scope="col">${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }

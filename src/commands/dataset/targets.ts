@@ -38,11 +38,10 @@ export function parseArm(text: string, registry: Registry | undefined): ArmSpec 
     else if (rot) spec.rotations = Number(rot[1]);
     else if (PROMPT_VERSIONS.includes(part)) spec.promptVersion = part;
     else if (parseVariant(part)) spec.variant = parseVariant(part);
-    else if (!registry) spec.model = part; // a server's model name
+    else if (!registry)
+      spec.model = part; // a server's model name
     else {
-      throw new ArmError(
-        `"${part}" (in "${text}") is not a model of the registry, a variant (${VARIANTS.join(', ')}), a prompt version (${PROMPT_VERSIONS.join(', ')}) or rotN`,
-      );
+      throw new ArmError(`"${part}" (in "${text}") is not a model of the registry, a variant (${VARIANTS.join(', ')}), a prompt version (${PROMPT_VERSIONS.join(', ')}) or rotN`);
     }
   }
   if (spec.rotations !== undefined && spec.rotations < 1) throw new ArmError(`"${text}": rotN needs N ≥ 1`);

@@ -12,7 +12,6 @@ import type { KvCache } from '../model/runner.js';
 /** Prefixes remembered (as 32-byte digests) for admission: about 100 KB. */
 const SIGHTINGS = 1024;
 
-
 export class PrefixCache {
   private readonly entries = new Map<string, KvCache>();
   /** Hashes of prefixes seen once and not stored, oldest first. */
@@ -89,5 +88,9 @@ export class PrefixCache {
 
 /** The key of a prefix: a digest of the model (and scope) and the token ids, never the tokens themselves. */
 function keyOf(model: string, tokens: number[]): string {
-  return createHash('sha256').update(model).update('\u0000').update(new Uint8Array(Uint32Array.from(tokens).buffer)).digest('base64');
+  return createHash('sha256')
+    .update(model)
+    .update('\u0000')
+    .update(new Uint8Array(Uint32Array.from(tokens).buffer))
+    .digest('base64');
 }

@@ -74,6 +74,10 @@ export function answerQuestions(
   });
   // Keyed by caller strings (question ids may be "__proto__"): no prototype to collide with.
   const out = Object.create(null) as Record<string, Answer>;
-  for (const [key, { question, probs, count }] of sums) out[key] = buildAnswer(question, probs.map((p) => p / count));
+  for (const [key, { question, probs, count }] of sums)
+    out[key] = buildAnswer(
+      question,
+      probs.map((p) => p / count),
+    );
   return out;
 }

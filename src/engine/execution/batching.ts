@@ -70,7 +70,7 @@ export class RequestBatcher {
     const batch = [first];
     this.pending.splice(this.pending.indexOf(first), 1);
     let tokens = first.pass.tokens.length;
-    for (let i = 0; i < this.pending.length; ) {
+    for (let i = 0; i < this.pending.length;) {
       const next = this.pending[i]!;
       if (tokens + next.pass.tokens.length > this.budget) {
         i++;

@@ -21,9 +21,7 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
   const folder = await openModelFolder(config.modelDir, config.variant);
   const codec = await TextCodec.load(folder.dir);
   if (!codec.hasChatTemplate) {
-    throw new ModelLoadError(
-      `${folder.dir}: no chat template in tokenizer_config.json, chat_template.jinja or chat_template.json: Assay needs an instruction-tuned (chat) model`,
-    );
+    throw new ModelLoadError(`${folder.dir}: no chat template in tokenizer_config.json, chat_template.jinja or chat_template.json: Assay needs an instruction-tuned (chat) model`);
   }
   const endToken = codec.eosTokenId ?? folder.eosTokenIds[0];
   if (endToken === undefined) throw new ModelLoadError(`${folder.dir}: no eos_token in tokenizer_config.json or generation_config.json`);
@@ -154,7 +152,11 @@ class OnnxEvaluator implements Evaluator {
         cached,
         signal,
       });
-      return answerQuestions(plan.questions, plan.questions.map((q) => read.get(q)!), this.temperatures);
+      return answerQuestions(
+        plan.questions,
+        plan.questions.map((q) => read.get(q)!),
+        this.temperatures,
+      );
     }, signal);
     return { answers, usage: plan.usage };
   }

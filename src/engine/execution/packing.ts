@@ -47,7 +47,13 @@ export function packQuestions(questions: readonly PlannedQuestion[], budget: num
 }
 
 function byTokens(a: PlannedQuestion, b: PlannedQuestion): number {
-  return compare(a.suffix, b.suffix) || compare(a.labels.flatMap((l) => [...l.tokens, -1]), b.labels.flatMap((l) => [...l.tokens, -1]));
+  return (
+    compare(a.suffix, b.suffix) ||
+    compare(
+      a.labels.flatMap((l) => [...l.tokens, -1]),
+      b.labels.flatMap((l) => [...l.tokens, -1]),
+    )
+  );
 }
 
 function compare(a: number[], b: number[]): number {

@@ -134,7 +134,7 @@ export function kernelPaths(cpu: CpuFacts, probe: Int8Probe, exactInt8: boolean)
   else if (has('avx512_vnni')) int8 = 'avx512-vnni (exact)';
   else if (has('avx_vnni')) int8 = 'avx-vnni (exact)';
   else int8 = 'u8u8 (exact)';
-    // A CPU whose int8 GEMM saturates has no VNNI, whatever its flags claim (an emulator passes the host's through).
+  // A CPU whose int8 GEMM saturates has no VNNI, whatever its flags claim (an emulator passes the host's through).
   const vnni = !probe.saturates;
   const q4 = vnni && has('avx512_vnni') ? 'avx512-vnni' : vnni && has('avx_vnni') ? 'avx-vnni' : has('avx512bw') ? 'avx512' : has('avx2') ? 'avx2' : 'sse/generic';
   return { cpu: cpu.model, flags: cpu.flags.join(' ') || 'none reported', int8, q4: `${q4} (accuracy_level 4: int8 dot products)`, int8Exact: !saturating };
@@ -145,10 +145,7 @@ export function kernelPaths(cpu: CpuFacts, probe: Int8Probe, exactInt8: boolean)
  * (never elsewhere: on a VNNI CPU it changes no answer and costs speed, 409 → 255 tok/s measured on
  * the 0.5B int8 shape), nothing where it does not or where the operator turned exact int8 off.
  */
-export async function int8SessionConfig(
-  exactInt8 = true,
-  graphOptimization?: ort.InferenceSession.SessionOptions['graphOptimizationLevel'],
-): Promise<Record<string, unknown>> {
+export async function int8SessionConfig(exactInt8 = true, graphOptimization?: ort.InferenceSession.SessionOptions['graphOptimizationLevel']): Promise<Record<string, unknown>> {
   if (!exactInt8) return {};
   return (await probeInt8(graphOptimization)).saturates ? EXACT_INT8_CONFIG : {};
 }

@@ -138,7 +138,10 @@ async function removeOlderRewrites(target: string, source: string): Promise<void
     const dir = join(root, entry.name);
     const facts = (await readdir(dir)).filter((f) => f.endsWith('.onnx.json'));
     for (const f of facts) {
-      const written = await readFile(join(dir, f), 'utf8').then((t) => (JSON.parse(t) as Partial<FactsFile>).source, () => undefined);
+      const written = await readFile(join(dir, f), 'utf8').then(
+        (t) => (JSON.parse(t) as Partial<FactsFile>).source,
+        () => undefined,
+      );
       if (written === source) {
         await rm(dir, { recursive: true, force: true });
         break;

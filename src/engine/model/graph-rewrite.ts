@@ -119,7 +119,11 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
   const logits = logitsType === FLOAT16 ? node('Cast', ['logits'], 'assay/logits_f32', [{ name: 'to', type: 2, i: FLOAT }]) : 'logits';
   node('Mul', [logits, INV_TEMPERATURE_INPUT], 'assay/scaled');
   if (opset >= 18) node('ReduceLogSumExp', ['assay/scaled', c('assay/last_axis', [-1])], 'assay/log_z', [{ name: 'keepdims', type: 2, i: 1 }]);
-  else node('ReduceLogSumExp', ['assay/scaled'], 'assay/log_z', [{ name: 'axes', type: 7, ints: [-1] }, { name: 'keepdims', type: 2, i: 1 }]);
+  else
+    node('ReduceLogSumExp', ['assay/scaled'], 'assay/log_z', [
+      { name: 'axes', type: 7, ints: [-1] },
+      { name: 'keepdims', type: 2, i: 1 },
+    ]);
   node('GatherElements', ['assay/scaled', CANDIDATES_INPUT], 'assay/picked', [{ name: 'axis', type: 2, i: 2 }]);
   node('Sub', ['assay/picked', 'assay/log_z'], LOGPROBS_OUTPUT);
 
@@ -211,12 +215,7 @@ function dependsOnInput(output: string, isInput: (name: string) => boolean, prod
   return false;
 }
 
-function findHead(
-  output: string,
-  producer: Map<string, OnnxTypes.INodeProto>,
-  dimsOf: Map<string, number[]>,
-  vocab: number,
-): OnnxTypes.INodeProto | undefined {
+function findHead(output: string, producer: Map<string, OnnxTypes.INodeProto>, dimsOf: Map<string, number[]>, vocab: number): OnnxTypes.INodeProto | undefined {
   const queue: Array<[string, number]> = [[output, 0]];
   const seen = new Set<string>();
   while (queue.length > 0) {

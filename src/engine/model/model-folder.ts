@@ -156,9 +156,7 @@ export async function openModelFolder(dir: string, variantName?: string): Promis
   const config = await readJson(join(dir, 'config.json'));
   const genai = config ? undefined : await readJson(join(dir, 'genai_config.json'));
   if (!config && !genai) {
-    throw new ModelLoadError(
-      `${dir}: ${foundFiles(dir)}; expected config.json (a Hugging Face / Optimum export) or genai_config.json (an onnxruntime-genai build)`,
-    );
+    throw new ModelLoadError(`${dir}: ${foundFiles(dir)}; expected config.json (a Hugging Face / Optimum export) or genai_config.json (an onnxruntime-genai build)`);
   }
   if (!existsSync(join(dir, 'tokenizer.json'))) throw new ModelLoadError(`${dir}/tokenizer.json is missing (${foundFiles(dir)})`);
 
@@ -168,9 +166,7 @@ export async function openModelFolder(dir: string, variantName?: string): Promis
   if (!found) {
     const wanted = (variant ? [variant] : DEFAULT_ORDER).flatMap(variantFileNames);
     const names = [...new Set(wanted)].join(', ');
-    throw new ModelLoadError(
-      `${dir}: ${foundFiles(dir)}; expected ${variant ? `variant '${variant}' as ` : 'an ONNX decoder file: '}${names} under onnx/ or at the folder root`,
-    );
+    throw new ModelLoadError(`${dir}: ${foundFiles(dir)}; expected ${variant ? `variant '${variant}' as ` : 'an ONNX decoder file: '}${names} under onnx/ or at the folder root`);
   }
   const generation = (await readJson(join(dir, 'generation_config.json'))) ?? {};
   const eosTokenIds = ids(generation.eos_token_id ?? config!.eos_token_id);

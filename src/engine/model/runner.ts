@@ -232,13 +232,7 @@ export class ModelRunner {
     return result.logprobs;
   }
 
-  private async run(
-    ids: number[],
-    past: KvCache | null,
-    candidates: number[][],
-    present: boolean,
-    packed?: { positions: number[]; bias: Float32Array; reads: number[] },
-  ): Promise<ForwardResult> {
+  private async run(ids: number[], past: KvCache | null, candidates: number[][], present: boolean, packed?: { positions: number[]; bias: Float32Array; reads: number[] }): Promise<ForwardResult> {
     const keep = candidates.length;
     const feeds = this.feeds(ids, past, candidates, packed);
     const fetches: string[] = [];
@@ -272,7 +266,14 @@ export class ModelRunner {
 
   /** Raw vocabulary logits of every position of `ids` (for checks against other implementations). */
   async logits(ids: number[], past: KvCache | null = null): Promise<Float32Array[]> {
-    const out = await this.session.run(this.feeds(ids, past, ids.map(() => [0])), ['logits']);
+    const out = await this.session.run(
+      this.feeds(
+        ids,
+        past,
+        ids.map(() => [0]),
+      ),
+      ['logits'],
+    );
     return this.logitRows(output(out, 'logits'), ids.length);
   }
 
@@ -368,7 +369,7 @@ export function logSoftmaxAt(logits: Float32Array, temperature: number): (token:
 export function prefillEnds(length: number, past: number, base: number): number[] {
   if (base <= 0) return [length];
   const ends: number[] = [];
-  for (let end = 0; end < length; ) ends.push((end = Math.min(length, end + chunkFor(base, past + end))));
+  for (let end = 0; end < length;) ends.push((end = Math.min(length, end + chunkFor(base, past + end))));
   return ends;
 }
 

@@ -57,7 +57,10 @@ function planPasses(sequences: LabelSequence[]): PlannedPasses {
     let pass = passes.find((p) => startsWith(p.input, input));
     if (!pass) {
       pass = { input, candidates: [] };
-      needs.set(pass, input.map(() => new Set<number>()));
+      needs.set(
+        pass,
+        input.map(() => new Set<number>()),
+      );
       passes.push(pass);
     }
     for (let j = 0; j < input.length; j++) needs.get(pass)![j]!.add(seq.tokens[j + 1]!);
@@ -86,7 +89,10 @@ export async function labelLogProbs(sequences: LabelSequence[], first: Map<numbe
   const read = new Map<LabelPass, Array<Map<number, number>>>();
   for (const pass of passes) {
     const logprobs = await continueWith(pass.input, pass.candidates);
-    read.set(pass, pass.candidates.map((row, j) => new Map(row.map((token, c) => [token, logprobs[j]![c]!]))));
+    read.set(
+      pass,
+      pass.candidates.map((row, j) => new Map(row.map((token, c) => [token, logprobs[j]![c]!]))),
+    );
   }
 
   return sequences.map((seq) => {

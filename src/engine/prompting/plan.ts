@@ -61,14 +61,7 @@ function asked(request: EvaluateRequest, rotations: number): Array<{ key: string
   });
 }
 
-export function planRequest(
-  request: EvaluateRequest,
-  codec: TextCodec,
-  prompts: PromptSet,
-  endToken: number,
-  budgets: Budgets,
-  options: PlanOptions = {},
-): Plan {
+export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts: PromptSet, endToken: number, budgets: Budgets, options: PlanOptions = {}): Plan {
   // A text longer than budget × the longest token (in bytes) cannot fit the budget: refused by its
   // length, before it is rendered in full or tokenized.
   const maxChars = budgets.request * codec.maxTokenBytes;

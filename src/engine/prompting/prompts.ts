@@ -22,9 +22,7 @@ export interface PromptSet {
 
 const v1: PromptSet = {
   system: (state) =>
-    'You are a careful evaluator. Read the content below, then answer the question that follows ' +
-    'with exactly one of the allowed answers and nothing else.\n\n' +
-    `Content:\n${state}`,
+    'You are a careful evaluator. Read the content below, then answer the question that follows ' + 'with exactly one of the allowed answers and nothing else.\n\n' + `Content:\n${state}`,
 
   user(question, maxChars) {
     const render = (value: Parameters<typeof renderContent>[0]) => renderContent(value, maxChars);

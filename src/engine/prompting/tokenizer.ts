@@ -61,7 +61,13 @@ export class TextCodec {
     if (this.systemRole === undefined) {
       const probe = 'assay system-role probe';
       try {
-        this.systemRole = this.renderChat([{ role: 'system', content: probe }, { role: 'user', content: 'x' }], true).includes(probe);
+        this.systemRole = this.renderChat(
+          [
+            { role: 'system', content: probe },
+            { role: 'user', content: 'x' },
+          ],
+          true,
+        ).includes(probe);
       } catch {
         this.systemRole = false;
       }

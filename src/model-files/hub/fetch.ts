@@ -111,9 +111,7 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
     throw new HubFetchError('not_found', `"${opts.repo}" is not a model repo id; expected <owner>/<name>, e.g. onnx-community/Qwen2.5-0.5B-Instruct`);
   }
 
-  const info = await hubCall(opts.repo, revision, hubUrl, () =>
-    modelInfo({ name: opts.repo, revision, hubUrl, accessToken, additionalFields: ['sha'], fetch: abortable(opts.signal) }),
-  );
+  const info = await hubCall(opts.repo, revision, hubUrl, () => modelInfo({ name: opts.repo, revision, hubUrl, accessToken, additionalFields: ['sha'], fetch: abortable(opts.signal) }));
   const commit = info.sha;
   if (!commit || !/^[0-9a-f]{40}$/.test(commit)) {
     throw new HubFetchError('http', `${hubUrl} returned no commit for ${opts.repo}@${revision}`);
@@ -164,12 +162,7 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
  * its data at that level), or a transformers.js / Optimum export (config.json and the variant's
  * file under onnx/ or at the root, with its external data), plus the tokenizer and template files.
  */
-function selectFiles(
-  tree: Map<string, RemoteFile>,
-  asked: Variant | undefined,
-  subfolder: string,
-  where: string,
-): { files: RemoteFile[]; layout: FetchModelResult['layout']; variant?: Variant } {
+function selectFiles(tree: Map<string, RemoteFile>, asked: Variant | undefined, subfolder: string, where: string): { files: RemoteFile[]; layout: FetchModelResult['layout']; variant?: Variant } {
   const prefix = subfolder ? `${subfolder.replace(/^\/+|\/+$/g, '')}/` : '';
   const has = (p: string) => tree.has(prefix + p);
   const pick = (paths: string[]) => paths.map((p) => ({ ...tree.get(prefix + p)!, local: p }));

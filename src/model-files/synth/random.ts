@@ -1,6 +1,5 @@
 // Deterministic random weights: every tensor gets its own stream from the seed and its name.
 
-
 /** FNV-1a hash of a string, mixed with the seed: every tensor gets its own stream. */
 export function streamSeed(seed: number, name: string): number {
   let h = 0x811c9dc5 ^ seed;

@@ -77,8 +77,7 @@ function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, o
   const path = [...prefix, ...issue.path];
   const input = valueAt(root, path);
   const at = loc(root, path);
-  const push = (type: string, msg: string, value: unknown, ctx?: Record<string, unknown>) =>
-    out.push(ctx ? { type, loc: at, msg, input: value, ctx } : { type, loc: at, msg, input: value });
+  const push = (type: string, msg: string, value: unknown, ctx?: Record<string, unknown>) => out.push(ctx ? { type, loc: at, msg, input: value, ctx } : { type, loc: at, msg, input: value });
 
   // A required field that is absent: pydantic reports "missing" with the parent object as input.
   const parentPath = path.slice(0, -1);
@@ -184,17 +183,9 @@ function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, o
   }
 }
 
-function pushSized(
-  push: (type: string, msg: string, value: unknown, ctx?: Record<string, unknown>) => void,
-  min: boolean,
-  fieldType: 'List' | 'Dictionary',
-  bound: number,
-  input: unknown,
-): void {
+function pushSized(push: (type: string, msg: string, value: unknown, ctx?: Record<string, unknown>) => void, min: boolean, fieldType: 'List' | 'Dictionary', bound: number, input: unknown): void {
   const actual = size(input);
   const msg = `${fieldType} should have at ${min ? 'least' : 'most'} ${plural(bound, 'item')} after validation, not ${actual}`;
-  const ctx = min
-    ? { field_type: fieldType, min_length: bound, actual_length: actual }
-    : { field_type: fieldType, max_length: bound, actual_length: actual };
+  const ctx = min ? { field_type: fieldType, min_length: bound, actual_length: actual } : { field_type: fieldType, max_length: bound, actual_length: actual };
   push(min ? 'too_short' : 'too_long', msg, input, ctx);
 }

@@ -40,7 +40,14 @@ function row(list: HTMLElement, cells: HTMLInputElement[], what: string): HTMLEl
 }
 
 function optionRow(list: HTMLElement, name = '', description = ''): void {
-  row(list, [h('input', { type: 'text', class: 'option-name', 'aria-label': 'Option name', placeholder: 'option', value: name }), h('input', { type: 'text', class: 'option-description', 'aria-label': 'Option description (optional)', placeholder: 'when it applies (optional)', value: description })], 'option');
+  row(
+    list,
+    [
+      h('input', { type: 'text', class: 'option-name', 'aria-label': 'Option name', placeholder: 'option', value: name }),
+      h('input', { type: 'text', class: 'option-description', 'aria-label': 'Option description (optional)', placeholder: 'when it applies (optional)', value: description }),
+    ],
+    'option',
+  );
 }
 
 function levelRow(list: HTMLElement, text = ''): void {
@@ -73,7 +80,13 @@ export function addQuestion(container: HTMLElement, type: QuestionType, initial?
     };
   } else if (type === 'choice') {
     const list = h('div', { class: 'list', role: 'group', 'aria-label': 'Options' });
-    const entries = initial?.question.type === 'choice' ? Object.entries(initial.question.criteria) : [['', ''], ['', '']];
+    const entries =
+      initial?.question.type === 'choice'
+        ? Object.entries(initial.question.criteria)
+        : [
+            ['', ''],
+            ['', ''],
+          ];
     for (const [name, description] of entries) optionRow(list, name ?? '', description ?? '');
     const more = h('button', { type: 'button', class: 'add-row' }, '+ option');
     more.addEventListener('click', () => optionRow(list));

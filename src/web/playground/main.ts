@@ -21,11 +21,18 @@ let models: PlaygroundModel[] = [];
 // The README's example request, so Send works at once.
 state.value = 'Order #1042 arrived two days late and the box was damaged. The customer asks for a refund.';
 addQuestion(questionList, 'noul', { id: 'refund', question: { type: 'noul', instructions: 'Does the customer ask for a refund?' } });
-addQuestion(questionList, 'choice', { id: 'topic', question: { type: 'choice', instructions: 'What is the main topic?', criteria: { delivery: 'shipping, delays, damage', billing: null, product: 'the item itself' } } });
+addQuestion(questionList, 'choice', {
+  id: 'topic',
+  question: { type: 'choice', instructions: 'What is the main topic?', criteria: { delivery: 'shipping, delays, damage', billing: null, product: 'the item itself' } },
+});
 addQuestion(questionList, 'score', { id: 'severity', question: { type: 'score', instructions: 'How severe is the complaint?', criteria: ['no issue', 'minor', 'serious'] } });
 
 for (const button of document.querySelectorAll<HTMLButtonElement>('[data-add]')) {
-  button.addEventListener('click', () => addQuestion(questionList, button.dataset.add as QuestionType).querySelector<HTMLInputElement>('.question-id')?.focus());
+  button.addEventListener('click', () =>
+    addQuestion(questionList, button.dataset.add as QuestionType)
+      .querySelector<HTMLInputElement>('.question-id')
+      ?.focus(),
+  );
 }
 
 function clearErrors(): void {
@@ -57,7 +64,13 @@ function showFailure(error: unknown): void {
     return;
   }
   const retry = error.retryAfterSeconds !== undefined ? ` Retry after ${error.retryAfterSeconds} s.` : '';
-  const hint: Record<number, string> = { 401: ' Check the API key.', 403: ' This key may not use this model.', 429: ' Rate limit of this key.', 529: ' The engine queue is full.', 503: ' The model is loading or restarting.' };
+  const hint: Record<number, string> = {
+    401: ' Check the API key.',
+    403: ' This key may not use this model.',
+    429: ' Rate limit of this key.',
+    529: ' The engine queue is full.',
+    503: ' The model is loading or restarting.',
+  };
   showAt([], `HTTP ${error.status}: ${String(error.detail)}.${hint[error.status] ?? ''}${retry}`);
 }
 

@@ -63,7 +63,10 @@ export class FakeHub {
       }
     };
     walk(dir);
-    const commit = createHash('sha1').update(id).update([...files.values()].map((f) => f.sha256).join()).digest('hex');
+    const commit = createHash('sha1')
+      .update(id)
+      .update([...files.values()].map((f) => f.sha256).join())
+      .digest('hex');
     this.repos.set(id, { commit, files });
     return commit;
   }
@@ -142,7 +145,11 @@ export class FakeHub {
       const repo = this.repo(m[1]!, m[2]!, res);
       if (!repo) return;
       const body = JSON.parse(await readBody(req)) as { paths: string[] };
-      return json(res, 200, body.paths.filter((q) => repo.files.has(q)).map((q) => entry(q, repo.files.get(q)!)));
+      return json(
+        res,
+        200,
+        body.paths.filter((q) => repo.files.has(q)).map((q) => entry(q, repo.files.get(q)!)),
+      );
     }
     if ((m = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(p)) && (req.method === 'GET' || req.method === 'HEAD')) {
       const repo = this.repo(m[1]!, m[2]!, res);
