@@ -33,7 +33,13 @@ function retryAfter(seconds: number): Record<string, string> {
 /** Codes of the API's own HTTP errors, by status. */
 const API_CODES: Record<number, string> = { 401: 'unauthenticated', 429: 'rate_limited', 503: 'draining' };
 
-type Row = [new (...args: never[]) => Error, (e: never, c: ErrorContext) => ErrorResponse];
+/**
+ * One error class: its response, and whether its message is content-free (it names files, graph
+ * nodes, shapes and counts, never request content), so logs may keep it. Adding an error is one row.
+ */
+type Row = [new (...args: never[]) => Error, (e: never, c: ErrorContext) => ErrorResponse, { contentFree: boolean }?];
+
+const CONTENT_FREE = { contentFree: true };
 
 const TABLE: Row[] = [
   [ApiError, (e: ApiError) => ({ code: API_CODES[e.statusCode] ?? 'http_error', status: e.statusCode, body: { detail: e.detail }, headers: e.headers })],
@@ -46,14 +52,20 @@ const TABLE: Row[] = [
       status: 422,
       body: { detail: [{ type: 'token_budget_exceeded', loc: ['body'], msg: e.message, ctx: { budget: e.budget, limit: e.limit, count: e.count } }] },
     }),
+    CONTENT_FREE,
   ],
   [AbortedError, (_e: AbortedError, c) => ({ code: 'deadline', status: 408, body: { detail: `Request exceeded its deadline of ${c.deadlineMs} ms` } })],
   [OverloadedError, (e: OverloadedError) => ({ code: 'overloaded', status: 529, body: { detail: 'The engine is overloaded; retry with backoff' }, headers: retryAfter(e.retryAfterSeconds) })],
   [
     ModelUnavailableError,
     (e: ModelUnavailableError) => ({ code: 'model_unavailable', status: 503, body: { detail: e.message }, headers: retryAfter(e.retryAfterSeconds), log: e.failed ? 'message' : undefined }),
+    CONTENT_FREE,
   ],
-  [ModelLoadError, (e: ModelLoadError) => ({ code: 'model_load_failed', status: 503, body: { detail: `The model cannot be loaded: ${e.message}` }, headers: retryAfter(30), log: 'message' })],
+  [
+    ModelLoadError,
+    (e: ModelLoadError) => ({ code: 'model_load_failed', status: 503, body: { detail: `The model cannot be loaded: ${e.message}` }, headers: retryAfter(30), log: 'message' }),
+    CONTENT_FREE,
+  ],
   [
     EngineDeadError,
     (e: EngineDeadError) => ({
@@ -63,8 +75,9 @@ const TABLE: Row[] = [
       headers: retryAfter(e.retryAfterSeconds),
       log: 'message',
     }),
+    CONTENT_FREE,
   ],
-  [EngineError, () => ({ code: 'engine_failure', status: 500, body: { detail: 'Internal Server Error' }, log: 'message' })],
+  [EngineError, () => ({ code: 'engine_failure', status: 500, body: { detail: 'Internal Server Error' }, log: 'message' }), CONTENT_FREE],
 ];
 
 /** Fastify's own client errors, by code. */
@@ -82,7 +95,7 @@ export function errorResponse(err: Error, c: ErrorContext): ErrorResponse {
   return { code: 'internal_error', status: 500, body: { detail: 'Internal Server Error' }, log: 'frames' };
 }
 
-/** Whether an error's message is safe to log (it never carries request content). */
+/** Whether an error's message is safe to log (it never carries request content): its row says so. */
 export function contentFree(err: Error): boolean {
-  return err instanceof ModelLoadError || err instanceof EngineError || err instanceof EngineDeadError || err instanceof ModelUnavailableError || err instanceof BudgetError;
+  return TABLE.some(([type, , flags]) => err instanceof type && flags?.contentFree === true);
 }

@@ -1,7 +1,16 @@
-// Typed errors the engine throws; the API layer maps each to a status.
+// Typed errors the engine throws; the API layer maps each to a status (api/error-table.ts). Each
+// crosses threads (planner, engine thread) as its name and constructor arguments, and is built
+// again from ENGINE_ERRORS on the other side (thread/failure.ts): adding an error is this file
+// (the class, its args(), its registry entry) and its row in the API's table.
+
+/** An engine error that can be built again from its constructor arguments in another thread. */
+export abstract class CrossingError extends Error {
+  /** The arguments its constructor takes to make this same error again. */
+  abstract args(): unknown[];
+}
 
 /** The request does not fit a token budget or the model's context. → 422 */
-export class BudgetError extends Error {
+export class BudgetError extends CrossingError {
   constructor(
     /** which budget: 'request' (64k: state + all questions), 'question' (32k: state + longest question), 'context' (the model's own length) */
     readonly budget: 'request' | 'question' | 'context',
@@ -13,6 +22,10 @@ export class BudgetError extends Error {
     super(`${budgetName(budget)} is ${limit} tokens; this request needs ${atLeast ? 'more than ' : ''}${count}`);
     this.name = 'BudgetError';
   }
+
+  args(): unknown[] {
+    return [this.budget, this.count, this.limit, this.atLeast];
+  }
 }
 
 function budgetName(b: BudgetError['budget']): string {
@@ -22,26 +35,38 @@ function budgetName(b: BudgetError['budget']): string {
 }
 
 /** The request was aborted (deadline or client gone) before it finished. → 408 */
-export class AbortedError extends Error {
+export class AbortedError extends CrossingError {
   constructor(message = 'request aborted') {
     super(message);
     this.name = 'AbortedError';
   }
+
+  args(): unknown[] {
+    return [this.message];
+  }
 }
 
 /** The engine's queue is full. → 529 */
-export class OverloadedError extends Error {
+export class OverloadedError extends CrossingError {
   constructor(readonly retryAfterSeconds: number) {
     super('the engine queue is full');
     this.name = 'OverloadedError';
   }
+
+  args(): unknown[] {
+    return [this.retryAfterSeconds];
+  }
 }
 
 /** A model folder is not a usable decoder export, or an execution provider is missing. Raised at load time. */
-export class ModelLoadError extends Error {
+export class ModelLoadError extends CrossingError {
   constructor(message: string) {
     super(message);
     this.name = 'ModelLoadError';
+  }
+
+  args(): unknown[] {
+    return [this.message];
   }
 }
 
@@ -49,7 +74,7 @@ export class ModelLoadError extends Error {
  * The model's engine thread died (it exited, or an error escaped it): its requests, running and
  * queued, end with this, and the model is restarted. → 503 with retry-after
  */
-export class EngineDeadError extends Error {
+export class EngineDeadError extends CrossingError {
   constructor(
     message: string,
     readonly retryAfterSeconds = 5,
@@ -57,15 +82,33 @@ export class EngineDeadError extends Error {
     super(message);
     this.name = 'EngineDeadError';
   }
+
+  args(): unknown[] {
+    return [this.message, this.retryAfterSeconds];
+  }
 }
 
 /**
  * onnxruntime failed during a pass. Its message names graph nodes and shapes, never request
  * content, so it is safe to log. → 500
  */
-export class EngineError extends Error {
+export class EngineError extends CrossingError {
   constructor(message: string) {
     super(message);
     this.name = 'EngineError';
   }
+
+  args(): unknown[] {
+    return [this.message];
+  }
 }
+
+/** Every error the engine throws, by name: what thread/failure.ts builds again after a thread boundary. */
+export const ENGINE_ERRORS: Record<string, new (...args: never[]) => CrossingError> = {
+  BudgetError,
+  AbortedError,
+  OverloadedError,
+  ModelLoadError,
+  EngineDeadError,
+  EngineError,
+};
