@@ -2,5 +2,5 @@
 // the HTTP server and the model registry. The client SDK is `assay/client`.
 export { loadEvaluator, BudgetError, AbortedError, OverloadedError, ModelLoadError } from './engine/index.js';
 export type * from './engine/index.js';
-export { buildServer, type ServerOptions, type AssayServer } from './api/server.js';
+export { buildServer, type ServerOptions, type AssayServer } from './api/index.js';
 export { loadRegistry, resolveModel, registerModel } from './registry.js';

@@ -1,7 +1,7 @@
 // The body worker's thread (body-worker.ts): parses and validates a request body's bytes, and
 // answers with its 422 entries, or the facts of a valid body and the bytes back (transferred).
 import { parentPort } from 'node:worker_threads';
-import { checkBodyText } from '../protocol/body.js';
+import { checkBodyText } from '../protocol/index.js';
 
 const decoder = new TextDecoder();
 

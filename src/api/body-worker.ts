@@ -9,8 +9,8 @@
 // stops at the first too-deep container, so it costs next to nothing.
 import { Worker } from 'node:worker_threads';
 import { workerExecArgv, workerFile } from '../engine/index.js';
-import { ownedBytes, type BodyVerdict } from '../protocol/body.js';
-import { MAX_CONTENT_DEPTH } from '../protocol/depth.js';
+import { ownedBytes, type BodyVerdict } from '../protocol/index.js';
+import { MAX_CONTENT_DEPTH } from '../protocol/index.js';
 
 /** Raw nesting that no valid body reaches: body (1) + content (64) → a container at 66 may be too deep. */
 const RAW_LIMIT = MAX_CONTENT_DEPTH + 1;

@@ -2,7 +2,7 @@
 import type { Registry } from '../registry.js';
 import type { ApiKey, KeyStore } from './auth.js';
 import type { Metrics } from './metrics.js';
-import type { ModelProvider } from '../service/model-pool.js';
+import type { ModelProvider } from '../service/index.js';
 import type { RateLimiter } from './rate-limit.js';
 
 export interface ApiContext {

@@ -6,9 +6,9 @@
 // Any other error is logged by type and stack frames only: its message could quote the request.
 import type { FastifyError } from 'fastify';
 import { AbortedError, BudgetError, EngineDeadError, EngineError, ModelLoadError, OverloadedError } from '../engine/index.js';
-import { InvalidRequestError, ModelForbiddenError } from '../protocol/errors.js';
+import { InvalidRequestError, ModelForbiddenError } from '../protocol/index.js';
 import { ApiError } from './api-error.js';
-import { ModelUnavailableError } from '../service/model-pool.js';
+import { ModelUnavailableError } from '../service/index.js';
 
 export interface ErrorResponse {
   /** A stable name for the outcome, logged with the request (never sent: bodies keep FastAPI's shape). */

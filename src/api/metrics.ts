@@ -2,7 +2,7 @@
 // methods, status codes and model ids: never anything a request contained.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EngineStats, KernelPaths } from '../engine/index.js';
-import type { EngineSnapshot } from '../service/model-pool.js';
+import type { EngineSnapshot } from '../service/index.js';
 
 export interface Metrics {
   registry: Registry;

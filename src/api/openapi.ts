@@ -1,6 +1,6 @@
 // GET /openapi.json: an OpenAPI 3.1 document generated from the zod schemas in schemas.ts.
 import { z } from 'zod';
-import { ErrorMessageSchema, HTTPValidationErrorSchema, ModelMetadataListSchema, SystemOneRequestSchema, SystemOneResponseSchema } from '../protocol/schemas.js';
+import { ErrorMessageSchema, HTTPValidationErrorSchema, ModelMetadataListSchema, SystemOneRequestSchema, SystemOneResponseSchema } from '../protocol/index.js';
 
 export const OPENAPI_VERSION = '0.2.0';
 

@@ -1,7 +1,7 @@
 // A typed client for the Assay HTTP API (and the hosted API it replaces), on global fetch.
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
-import { ModelMetadataListSchema, SystemOneResponseSchema, type ModelMetadataList, type SystemOneRequest, type SystemOneResponse } from '../protocol/schemas.js';
+import { ModelMetadataListSchema, SystemOneResponseSchema, type ModelMetadataList, type SystemOneRequest, type SystemOneResponse } from '../protocol/index.js';
 import { AssayAbortError, AssayAPIError, AssayConnectionError, AssayError, AssayTimeoutError } from './errors.js';
 import { backoffDelayMs, isRetryableStatus, serverRetryDelayMs, sleep } from './retry.js';
 

@@ -1,6 +1,6 @@
 // Errors the client throws. Every one carries the request id the server sent (x-request-id),
 // when there was a response, so a failure can be found in the server's logs.
-import type { ValidationError } from '../protocol/schemas.js';
+import type { ValidationError } from '../protocol/index.js';
 
 export class AssayError extends Error {
   /** HTTP status, when the server answered. */

@@ -11,7 +11,7 @@
 export { AssayClient, DEFAULT_BASE_URL, DEFAULT_MODEL, type AssayClientOptions, type EvaluateRequest, type RequestOptions, type RetryInfo, type WithRequestId } from './client.js';
 export { AssayAbortError, AssayAPIError, AssayConnectionError, AssayError, AssayTimeoutError } from './errors.js';
 export { backoffDelayMs, isRetryableStatus, serverRetryDelayMs } from './retry.js';
-export * as schemas from '../protocol/schemas.js';
+export * as schemas from '../protocol/index.js';
 export type {
   Answer,
   ChoiceAnswer,
@@ -28,4 +28,4 @@ export type {
   SystemOneResponse,
   Usage,
   ValidationError,
-} from '../protocol/schemas.js';
+} from '../protocol/index.js';

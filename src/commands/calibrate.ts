@@ -6,9 +6,9 @@
 // twice converges instead of starting over.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Answer, Question } from '../protocol/schemas.js';
-import { fitTemperature, meanLogLoss, split, withTemperature, type CalibrationExample } from '../quality/calibration.js';
-import { choiceMetrics } from '../quality/metrics.js';
+import type { Answer, Question } from '../protocol/index.js';
+import { fitTemperature, meanLogLoss, split, withTemperature, type CalibrationExample } from '../quality/index.js';
+import { choiceMetrics } from '../quality/index.js';
 import { loadRegistry } from '../registry.js';
 import { parseFlags, registryFile, resolveIo, type CommandIo, type Io } from './common.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';

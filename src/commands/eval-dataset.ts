@@ -7,10 +7,10 @@
 // versions, rotations) on the same lines and adds how many answers flipped between them.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Answer, Question } from '../protocol/schemas.js';
-import { countFlips, decision, type FlipCounts } from '../quality/compare.js';
-import { choiceMetrics, noulMetrics, scoreMetrics, type ChoiceExample, type NoulExample, type ScoreExample } from '../quality/metrics.js';
-import { reliabilitySvg } from '../quality/reliability-svg.js';
+import type { Answer, Question } from '../protocol/index.js';
+import { countFlips, decision, type FlipCounts } from '../quality/index.js';
+import { choiceMetrics, noulMetrics, scoreMetrics, type ChoiceExample, type NoulExample, type ScoreExample } from '../quality/index.js';
+import { reliabilitySvg } from '../quality/index.js';
 import { loadRegistry, type Registry } from '../registry.js';
 import type { Io } from './common.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';

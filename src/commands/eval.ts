@@ -4,10 +4,10 @@
 // this process) or on a running server (--url, through the client SDK), and prints the answers.
 import { readFile } from 'node:fs/promises';
 import { AssayClient } from '../client/index.js';
-import { InvalidRequestError } from '../protocol/errors.js';
-import type { Answer, SystemOneRequest, SystemOneResponse, ValidationError } from '../protocol/schemas.js';
-import { requestErrors } from '../protocol/validate.js';
-import { evaluateRequest } from '../service/evaluate.js';
+import { InvalidRequestError } from '../protocol/index.js';
+import type { Answer, SystemOneRequest, SystemOneResponse, ValidationError } from '../protocol/index.js';
+import { requestErrors } from '../protocol/index.js';
+import { evaluateRequest } from '../service/index.js';
 import { loadRegistry, resolveModel } from '../registry.js';
 import { openLocalModel } from './local-model.js';
 import { describeError, parseCommand, registryFile, resolveIo, table, type CommandIo, type Io } from './common.js';

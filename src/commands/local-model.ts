@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EngineConfig } from '../engine/index.js';
 import type { Registry, ResolvedModel } from '../registry.js';
-import { createModelPool } from '../service/model-pool.js';
+import { createModelPool } from '../service/index.js';
 import type { Io } from './common.js';
 
 export type LocalModels = ReturnType<typeof createModelPool>;

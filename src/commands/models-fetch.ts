@@ -7,7 +7,7 @@
 // HF_ENDPOINT (a mirror or a local hub) and HF_TOKEN (private or gated repos).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fetchModel, formatBytes, HubFetchError, hubUrlFromEnv, VARIANTS, type FetchModelResult } from '../model-files/hub/fetch.js';
+import { fetchModel, formatBytes, HubFetchError, hubUrlFromEnv, VARIANTS, type FetchModelResult } from '../model-files/index.js';
 import { parseVariant } from '../engine/index.js';
 import { progressBar } from './progress.js';
 import { DEFAULT_REGISTRY_FILE, registerModel } from '../registry.js';

@@ -5,8 +5,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { loadRegistry, type Registry } from '../registry.js';
-import { synthModelCurrent } from '../model-files/synth/ensure.js';
-import { DTYPES, ensureSynthModel, SHAPE_NAMES, type EnsureOptions, type ShapeName, type SynthDtype } from '../model-files/synth/index.js';
+import { synthModelCurrent } from '../model-files/index.js';
+import { DTYPES, ensureSynthModel, SHAPE_NAMES, type EnsureOptions, type ShapeName, type SynthDtype } from '../model-files/index.js';
 import { parseFlags, registryFile, resolveIo, type CommandIo } from './common.js';
 
 const HELP = `Usage: assay models synth [--registry FILE] [--model ID]

@@ -4,7 +4,7 @@
 //
 // Lists the model names: a running server's GET /v1/models (--url), or what a local registry
 // would list, with the versioned id and folder each name resolves to.
-import type { ModelMetadataList } from '../protocol/schemas.js';
+import type { ModelMetadataList } from '../protocol/index.js';
 import { AssayClient } from '../client/index.js';
 import { listModelNames, loadRegistry, resolveModel } from '../registry.js';
 import { describeError, parseCommand, registryFile, resolveIo, table, type CommandIo } from './common.js';

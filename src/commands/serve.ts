@@ -1,13 +1,13 @@
 // assay serve: the HTTP API on a port, with the registry's default model loaded at startup.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateKey, keysFromList, loadKeysFile, type ApiKey } from '../api/auth.js';
-import { buildServer, type AssayServer } from '../api/server.js';
-import { serveHelp } from '../config/docs.js';
-import { loadServeSettings } from '../config/load.js';
-import type { ServeSettings } from '../config/settings.js';
+import { generateKey, keysFromList, loadKeysFile, type ApiKey } from '../api/index.js';
+import { buildServer, type AssayServer } from '../api/index.js';
+import { serveHelp } from '../config/index.js';
+import { loadServeSettings } from '../config/index.js';
+import type { ServeSettings } from '../config/index.js';
 import { DEFAULT_REGISTRY_FILE, loadRegistry } from '../registry.js';
-import { createModelPool, type PoolLog } from '../service/model-pool.js';
+import { createModelPool, type PoolLog } from '../service/index.js';
 import { cpuKernels } from '../engine/index.js';
 
 export type ServeConfig = Readonly<

@@ -4,9 +4,9 @@
 // The wire vocabulary (content, questions, answers, usage) is the protocol's: its zod schemas are
 // the single source, and the engine takes their inferred types as they are (types only: the
 // engine never runs zod).
-import type { Answer, SystemOneRequest, Usage } from '../protocol/schemas.js';
+import type { Answer, SystemOneRequest, Usage } from '../protocol/index.js';
 
-export type { Answer, ChoiceAnswer, ChoiceQuestion, Content, NoulAnswer, NoulQuestion, Question, ScoreAnswer, ScoreQuestion, Usage } from '../protocol/schemas.js';
+export type { Answer, ChoiceAnswer, ChoiceQuestion, Content, NoulAnswer, NoulQuestion, Question, ScoreAnswer, ScoreQuestion, Usage } from '../protocol/index.js';
 
 /** What the engine evaluates: a request's state and questions (its model is chosen before). */
 export type EvaluateRequest = Pick<SystemOneRequest, 'state' | 'questions'>;

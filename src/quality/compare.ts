@@ -1,7 +1,7 @@
 // Two runs of one dataset side by side (assay eval --dataset --compare): per question type, how
 // many answers flipped (another yes/no, option or most probable level), how many of those were
 // fixed or broken against the labels, and how far the probabilities moved. Pure, no I/O.
-import type { Answer } from '../protocol/schemas.js';
+import type { Answer } from '../protocol/index.js';
 import { argmax } from './metrics.js';
 
 export interface FlipCounts {

@@ -2,10 +2,10 @@
 // model → authorize → evaluate → check the answers against the contract. HTTP (keys, limits,
 // headers, deadlines) stays in the route; files and flags stay in the command.
 import type { EvaluateResult } from '../engine/index.js';
-import { InvalidRequestError, ModelForbiddenError } from '../protocol/errors.js';
-import { SystemOneResponseSchema, type SystemOneRequest, type SystemOneResponse } from '../protocol/schemas.js';
-import { parseRequest } from '../protocol/validate.js';
-import { ValidatedBody } from '../protocol/body.js';
+import { InvalidRequestError, ModelForbiddenError } from '../protocol/index.js';
+import { SystemOneResponseSchema, type SystemOneRequest, type SystemOneResponse } from '../protocol/index.js';
+import { parseRequest } from '../protocol/index.js';
+import { ValidatedBody } from '../protocol/index.js';
 import { acceptedModelNames, resolveModel, type Registry } from '../registry.js';
 import type { ModelProvider } from './model-pool.js';
 

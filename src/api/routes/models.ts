@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { listModelNames, resolveModel } from '../../registry.js';
 import type { ApiContext } from '../context.js';
 import { admission, keyAllows } from '../admission.js';
-import { ModelMetadataListSchema, type ModelMetadataList } from '../../protocol/schemas.js';
+import { ModelMetadataListSchema, type ModelMetadataList } from '../../protocol/index.js';
 
 export function modelsRoute(app: FastifyInstance, ctx: ApiContext): void {
   app.get('/v1/models', { onRequest: admission(ctx) }, async (req) => {

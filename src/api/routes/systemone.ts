@@ -2,7 +2,7 @@
 // client's connection; then the key's token charge, metrics and Server-Timing.
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AbortedError, BudgetError } from '../../engine/index.js';
-import { evaluateRequest, type Evaluation } from '../../service/evaluate.js';
+import { evaluateRequest, type Evaluation } from '../../service/index.js';
 import { admission, keyAllows, limitsOf, rateKey } from '../admission.js';
 import type { ApiContext } from '../context.js';
 

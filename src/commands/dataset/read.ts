@@ -3,8 +3,8 @@
 // A line: {"state": ..., "questions": {...} (exactly as the API takes them), "expected": {"<id>":
 // true|false (noul) | "<option>" (choice) | <level> (score)}, "tags": ["..."] (optional)}.
 import { readFileSync } from 'node:fs';
-import type { Question } from '../../protocol/schemas.js';
-import { requestErrors } from '../../protocol/validate.js';
+import type { Question } from '../../protocol/index.js';
+import { requestErrors } from '../../protocol/index.js';
 
 export interface DatasetLine {
   state: unknown;

@@ -1,6 +1,6 @@
 // Runs every line of a dataset on a target, with a progress bar on stderr; a server (--url) gets a
 // few lines at once, so its batching and queue see a realistic load.
-import type { SystemOneResponse } from '../../protocol/schemas.js';
+import type { SystemOneResponse } from '../../protocol/index.js';
 import type { Io } from '../common.js';
 import { progressBar } from '../progress.js';
 import type { DatasetLine } from './read.js';

@@ -11,9 +11,9 @@ import { basename, dirname, join, relative } from 'node:path';
 import { AssayClient } from '../../client/index.js';
 import type { EngineConfig } from '../../engine/index.js';
 import { PROMPT_VERSIONS, parseVariant, VARIANTS } from '../../engine/index.js';
-import type { SystemOneRequest, SystemOneResponse } from '../../protocol/schemas.js';
+import type { SystemOneRequest, SystemOneResponse } from '../../protocol/index.js';
 import { resolveModel, type ModelEntry, type Registry } from '../../registry.js';
-import { evaluateRequest } from '../../service/evaluate.js';
+import { evaluateRequest } from '../../service/index.js';
 import type { Io } from '../common.js';
 import { openLocalModel } from '../local-model.js';
 import type { DatasetLine } from './read.js';
@@ -127,7 +127,7 @@ async function withVariant(registry: Registry, id: string, entry: ModelEntry, va
   let changed: ModelEntry = { ...entry, variant };
   if (entry.synthetic) {
     // The generator is imported only for synthetic models (a production image leaves it out).
-    const { DTYPES, synthModelDir } = await import('../../model-files/synth/index.js');
+    const { DTYPES, synthModelDir } = await import('../../model-files/index.js');
     const s = entry.synthetic;
     const shape = s.shape as Parameters<typeof synthModelDir>[0];
     if ((DTYPES as readonly string[]).includes(variant) && s.weights !== undefined) {
@@ -140,7 +140,7 @@ async function withVariant(registry: Registry, id: string, entry: ModelEntry, va
     } else if (s.weights !== undefined) {
       throw new ArmError(`model ${id} is written from trained weights: its variants are ${DTYPES.join(', ')}`);
     } else if (variant === 'fp16' || variant === 'q4' || variant === 'q4f16') {
-      const { ensureFlavor } = await import('../../model-files/flavors.js');
+      const { ensureFlavor } = await import('../../model-files/index.js');
       const dir = await ensureFlavor({ dtype: variant, shape });
       // The folder exists now (its assay.json still says synthetic); nothing left to generate.
       const { synthetic: _generated, ...rest } = changed;
@@ -154,7 +154,7 @@ async function withVariant(registry: Registry, id: string, entry: ModelEntry, va
 
 /** A registry whose default is a synthetic model of `shape` (fp32; another dtype by a variant arm). */
 export async function syntheticShapeRegistry(shape: string, base: Registry): Promise<Registry> {
-  const { SHAPE_NAMES, synthModelDir } = await import('../../model-files/synth/index.js');
+  const { SHAPE_NAMES, synthModelDir } = await import('../../model-files/index.js');
   if (!(SHAPE_NAMES as readonly string[]).includes(shape)) throw new ArmError(`--shape must be one of ${SHAPE_NAMES.join(', ')}`);
   const id = `synthetic-${shape}`;
   const dir = synthModelDir(shape as Parameters<typeof synthModelDir>[0], 'fp32');

@@ -11,7 +11,7 @@ import { EngineDeadError, EngineError } from '../errors.js';
 import { rebuild, type Failure } from './failure.js';
 import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from '../types.js';
 import { workerExecArgv, workerFile } from './worker-args.js';
-import { ownedBytes } from '../../protocol/body.js';
+import { ownedBytes } from '../../protocol/index.js';
 
 /** Main thread → engine thread. */
 export type ToEngine =

@@ -3,4 +3,4 @@
 export * from './shapes.js';
 export { buildDecoder } from './decoder.js';
 export { synthesize, type SynthOptions, type SynthResult } from './folder.js';
-export { ensureSynthModel, synthModelDir, GENERATED_DIR, type EnsureOptions } from './ensure.js';
+export { ensureSynthModel, synthModelCurrent, synthModelDir, GENERATED_DIR, type EnsureOptions } from './ensure.js';

@@ -15,7 +15,7 @@ import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
 import { TextCodec } from '../tokenizer.js';
 import type { EvaluateRequest } from '../../types.js';
-import { ownedBytes } from '../../../protocol/body.js';
+import { ownedBytes } from '../../../protocol/index.js';
 import { parseBody, type PlanTask } from './task.js';
 
 export interface PlannerOptions {

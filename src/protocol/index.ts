@@ -1,0 +1,8 @@
+// The wire contract, below every layer: zod schemas, validation with pydantic-shaped errors, the protocol's refusals, request bodies as bytes.
+// The layer's one entry: code outside src/protocol/ imports it only from here (eslint).
+export * from './body.js';
+export * from './depth.js';
+export * from './errors.js';
+export * from './pydantic/json-decode.js';
+export * from './schemas.js';
+export * from './validate.js';
