@@ -8,7 +8,7 @@
 // body again in its own thread (protocol/body.ts). The raw scan that sends deep small bodies there
 // stops at the first too-deep container, so it costs next to nothing.
 import { Worker } from 'node:worker_threads';
-import { workerExecArgv, workerFile } from '../engine/index.js';
+import { workerEntry, workerExecArgv } from '../workers/index.js';
 import { ownedBytes, type BodyVerdict } from '../protocol/index.js';
 import { MAX_CONTENT_DEPTH } from '../protocol/index.js';
 
@@ -74,7 +74,8 @@ export class BodyWorker {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(workerFile('body-worker-thread', import.meta.url), { execArgv: workerExecArgv() });
+    const entry = workerEntry('body-worker-thread', import.meta.url);
+    const worker = new Worker(entry.filename, { workerData: entry.workerData, execArgv: workerExecArgv() });
     worker.unref();
     worker.on('message', (m: { id: number } & CheckedBody) => {
       const p = this.pending.get(m.id);

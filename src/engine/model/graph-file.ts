@@ -26,7 +26,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { decodeModel, encodeModel, externalFiles, REWRITE_VERSION, rewriteHead, sharesActivationScales, type ModelProto } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
-import { workerExecArgv, workerFile } from '../thread/worker-args.js';
+import { workerEntry, workerExecArgv } from '../../workers/index.js';
 
 /** Initializers smaller than this stay inside the graph file. */
 const INLINE_BYTES = 1024;
@@ -65,7 +65,8 @@ export function defaultGraphCacheDirs(env: NodeJS.ProcessEnv = process.env): str
 export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<RewrittenGraph | undefined> {
   const found = await cached(await targets(folder, cacheDir));
   if (found) return found;
-  const worker = new Worker(workerFile('graph-file-worker', import.meta.url), { workerData: { folder, vocab, cacheDir }, execArgv: workerExecArgv() });
+  const entry = workerEntry('graph-file-worker', import.meta.url, { folder, vocab, cacheDir });
+  const worker = new Worker(entry.filename, { workerData: entry.workerData, execArgv: workerExecArgv() });
   try {
     const [reply] = (await once(worker, 'message')) as [{ graph?: RewrittenGraph; error?: string }];
     if (reply.error !== undefined) throw new Error(reply.error);

@@ -10,7 +10,7 @@ import type { EngineConfig } from '../config.js';
 import { EngineDeadError, EngineError } from '../errors.js';
 import { rebuild, type Failure } from './failure.js';
 import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from '../types.js';
-import { workerExecArgv, workerFile } from './worker-args.js';
+import { workerEntry, workerExecArgv } from '../../workers/index.js';
 import { ownedBytes } from '../../protocol/index.js';
 
 /** Main thread → engine thread. */
@@ -48,7 +48,8 @@ interface Pending {
 
 export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineThreadEvaluator> {
   const { onWarning, onDeath, ...data } = config;
-  const worker = new Worker(workerFile('engine-thread-worker', import.meta.url), { workerData: data satisfies EngineThreadData, execArgv: workerExecArgv() });
+  const entry = workerEntry('engine-thread-worker', import.meta.url, data satisfies EngineThreadData);
+  const worker = new Worker(entry.filename, { workerData: entry.workerData, execArgv: workerExecArgv() });
   const pending = new Map<number, Pending>();
   let stats: EngineStats | undefined;
   let exited: Error | undefined;

@@ -9,7 +9,7 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { AbortedError, OverloadedError } from '../../errors.js';
-import { workerExecArgv, workerFile } from '../../thread/worker-args.js';
+import { workerEntry, workerExecArgv } from '../../../workers/index.js';
 import { rebuild, type Failure } from '../../thread/failure.js';
 import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
@@ -59,16 +59,17 @@ export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads
  * bytes lane starts its threads on first use.
  */
 export function workerPlanner(o: PlannerOptions): Planner {
+  const entry = workerEntry('worker', import.meta.url, { modelDir: o.modelDir, promptVersion: o.promptVersion, rotations: o.rotations, endToken: o.endToken, budgets: o.budgets });
   const lane = (minThreads: number) =>
     new Piscina({
-      filename: workerFile('worker', import.meta.url),
+      filename: entry.filename,
       minThreads,
       maxThreads: o.threads,
       // Tokenizer loading is the worker's start-up cost: keep them.
       idleTimeout: Number.POSITIVE_INFINITY,
       execArgv: workerExecArgv(),
       maxQueue: o.maxQueue,
-      workerData: { modelDir: o.modelDir, promptVersion: o.promptVersion, rotations: o.rotations, endToken: o.endToken, budgets: o.budgets },
+      workerData: entry.workerData,
     });
   const requests = lane(o.threads);
   const bodies = lane(0);

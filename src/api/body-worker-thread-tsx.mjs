@@ -1,5 +1,0 @@
-// The body worker when running from TypeScript sources: register tsx, then load it.
-import { register } from 'tsx/esm/api';
-
-register();
-await import('./body-worker-thread.ts');

@@ -1,0 +1,2 @@
+// Worker threads: how they start (one compiled or one shared TypeScript entry). The layer's one entry.
+export * from './start.js';
