@@ -8,7 +8,7 @@
 // body again in its own thread (protocol/body.ts). The raw scan that sends deep small bodies there
 // stops at the first too-deep container, so it costs next to nothing.
 import { Worker } from 'node:worker_threads';
-import { workerEntry, workerExecArgv } from '../workers/index.js';
+import { WorkerChannel, workerEntry, workerExecArgv } from '../workers/index.js';
 import { ownedBytes, type BodyVerdict } from '../protocol/index.js';
 import { MAX_CONTENT_DEPTH } from '../protocol/index.js';
 
@@ -45,52 +45,42 @@ export interface CheckedBody {
   bytes?: Uint8Array<ArrayBuffer>;
 }
 
+/** The body worker's one call. */
+export type BodyCalls = { check: [Uint8Array<ArrayBuffer>, CheckedBody] };
+
 /**
  * One worker, started on first use and again after it dies, that parses and validates bodies.
  * Requests it held when it died are rejected (the API answers 503), never parsed here instead.
  */
 export class BodyWorker {
   private worker: Worker | undefined;
-  private next = 0;
-  private readonly pending = new Map<number, { resolve: (v: CheckedBody) => void; reject: (e: Error) => void }>();
+  private channel: WorkerChannel<BodyCalls> | undefined;
 
   /** Checks `bytes`; they are transferred to the worker (copied first when they are a slice of a larger buffer). */
   check(bytes: Uint8Array): Promise<CheckedBody> {
-    const worker = this.start();
-    const id = this.next++;
     const owned = ownedBytes(bytes);
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      if (this.pending.size === 1) worker.ref();
-      worker.postMessage({ id, bytes: owned }, [owned.buffer]);
-    });
+    return this.start().call('check', owned, { transfer: [owned.buffer] });
   }
 
   async close(): Promise<void> {
     const w = this.worker;
     this.worker = undefined;
+    this.channel = undefined;
     if (w) await w.terminate();
   }
 
-  private start(): Worker {
-    if (this.worker) return this.worker;
+  private start(): WorkerChannel<BodyCalls> {
+    if (this.channel) return this.channel;
     const entry = workerEntry('body-worker-thread', import.meta.url);
     const worker = new Worker(entry.filename, { workerData: entry.workerData, execArgv: workerExecArgv() });
-    worker.unref();
-    worker.on('message', (m: { id: number } & CheckedBody) => {
-      const p = this.pending.get(m.id);
-      this.pending.delete(m.id);
-      if (this.pending.size === 0) worker.unref();
-      p?.resolve({ verdict: m.verdict, ...(m.bytes ? { bytes: m.bytes } : {}) });
-    });
+    const channel = new WorkerChannel<BodyCalls>(worker, { decodeError: (m) => new Error(String(m)), refWhilePending: true });
     const fail = (error: Error) => {
-      if (this.worker === worker) this.worker = undefined;
-      for (const p of this.pending.values()) p.reject(error);
-      this.pending.clear();
+      if (this.worker === worker) [this.worker, this.channel] = [undefined, undefined];
+      channel.fail(error);
     };
     worker.on('error', fail);
     worker.on('exit', (code) => fail(new Error(`the body worker exited (${code})`)));
-    this.worker = worker;
-    return worker;
+    [this.worker, this.channel] = [worker, channel];
+    return channel;
   }
 }

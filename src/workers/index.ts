@@ -1,2 +1,3 @@
 // Worker threads: how they start (one compiled or one shared TypeScript entry). The layer's one entry.
 export * from './start.js';
+export * from './channel.js';

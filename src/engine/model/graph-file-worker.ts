@@ -1,12 +1,10 @@
-// Worker thread entry of the graph rewrite (graph-file.ts): reading, decoding and re-encoding a
-// model file is heavy and synchronous, and its buffers are freed with the thread, before
-// onnxruntime loads the result.
-import { parentPort, workerData } from 'node:worker_threads';
-import { writeRewrittenGraph } from './graph-file.js';
-import type { ModelFolder } from './model-folder.js';
+// Worker thread of the graph rewrite (graph-file.ts): reading, decoding and re-encoding a model
+// file is heavy and synchronous, and its buffers are freed with the thread, before onnxruntime
+// loads the result.
+import { parentPort } from 'node:worker_threads';
+import { serveChannel } from '../../workers/index.js';
+import { writeRewrittenGraph, type GraphFileCalls } from './graph-file.js';
 
-const { folder, vocab, cacheDir } = workerData as { folder: ModelFolder; vocab: number; cacheDir?: string };
-writeRewrittenGraph(folder, vocab, cacheDir).then(
-  (graph) => parentPort!.postMessage({ graph }),
-  (error: Error) => parentPort!.postMessage({ error: error.message }),
+serveChannel<GraphFileCalls>(parentPort!, { rewrite: async ({ folder, vocab, cacheDir }) => (await writeRewrittenGraph(folder, vocab, cacheDir)) ?? null }, (error) =>
+  error instanceof Error ? error.message : String(error),
 );

@@ -21,12 +21,11 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
-import { once } from 'node:events';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { decodeModel, encodeModel, externalFiles, REWRITE_VERSION, rewriteHead, sharesActivationScales, type ModelProto } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
-import { workerEntry, workerExecArgv } from '../../workers/index.js';
+import { WorkerChannel, workerEntry, workerExecArgv } from '../../workers/index.js';
 
 /** Initializers smaller than this stay inside the graph file. */
 const INLINE_BYTES = 1024;
@@ -56,6 +55,9 @@ export function defaultGraphCacheDirs(env: NodeJS.ProcessEnv = process.env): str
   return [join(cache, 'assay', 'graphs'), join(tmpdir(), 'assay-graphs')];
 }
 
+/** The graph rewrite worker's one call (graph-file-worker.ts); null: the head was not recognized. */
+export type GraphFileCalls = { rewrite: [{ folder: ModelFolder; vocab: number; cacheDir?: string }, RewrittenGraph | null] };
+
 /**
  * The rewritten graph and its facts, or undefined when the head is not recognized; throws when no
  * cache folder can be written. A graph already in the cache is found without reading the model; otherwise the rewrite
@@ -65,12 +67,13 @@ export function defaultGraphCacheDirs(env: NodeJS.ProcessEnv = process.env): str
 export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<RewrittenGraph | undefined> {
   const found = await cached(await targets(folder, cacheDir));
   if (found) return found;
-  const entry = workerEntry('graph-file-worker', import.meta.url, { folder, vocab, cacheDir });
+  const entry = workerEntry('graph-file-worker', import.meta.url);
   const worker = new Worker(entry.filename, { workerData: entry.workerData, execArgv: workerExecArgv() });
+  const channel = new WorkerChannel<GraphFileCalls>(worker, { decodeError: (m) => new Error(String(m)) });
+  worker.on('error', (error) => channel.fail(error));
+  worker.on('exit', (code) => channel.fail(new Error(`the graph rewrite worker exited (${code})`)));
   try {
-    const [reply] = (await once(worker, 'message')) as [{ graph?: RewrittenGraph; error?: string }];
-    if (reply.error !== undefined) throw new Error(reply.error);
-    return reply.graph;
+    return (await channel.call('rewrite', { folder, vocab, cacheDir })) ?? undefined;
   } finally {
     await worker.terminate();
   }

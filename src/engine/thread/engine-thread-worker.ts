@@ -1,76 +1,69 @@
 // The engine thread's entry (engine-thread.ts): loads the evaluator here and answers the main
 // thread's requests. onnxruntime's passes block this thread's event loop, not the server's.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { EngineThreadData, FromEngine, ToEngine } from './engine-thread.js';
+import type { CrashMessage, EngineCalls, EngineEvent, EngineThreadData } from './engine-thread.js';
+import { serveChannel } from '../../workers/index.js';
+import type { Evaluator } from '../types.js';
 import { createEvaluator } from '../execution/evaluator.js';
 import { failureOf } from './failure.js';
 import type { EngineStats } from '../types.js';
 
-const port = parentPort!;
-const post = (m: FromEngine): void => port.postMessage(m);
 const config = workerData as EngineThreadData;
-
-try {
-  const evaluator = await createEvaluator({ ...config, onWarning: (message) => post({ type: 'warning', message }) });
-  const running = new Map<number, AbortController>();
-  // Live counts for /metrics (and for whoever watches a request's progress): between two passes,
-  // while requests run, the thread posts its stats when they changed.
-  let last: EngineStats | undefined;
-  const postStats = (): void => {
-    const stats = evaluator.stats();
-    // A handful of counters: compared field by field (no string built every 2 ms).
-    if (!last || (Object.keys(stats) as Array<keyof EngineStats>).some((k) => stats[k] !== last![k])) post({ type: 'stats', stats });
-    last = stats;
-  };
-  // Ticks only while something runs: an idle thread sleeps.
-  let ticker: ReturnType<typeof setInterval> | undefined;
-  const started = (): void => {
-    ticker ??= setInterval(postStats, 2);
-  };
-  const ended = (id: number): void => {
-    running.delete(id);
-    if (running.size === 0) {
+let evaluator: Evaluator | undefined;
+// Live counts for /metrics (and for whoever watches a request's progress): between two passes,
+// while requests run, the thread posts its stats when they changed.
+let last: EngineStats | undefined;
+const postStats = (): void => {
+  const stats = evaluator!.stats();
+  // A handful of counters: compared field by field (no string built every 2 ms).
+  if (!last || (Object.keys(stats) as Array<keyof EngineStats>).some((k) => stats[k] !== last![k])) channel.emit({ type: 'stats', stats });
+  last = stats;
+};
+// Ticks only while something runs: an idle thread sleeps.
+let running = 0;
+let ticker: ReturnType<typeof setInterval> | undefined;
+const run = async <T>(work: () => Promise<T>): Promise<{ result: T; stats: EngineStats }> => {
+  running++;
+  ticker ??= setInterval(postStats, 2);
+  // Its place in the queue is visible to /metrics at once, not when it ends.
+  const done = work();
+  postStats();
+  try {
+    return { result: await done, stats: evaluator!.stats() };
+  } finally {
+    // A request that failed (aborted, refused) also leaves the counts: they reach the caller before its answer does.
+    postStats();
+    if (--running === 0) {
       clearInterval(ticker);
       ticker = undefined;
     }
-  };
-  port.on('message', (m: ToEngine) => {
-    switch (m.type) {
-      case 'evaluate':
-      case 'evaluate-body': {
-        const controller = new AbortController();
-        running.set(m.id, controller);
-        started();
-        const options = { signal: controller.signal, cacheScope: m.cacheScope };
-        void (m.type === 'evaluate' ? evaluator.evaluate(m.request, options) : evaluator.evaluateBody!(m.body, options))
-          .then(
-            (result) => post({ type: 'result', id: m.id, result, stats: evaluator.stats() }),
-            (error: unknown) => post({ type: 'failed', id: m.id, failure: failureOf(error), stats: evaluator.stats() }),
-          )
-          .finally(() => ended(m.id));
-        // Its place in the queue is visible to /metrics at once, not when it ends.
-        postStats();
-        break;
-      }
-      case 'abort':
-        running.get(m.id)?.abort();
-        break;
-      case 'crash':
-        if (m.how === 'exit') process.exit(70);
-        setImmediate(() => {
-          throw new Error('crash requested by a test');
-        });
-        break;
-      case 'close':
-        clearInterval(ticker);
-        void evaluator.close().finally(() => {
-          post({ type: 'closed' });
-          port.close();
-        });
-        break;
-    }
+  }
+};
+
+const channel = serveChannel<EngineCalls, EngineEvent>(
+  parentPort!,
+  {
+    async load() {
+      evaluator = await createEvaluator({ ...config, onWarning: (message) => channel.emit({ type: 'warning', message }) });
+      return { synthetic: evaluator.synthetic === true, graph: evaluator.graph, stats: evaluator.stats() };
+    },
+    evaluate: ({ request, cacheScope }, { signal }) => run(() => evaluator!.evaluate(request, { signal, cacheScope })),
+    evaluateBody: ({ body, cacheScope }, { signal }) => run(() => evaluator!.evaluateBody!(body, { signal, cacheScope })),
+    async close() {
+      clearInterval(ticker);
+      await evaluator?.close();
+      setImmediate(() => parentPort!.close());
+      return null;
+    },
+  },
+  failureOf,
+);
+
+// The crash test hook arrives outside the protocol.
+parentPort!.on('message', (m: CrashMessage | { type?: undefined }) => {
+  if (m.type !== 'crash') return;
+  if (m.how === 'exit') process.exit(70);
+  setImmediate(() => {
+    throw new Error('crash requested by a test');
   });
-  post({ type: 'ready', synthetic: evaluator.synthetic === true, graph: evaluator.graph, stats: evaluator.stats() });
-} catch (error) {
-  post({ type: 'load-failed', failure: failureOf(error) });
-}
+});
