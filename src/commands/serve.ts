@@ -1,11 +1,8 @@
 // assay serve: the HTTP API on a port, with the registry's default model loaded at startup.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateKey, keysFromList, loadKeysFile, type ApiKey } from '../api/index.js';
-import { buildServer, type AssayServer } from '../api/index.js';
-import { serveHelp } from '../config/index.js';
-import { loadServeSettings } from '../config/index.js';
-import type { ServeSettings } from '../config/index.js';
+import { buildServer, generateKey, keysFromList, loadKeysFile, type ApiKey, type AssayServer } from '../api/index.js';
+import { loadServeSettings, serveHelp, settingsFor, type ServeSettings } from '../config/index.js';
 import { DEFAULT_REGISTRY_FILE, loadRegistry } from '../registry.js';
 import { createModelPool, type PoolLog } from '../service/index.js';
 import { cpuKernels } from '../engine/index.js';
@@ -68,40 +65,19 @@ export async function run(argv: string[]): Promise<number> {
     info: (o, m) => logger.app?.log.info(o, m),
     warn: (o, m) => logger.app?.log.warn(o, m),
   };
-  const pool = createModelPool(
-    registry,
-    {
-      provider: config.provider,
-      threads: config.threads,
-      prefixCacheBytes: config.prefixCacheBytes,
-      prefillChunk: config.prefillChunk,
-      maxQueue: config.maxQueue,
-      rewriteGraph: config.graphRewrite,
-      graphCacheDir: config.graphCacheDir,
-      exactInt8: config.exactInt8,
-      packQuestions: config.packQuestions,
-      batchTokens: config.batchTokens,
-    },
-    log,
-  );
+  // Every setting whose schema entry names an engine option (src/config/settings.ts).
+  const pool = createModelPool(registry, settingsFor('engine', config), log);
   // Which int8 and 4-bit kernels onnxruntime runs here (a probe of a few ms): logged and on /metrics.
   const kernels = await cpuKernels(config.exactInt8);
   const app = await buildServer({
+    // Every setting whose schema entry names a server option, then what is computed here.
+    ...settingsFor('server', config),
     kernels,
     registry,
     models: pool,
     keys: config.keys,
     rateLimits: { requestsPerMinute: config.requestsPerMinute, inputTokensPerSecond: config.inputTokensPerSecond },
-    deadlineMs: config.deadlineMs,
-    requestTimeoutMs: config.requestTimeoutMs,
-    bodyLimit: config.bodyLimit,
-    logLevel: config.logLevel,
     logFormat: config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json'),
-    prefixCacheScope: config.prefixCacheScope,
-    serverTimingEngine: config.serverTimingEngine,
-    replicaId: config.replicaId,
-    docs: config.docs,
-    playground: config.playground,
   });
 
   if (config.generatedKey) {

@@ -4,6 +4,8 @@
 // to it), and src/config/load.ts parses flags and environment with it once, at startup.
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
+import type { EngineConfig } from '../engine/index.js';
+import type { ServerOptions } from '../api/index.js';
 
 export interface SettingMeta {
   /** Long flag without dashes; a boolean setting that defaults to true is turned off by `--no-<flag>`. */
@@ -14,6 +16,10 @@ export interface SettingMeta {
   doc: string;
   /** How the default reads in the docs, when its value does not say it (e.g. a path). */
   shownDefault?: string;
+  /** The engine setting (EngineConfig field) this one sets, for every model the server loads. */
+  engine?: keyof EngineConfig;
+  /** The server option (ServerOptions field) this one sets. */
+  server?: keyof ServerOptions;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -84,32 +90,33 @@ export const ServeSettingsSchema = z.strictObject({
     .meta(m({ flag: 'tps', env: 'ASSAY_RATE_TPS', arg: 'N', doc: 'input tokens per second per key' })),
   threads: int(0)
     .default(DEFAULTS.threads)
-    .meta(m({ flag: 'threads', env: 'ASSAY_THREADS', arg: 'N', doc: 'onnxruntime threads per model (0: one per core)' })),
+    .meta(m({ engine: 'threads', flag: 'threads', env: 'ASSAY_THREADS', arg: 'N', doc: 'onnxruntime threads per model (0: one per core)' })),
   prefixCacheBytes: int(0)
     .default(DEFAULTS.prefixCacheBytes)
-    .meta(m({ flag: 'prefix-cache-bytes', env: 'ASSAY_PREFIX_CACHE_BYTES', arg: 'N', doc: 'cross-request prefix KV cache in bytes (256 MiB; 0: off)' })),
+    .meta(m({ engine: 'prefixCacheBytes', flag: 'prefix-cache-bytes', env: 'ASSAY_PREFIX_CACHE_BYTES', arg: 'N', doc: 'cross-request prefix KV cache in bytes (256 MiB; 0: off)' })),
   prefillChunk: int(0)
     .default(DEFAULTS.prefillChunk)
-    .meta(m({ flag: 'prefill-chunk', env: 'ASSAY_PREFILL_CHUNK', arg: 'N', doc: 'prefill long prompts in chunks of N tokens (0: one pass)' })),
+    .meta(m({ engine: 'prefillChunk', flag: 'prefill-chunk', env: 'ASSAY_PREFILL_CHUNK', arg: 'N', doc: 'prefill long prompts in chunks of N tokens (0: one pass)' })),
   maxQueue: int(0)
     .default(DEFAULTS.maxQueue)
-    .meta(m({ flag: 'max-queue', env: 'ASSAY_MAX_QUEUE', arg: 'N', doc: 'requests waiting per model before 529' })),
+    .meta(m({ engine: 'maxQueue', flag: 'max-queue', env: 'ASSAY_MAX_QUEUE', arg: 'N', doc: 'requests waiting per model before 529' })),
   deadlineMs: int(1)
     .default(DEFAULTS.deadlineMs)
-    .meta(m({ flag: 'deadline-ms', env: 'ASSAY_DEADLINE_MS', arg: 'N', doc: 'per-request deadline (model load wait, queue, evaluation) before 408' })),
+    .meta(m({ server: 'deadlineMs', flag: 'deadline-ms', env: 'ASSAY_DEADLINE_MS', arg: 'N', doc: 'per-request deadline (model load wait, queue, evaluation) before 408' })),
   requestTimeoutMs: int(1)
     .default(DEFAULTS.requestTimeoutMs)
-    .meta(m({ flag: 'request-timeout-ms', env: 'ASSAY_REQUEST_TIMEOUT_MS', arg: 'N', doc: 'time a client gets to send its whole request (slowloris guard)' })),
+    .meta(m({ server: 'requestTimeoutMs', flag: 'request-timeout-ms', env: 'ASSAY_REQUEST_TIMEOUT_MS', arg: 'N', doc: 'time a client gets to send its whole request (slowloris guard)' })),
   bodyLimit: int(1)
     .default(DEFAULTS.bodyLimit)
-    .meta(m({ flag: 'body-limit', env: 'ASSAY_BODY_LIMIT', arg: 'N', doc: 'largest request body in bytes before 413' })),
+    .meta(m({ server: 'bodyLimit', flag: 'body-limit', env: 'ASSAY_BODY_LIMIT', arg: 'N', doc: 'largest request body in bytes before 413' })),
   provider: oneOf(['cpu', 'cuda'])
     .default(DEFAULTS.provider)
-    .meta(m({ flag: 'provider', env: 'ASSAY_PROVIDER', arg: 'cpu|cuda', doc: 'onnxruntime execution provider' })),
+    .meta(m({ engine: 'provider', flag: 'provider', env: 'ASSAY_PROVIDER', arg: 'cpu|cuda', doc: 'onnxruntime execution provider' })),
   prefixCacheScope: oneOf(['key', 'shared'])
     .default(DEFAULTS.prefixCacheScope)
     .meta(
       m({
+        server: 'prefixCacheScope',
         flag: 'prefix-cache-scope',
         env: 'ASSAY_PREFIX_CACHE_SCOPE',
         arg: 'key|shared',
@@ -119,15 +126,21 @@ export const ServeSettingsSchema = z.strictObject({
   serverTimingEngine: bool()
     .default(false)
     .meta(
-      m({ flag: 'server-timing-engine', env: 'ASSAY_SERVER_TIMING_ENGINE', doc: 'add engine;dur= (queue + passes) to Server-Timing; off by default because it tells a prefix-cache hit from a miss' }),
+      m({
+        server: 'serverTimingEngine',
+        flag: 'server-timing-engine',
+        env: 'ASSAY_SERVER_TIMING_ENGINE',
+        doc: 'add engine;dur= (queue + passes) to Server-Timing; off by default because it tells a prefix-cache hit from a miss',
+      }),
     ),
   docs: bool()
     .default(true)
-    .meta(m({ flag: 'docs', env: 'ASSAY_DOCS', doc: 'serve /docs, the interactive API reference (Swagger UI on /openapi.json, assets from the package); --no-docs turns it off' })),
+    .meta(m({ server: 'docs', flag: 'docs', env: 'ASSAY_DOCS', doc: 'serve /docs, the interactive API reference (Swagger UI on /openapi.json, assets from the package); --no-docs turns it off' })),
   playground: bool()
     .default(true)
     .meta(
       m({
+        server: 'playground',
         flag: 'playground',
         env: 'ASSAY_PLAYGROUND',
         doc: 'serve /playground, a page to send a request and see its answers as charts (static files; the key stays in the browser tab); --no-playground turns it off',
@@ -137,6 +150,7 @@ export const ServeSettingsSchema = z.strictObject({
     .optional()
     .meta(
       m({
+        server: 'replicaId',
         flag: 'replica-id',
         env: 'ASSAY_REPLICA_ID',
         arg: 'NAME',
@@ -147,6 +161,7 @@ export const ServeSettingsSchema = z.strictObject({
     .default(true)
     .meta(
       m({
+        engine: 'packQuestions',
         flag: 'pack-questions',
         env: 'ASSAY_PACK_QUESTIONS',
         doc: "packed evaluation: a request's questions in one pass on its prefix (--no-pack-questions: one pass per question, which keeps each question's quantized activations to itself)",
@@ -156,6 +171,7 @@ export const ServeSettingsSchema = z.strictObject({
     .optional()
     .meta(
       m({
+        engine: 'batchTokens',
         flag: 'batch-tokens',
         env: 'ASSAY_BATCH_TOKENS',
         arg: 'N',
@@ -167,6 +183,7 @@ export const ServeSettingsSchema = z.strictObject({
     .default(DEFAULTS.exactInt8)
     .meta(
       m({
+        engine: 'exactInt8',
         flag: 'exact-int8',
         env: 'ASSAY_EXACT_INT8',
         doc: "exact int8 on CPUs whose fast int8 kernel saturates (AVX2, AVX-512 without VNNI: onnxruntime's U8U8 kernel, about 17% slower there); --no-exact-int8 keeps the fast kernel, and int8 answers then drift from fp32. VNNI/AMX CPUs are exact either way",
@@ -174,11 +191,19 @@ export const ServeSettingsSchema = z.strictObject({
     ),
   graphRewrite: bool()
     .default(true)
-    .meta(m({ flag: 'graph-rewrite', env: 'ASSAY_GRAPH_REWRITE', doc: 'the load-time graph rewrite (--no-graph-rewrite runs every export as is; per model: "graph_rewrite": false in the registry)' })),
+    .meta(
+      m({
+        engine: 'rewriteGraph',
+        flag: 'graph-rewrite',
+        env: 'ASSAY_GRAPH_REWRITE',
+        doc: 'the load-time graph rewrite (--no-graph-rewrite runs every export as is; per model: "graph_rewrite": false in the registry)',
+      }),
+    ),
   graphCacheDir: text()
     .optional()
     .meta(
       m({
+        engine: 'graphCacheDir',
         flag: 'graph-cache-dir',
         env: 'ASSAY_GRAPH_CACHE_DIR',
         arg: 'DIR',
@@ -188,7 +213,7 @@ export const ServeSettingsSchema = z.strictObject({
     ),
   logLevel: oneOf(LOG_LEVELS)
     .default(DEFAULTS.logLevel)
-    .meta(m({ flag: 'log-level', env: 'ASSAY_LOG_LEVEL', arg: 'L', doc: `log level: ${LOG_LEVELS.join('|')}` })),
+    .meta(m({ server: 'logLevel', flag: 'log-level', env: 'ASSAY_LOG_LEVEL', arg: 'L', doc: `log level: ${LOG_LEVELS.join('|')}` })),
   logFormat: oneOf(['json', 'pretty'])
     .optional()
     .meta(
@@ -224,4 +249,16 @@ export function settingsInfo(): SettingInfo[] {
       boolean: meta.arg === undefined && meta.flag !== undefined,
     };
   });
+}
+
+/** The settings that set an engine or server option (their `engine` / `server` meta), as those options. */
+export function settingsFor(kind: 'engine', s: ServeSettings): Partial<EngineConfig>;
+export function settingsFor(kind: 'server', s: ServeSettings): Partial<ServerOptions>;
+export function settingsFor(kind: 'engine' | 'server', s: ServeSettings): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const info of settingsInfo()) {
+    const target = info[kind];
+    if (target !== undefined && s[info.name] !== undefined) out[target] = s[info.name];
+  }
+  return out;
 }

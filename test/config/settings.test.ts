@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { run as serveCmd, serveConfig } from '../../src/commands/serve.js';
 import { serveHelp } from '../../src/config/docs.js';
 import { ConfigError, loadServeSettings } from '../../src/config/load.js';
-import { settingsInfo } from '../../src/config/settings.js';
+import { settingsFor, settingsInfo } from '../../src/config/settings.js';
 import { withConfigTable } from '../../src/config/write-readme.js';
 import { ensureSynthModel } from '../../src/model-files/synth/index.js';
 import { withStderr } from '../capture.js';
@@ -121,5 +121,23 @@ describe('logs', () => {
     const json = await serveOutput([]); // stdout is a pipe here: JSON by default
     const lines = json.split('\n').filter((l) => l.startsWith('{'));
     expect(lines.some((l) => (JSON.parse(l) as { msg?: string }).msg === 'ready')).toBe(true);
+  });
+});
+
+describe('where each setting goes', () => {
+  // Settings assay serve reads itself (listening, the registry, keys, rate limits, log format).
+  const READ_BY_SERVE = ['host', 'port', 'registry', 'keysFile', 'apiKeys', 'requestsPerMinute', 'inputTokensPerSecond', 'logFormat'];
+
+  it('every setting names the engine or server option it sets, or is one serve reads itself: none is silently unused', () => {
+    const unplaced = settingsInfo().filter((s) => s.engine === undefined && s.server === undefined && !READ_BY_SERVE.includes(s.name));
+    expect(unplaced.map((s) => s.name)).toEqual([]);
+  });
+
+  it('flags and variables arrive as engine and server options under their option names', () => {
+    const config = loadServeSettings(['--threads', '3', '--no-graph-rewrite', '--deadline-ms', '5000', '--replica-id', 'r9'], { ASSAY_PREFIX_CACHE_BYTES: '0' });
+    if (config === 'help') throw new Error('unexpected help');
+    expect(settingsFor('engine', config)).toMatchObject({ threads: 3, rewriteGraph: false, prefixCacheBytes: 0, provider: 'cpu' });
+    expect(settingsFor('server', config)).toMatchObject({ deadlineMs: 5000, replicaId: 'r9', docs: true });
+    expect(settingsFor('engine', config)).not.toHaveProperty('deadlineMs');
   });
 });
