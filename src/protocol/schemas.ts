@@ -1,6 +1,6 @@
 // The wire contract (docs/api.md) as zod 4 schemas: requests AND responses.
 // Imports only zod, so the client SDK can share these exact schemas. The server validates
-// request bodies with them (src/api/errors.ts turns zod issues into pydantic-style 422 entries),
+// request bodies with them (src/protocol/validate.ts turns zod issues into pydantic-style 422 entries),
 // checks its own responses with them, and generates /openapi.json from them.
 import { z } from 'zod';
 

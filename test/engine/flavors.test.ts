@@ -13,7 +13,7 @@ import { checkRegistry } from '../../src/registry.js';
 import { choice, noul, probabilities, request, score } from './fixtures.js';
 
 interface Case {
-  /** A models/flavors.ts fixture, or the generator's own int8 export (`folder`). */
+  /** A src/model-files/flavors.ts fixture, or the generator's own int8 export (`folder`). */
   flavor: FlavorOptions | { dtype: 'int8' };
   /** |Δp| allowed between a question alone and among others (quantized activations depend on the pass). */
   split: number;
@@ -21,7 +21,7 @@ interface Case {
   twin: number;
   /** Load through a registry entry (the model pool) rather than a model folder. */
   registry?: boolean;
-  /** The folder, when it is not a models/flavors.ts fixture. */
+  /** The folder, when it is not a src/model-files/flavors.ts fixture. */
   folder?: () => Promise<string>;
 }
 

@@ -1,4 +1,4 @@
-// models:fetch against a local hub (test/hub/hub-server.ts) serving the tiny int8 synthetic
+// models:fetch against a local hub (test/tools/hub/hub-server.ts) serving the tiny int8 synthetic
 // export: download + registration, checksum failure, resume, a missing repo, and the engine
 // serving the fetched folder as it lies on disk.
 import { createHash } from 'node:crypto';
