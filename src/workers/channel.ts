@@ -1,7 +1,7 @@
 // The one protocol between the project's threads: typed calls (method → argument → result) with
 // abort and transfer lists, errors that cross as data, events from the worker, and every pending
-// call failing at once when the worker dies. The engine thread, the body worker and the graph
-// rewrite speak it; the planner pool speaks piscina's (a library's own protocol).
+// call failing at once when the worker dies. Every worker speaks it: the engine thread, the body
+// worker, the graph rewrite and the planner threads (through pool.ts).
 import type { MessagePort, Transferable, Worker } from 'node:worker_threads';
 
 /** The calls a worker answers: method → [argument, result]. */

@@ -1,9 +1,7 @@
 // The one entry of every worker thread started from TypeScript sources (workers.ts start.ts): it
-// registers tsx in this thread, then loads the worker's source that its data names. A piscina
-// worker imports this module, so its default export is the source's.
+// registers tsx in this thread, then loads the worker's source that its data names.
 import { workerData } from 'node:worker_threads';
 import { register } from 'tsx/esm/api';
 
 register();
-const entry = await import(workerData.__assayTsEntry);
-export default entry.default;
+await import(workerData.__assayTsEntry);

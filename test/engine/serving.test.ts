@@ -150,4 +150,35 @@ describe('bodies given as bytes plan in a lane of their own', () => {
       await planner.close();
     }
   });
+  it('a plan aborted while it waits for a thread leaves the queue at once, before the plan ahead of it ends', async () => {
+    const dir = await tinyFp32();
+    const codec = await TextCodec.load(dir);
+    const budgets = { request: 64_000, question: 32_000, context: 32_768 };
+    const planner = workerPlanner({ modelDir: dir, endToken: codec.eosTokenId!, budgets, threads: 1, maxQueue: 8 });
+    const bytes = (r: unknown) => new TextEncoder().encode(JSON.stringify(r));
+    try {
+      let bigEnded = false;
+      const big = planner
+        .planBody(
+          bytes(
+            request(
+              { n: noul },
+              Array.from({ length: 2_000_000 }, () => []),
+            ),
+          ),
+        )
+        .catch(() => undefined)
+        .finally(() => (bigEnded = true));
+      const controller = new AbortController();
+      const waiting = planner.planBody(bytes(request({ n: noul })), controller.signal);
+      controller.abort();
+      await expect(waiting).rejects.toBeInstanceOf(AbortedError);
+      expect(bigEnded).toBe(false);
+      await big;
+      // The thread is free again: the next plan is answered.
+      expect((await planner.plan(request({ n: noul }))).questions).toHaveLength(1);
+    } finally {
+      await planner.close();
+    }
+  });
 });

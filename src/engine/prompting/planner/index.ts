@@ -7,16 +7,15 @@
 // core for a forward pass, so more planning threads would only take turns with it. 0 plans on the
 // calling thread (library use that wants no threads).
 import { availableParallelism } from 'node:os';
-import { Piscina } from 'piscina';
 import { AbortedError, OverloadedError } from '../../errors.js';
-import { workerEntry, workerExecArgv } from '../../../workers/index.js';
+import { QueueFullError, WorkerPool, workerEntry, workerExecArgv } from '../../../workers/index.js';
 import { rebuild, type Failure } from '../../thread/failure.js';
 import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
 import { TextCodec } from '../tokenizer.js';
 import type { EvaluateRequest } from '../../types.js';
 import { ownedBytes } from '../../../protocol/index.js';
-import { parseBody, type PlanTask } from './task.js';
+import { parseBody, type PlannerCalls, type PlanTask } from './task.js';
 
 export interface PlannerOptions {
   modelDir: string;
@@ -60,31 +59,23 @@ export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads
  */
 export function workerPlanner(o: PlannerOptions): Planner {
   const entry = workerEntry('worker', import.meta.url, { modelDir: o.modelDir, promptVersion: o.promptVersion, rotations: o.rotations, endToken: o.endToken, budgets: o.budgets });
-  const lane = (minThreads: number) =>
-    new Piscina({
+  const lane = (eager: number) =>
+    new WorkerPool<PlannerCalls>({
       filename: entry.filename,
-      minThreads,
-      maxThreads: o.threads,
-      // Tokenizer loading is the worker's start-up cost: keep them.
-      idleTimeout: Number.POSITIVE_INFINITY,
-      execArgv: workerExecArgv(),
+      worker: { workerData: entry.workerData, execArgv: workerExecArgv() },
+      size: o.threads,
+      eager,
       maxQueue: o.maxQueue,
-      workerData: entry.workerData,
+      decodeError: (f) => rebuild(f as Failure),
     });
   const requests = lane(o.threads);
   const bodies = lane(0);
-  const run = async (pool: Piscina, task: PlanTask, signal: AbortSignal | undefined, transferList?: ArrayBuffer[]): Promise<Plan> => {
-    const result = (await pool.run(task, { signal, ...(transferList ? { transferList } : {}) }).catch((error: unknown) => {
+  const run = async (pool: WorkerPool<PlannerCalls>, task: PlanTask, signal: AbortSignal | undefined, transfer?: ArrayBuffer[]): Promise<Plan> =>
+    pool.call('plan', task, { signal, ...(transfer ? { transfer } : {}) }).catch((error: unknown) => {
       if (signal?.aborted) throw new AbortedError();
-      // piscina's refusals when its queue is full (or, with no queue, every worker is busy).
-      if (/^(Task queue is at limit|No task queue available)/.test((error as Error).message)) {
-        throw new OverloadedError(Math.max(1, Math.ceil(pool.queueSize / o.threads / 10)));
-      }
+      if (error instanceof QueueFullError) throw new OverloadedError(Math.max(1, Math.ceil(error.waiting / o.threads / 10)));
       throw error;
-    })) as { plan: Plan } | { failure: Failure };
-    if ('failure' in result) throw rebuild(result.failure);
-    return result.plan;
-  };
+    });
   return {
     plan: (request, signal) => run(requests, { request }, signal),
     planBody(body, signal) {
