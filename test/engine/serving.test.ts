@@ -120,12 +120,16 @@ describe('the planning queue is bounded', () => {
 });
 
 describe('bodies given as bytes plan in a lane of their own', () => {
-  it('the same plan as the request object, and a small request is planned while a 6 MB body still is', async () => {
+  /** A worker planner with one thread per lane on the tiny model. */
+  const onePlannerThread = async () => {
     const dir = await tinyFp32();
     const codec = await TextCodec.load(dir);
-    const budgets = { request: 64_000, question: 32_000, context: 32_768 };
-    const planner = workerPlanner({ modelDir: dir, endToken: codec.eosTokenId!, budgets, threads: 1, maxQueue: 8 });
-    const bytes = (r: unknown) => new TextEncoder().encode(JSON.stringify(r));
+    return workerPlanner({ modelDir: dir, endToken: codec.eosTokenId!, budgets: { request: 64_000, question: 32_000, context: 32_768 }, threads: 1, maxQueue: 8 });
+  };
+  const bytes = (r: unknown) => new TextEncoder().encode(JSON.stringify(r));
+
+  it('the same plan as the request object, and a small request is planned while a 6 MB body still is', async () => {
+    const planner = await onePlannerThread();
     try {
       const r = request({ n: noul, c: choice, s: score });
       expect(await planner.planBody(bytes(r))).toEqual(await planner.plan(r));
@@ -151,11 +155,7 @@ describe('bodies given as bytes plan in a lane of their own', () => {
     }
   });
   it('a plan aborted while it waits for a thread leaves the queue at once, before the plan ahead of it ends', async () => {
-    const dir = await tinyFp32();
-    const codec = await TextCodec.load(dir);
-    const budgets = { request: 64_000, question: 32_000, context: 32_768 };
-    const planner = workerPlanner({ modelDir: dir, endToken: codec.eosTokenId!, budgets, threads: 1, maxQueue: 8 });
-    const bytes = (r: unknown) => new TextEncoder().encode(JSON.stringify(r));
+    const planner = await onePlannerThread();
     try {
       let bigEnded = false;
       const big = planner
