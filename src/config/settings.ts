@@ -167,6 +167,9 @@ export const ServeSettingsSchema = z.strictObject({
         doc: "packed evaluation: a request's questions in one pass on its prefix (--no-pack-questions: one pass per question, which keeps each question's quantized activations to itself)",
       }),
     ),
+  packTokens: int(1)
+    .default(DEFAULTS.packTokens)
+    .meta(m({ engine: 'packTokens', flag: 'pack-tokens', env: 'ASSAY_PACK_TOKENS', arg: 'N', doc: "most question tokens in one packed pass; a request's questions past it take more passes" })),
   batchTokens: int(0)
     .optional()
     .meta(

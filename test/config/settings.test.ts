@@ -134,9 +134,9 @@ describe('where each setting goes', () => {
   });
 
   it('flags and variables arrive as engine and server options under their option names', () => {
-    const config = loadServeSettings(['--threads', '3', '--no-graph-rewrite', '--deadline-ms', '5000', '--replica-id', 'r9'], { ASSAY_PREFIX_CACHE_BYTES: '0' });
+    const config = loadServeSettings(['--threads', '3', '--no-graph-rewrite', '--deadline-ms', '5000', '--replica-id', 'r9', '--pack-tokens', '64'], { ASSAY_PREFIX_CACHE_BYTES: '0' });
     if (config === 'help') throw new Error('unexpected help');
-    expect(settingsFor('engine', config)).toMatchObject({ threads: 3, rewriteGraph: false, prefixCacheBytes: 0, provider: 'cpu' });
+    expect(settingsFor('engine', config)).toMatchObject({ threads: 3, rewriteGraph: false, prefixCacheBytes: 0, provider: 'cpu', packTokens: 64 });
     expect(settingsFor('server', config)).toMatchObject({ deadlineMs: 5000, replicaId: 'r9', docs: true });
     expect(settingsFor('engine', config)).not.toHaveProperty('deadlineMs');
   });
