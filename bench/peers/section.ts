@@ -18,7 +18,7 @@ import { firstTokens } from '../../src/engine/prompting/labels.js';
 import { ratio, table, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { interleaved, pairedRatio, round, summarize, timeMs } from '../lib/stats.js';
 import { mixedQuestions, textOfTokens } from '../lib/text.js';
-import { ensureFlavor } from '../../src/model-files/flavors.js';
+import { ensureFlavor } from '../../tools/flavors.js';
 import { ggufOf, loadNodeLlamaCpp } from './llamacpp.js';
 
 /** The parts of node-llama-cpp used here (it is not a dependency: no types). */

@@ -5,7 +5,7 @@ import { mergePasses } from '../../src/engine/execution/batching.js';
 import { AbortedError } from '../../src/engine/errors.js';
 import { loadEvaluator, type EngineConfig, type Evaluator } from '../../src/engine/index.js';
 import type { EvaluateResult, Question } from '../../src/engine/types.js';
-import { ensureFlavor } from '../../src/model-files/flavors.js';
+import { ensureFlavor } from '../../tools/flavors.js';
 import { choice, expectClose, noul, request, score, tinyFp32, tinyInt8 } from './fixtures.js';
 
 const STATES = [

@@ -4,7 +4,7 @@
 // fp32 twin (same weights) within a tolerance per dtype. The graph rewrite applies to each.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
-import { ensureFlavor, type FlavorOptions } from '../../src/model-files/flavors.js';
+import { ensureFlavor, type FlavorOptions } from '../../tools/flavors.js';
 import { createModelPool } from '../../src/service/model-pool.js';
 import { loadEvaluator, type EvaluateResult, type Evaluator, type Question } from '../../src/engine/index.js';
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
@@ -13,7 +13,7 @@ import { checkRegistry } from '../../src/registry.js';
 import { choice, noul, probabilities, request, score } from './fixtures.js';
 
 interface Case {
-  /** A src/model-files/flavors.ts fixture, or the generator's own int8 export (`folder`). */
+  /** A tools/flavors.ts fixture, or the generator's own int8 export (`folder`). */
   flavor: FlavorOptions | { dtype: 'int8' };
   /** |Δp| allowed between a question alone and among others (quantized activations depend on the pass). */
   split: number;
@@ -21,7 +21,7 @@ interface Case {
   twin: number;
   /** Load through a registry entry (the model pool) rather than a model folder. */
   registry?: boolean;
-  /** The folder, when it is not a src/model-files/flavors.ts fixture. */
+  /** The folder, when it is not a tools/flavors.ts fixture. */
   folder?: () => Promise<string>;
 }
 

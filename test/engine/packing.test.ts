@@ -3,7 +3,7 @@
 // of one pass per question (today's path) within 1e-4 on fp32, for every kind of label set.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
-import { ensureFlavor } from '../../src/model-files/flavors.js';
+import { ensureFlavor } from '../../tools/flavors.js';
 import { choice, expectSameResult, manyQuestions, noul, request, score, state, tinyFp32, tinyInt8, tinyNoPositionIds } from './fixtures.js';
 
 /** Labels that share first tokens, are prefixes of one another, and span several tokens. */

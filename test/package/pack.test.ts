@@ -56,8 +56,8 @@ describe('npm pack', () => {
   it('ships the model-file generators the CLI runs (synth, fetch, ONNX helpers) and no development tool', () => {
     for (const f of ['dist/model-files/synth/index.js', 'dist/model-files/hub/fetch.js', 'dist/model-files/onnx/graph-builder.js', 'dist/web/playground/main.js', 'dist/web/playground.html'])
       expect(files, f).toContain(f);
-    // The GGUF writer and the training scripts live in the repository's tools/, never in the package.
-    expect(files.filter((f) => /(^|\/)(tools|gguf|train)\//.test(f) || f.endsWith('.py'))).toEqual([]);
+    // The flavor fixtures, the GGUF writer and the training scripts live in the repository's tools/, never in the package.
+    expect(files.filter((f) => /(^|\/)(tools|gguf|train)\//.test(f) || /flavors\.|\.py$/.test(f))).toEqual([]);
   });
 
   it('a plain .mjs file imports the client, the engine and the server, and the engine answers', async () => {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { int8SessionConfig } from '../../src/engine/model/cpu.js';
-import { ensureFlavor, type FlavorOptions } from '../../src/model-files/flavors.js';
+import { ensureFlavor, type FlavorOptions } from '../../tools/flavors.js';
 
 interface Case {
   flavor: FlavorOptions;

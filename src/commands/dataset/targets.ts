@@ -140,8 +140,8 @@ async function withVariant(registry: Registry, id: string, entry: ModelEntry, va
     } else if (s.weights !== undefined) {
       throw new ArmError(`model ${id} is written from trained weights: its variants are ${DTYPES.join(', ')}`);
     } else if (variant === 'fp16' || variant === 'q4' || variant === 'q4f16') {
-      const { ensureFlavor } = await import('../../model-files/index.js');
-      const dir = await ensureFlavor({ dtype: variant, shape });
+      const { ensureSynthVariant } = await import('../../model-files/index.js');
+      const dir = await ensureSynthVariant({ dtype: variant, shape });
       // The folder exists now (its assay.json still says synthetic); nothing left to generate.
       const { synthetic: _generated, ...rest } = changed;
       changed = { ...rest, path: relative(dirname(registry.file), dir) };

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../../src/model-files/synth/ensure.js';
-import { ensureFlavor } from '../../../src/model-files/flavors.js';
+import { ensureFlavor } from '../../../tools/flavors.js';
 import { externalize } from '../../../src/engine/model/graph-file.js';
 import { decodeModel, encodeModel } from '../../../src/engine/model/graph-rewrite.js';
 import { run } from '../../../src/commands/models-fetch.js';
