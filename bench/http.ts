@@ -11,87 +11,19 @@
 // engine). The client-side view (HTTP latency − engine) is reported beside it. An earlier method
 // (HTTP latency − the same request in a second, in-process evaluator) measured two onnxruntime
 // processes taking turns on 2 cores more than the server itself.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { TextCodec } from '../src/engine/prompting/tokenizer.js';
 import { table, type BenchContext, type SectionResult, type Target } from './lib/context.js';
 import { round, roundSummary, summarize, timeMs } from './lib/stats.js';
 import { clientRequestsA } from './lib/text.js';
-import { freePort } from '../deploy/local/cluster.js';
+import { startBenchServer, type BenchServer } from './lib/server.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const KEY = 'bench-key-0123456789';
 
-interface Server {
-  proc: ChildProcess;
-  url: string;
-  model: string;
-  stop(): Promise<void>;
-  memory(): { vmHwmMiB: number; vmRssMiB: number };
-}
+type Server = BenchServer;
 
-async function startServer(ctx: BenchContext, dir: string, variant: 'fp32' | 'int8'): Promise<Server> {
-  const tmp = mkdtempSync(join(tmpdir(), 'assay-bench-'));
-  const registry = join(tmp, 'registry.json');
-  const model = 'bench-model';
-  writeFileSync(registry, JSON.stringify({ default: model, models: { [model]: { path: dir, variant, description: 'bench (synthetic)', release_date: '2026-01-01' } }, aliases: {} }));
-  const port = await freePort();
-  const args = [
-    'bin/assay.js',
-    'serve',
-    '--port',
-    String(port),
-    '--registry',
-    registry,
-    '--threads',
-    String(ctx.threads),
-    '--log-level',
-    'warn',
-    '--deadline-ms',
-    '900000',
-    '--rpm',
-    '1000000',
-    '--server-timing-engine',
-  ];
-  const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ASSAY_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`server exited with ${proc.exitCode}: ${stderr}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      proc.kill('SIGKILL');
-      throw new Error(`server not ready in 180 s: ${stderr}`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  const memory = () => {
-    const status = readFileSync(`/proc/${proc.pid}/status`, 'utf8');
-    const kib = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
-    return { vmHwmMiB: round(kib('VmHWM') / 1024, 1), vmRssMiB: round(kib('VmRSS') / 1024, 1) };
-  };
-  const stop = async () => {
-    if (proc.exitCode === null) {
-      const exited = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGTERM');
-      const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    rmSync(tmp, { recursive: true, force: true });
-  };
-  return { proc, url, model, stop, memory };
-}
+const startServer = (ctx: BenchContext, dir: string, variant: 'fp32' | 'int8'): Promise<Server> =>
+  startBenchServer({ modelDir: dir, variant, threads: ctx.threads, key: KEY, args: ['--deadline-ms', '900000', '--rpm', '1000000', '--server-timing-engine'] });
 
 function post(server: Server, body: string): Promise<Response> {
   return fetch(`${server.url}/v1/systemone`, {

@@ -10,11 +10,9 @@
 // `--repo DIR` runs another checkout's server (an older commit) for a before/after comparison:
 // `--url URL` measures a server already running (key in ASSAY_API_KEY; it must serve `svc-latest`):
 //   npx tsx bench/serving.ts [--quick] [--repo DIR | --url URL]   or   npm run bench -- --only serving
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startBenchServer } from './lib/server.js';
 import { createContext, table, type BenchContext, type SectionResult } from './lib/context.js';
 import { quantile, summarize } from './lib/stats.js';
 
@@ -26,45 +24,8 @@ interface Probe {
   statuses: Record<string, number>;
 }
 
-async function startServer(repo: string, modelDir: string, threads: number): Promise<{ url: string; stop: () => void }> {
-  const dir = mkdtempSync(join(tmpdir(), 'assay-serving-'));
-  const registry = join(dir, 'registry.json');
-  writeFileSync(
-    registry,
-    JSON.stringify({ default: 'svc-1.13.0', models: { 'svc-1.13.0': { path: modelDir, description: 'tiny', release_date: '2026-11-22' } }, aliases: { 'svc-latest': 'svc-1.13.0' } }),
-  );
-  const port = 18_000 + Math.floor(Math.random() * 2_000);
-  const args = [
-    'bin/assay.js',
-    'serve',
-    '--port',
-    String(port),
-    '--registry',
-    registry,
-    '--threads',
-    String(threads),
-    '--log-level',
-    'warn',
-    '--rpm',
-    '1000000',
-    '--tps',
-    '100000000',
-    '--max-queue',
-    '1000',
-  ];
-  const proc = spawn(process.execPath, args, { cwd: repo, env: { ...process.env, ASSAY_API_KEYS: KEY }, stdio: ['ignore', 'ignore', 'inherit'] });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    const ok = await fetch(`${url}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return { url, stop: () => proc.kill('SIGKILL') };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  proc.kill('SIGKILL');
-  throw new Error('the server did not become ready');
-}
+const startServer = (repo: string, modelDir: string, threads: number) =>
+  startBenchServer({ repo, modelDir, threads, key: KEY, model: 'svc-1.13.0', aliases: { 'svc-latest': 'svc-1.13.0' }, args: ['--rpm', '1000000', '--tps', '100000000', '--max-queue', '1000'] });
 
 async function timed(url: string, init?: RequestInit): Promise<[number, number]> {
   const t0 = performance.now();
@@ -124,7 +85,7 @@ export interface ServingResult {
 
 /** Against `repo`'s server started here on the tiny model, or against a running server at `url` (its key in ASSAY_API_KEY). */
 export async function measureServing(ctx: BenchContext, repo = ROOT, url?: string): Promise<ServingResult> {
-  const server = url ? { url: url.replace(/\/$/, ''), stop: () => {} } : await startServer(repo, await ctx.model('tiny', 'fp32'), ctx.threads);
+  const server = url ? { url: url.replace(/\/$/, ''), stop: async () => {} } : await startServer(repo, await ctx.model('tiny', 'fp32'), ctx.threads);
   const seconds = ctx.quick ? 30 : 90;
   const headers = { authorization: `Bearer ${url ? (process.env.ASSAY_API_KEY ?? '') : KEY}`, 'content-type': 'application/json' };
   try {
@@ -161,7 +122,7 @@ export async function measureServing(ctx: BenchContext, repo = ROOT, url?: strin
       heavy,
     };
   } finally {
-    server.stop();
+    await server.stop();
   }
 }
 

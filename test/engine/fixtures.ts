@@ -43,6 +43,16 @@ export function probabilities(answer: Answer): number[] {
     .map((k) => answer.probabilities[k]!);
 }
 
+/** The largest difference of any probability between two results' answers (of `keys`, default all). */
+export function maxDiff(a: EvaluateResult, b: EvaluateResult, keys = Object.keys(a.answers)): number {
+  let d = 0;
+  for (const k of keys) {
+    const y = probabilities(b.answers[k]!);
+    probabilities(a.answers[k]!).forEach((v, i) => (d = Math.max(d, Math.abs(v - y[i]!))));
+  }
+  return d;
+}
+
 /** The same answer types and probabilities within `tolerance`. */
 export function expectClose(a: Answer, b: Answer, tolerance = 1e-5): void {
   expect(b.type).toBe(a.type);

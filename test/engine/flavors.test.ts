@@ -10,7 +10,7 @@ import { loadEvaluator, type EvaluateResult, type Evaluator, type Question } fro
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { ModelRunner } from '../../src/engine/model/runner.js';
 import { checkRegistry } from '../../src/registry.js';
-import { choice, noul, probabilities, request, score } from './fixtures.js';
+import { choice, maxDiff, noul, request, score } from './fixtures.js';
 
 interface Case {
   /** A tools/flavors.ts fixture, or the generator's own int8 export (`folder`). */
@@ -65,16 +65,6 @@ async function open(c: Case): Promise<{ evaluator: Evaluator; close: () => Promi
   const registry = checkRegistry({ default: 'svc-x', models: { 'svc-x': { path: dir, description: 'flavor', release_date: '2026-11-22' } }, aliases: {} }, '/tmp/assay-flavor-registry.json');
   const pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: () => {} });
   return { evaluator: await pool.preload(), close: () => pool.close() };
-}
-
-function maxDiff(a: EvaluateResult, b: EvaluateResult, keys = Object.keys(a.answers)): number {
-  let d = 0;
-  for (const k of keys) {
-    const x = probabilities(a.answers[k]!);
-    const y = probabilities(b.answers[k]!);
-    x.forEach((v, i) => (d = Math.max(d, Math.abs(v - y[i]!))));
-  }
-  return d;
 }
 
 let twin: EvaluateResult;

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeModel, encodeModel } from '../../src/engine/model/graph-rewrite.js';
 import { externalize } from '../../src/engine/model/graph-file.js';
 import { loadEvaluator, type EvaluateResult } from '../../src/engine/index.js';
-import { choice, noul, probabilities, request, score, tinyFp32 } from './fixtures.js';
+import { choice, maxDiff, noul, request, score, tinyFp32 } from './fixtures.js';
 
 const QUESTIONS = { n: noul, c: choice, s: score };
 
@@ -48,15 +48,6 @@ beforeAll(async () => {
 afterAll(() => {
   if (mounted && mount('-o', 'remount,rw', ro)) execFileSync('umount', [ro]);
 });
-
-function maxDiff(a: EvaluateResult, b: EvaluateResult): number {
-  let d = 0;
-  for (const k of Object.keys(a.answers)) {
-    const y = probabilities(b.answers[k]!);
-    probabilities(a.answers[k]!).forEach((v, i) => (d = Math.max(d, Math.abs(v - y[i]!))));
-  }
-  return d;
-}
 
 describe('a read-only model folder', () => {
   it('loads an external-weights export with the rewrite in the graph cache, answering as the writable copy does', async (ctx) => {

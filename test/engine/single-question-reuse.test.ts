@@ -3,18 +3,9 @@
 // hits the cache, while a one-off one-question request keeps its single pass and stores nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type EngineStats, type EvaluateResult, type Evaluator } from '../../src/engine/index.js';
-import { choice, noul, probabilities, request, score, tinyFp32, tinyInt8 } from './fixtures.js';
+import { choice, maxDiff, noul, request, score, tinyFp32, tinyInt8 } from './fixtures.js';
 
 const STATE = 'The quarterly report says revenue grew by nine percent while costs stayed flat. '.repeat(40);
-
-function maxDiff(a: EvaluateResult, b: EvaluateResult): number {
-  let d = 0;
-  for (const k of Object.keys(a.answers)) {
-    const y = probabilities(b.answers[k]!);
-    probabilities(a.answers[k]!).forEach((v, i) => (d = Math.max(d, Math.abs(v - y[i]!))));
-  }
-  return d;
-}
 
 async function counted(e: Evaluator, run: () => Promise<EvaluateResult>): Promise<{ result: EvaluateResult; tokens: number; hits: number; misses: number; bytes: number }> {
   const before: EngineStats = e.stats();
