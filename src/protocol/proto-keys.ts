@@ -1,7 +1,9 @@
 // Any string is a valid question id or option name, `__proto__` included, as for the hosted
 // (Python) service. zod strips `__proto__` keys from what it parses (assigning one to a plain object
 // would re-parent it) and so never validates what is under them: such keys are renamed to a
-// placeholder in a shadow copy for validation, and named back in the 422 entries.
+// placeholder in a shadow copy for validation, and named back in the 422 entries. Requests and the
+// engine's responses are both checked this way (ownKeysParse), so each check sees every own key.
+import type { z } from 'zod';
 
 export const PROTO = '__proto__';
 export const PLACEHOLDER = '\u0000__proto__\u0000';
@@ -38,4 +40,18 @@ export function hasKey(value: unknown, key: string): boolean {
     for (const x of Array.isArray(v) ? v : Object.values(v)) stack.push(x);
   }
   return false;
+}
+
+/** A value as zod checked it: the result, the copy it ran on, and whether `__proto__` keys were renamed in it. */
+export interface OwnKeysParse<T> {
+  result: z.ZodSafeParseResult<T>;
+  checked: unknown;
+  renamed: boolean;
+}
+
+/** safeParse that sees every own key: `__proto__` keys are renamed to PLACEHOLDER in a copy first. */
+export function ownKeysParse<T>(schema: z.ZodType<T>, value: unknown): OwnKeysParse<T> {
+  const renamed = hasKey(value, PROTO);
+  const checked = renamed ? shadow(structuredClone(value), [PROTO, PLACEHOLDER]) : value;
+  return { result: schema.safeParse(checked), checked, renamed };
 }

@@ -4,10 +4,11 @@
 // checks its own responses with them, and generates /openapi.json from them.
 import { z } from 'zod';
 
-/** Documented limits of the hosted service (choice up to 255 options, score 2–10 levels). */
+/** Documented limits of the hosted service (choice up to 255 options, score 2–10 levels). A choice
+ *  with one option is content like any other (answered with probability 1 and confidence 1). */
 export const LIMITS = {
   minQuestions: 1,
-  minChoiceOptions: 2,
+  minChoiceOptions: 1,
   maxChoiceOptions: 255,
   minScoreLevels: 2,
   maxScoreLevels: 10,
@@ -37,16 +38,20 @@ function sized<T extends z.ZodType>(record: T, min: number, max?: number): T {
 const instructions = ContentSchema.nullable().optional().describe('What the model decides, rates, or answers yes/no about. Callers should always send it');
 
 // ---------------------------------------------------------------- questions
+// Request objects ignore fields they do not name (`z.object`, not `z.strictObject`), as the hosted
+// service's pydantic models do by default: real clients send fields of their own (OpenRouter's
+// `user`, `session_id`, `provider`, `trace`; the official SDKs' extra-body options). The one field
+// refused is the retired `document` (validate.ts).
 
 export const NoulCriteriaSchema = z
-  .strictObject({
+  .object({
     true: ContentSchema.nullable().optional().describe('What counts as yes (value near 1)'),
     false: ContentSchema.nullable().optional().describe('What counts as no (value near 0)'),
   })
   .meta({ id: 'NoulCriteria', title: 'NoulCriteria' });
 
 export const NoulQuestionSchema = z
-  .strictObject({
+  .object({
     type: z.literal('noul'),
     instructions,
     criteria: NoulCriteriaSchema.nullable().optional(),
@@ -54,17 +59,17 @@ export const NoulQuestionSchema = z
   .meta({ id: 'NoulQuestion', title: 'NoulQuestion' });
 
 export const ChoiceQuestionSchema = z
-  .strictObject({
+  .object({
     type: z.literal('choice'),
     instructions,
-    criteria: sized(z.record(z.string().min(1), ContentSchema.nullable()), LIMITS.minChoiceOptions, LIMITS.maxChoiceOptions).describe(
+    criteria: sized(z.record(z.string(), ContentSchema.nullable()), LIMITS.minChoiceOptions, LIMITS.maxChoiceOptions).describe(
       'Option name mapped to a description of when it applies (null: the name alone)',
     ),
   })
   .meta({ id: 'ChoiceQuestion', title: 'ChoiceQuestion' });
 
 export const ScoreQuestionSchema = z
-  .strictObject({
+  .object({
     type: z.literal('score'),
     instructions,
     criteria: z.array(ContentSchema).min(LIMITS.minScoreLevels).max(LIMITS.maxScoreLevels).describe('Ordered level descriptions; the zero-based position is the score level'),
@@ -79,11 +84,11 @@ export type Question = z.infer<typeof QuestionSchema>;
 
 // ---------------------------------------------------------------- request
 
-/** The state: like Content, but never empty ("" / {} / [] are rejected). */
-export const StateSchema = z.union([z.string().min(1), sized(z.record(z.string(), z.unknown()), 1), z.array(z.unknown()).min(1)]).describe('The content all questions refer to; not empty');
+/** The state: any Content, empty ones ("" / {} / []) included: the contract declares no minimum. */
+export const StateSchema = ContentSchema.describe('The content all questions refer to');
 
 export const SystemOneRequestSchema = z
-  .strictObject({
+  .object({
     state: StateSchema,
     model: z.string().describe('A name or alias returned by GET /v1/models, or a versioned id'),
     questions: sized(z.record(z.string(), QuestionSchema), LIMITS.minQuestions).describe('Questions keyed by caller-chosen ids'),

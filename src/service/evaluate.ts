@@ -3,8 +3,8 @@
 // headers, deadlines) stays in the route; files and flags stay in the command.
 import type { EvaluateResult } from '../engine/index.js';
 import { InvalidRequestError, ModelForbiddenError } from '../protocol/index.js';
-import { SystemOneResponseSchema, type SystemOneRequest, type SystemOneResponse } from '../protocol/index.js';
-import { parseRequest } from '../protocol/index.js';
+import { type SystemOneRequest, type SystemOneResponse } from '../protocol/index.js';
+import { parseRequest, responseProblems } from '../protocol/index.js';
 import { ValidatedBody } from '../protocol/index.js';
 import { acceptedModelNames, resolveModel, type Registry } from '../registry.js';
 import type { ModelProvider } from './model-pool.js';
@@ -53,21 +53,22 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promis
  * body the service only has as bytes (ValidatedBody), it knows the question count.
  */
 function contractProblem(request: SystemOneRequest | { questionCount: number }, response: SystemOneResponse): string | undefined {
-  const parsed = SystemOneResponseSchema.safeParse(response);
-  // Issue codes only: paths would carry question ids and option names into the logs.
-  if (!parsed.success) return `response schema: ${parsed.error.issues.map((i) => i.code).join(', ')}`;
+  // The schema check sees every own key (`__proto__` ids and options included); codes only, no paths.
+  const schema = responseProblems(response);
+  if (schema.length > 0) return `response schema: ${schema.join(', ')}`;
   const answered = Object.keys(response.answers);
   if (!('questions' in request)) return answered.length === request.questionCount ? undefined : `answered ${answered.length} of ${request.questionCount} questions`;
   const asked = Object.keys(request.questions);
   if (asked.length !== answered.length) return `answered ${answered.length} of ${asked.length} questions`;
   for (const id of asked) {
-    const a = response.answers[id];
+    // Own properties only: an id or option named like an Object.prototype member is not an answer.
+    const a = Object.hasOwn(response.answers, id) ? response.answers[id] : undefined;
     const q = request.questions[id];
     if (!a || !q || a.type !== q.type) return 'an answer is missing or has the wrong type';
     if (a.type === 'choice' || a.type === 'score') {
       const expected = q.type === 'choice' ? Object.keys(q.criteria) : q.type === 'score' ? q.criteria.map((_, i) => String(i)) : [];
       const got = Object.keys(a.probabilities);
-      if (got.length !== expected.length || !expected.every((k) => k in a.probabilities)) return 'probability keys differ from the question';
+      if (got.length !== expected.length || !expected.every((k) => Object.hasOwn(a.probabilities, k))) return 'probability keys differ from the question';
     }
   }
   return undefined;

@@ -83,7 +83,7 @@ describe('client against the real server', () => {
 
   it('422 is not retried and exposes the validation errors', async () => {
     const { c, retries } = client();
-    const err = (await c.evaluate({ state: 'x', questions: { c: { type: 'choice', instructions: 'one option', criteria: { only: null } } } }).catch((e: unknown) => e)) as AssayAPIError;
+    const err = (await c.evaluate({ state: 'x', questions: { c: { type: 'choice', instructions: 'no options', criteria: {} } } }).catch((e: unknown) => e)) as AssayAPIError;
     expect(err).toBeInstanceOf(AssayAPIError);
     expect(err.status).toBe(422);
     expect(err.validationErrors[0]!.loc).toEqual(['body', 'questions', 'c', 'choice', 'criteria']);
