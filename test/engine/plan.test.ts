@@ -1,5 +1,6 @@
 // The token boundary between the shared prefix and each question's suffix must be exact:
-// prefix + suffix must equal the tokens of the whole prompt encoded in one go.
+// prefix + suffix must equal the tokens of the whole prompt encoded in one go (content as data:
+// test/engine/content-is-data.test.ts).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { planRequest } from '../../src/engine/prompting/plan.js';
 import { promptSet } from '../../src/engine/prompting/prompts.js';
@@ -41,14 +42,14 @@ describe('prompt planning', () => {
       const plan = planRequest({ state: state as string, questions: { a: noul, b: choice, c: score } }, codec, prompts, end, budgets);
       const system = prompts.system(renderContent(state as string));
       for (const q of plan.questions) {
-        const whole = codec.renderChat(
+        const whole = codec.encodeChat(
           [
             { role: 'system', content: system },
             { role: 'user', content: prompts.user(q.question) },
           ],
           true,
         );
-        expect([...plan.prefix, ...q.suffix]).toEqual(codec.encodeWhole(whole));
+        expect([...plan.prefix, ...q.suffix]).toEqual(whole);
         expect(q.suffix.length).toBeGreaterThan(0);
       }
       // The prefix is the state's turn: it ends right after a special token and holds the state.
@@ -78,10 +79,10 @@ describe('prompt planning', () => {
   it('labels that begin other labels score the end of the answer too', () => {
     const plan = planRequest({ state: 'x', questions: { c: choice } }, codec, prompts, end, budgets);
     const byLabel = Object.fromEntries(plan.questions[0]!.labels.map((l) => [l.label, l.tokens]));
-    expect(byLabel['1']).toEqual([codec.encode('1')[0], end]);
-    expect(byLabel['12']).toEqual(codec.encode('12'));
-    expect(byLabel.fox).toEqual([...codec.encode('fox'), end]); // "fox" begins "fox terrier"
-    expect(byLabel.dog).toEqual(codec.encode('dog'));
+    expect(byLabel['1']).toEqual([codec.encodeText('1')[0], end]);
+    expect(byLabel['12']).toEqual(codec.encodeText('12'));
+    expect(byLabel.fox).toEqual([...codec.encodeText('fox'), end]); // "fox" begins "fox terrier"
+    expect(byLabel.dog).toEqual(codec.encodeText('dog'));
   });
 
   it('a state far over budget is refused after counting about a budget of it, not all of it', () => {

@@ -18,14 +18,22 @@ describe('TextCodec.encode', () => {
     const codec = await TextCodec.load(await tinyFp32());
     for (const state of states) {
       const text = renderContent(state as never);
-      const prompt = codec.renderChat(
-        [
-          { role: 'system', content: `Read this state:\n${text}` },
-          { role: 'user', content: 'Is it paid? Answer yes or no.' },
-        ],
-        true,
-      );
+      const messages = [
+        { role: 'system' as const, content: `Read this state:\n${text}` },
+        { role: 'user' as const, content: 'Is it paid? Answer yes or no.' },
+      ];
+      const prompt = codec.renderChat(messages, true);
       expect(codec.encode(prompt)).toEqual(codec.encodeWhole(prompt));
+      expect(codec.encodeChat(messages, true)).toEqual(codec.encodeWhole(prompt));
+      expect(codec.encodeText(text)).toEqual(codec.encodeWhole(text));
+    }
+  });
+
+  it('cuts a long stretch without whitespace where a word ends before a symbol: markup keeps its exact tokens', async () => {
+    const codec = await TextCodec.load(await tinyFp32());
+    for (const text of ['<a>b</a>'.repeat(200), `${'<row><cell>x</cell></row>'.repeat(60)}tail`, `data:${'Zm9vYmFy+/'.repeat(80)}`]) {
+      expect(splitLongRuns(text).length).toBeGreaterThan(1);
+      expect(codec.encodeText(text)).toEqual(codec.encodeWhole(text));
     }
   });
 

@@ -87,15 +87,16 @@ export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts:
 
   let prompts_: number[][];
   let prefix: number[];
+  // Content is data: the only control tokens in a prompt are the template's own (encodeChat).
   if (codec.acceptsSystemRole) {
     // State in the system turn, question in the user turn: the cut right after the system turn's
-    // closing special token is exact (text is always split around special tokens).
-    prompts_ = userTexts.map((user) => codec.encode(codec.renderChat(chat(system, user), true), memo));
-    prefix = untilLastAddedToken(codec.encode(codec.renderChat([{ role: 'system', content: system }], false), memo), codec);
+    // closing control token is exact (the text between control tokens is encoded whole).
+    prompts_ = userTexts.map((user) => codec.encodeChat(chat(system, user), true, memo));
+    prefix = untilLastAddedToken(codec.encodeChat([{ role: 'system', content: system }], false, memo), codec);
     if (!prompts_.every((p) => startsWith(p, prefix) && p.length > prefix.length)) prefix = commonPrefix(prompts_);
   } else {
     // A template without a system role: one user turn, the state first; share the longest common prefix.
-    prompts_ = userTexts.map((user) => codec.encode(codec.renderChat([{ role: 'user', content: `${system}\n\n${user}` }], true), memo));
+    prompts_ = userTexts.map((user) => codec.encodeChat([{ role: 'user', content: `${system}\n\n${user}` }], true, memo));
     prefix = commonPrefix(prompts_);
   }
 
@@ -104,7 +105,7 @@ export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts:
     question: e.question,
     ...(e.order ? { order: e.order } : {}),
     suffix: prompts_[i]!.slice(prefix.length),
-    labels: labelSequences(prompts.labels(e.asked), (text) => codec.encode(text), endToken),
+    labels: labelSequences(prompts.labels(e.asked), (text) => codec.encodeText(text), endToken),
   }));
 
   const suffixTotal = questions.reduce((n, q) => n + q.suffix.length, 0);
@@ -154,14 +155,14 @@ function rejectOversized(stateText: string, questionTexts: string[], codec: Text
  * to `cap`; a text with fewer bytes than `cap` can never exceed it alone.
  */
 function lowerBound(text: string, cap: number, codec: TextCodec): { count: number; over: boolean } {
-  if (text.length <= 2048) return { count: Math.max(0, codec.encode(text).length - 2), over: false };
+  if (text.length <= 2048) return { count: Math.max(0, codec.encodeText(text).length - 2), over: false };
   if (Buffer.byteLength(text) <= cap) return { count: 0, over: false };
   let count = 0;
   let pieces = 0;
   for (let start = 0; start < text.length; pieces++) {
     let end = Math.min(text.length, start + PIECE_CHARS);
     if (end < text.length && /[\uDC00-\uDFFF]/.test(text[end]!)) end++; // keep surrogate pairs whole
-    count += codec.encode(text.slice(start, end)).length;
+    count += codec.encodeText(text.slice(start, end)).length;
     start = end;
     const slack = SLACK_PER_PIECE * (pieces + 1);
     if (count > cap + slack) return { count: count - slack, over: true };
@@ -176,7 +177,7 @@ function chat(system: string, user: string): ChatMessage[] {
   ];
 }
 
-/** Drops trailing ordinary tokens so the prefix ends right after a special token. */
+/** Drops trailing ordinary tokens so the prefix ends right after a control token (content has none). */
 function untilLastAddedToken(tokens: number[], codec: TextCodec): number[] {
   let end = tokens.length;
   while (end > 0 && !codec.isAddedToken(tokens[end - 1]!)) end--;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { Template } from '@huggingface/jinja';
 import { ModelLoadError } from '../errors.js';
+import { ContentEscape, escapeRegExp } from './escape.js';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
@@ -18,6 +19,10 @@ export class TextCodec {
   private readonly addedPattern: RegExp | undefined;
   private readonly addedIds = new Map<string, number>();
   private readonly addedIdSet = new Set<number>();
+  /** Added tokens that take the whitespace before (lstrip) or after (rstrip) them. */
+  private readonly lstrip = new Set<string>();
+  private readonly rstrip = new Set<string>();
+  private readonly escaper: ContentEscape;
   private longestToken: number | undefined;
   private systemRole: boolean | undefined;
 
@@ -30,9 +35,12 @@ export class TextCodec {
     for (const [id, token] of tokenizer.get_added_tokens_decoder()) {
       this.addedIds.set(token.content, id);
       this.addedIdSet.add(id);
+      if (token.lstrip) this.lstrip.add(token.content);
+      if (token.rstrip) this.rstrip.add(token.content);
     }
     const contents = [...this.addedIds.keys()].sort((a, b) => b.length - a.length);
     if (contents.length > 0) this.addedPattern = new RegExp(`(${contents.map(escapeRegExp).join('|')})`);
+    this.escaper = new ContentEscape([...this.addedIds.keys()]);
   }
 
   static async load(dir: string): Promise<TextCodec> {
@@ -92,21 +100,36 @@ export class TextCodec {
   }
 
   /**
-   * Token ids exactly as encoding the whole text in one go (no special tokens added around it).
-   * Added tokens split the text first (as the tokenizer itself does), so the pieces between them
-   * are encoded on their own; `memo` (one per request: nothing outlives it) lets a state shared by
-   * many prompts be tokenized once.
+   * Token ids exactly as the tokenizer encodes the whole text in one go (no special tokens added
+   * around it): every added-token string in it is that control token. For text the template wrote;
+   * caller content goes through encodeChat / encodeText.
    */
   encode(text: string, memo?: Map<string, number[]>): number[] {
-    if (!this.addedPattern) return this.encodeSegment(text, memo);
-    const ids: number[] = [];
-    for (const part of text.split(this.addedPattern)) {
-      if (part === '') continue;
-      const added = this.addedIds.get(part);
-      if (added !== undefined) ids.push(added);
-      else for (const id of this.encodeSegment(part, memo)) ids.push(id);
-    }
-    return ids;
+    return this.encodeSplit(text, (part, first) => this.encodeSegment(part, first, memo, (piece) => this.tokenizer.encode(piece, { add_special_tokens: false }).ids));
+  }
+
+  /**
+   * Token ids of text taken as data: added-token strings in it (`<|im_end|>`, `<think>`, every
+   * one of tokenizer.json's added_tokens, special or not) are tokenized as their text, never as
+   * the control token — as Hugging Face tokenizers do with `split_special_tokens=True` (which
+   * leaves non-special added tokens matched; here none is). `first`: the text starts the prompt
+   * (a Metaspace pre-tokenizer prepends its space only there). `memo` (one per request: nothing
+   * outlives it) lets a state shared by many prompts be tokenized once.
+   */
+  encodeText(text: string, memo?: Map<string, number[]>, first = false): number[] {
+    return this.encodeSegment(text, first, memo, (piece, firstPiece) => this.encodeData(piece, firstPiece));
+  }
+
+  /**
+   * The tokens of a chat rendered by the template: the template's own control tokens at the
+   * template's places, and every message's content tokenized as data (encodeText), whatever
+   * added-token strings it holds. The pieces between control tokens (template text and content
+   * together) are encoded whole, so a cut right after a control token is exact.
+   */
+  encodeChat(messages: ChatMessage[], addGenerationPrompt: boolean, memo?: Map<string, number[]>): number[] {
+    const escaped = messages.map((m) => ({ ...m, content: this.escaper.escape(m.content) }));
+    const rendered = this.renderChat(escaped, addGenerationPrompt);
+    return this.encodeSplit(rendered, (part, first) => this.encodeText(this.escaper.unescape(part), memo, first));
   }
 
   decode(ids: number[]): string {
@@ -142,11 +165,50 @@ export class TextCodec {
     return this.longestToken;
   }
 
-  private encodeSegment(text: string, memo?: Map<string, number[]>): number[] {
-    const known = memo?.get(text);
+  /**
+   * The text split at added tokens (leftmost, longest first, as the tokenizer splits), each added
+   * token its id, the text between them `encodePart`'s ids; an added token that strips whitespace
+   * on a side takes it from its neighbour, as the tokenizer does.
+   */
+  private encodeSplit(text: string, encodePart: (part: string, first: boolean) => number[]): number[] {
+    if (!this.addedPattern) return encodePart(text, true);
+    const parts = text.split(this.addedPattern); // text, token, text, token, …, text
+    const ids: number[] = [];
+    for (let i = 0; i < parts.length; i++) {
+      let part = parts[i]!;
+      if (i % 2 === 1) {
+        ids.push(this.addedIds.get(part)!);
+        continue;
+      }
+      if (i > 0 && this.rstrip.has(parts[i - 1]!)) part = part.trimStart();
+      if (i + 1 < parts.length && this.lstrip.has(parts[i + 1]!)) part = part.trimEnd();
+      if (part !== '') for (const id of encodePart(part, i === 0)) ids.push(id);
+    }
+    return ids;
+  }
+
+  /**
+   * What the tokenizer does to a text without added tokens in it (tokenizers.js's encode_text past
+   * its added-token split, through the Tokenizer's public normalizer, pre_tokenizer and model): the
+   * added tokens are simply never looked for.
+   */
+  private encodeData(text: string, first: boolean): number[] {
+    const tokenizer = this.tokenizer;
+    let t = text;
+    if (this.config.remove_space === true) t = t.trim().split(/\s+/).join(' ');
+    if (this.config.do_lowercase_and_remove_accent === true) t = t.toLowerCase().replace(/\p{M}/gu, '');
+    if (tokenizer.normalizer) t = tokenizer.normalizer(t);
+    if (t.length === 0) return [];
+    const words = tokenizer.pre_tokenizer ? tokenizer.pre_tokenizer(t, { section_index: first ? 0 : 1 }) : [t];
+    const model = tokenizer.model!;
+    return (model(words) as string[]).map((token) => model.tokens_to_ids.get(token) ?? model.unk_token_id!);
+  }
+
+  private encodeSegment(text: string, first: boolean, memo: Map<string, number[]> | undefined, encodePiece: (piece: string, first: boolean) => number[]): number[] {
+    const known = first ? undefined : memo?.get(text);
     if (known) return known;
     let ids: number[];
-    if (text.length < LONG_RUN) ids = this.tokenizer.encode(text, { add_special_tokens: false }).ids;
+    if (text.length < LONG_RUN) ids = encodePiece(text, first);
     else {
       // The JS BPE is quadratic in the length of one pre-tokenized word (300,000 spaces took 2-15 s)
       // and caches only short words: stretches of LONG_RUN or more characters without a change
@@ -156,12 +218,12 @@ export class TextCodec {
       // character took 2 s of per-call overhead, 0.1 s so.
       ids = [];
       let last: [string, number[]] = ['', []];
-      for (const piece of splitLongRuns(text)) {
-        if (piece !== last[0]) last = [piece, this.tokenizer.encode(piece, { add_special_tokens: false }).ids];
+      splitLongRuns(text).forEach((piece, i) => {
+        if (piece !== last[0] || i === 1) last = [piece, encodePiece(piece, first && i === 0)];
         for (const id of last[1]) ids.push(id);
-      }
+      });
     }
-    memo?.set(text, ids);
+    if (!first) memo?.set(text, ids);
     return ids;
   }
 }
@@ -173,11 +235,16 @@ function isSpace(c: number): boolean {
   return (c >= 9 && c <= 13) || c === 32 || c === 0x85 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000;
 }
 
+const LETTER = /\p{L}/u;
+const SYMBOL = /[^\p{L}\p{N}\s]/u;
+
 /**
  * The text cut every LONG_RUN characters inside any stretch of whitespace, or of non-whitespace,
  * that is at least that long (counted from the stretch's start; the stretch's tail stays with the
- * text after it). A plain scan, linear in the text: no pre-tokenizer word of ordinary text is
- * that long, so only such stretches (runs of one character, blobs without spaces) are cut.
+ * text after it); a stretch of non-whitespace at the first letter-to-symbol boundary past that,
+ * if one comes within LONG_RUN more characters. A plain scan, linear in the text: no
+ * pre-tokenizer word of ordinary text is that long, so only such stretches (runs of one
+ * character, blobs without spaces) are cut.
  */
 export function splitLongRuns(text: string): string[] {
   const pieces: string[] = [];
@@ -192,6 +259,10 @@ export function splitLongRuns(text: string): string[] {
     } else if (i - runStart >= LONG_RUN && i - from >= LONG_RUN) {
       const c = text.charCodeAt(i);
       if (c >= 0xdc00 && c <= 0xdfff) continue; // never split a surrogate pair: cut one later
+      // Without whitespace, wait (up to LONG_RUN more characters) for a letter followed by a
+      // symbol: a word boundary of the GPT-2, Llama 3 and Qwen pre-tokenizers, so the cut is exact
+      // there (markup, or added-token strings taken as text: `<|im_end|><|im_end|>…`).
+      if (!space && i - from < 2 * LONG_RUN - 1 && !(LETTER.test(text[i - 1]!) && SYMBOL.test(text[i]!))) continue;
       pieces.push(text.slice(from, i));
       from = i;
     }
@@ -228,8 +299,4 @@ function tokenString(value: unknown): string {
     return (value as { content: string }).content;
   }
   return '';
-}
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
