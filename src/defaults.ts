@@ -27,6 +27,10 @@ export const DEFAULTS = {
   graphOptimization: 'all',
   /** Exact int8 where the CPU's fast int8 kernel saturates (AVX2, AVX-512 without VNNI); see engine/model/cpu.ts. */
   exactInt8: true,
+  /** 4-bit exports through the int8 kernels (converted at load; engine/model/q4-to-int8.ts), or 'native'. */
+  q4Kernels: 'int8',
+  /** Dynamic int8 products quantize each token's activations on their own (engine/model/per-token-int8.ts). */
+  perTokenInt8: true,
   prefixCacheBytes: 256 * 1024 * 1024,
   maxQueue: 64,
   prefillChunk: 256,

@@ -192,6 +192,27 @@ export const ServeSettingsSchema = z.strictObject({
         doc: "exact int8 on CPUs whose fast int8 kernel saturates (AVX2, AVX-512 without VNNI: onnxruntime's U8U8 kernel, about 17% slower there); --no-exact-int8 keeps the fast kernel, and int8 answers then drift from fp32. VNNI/AMX CPUs are exact either way",
       }),
     ),
+  q4Kernels: oneOf(['int8', 'native'])
+    .default(DEFAULTS.q4Kernels)
+    .meta(
+      m({
+        engine: 'q4Kernels',
+        flag: 'q4-kernels',
+        env: 'ASSAY_Q4_KERNELS',
+        arg: 'int8|native',
+        doc: "how 4-bit exports (MatMulNBits) run on CPU: int8 converts their weights at load to int8 and runs the int8 kernels (several times faster at prefill; the matrix weights take about 1.6x the memory, +185 MB for a 0.5B model); native keeps onnxruntime's 4-bit kernel, for memory-bound hosts",
+      }),
+    ),
+  perTokenInt8: bool()
+    .default(DEFAULTS.perTokenInt8)
+    .meta(
+      m({
+        engine: 'perTokenInt8',
+        flag: 'per-token-int8',
+        env: 'ASSAY_PER_TOKEN_INT8',
+        doc: "dynamic int8 exports quantize each token's activations with its own scale (rewritten at load), so an answer does not move with the other questions, requests or cached prefix of its pass, and --batch-tokens is allowed on them; --no-per-token-int8 runs them as exported (one activation scale per pass)",
+      }),
+    ),
   graphRewrite: bool()
     .default(true)
     .meta(

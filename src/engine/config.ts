@@ -23,6 +23,17 @@ export interface EngineConfig {
    * false keeps the fast saturating kernel there: int8 answers then drift from fp32.
    */
   exactInt8?: boolean;
+  /**
+   * How 4-bit MatMulNBits run on CPU (default 'int8'): converted at load to per-token int8 products
+   * (q4-to-int8.ts), or 'native' (onnxruntime's 4-bit kernel: half the weight memory, slower).
+   */
+  q4Kernels?: 'int8' | 'native';
+  /**
+   * Whether dynamic int8 products are rewritten at load to quantize each token's activations with
+   * its own scale (per-token-int8.ts; default true), so a question's answer does not depend on what
+   * else shares its pass. false runs them as exported (one activation scale per pass).
+   */
+  perTokenInt8?: boolean;
   /** Byte budget of the cross-request prefix KV cache; 0 turns it off (zero retention). Default 256 MiB. */
   prefixCacheBytes?: number;
   /** Requests waiting for the engine beyond the one running; past this, OverloadedError. Default 64. */
@@ -85,7 +96,19 @@ export interface EngineConfig {
 
 /** Settings the engine always has a value for: src/defaults.ts gives what the caller left out. */
 type Defaulted =
-  'provider' | 'threads' | 'graphOptimization' | 'exactInt8' | 'prefixCacheBytes' | 'maxQueue' | 'prefillChunk' | 'requestTokenBudget' | 'questionTokenBudget' | 'packTokens' | 'batchTokens';
+  | 'provider'
+  | 'threads'
+  | 'graphOptimization'
+  | 'exactInt8'
+  | 'q4Kernels'
+  | 'perTokenInt8'
+  | 'prefixCacheBytes'
+  | 'maxQueue'
+  | 'prefillChunk'
+  | 'requestTokenBudget'
+  | 'questionTokenBudget'
+  | 'packTokens'
+  | 'batchTokens';
 
 /** An EngineConfig with every defaulted setting filled in, frozen: what the engine's parts read. */
 export type ResolvedEngineConfig = Readonly<EngineConfig & Required<Pick<EngineConfig, Defaulted>>>;
@@ -99,6 +122,8 @@ export function resolveEngineConfig(c: EngineConfig): ResolvedEngineConfig {
     threads: c.threads ?? ALL.threads,
     graphOptimization: c.graphOptimization ?? ALL.graphOptimization,
     exactInt8: c.exactInt8 ?? ALL.exactInt8,
+    q4Kernels: c.q4Kernels ?? ALL.q4Kernels,
+    perTokenInt8: c.perTokenInt8 ?? ALL.perTokenInt8,
     prefixCacheBytes: c.prefixCacheBytes ?? ALL.prefixCacheBytes,
     maxQueue: c.maxQueue ?? ALL.maxQueue,
     prefillChunk: c.prefillChunk ?? ALL.prefillChunk,

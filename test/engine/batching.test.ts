@@ -112,14 +112,27 @@ describe('packing across requests', () => {
     return out;
   };
 
-  it('an export that quantizes activations per pass (dynamic int8) never shares a pass across requests, and says so at load', async () => {
-    // One activation scale over the whole pass: measured before this guard, the victim's P(yes)
-    // went 0.272 alone, 0.262 / 0.282 beside different neighbours.
+  it('a dynamic int8 export, quantized per token at load, shares passes across requests, and each answer is the one it gets alone', async () => {
+    // Per-tensor activation scales moved the victim's P(yes) with its neighbours (0.272 alone,
+    // 0.262 / 0.282 beside two of them); each token quantized on its own leaves float rounding only.
     const modelDir = await tinyInt8();
     const warnings: string[] = [];
     const int8 = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 4096, onWarning: (m) => warnings.push(m) });
-    expect(warnings.filter((w) => /packing across requests is off/.test(w))).toHaveLength(1);
+    expect(warnings.filter((w) => /packing across requests/.test(w))).toEqual([]);
     const alone = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 0 });
+    const solo = (await alone.evaluate(VICTIM)).answers.q!;
+    const answers = await besideEachNeighbour(int8);
+    for (const p of answers) expect(Math.abs(p - (solo.type === 'noul' ? solo.noul : NaN))).toBeLessThan(1e-5);
+    await besideEachNeighbour(alone);
+    expect(int8.stats().passes).toBeLessThan(alone.stats().passes);
+  });
+
+  it('with --no-per-token-int8 (one activation scale per pass) it never shares a pass across requests, and says so at load', async () => {
+    const modelDir = await tinyInt8();
+    const warnings: string[] = [];
+    const int8 = await load({ modelDir, perTokenInt8: false, prefixCacheBytes: 0, batchTokens: 4096, onWarning: (m) => warnings.push(m) });
+    expect(warnings.filter((w) => /packing across requests is off/.test(w))).toHaveLength(1);
+    const alone = await load({ modelDir, perTokenInt8: false, prefixCacheBytes: 0, batchTokens: 0 });
     const solo = (await alone.evaluate(VICTIM)).answers.q!;
     const answers = await besideEachNeighbour(int8);
     for (const p of answers) expect(p).toBe(solo.type === 'noul' ? solo.noul : NaN);

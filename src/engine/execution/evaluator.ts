@@ -75,11 +75,12 @@ class OnnxEvaluator implements Evaluator {
     this.packTokens = config.packTokens;
     let batchTokens = config.batchTokens;
     if (this.packs && batchTokens > 0 && runner.sharesActivationScales) {
-      // One activation scale per pass: a request's answers would move with whatever another
-      // caller's tokens put in the same pass. Within a request that is the caller's own business.
+      // One activation scale per pass (a dynamic int8 export run as exported: --no-per-token-int8,
+      // or products the per-token rewrite did not recognize): a request's answers would move with
+      // whatever another caller's tokens put in the same pass. Within a request that is the caller's own business.
       batchTokens = 0;
       config.onWarning?.(
-        `${cacheKey}: packing across requests is off: this export quantizes activations at run time with one scale per pass (DynamicQuantizeLinear), so one request's tokens would change another's answers`,
+        `${cacheKey}: packing across requests is off: this export quantizes activations at run time with one scale per pass (DynamicQuantizeLinear, not rewritten per token), so one request's tokens would change another's answers`,
       );
     }
     this.batcher =

@@ -17,14 +17,17 @@
 // path and identity (size, mtime), so an upgrade or a new export never reuses an older rewrite; a new
 // rewrite removes the older ones of the same export from the cache. What the rewrite learned about
 // the graph (GraphFacts) is kept beside it (`<graph>.json`), so a later load knows it without decoding.
+// With `q4: 'int8'` (the default) 4-bit MatMulNBits become int8 products (q4-to-int8.ts); such a
+// graph is written with all its weights (int8 ones included) into the cache, like a single-file export.
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { decodeModel, encodeModel, externalFiles, REWRITE_VERSION, rewriteHead, sharesActivationScales, type ModelProto } from './graph-rewrite.js';
+import { decodeModel, encodeModel, externalFiles, quantizePerToken, REWRITE_VERSION, rewriteHead, sharesActivationScales, type ModelProto } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
+import { convertQ4ToInt8, hasQ4MatMuls, inlineExternalData, type Q4Conversion } from './q4-to-int8.js';
 import { WorkerChannel, workerEntry, workerExecArgv } from '../../workers/index.js';
 
 /** Initializers smaller than this stay inside the graph file. */
@@ -38,7 +41,14 @@ export interface GraphFacts {
   sharesActivationScales: boolean;
   /** The folder of the export's external weights, when the rewritten graph reads them from there. */
   externalDataDir?: string;
+  /** Dynamic int8 products rewritten to quantize each token's activations on their own (per-token-int8.ts). */
+  perTokenInt8?: number;
+  /** The 4-bit products turned into int8 ones at load (q4-to-int8.ts), when any were. */
+  q4ToInt8?: Q4Conversion;
 }
+
+/** How 4-bit MatMulNBits run: through the int8 kernels (converted at load) or onnxruntime's own 4-bit kernel. */
+export type Q4Kernels = 'int8' | 'native';
 
 export interface RewrittenGraph extends GraphFacts {
   path: string;
@@ -47,6 +57,8 @@ export interface RewrittenGraph extends GraphFacts {
 /** What `<graph>.json` holds: the facts, and the export it was written from (so older rewrites of it can be found). */
 interface FactsFile extends GraphFacts {
   source: string;
+  /** How its 4-bit products run: rewrites of one export for each setting live side by side. */
+  q4?: Q4Kernels;
 }
 
 /** Where rewritten graphs go by default: the user's cache, else the OS temporary folder. */
@@ -56,7 +68,7 @@ export function defaultGraphCacheDirs(env: NodeJS.ProcessEnv = process.env): str
 }
 
 /** The graph rewrite worker's one call (graph-file-worker.ts); null: the head was not recognized. */
-export type GraphFileCalls = { rewrite: [{ folder: ModelFolder; vocab: number; cacheDir?: string }, RewrittenGraph | null] };
+export type GraphFileCalls = { rewrite: [{ folder: ModelFolder; vocab: number; cacheDir?: string; q4?: Q4Kernels; perToken?: boolean }, RewrittenGraph | null] };
 
 /**
  * The rewritten graph and its facts, or undefined when the head is not recognized; throws when no
@@ -64,8 +76,8 @@ export type GraphFileCalls = { rewrite: [{ folder: ModelFolder; vocab: number; c
  * runs in a worker thread (off the event loop, and its copy of the model is freed with the thread
  * before onnxruntime loads the result).
  */
-export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<RewrittenGraph | undefined> {
-  const found = await cached(await targets(folder, cacheDir));
+export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string, q4: Q4Kernels = 'int8', perToken = true): Promise<RewrittenGraph | undefined> {
+  const found = await cached(await targets(folder, cacheDir, q4, perToken));
   if (found) return found;
   const entry = workerEntry('graph-file-worker', import.meta.url);
   const worker = new Worker(entry.filename, { workerData: entry.workerData, execArgv: workerExecArgv() });
@@ -73,7 +85,7 @@ export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDi
   worker.on('error', (error) => channel.fail(error));
   worker.on('exit', (code) => channel.fail(new Error(`the graph rewrite worker exited (${code})`)));
   try {
-    return (await channel.call('rewrite', { folder, vocab, cacheDir })) ?? undefined;
+    return (await channel.call('rewrite', { folder, vocab, cacheDir, q4, perToken })) ?? undefined;
   } finally {
     await worker.terminate();
   }
@@ -88,39 +100,60 @@ async function cached(candidates: string[]): Promise<RewrittenGraph | undefined>
 async function readFacts(graph: string): Promise<GraphFacts> {
   try {
     const facts = JSON.parse(await readFile(`${graph}.json`, 'utf8')) as Partial<FactsFile>;
-    return { sharesActivationScales: facts.sharesActivationScales !== false, ...(facts.externalDataDir ? { externalDataDir: facts.externalDataDir } : {}) };
+    return {
+      sharesActivationScales: facts.sharesActivationScales !== false,
+      ...(facts.externalDataDir ? { externalDataDir: facts.externalDataDir } : {}),
+      ...(facts.q4ToInt8 ? { q4ToInt8: facts.q4ToInt8 } : {}),
+      ...(facts.perTokenInt8 ? { perTokenInt8: facts.perTokenInt8 } : {}),
+    };
   } catch {
     return { sharesActivationScales: true };
   }
 }
 
 /** Where the rewritten graph of an export goes, in order of preference: <cache>/<id>/<name>.assay-<id>.onnx. */
-async function targets(folder: ModelFolder, cacheDir?: string): Promise<string[]> {
+async function targets(folder: ModelFolder, cacheDir?: string, q4: Q4Kernels = 'int8', perToken = true): Promise<string[]> {
   const source = resolve(folder.onnxPath);
   const info = await stat(source);
-  const id = createHash('sha256').update(`${REWRITE_VERSION}:${source}:${info.size}:${info.mtimeMs}`).digest('hex').slice(0, 12);
+  const id = createHash('sha256')
+    .update(`${REWRITE_VERSION}:${source}:${info.size}:${info.mtimeMs}:${q4}${perToken ? '' : ':per-tensor'}`)
+    .digest('hex')
+    .slice(0, 12);
   const name = basename(source).replace(/\.onnx$/, `.assay-${id}.onnx`);
   return (cacheDir ? [resolve(cacheDir)] : defaultGraphCacheDirs()).map((root) => join(root, id, name));
 }
 
 /** Rewrites the export and writes the result to the cache (the worker's job); see rewrittenGraph. */
-export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string): Promise<RewrittenGraph | undefined> {
+export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string, q4: Q4Kernels = 'int8', perToken = true): Promise<RewrittenGraph | undefined> {
   const source = resolve(folder.onnxPath);
-  const candidates = await targets(folder, cacheDir);
+  const candidates = await targets(folder, cacheDir, q4, perToken);
   const found = await cached(candidates);
   if (found) return found;
 
   const model = decodeModel(await readFile(source));
   const facts: GraphFacts = { sharesActivationScales: sharesActivationScales(model) };
   if (!rewriteHead(model, vocab)) return undefined;
+  if (perToken) {
+    // Each token's activations quantized on their own: a token's numbers no longer depend on its pass.
+    const rewritten = quantizePerToken(model);
+    if (rewritten > 0) facts.perTokenInt8 = rewritten;
+  }
+  if (q4 === 'int8' && hasQ4MatMuls(model)) {
+    // The int8 weights are new: the whole graph's weights go to the cache (onnxruntime reads external
+    // data from one folder only).
+    inlineExternalData(model, dirname(source));
+    const conversion = convertQ4ToInt8(model);
+    if (conversion.nodes > 0) facts.q4ToInt8 = conversion;
+  }
+  facts.sharesActivationScales = sharesActivationScales(model); // what the rewritten graph does
   // External weights stay in the export's folder; the session reads them from there.
   if (externalFiles(model).length > 0) facts.externalDataDir = dirname(source);
   const failures: string[] = [];
   for (const target of candidates) {
     try {
       await mkdir(dirname(target), { recursive: true });
-      await writeGraph(model, target, { ...facts, source });
-      await removeOlderRewrites(target, source);
+      await writeGraph(model, target, { ...facts, source, q4 });
+      await removeOlderRewrites(target, source, q4);
       return { path: target, ...facts };
     } catch (error) {
       failures.push((error as Error).message); // not writable here: try the next place
@@ -130,11 +163,11 @@ export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, ca
 }
 
 /**
- * Removes the rewrites of the same export that an older Assay or an older file of it left in the
- * cache (their <id>/ folders): a single-file export's rewrite holds a copy of its weights, a
+ * Removes the rewrites of the same export (and the same 4-bit setting) that an older Assay or an
+ * older file of it left in the cache (their <id>/ folders): a single-file export's rewrite holds a copy of its weights, a
  * gigabyte each for a 0.5B int8 model. A session already running from one keeps its open file.
  */
-async function removeOlderRewrites(target: string, source: string): Promise<void> {
+async function removeOlderRewrites(target: string, source: string, q4: Q4Kernels): Promise<void> {
   const root = dirname(dirname(target));
   const own = basename(dirname(target));
   for (const entry of await readdir(root, { withFileTypes: true })) {
@@ -143,10 +176,10 @@ async function removeOlderRewrites(target: string, source: string): Promise<void
     const facts = (await readdir(dir)).filter((f) => f.endsWith('.onnx.json'));
     for (const f of facts) {
       const written = await readFile(join(dir, f), 'utf8').then(
-        (t) => (JSON.parse(t) as Partial<FactsFile>).source,
+        (t) => JSON.parse(t) as Partial<FactsFile>,
         () => undefined,
       );
-      if (written === source) {
+      if (written?.source === source && (written.q4 === undefined || written.q4 === q4)) {
         await rm(dir, { recursive: true, force: true });
         break;
       }

@@ -20,6 +20,7 @@
 // (a reshape after the head, say), the rewrite is skipped and the engine reads full logits instead.
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
+import { PerTokenInt8 } from './per-token-int8.js';
 
 const onnx = onnxProto.onnx;
 const INT64 = 7;
@@ -30,7 +31,7 @@ const MATMULS = new Set(['MatMul', 'Gemm', 'MatMulInteger', 'MatMulNBits', 'Dyna
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
 /** Bumped whenever the rewrite changes, so graphs rewritten by an older version are not reused. */
-export const REWRITE_VERSION = 5;
+export const REWRITE_VERSION = 6;
 
 export const POSITIONS_INPUT = 'assay_positions';
 export const BIAS_INPUT = 'assay_attention_bias';
@@ -72,6 +73,90 @@ export function sharesActivationScales(model: ModelProto): boolean {
   const inGraph = (g: OnnxTypes.IGraphProto | null | undefined): boolean =>
     (g?.node ?? []).some((n) => PER_TENSOR_DYNAMIC_QUANTIZATION.has(n.opType ?? '') || (n.attribute ?? []).some((a) => inGraph(a.g) || (a.graphs ?? []).some(inGraph)));
   return inGraph(model.graph);
+}
+
+const INT8 = 3;
+
+/**
+ * Rewrites each product that quantizes its activation with one scale per pass into the per-token
+ * form (per-token-int8.ts), in place: quantize_dynamic's DynamicQuantizeLinear → MatMulInteger →
+ * Cast → Mul(by activation scale × weight scale), and the fused com.microsoft DynamicQuantizeMatMul,
+ * each with a constant int8 weight. What it does not recognize stays as it was (then
+ * sharesActivationScales still says so). Returns how many products were rewritten.
+ */
+export function quantizePerToken(model: ModelProto): number {
+  const graph = model.graph!;
+  const nodes = graph.node ?? [];
+  const initializers = new Map((graph.initializer ?? []).map((t) => [t.name!, t]));
+  const producer = new Map<string, OnnxTypes.INodeProto>();
+  const consumers = new Map<string, OnnxTypes.INodeProto[]>();
+  for (const n of nodes) {
+    for (const o of n.output ?? []) producer.set(o, n);
+    for (const i of n.input ?? []) consumers.set(i, [...(consumers.get(i) ?? []), n]);
+  }
+  const constant = (name: string | undefined) => !name || initializers.has(name);
+  const weight = (name: string | undefined) => {
+    const t = name ? initializers.get(name) : undefined;
+    return t !== undefined && t.dataType === INT8 && (t.dims ?? []).length === 2;
+  };
+  const floatConstant = (name: string | undefined) => name !== undefined && initializers.get(name)?.dataType === FLOAT;
+  const only = (tensor: string) => {
+    const c = consumers.get(tensor) ?? [];
+    return c.length === 1 && !(graph.output ?? []).some((o) => o.name === tensor) ? c[0] : undefined;
+  };
+  const opset = Number((model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx')?.version ?? 17);
+  const builder = new PerTokenInt8(opset);
+  /** A node to take out → the nodes that replace it (empty: just removed). */
+  const replaced = new Map<OnnxTypes.INodeProto, OnnxTypes.INodeProto[]>();
+  const maybeUnused = new Set<OnnxTypes.INodeProto>();
+  let count = 0;
+  for (const n of nodes) {
+    const prefix = `assay/per_token/${count}`;
+    if (n.opType === 'DynamicQuantizeMatMul' && n.domain === 'com.microsoft') {
+      const [x, w, scale, zeroPoint, bias] = n.input ?? [];
+      if (!x || !weight(w) || !floatConstant(scale) || !constant(zeroPoint)) continue;
+      const out = n.output![0]!;
+      const product = bias ? `${prefix}/unbiased` : out;
+      const added = builder.matMul({ input: x, weight: w!, weightScale: scale!, ...(zeroPoint ? { weightZeroPoint: zeroPoint } : {}), output: product, prefix });
+      if (bias) added.push({ opType: 'Add', input: [product, bias], output: [out], name: `${prefix}/bias` });
+      replaced.set(n, added);
+      count++;
+      continue;
+    }
+    if (n.opType !== 'MatMulInteger') continue;
+    const [xq, w, xZeroPoint, wZeroPoint] = n.input ?? [];
+    const dql = xq ? producer.get(xq) : undefined;
+    if (!dql || dql.opType !== 'DynamicQuantizeLinear' || dql.output![0] !== xq || xZeroPoint !== dql.output![2]) continue;
+    if (!weight(w) || !constant(wZeroPoint)) continue;
+    const cast = only(n.output![0]!);
+    if (cast?.opType !== 'Cast' || Number((cast.attribute ?? []).find((a) => a.name === 'to')?.i) !== FLOAT) continue;
+    const mul = only(cast.output![0]!);
+    if (mul?.opType !== 'Mul') continue;
+    const scales = producer.get(mul.input!.find((i) => i !== cast.output![0])!);
+    if (scales?.opType !== 'Mul' || !scales.input!.includes(dql.output![1]!)) continue;
+    const weightScale = scales.input!.find((i) => i !== dql.output![1]);
+    if (!floatConstant(weightScale)) continue;
+    const added = builder.matMul({ input: dql.input![0]!, weight: w!, weightScale: weightScale!, ...(wZeroPoint ? { weightZeroPoint: wZeroPoint } : {}), output: mul.output![0]!, prefix });
+    replaced.set(n, []);
+    replaced.set(cast, []);
+    replaced.set(mul, added);
+    maybeUnused.add(scales).add(dql);
+    count++;
+  }
+  if (count === 0) return 0;
+  let kept = nodes.flatMap((n) => replaced.get(n) ?? [n]);
+  // The activation's quantization and the scale products, once nothing reads them any more.
+  for (let again = true; again;) {
+    const read = new Set(kept.flatMap((n) => n.input ?? []));
+    for (const o of graph.output ?? []) read.add(o.name!);
+    const before = kept.length;
+    kept = kept.filter((n) => !maybeUnused.has(n) || (n.output ?? []).some((o) => read.has(o)));
+    again = kept.length < before;
+  }
+  graph.node = topologicalOrder(kept);
+  graph.initializer = [...(graph.initializer ?? []), ...builder.initializers];
+  if (!(model.opsetImport ?? []).some((o) => o.domain === 'com.microsoft')) model.opsetImport = [...(model.opsetImport ?? []), { domain: 'com.microsoft', version: 1 }];
+  return count;
 }
 
 /** Rewrites the model in place; false (and the model untouched) when the head was not recognized. */

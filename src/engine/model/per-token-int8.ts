@@ -48,6 +48,15 @@ export interface PerTokenNodes {
   initializers: TensorProto[];
 }
 
+interface Constants {
+  zero: string;
+  one: string;
+  limit: string;
+  lastAxis: string;
+  first: string;
+  second: string;
+}
+
 /** The quantized rows of an activation, shared by the products that read it. */
 interface QuantizedRows {
   quantized: string;
@@ -63,7 +72,7 @@ export class PerTokenInt8 {
   readonly nodes: NodeProto[] = [];
   readonly initializers: TensorProto[] = [];
   private readonly rows = new Map<string, QuantizedRows>();
-  private constants: { zero: string; one: string; limit: string; axes?: string } | undefined;
+  private constants: Constants | undefined;
 
   constructor(
     private readonly opset: number,
@@ -89,8 +98,11 @@ export class PerTokenInt8 {
     const c = this.shared();
     const p = `${this.namespace}/${input.replace(/[^A-Za-z0-9_.]+/g, '_')}`;
     this.node('Abs', [input], `${p}/abs`);
-    if (this.opset >= 18) this.node('ReduceMax', [`${p}/abs`, c.axes!], `${p}/absmax`, [int('keepdims', 1)]);
-    else this.node('ReduceMax', [`${p}/abs`], `${p}/absmax`, [ints('axes', [-1]), int('keepdims', 1)]);
+    if (this.opset >= 18) this.node('ReduceMax', [`${p}/abs`, c.lastAxis], `${p}/absmax_reduced`, [int('keepdims', 1)]);
+    else this.node('ReduceMax', [`${p}/abs`], `${p}/absmax_reduced`, [ints('axes', [-1]), int('keepdims', 1)]);
+    // onnxruntime's reductions return an empty input's own shape ([1, 0, K], not [1, 0, 1]): a pass
+    // that reads no position gives the head no rows. The first column is the reduction either way.
+    this.node('Slice', [`${p}/absmax_reduced`, c.first, c.second, c.lastAxis], `${p}/absmax`);
     // A row of zeros gets scale 0 and quantizes to 128 (zero): max() only keeps 1/s finite.
     this.node('Max', [`${p}/absmax`, c.limit], `${p}/absmax_nonzero`);
     this.node('Div', [`${p}/absmax_nonzero`, this.scalar(`${this.namespace}/levels`, 127)], `${p}/row_scale_nonzero`);
@@ -102,7 +114,7 @@ export class PerTokenInt8 {
     return rows;
   }
 
-  private shared(): { zero: string; one: string; limit: string; axes?: string } {
+  private shared(): Constants {
     if (this.constants) return this.constants;
     const n = this.namespace;
     this.initializers.push({ name: `${n}/zero_point`, dataType: UINT8, dims: [], rawData: Uint8Array.of(128) });
@@ -111,12 +123,16 @@ export class PerTokenInt8 {
       one: this.scalar(`${n}/one`, 1),
       // The smallest normal float32: any row with a nonzero value has a larger max.
       limit: this.scalar(`${n}/smallest`, 1.1754943508222875e-38),
+      lastAxis: this.int64s(`${n}/last_axis`, -1),
+      first: this.int64s(`${n}/first`, 0),
+      second: this.int64s(`${n}/second`, 1),
     };
-    if (this.opset >= 18) {
-      this.initializers.push({ name: `${n}/last_axis`, dataType: INT64, dims: [1], int64Data: [-1] });
-      this.constants.axes = `${n}/last_axis`;
-    }
     return this.constants;
+  }
+
+  private int64s(name: string, value: number): string {
+    this.initializers.push({ name, dataType: INT64, dims: [1], int64Data: [value] });
+    return name;
   }
 
   private scalar(name: string, value: number): string {

@@ -124,15 +124,15 @@ export class ModelRunner {
       // With CUDA, warnings stay on: onnxruntime then logs each node it places on the CPU instead.
       logSeverityLevel: provider === 'cuda' ? 2 : 3,
     };
-    const create = async (path: string, externalDataDir?: string): Promise<ort.InferenceSession> => {
+    const create = async (path: string, externalDataDir?: string, sessionExtra = extra): Promise<ort.InferenceSession> => {
       try {
         // A rewritten graph whose weights stay in the (read-only) export folder: from its bytes, told
         // where the weights are (onnxruntime refuses external data outside the model file's folder).
         if (externalDataDir) {
-          const session = { ...(extra.session as object | undefined), model_external_initializers_file_folder_path: externalDataDir };
-          return await ort.InferenceSession.create(await readFile(path), { ...options, extra: { ...extra, session } });
+          const session = { ...(sessionExtra.session as object | undefined), model_external_initializers_file_folder_path: externalDataDir };
+          return await ort.InferenceSession.create(await readFile(path), { ...options, extra: { ...sessionExtra, session } });
         }
-        return await ort.InferenceSession.create(path, options);
+        return await ort.InferenceSession.create(path, { ...options, extra: sessionExtra });
       } catch (error) {
         const message = (error as Error).message;
         if (provider === 'cuda' && /cuda|provider/i.test(message)) {
@@ -151,14 +151,16 @@ export class ModelRunner {
     if (config.rewriteGraph !== false && vocab) {
       let rewritten: RewrittenGraph | undefined;
       try {
-        rewritten = await rewrittenGraph(folder, vocab, config.graphCacheDir);
+        rewritten = await rewrittenGraph(folder, vocab, config.graphCacheDir, c.q4Kernels, c.perTokenInt8);
       } catch (error) {
         // An unreadable or undecodable file: the stock load below reports it.
         config.onWarning?.(`graph rewrite skipped for ${folder.onnxPath}: ${(error as Error).message}`);
       }
       if (rewritten) {
         try {
-          session = await create(rewritten.path, rewritten.externalDataDir);
+          // 4-bit weights converted to 7-bit int8 (q4-to-int8.ts) cannot saturate the fast int8
+          // kernel: where they are the only integer products, the slower exact setting is not needed.
+          session = await create(rewritten.path, rewritten.externalDataDir, rewritten.q4ToInt8?.onlyProducts ? {} : extra);
           facts = rewritten;
           graphPath = rewritten.path;
         } catch (error) {
