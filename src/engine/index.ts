@@ -5,6 +5,7 @@ export { cpuFacts, cpuKernels, type CpuFacts, type KernelPaths } from './model/c
 export { ONNX_DIRS, VARIANTS, parseVariant, variantFileNames, type Variant } from './model/variants.js';
 export { PROMPT_VERSIONS } from './prompting/prompts.js';
 export { externalize } from './model/graph-file.js';
+export { inlineExternalData } from './model/q4-to-int8.js';
 export { BudgetError, AbortedError, OverloadedError, ModelLoadError, EngineError, EngineDeadError } from './errors.js';
 import type { EngineConfig } from './config.js';
 import type { Evaluator } from './types.js';

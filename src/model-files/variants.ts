@@ -14,7 +14,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, 
 import { join } from 'node:path';
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
-import { externalize } from '../engine/index.js';
+import { externalize, inlineExternalData } from '../engine/index.js';
 import { GENERATED_DIR, ensureSynthModel } from './synth/ensure.js';
 import type { ShapeName } from './synth/index.js';
 import { toHalf } from './onnx/half.js';
@@ -164,22 +164,6 @@ export function quantizeTo4Bits(model: Model, accuracyLevel: number): void {
   const stillUsed = new Set(g.node.flatMap((n) => n.input ?? []));
   g.initializer = [...(g.initializer ?? []).filter((t) => !drop.has(t.name!) || stillUsed.has(t.name!)), ...added];
   if (!(model.opsetImport ?? []).some((o) => o.domain === 'com.microsoft')) model.opsetImport = [...(model.opsetImport ?? []), { domain: 'com.microsoft', version: 1 }];
-}
-
-/** Reads every external-data initializer's bytes into the model (the 0.5b fp32 weights live in model.onnx_data). */
-function inlineExternalData(model: Model, dir: string): void {
-  const files = new Map<string, Buffer>();
-  for (const t of model.graph?.initializer ?? []) {
-    if (!t.externalData?.length) continue;
-    const at = (key: string) => t.externalData!.find((e) => e.key === key)?.value;
-    const location = at('location')!;
-    if (!files.has(location)) files.set(location, readFileSync(join(dir, location)));
-    const offset = Number(at('offset') ?? 0);
-    const length = Number(at('length') ?? files.get(location)!.byteLength - offset);
-    t.rawData = files.get(location)!.subarray(offset, offset + length);
-    t.externalData = [];
-    t.dataLocation = 0;
-  }
 }
 
 /** The converted model of a variant (the fp32 export's weights, inlined). */

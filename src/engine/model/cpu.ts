@@ -117,14 +117,18 @@ export interface KernelPaths {
   flags: string;
   /** e.g. "avx512-vnni (exact)", "u8u8 (exact, x64quantprecision)", "u8s8 (saturating)". */
   int8: string;
-  /** MatMulNBits with accuracy_level 4 (int8 dot products): the widest SIMD the flags name. */
+  /**
+   * 4-bit exports (MatMulNBits): "int8 kernels via load-time conversion: …" with the int8 kernel
+   * the converted 7-bit weights run (q4-to-int8.ts), or onnxruntime's native 4-bit kernel and the
+   * widest SIMD the flags name.
+   */
   q4: string;
   /** Whether int8 answers equal the exact integer arithmetic (the probe found no saturation). */
   int8Exact: boolean;
 }
 
-/** Names the paths from the CPU facts and the probe; `exactInt8` says whether sessions get the exact setting. */
-export function kernelPaths(cpu: CpuFacts, probe: Int8Probe, exactInt8: boolean): KernelPaths {
+/** Names the paths from the CPU facts and the probe; `exactInt8` says whether sessions get the exact setting, `q4Kernels` how 4-bit exports run. */
+export function kernelPaths(cpu: CpuFacts, probe: Int8Probe, exactInt8: boolean, q4Kernels: 'int8' | 'native' = 'int8'): KernelPaths {
   const has = (f: string) => cpu.flags.includes(f);
   const saturating = exactInt8 ? probe.saturatesExact : probe.saturates;
   let int8: string;
@@ -136,8 +140,11 @@ export function kernelPaths(cpu: CpuFacts, probe: Int8Probe, exactInt8: boolean)
   else int8 = 'u8u8 (exact)';
   // A CPU whose int8 GEMM saturates has no VNNI, whatever its flags claim (an emulator passes the host's through).
   const vnni = !probe.saturates;
-  const q4 = vnni && has('avx512_vnni') ? 'avx512-vnni' : vnni && has('avx_vnni') ? 'avx-vnni' : has('avx512bw') ? 'avx512' : has('avx2') ? 'avx2' : 'sse/generic';
-  return { cpu: cpu.model, flags: cpu.flags.join(' ') || 'none reported', int8, q4: `${q4} (accuracy_level 4: int8 dot products)`, int8Exact: !saturating };
+  const simd = vnni && has('avx512_vnni') ? 'avx512-vnni' : vnni && has('avx_vnni') ? 'avx-vnni' : has('avx512bw') ? 'avx512' : has('avx2') ? 'avx2' : 'sse/generic';
+  // Converted weights use 7 bits: the default u8 × s8 kernel cannot saturate on them, so it runs as is.
+  const converted = probe.saturates ? 'u8s8, exact with 7-bit weights' : int8.replace(/ \(exact.*$/, ' (exact)');
+  const q4 = q4Kernels === 'int8' ? `int8 kernels via load-time conversion: ${converted}` : `native MatMulNBits, ${simd} (accuracy_level 4: int8 dot products)`;
+  return { cpu: cpu.model, flags: cpu.flags.join(' ') || 'none reported', int8, q4, int8Exact: !saturating };
 }
 
 /**
@@ -151,6 +158,6 @@ export async function int8SessionConfig(exactInt8 = true, graphOptimization?: or
 }
 
 /** The kernel paths sessions made with these settings run (for the startup log, /metrics, bench headers). */
-export async function cpuKernels(exactInt8 = true, graphOptimization?: ort.InferenceSession.SessionOptions['graphOptimizationLevel']): Promise<KernelPaths> {
-  return kernelPaths(cpuFacts(), await probeInt8(graphOptimization), exactInt8);
+export async function cpuKernels(exactInt8 = true, graphOptimization?: ort.InferenceSession.SessionOptions['graphOptimizationLevel'], q4Kernels: 'int8' | 'native' = 'int8'): Promise<KernelPaths> {
+  return kernelPaths(cpuFacts(), await probeInt8(graphOptimization), exactInt8, q4Kernels);
 }

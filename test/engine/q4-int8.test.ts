@@ -1,0 +1,85 @@
+// 4-bit exports through the int8 kernels (src/engine/model/q4-to-int8.ts): the converted graph runs
+// no MatMulNBits, answers like the native 4-bit path within the int8 bound, keeps each answer
+// independent of its companions, and `q4Kernels: 'native'` keeps the export's own 4-bit products.
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
+import { decodeModel } from '../../src/engine/model/graph-rewrite.js';
+import { openModelFolder } from '../../src/engine/model/model-folder.js';
+import { requantize } from '../../src/engine/model/q4-to-int8.js';
+import { ModelRunner } from '../../src/engine/model/runner.js';
+import { ensureFlavor } from '../../tools/flavors.js';
+import { choice, maxDiff, noul, request, score } from './fixtures.js';
+
+const QUESTIONS: Record<string, Question> = { n: noul, c: choice, s: score };
+const STATE = 'The quick brown fox jumps over the lazy dog, twice, near the old mill.';
+
+// Bounds, from what each path computes (not from one machine's run):
+// - converted against native: the two differ by an int8 rounding of the weights (at most
+//   max|w| / 128 per weight, against the 4-bit grid's max|w| / 14) and of the activations per row
+//   (native accuracy_level 4 rounds them per block of 32): the rounding an int8 export adds to fp32,
+//   so the int8 export's bound against fp32 applies (0.05, test/engine/flavors.test.ts). Measured
+//   on the 0.5B shape over every position and the whole vocabulary: max |ΔP| 3.6e-3 (docs/peers.md).
+// - together against alone: the converted products are exact integer sums scaled per row and per
+//   column, so a row's result does not depend on the others; what remains is fp32 rounding of the
+//   float parts (attention), the fp32 bound (1e-5).
+const CONVERTED_VS_NATIVE = 0.05;
+const SPLIT = 1e-5;
+
+const opsOf = (path: string) => new Set(decodeModel(readFileSync(path)).graph!.node!.map((n) => n.opType!));
+
+describe('4-bit weights through the int8 kernels', () => {
+  let dir: string;
+  let converted: Evaluator;
+  let native: Evaluator;
+  beforeAll(async () => {
+    dir = await ensureFlavor({ dtype: 'q4' });
+    converted = await loadEvaluator({ modelDir: dir, threads: 1 });
+    native = await loadEvaluator({ modelDir: dir, threads: 1, q4Kernels: 'native' });
+  });
+  afterAll(async () => {
+    await converted?.close();
+    await native?.close();
+  });
+
+  it('the converted graph has no MatMulNBits; the native setting keeps them', async () => {
+    const folder = await openModelFolder(dir);
+    const int8 = await ModelRunner.create(folder, { modelDir: dir, threads: 1 });
+    const kept = await ModelRunner.create(folder, { modelDir: dir, threads: 1, q4Kernels: 'native' });
+    try {
+      expect(int8.rewritten).toBe(true);
+      const ops = opsOf(int8.graphPath);
+      expect(ops.has('MatMulNBits')).toBe(false);
+      expect(ops.has('MatMulIntegerToFloat')).toBe(true);
+      expect(opsOf(kept.graphPath).has('MatMulNBits')).toBe(true);
+    } finally {
+      await int8.close();
+      await kept.close();
+    }
+  });
+
+  it('answers like the native 4-bit path, each question the same alone as among others', async () => {
+    const together = await converted.evaluate(request(QUESTIONS, STATE));
+    expect(maxDiff(together, await native.evaluate(request(QUESTIONS, STATE)))).toBeLessThanOrEqual(CONVERTED_VS_NATIVE);
+    for (const [key, q] of Object.entries(QUESTIONS)) {
+      const alone = await converted.evaluate(request({ [key]: q }, STATE));
+      expect(maxDiff(together, alone, [key]), key).toBeLessThanOrEqual(SPLIT);
+    }
+  });
+});
+
+describe('requantize', () => {
+  it('keeps a column whose blocks share a scale exactly (nibble order, zero point 8)', () => {
+    // K = 64 (two blocks of 32), N = 2; every 4-bit value q gives w = (q - 8) · 0.5.
+    const K = 64;
+    const N = 2;
+    const q = (k: number, n: number) => (k * 7 + n * 3) % 16;
+    const b = new Uint8Array(N * 2 * 16);
+    for (let n = 0; n < N; n++) for (let k = 0; k < K; k++) b[n * 32 + (k >> 1)]! |= k & 1 ? q(k, n) << 4 : q(k, n);
+    const { weight, scales } = requantize(b, new Float32Array(N * 2).fill(0.5), undefined, K, N, 32);
+    for (let n = 0; n < N; n++) {
+      for (let k = 0; k < K; k++) expect(weight[k * N + n]! * scales[n]!, `w[${k}, ${n}]`).toBe((q(k, n) - 8) * 0.5);
+    }
+    expect(Math.max(...Array.from(weight, Math.abs))).toBe(64);
+  });
+});
