@@ -9,7 +9,8 @@ export default defineConfig({
     fileParallelism: false,
     testTimeout: 120_000,
     hookTimeout: 300_000,
-    // The JSON report lets .ci/run print a plain 'N passed, N failed' closing line.
-    reporters: ['default', ['json', { outputFile: '.test-results.json' }]],
+    // The JSON report lets .ci/run print a plain 'N passed, N failed' closing line; the last one
+    // names the suites a machine without Chromium, nginx or the other CPU class skipped.
+    reporters: ['default', ['json', { outputFile: '.test-results.json' }], './test/reporters/skipped.ts'],
   },
 });
