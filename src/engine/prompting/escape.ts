@@ -26,9 +26,18 @@ export class ContentEscape {
     this.probe = new RegExp(source);
   }
 
+  /** The last content escaped and its escape: a request's state is escaped once for all its prompts. */
+  private last: [string, string] = ['', ''];
+
   /** The content with every added-token string (and reserved character) escaped. */
   escape(content: string): string {
-    if (!this.probe.test(content)) return content;
+    if (content === this.last[0]) return this.last[1];
+    const escaped = this.probe.test(content) ? this.replace(content) : content;
+    this.last = [content, escaped];
+    return escaped;
+  }
+
+  private replace(content: string): string {
     return content.replace(this.pattern, (m) => {
       const i = this.index.get(m);
       if (i === undefined) return ESC + ESC + m;
