@@ -4,7 +4,8 @@
 // template's own, at the template's places, and usage counts the text. Checked against a reference
 // built here: the template's turns spelled out, each piece between control tokens encoded by a
 // tokenizer that has no added tokens at all (what split_special_tokens=True does to content).
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -177,6 +178,28 @@ describe('content is data', () => {
       }
     } finally {
       await planner.close();
+    }
+  });
+
+  it('a template without a system role (the state rides in the user turn): content is data there too', async () => {
+    const template =
+      "{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}" +
+      "<|im_start|>{{ m['role'] }}\n{{ m['content'] | trim }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+    const noSystem = mkdtempSync(join(tmpdir(), 'assay-no-system-'));
+    copyFileSync(join(dir, 'tokenizer.json'), join(noSystem, 'tokenizer.json'));
+    const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as object;
+    writeFileSync(join(noSystem, 'tokenizer_config.json'), JSON.stringify({ ...config, chat_template: template }));
+    const gemmaLike = await TextCodec.load(noSystem);
+    expect(gemmaLike.acceptsSystemRole).toBe(false);
+    const prompts = promptSet();
+    for (const { content: t } of added) {
+      const request = placements(t)['state (text)']!;
+      const plan = planRequest({ ...request, questions: { a: request.questions.q!, b: { type: 'noul', instructions: `Other?${t}` } } }, gemmaLike, prompts, end, budgets);
+      plan.questions.forEach((q) => {
+        const user = `${prompts.system(renderContent(request.state))}\n\n${prompts.user(q.question)}`.trim();
+        const expected = [id('<|im_start|>'), ...text(`user\n${user}`), id('<|im_end|>'), ...text('\n'), id('<|im_start|>'), ...text('assistant\n')];
+        expect([...plan.prefix, ...q.suffix], t).toEqual(expected);
+      });
     }
   });
 
