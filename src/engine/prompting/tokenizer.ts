@@ -1,5 +1,6 @@
 // Tokenizer + chat template of one model folder, as transformers.js does it:
-// @huggingface/tokenizers for tokenization, @huggingface/jinja for the chat template.
+// @huggingface/tokenizers for tokenization, @huggingface/jinja for the chat template. Caller
+// content is data (encodeChat): only the template's own added tokens are control tokens.
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -83,7 +84,7 @@ export class TextCodec {
     return this.systemRole;
   }
 
-  /** Whether the id is an added token (a special such as <|im_end|>): text is always cut around those. */
+  /** Whether the id is an added token (a control token such as <|im_end|>): prompts are cut right after one. */
   isAddedToken(id: number): boolean {
     return this.addedIdSet.has(id);
   }
