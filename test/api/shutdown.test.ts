@@ -31,8 +31,8 @@ describe('in-process close()', () => {
 
     let closed = false;
     const closing = s.app.close().then(() => (closed = true));
-    await new Promise((r) => setTimeout(r, 50));
-    expect(s.app.assay.draining()).toBe(true);
+    // Waits for close() to reach its preClose hook (draining), instead of a guessed sleep.
+    while (!s.app.assay.draining()) await new Promise((r) => setImmediate(r));
     expect(closed).toBe(false); // waiting for the in-flight request
     await expect(fetch(`${base}/healthz`)).rejects.toThrow(); // no new connections
 
