@@ -1,55 +1,34 @@
-// The GGUF writer (models/gguf): the container as llama.cpp reads it, and ggml's block quantizers.
+// The GGUF writer (tools/gguf): the container as llama.cpp reads it, and ggml's block quantizers.
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { gguf } from '@huggingface/gguf';
 import onnxProto from 'onnx-proto';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { writeGguf } from '../../tools/gguf/format.js';
 import { qwenGguf } from '../../tools/gguf/qwen2.js';
 import { quantizeQ4_0, quantizeQ8_0 } from '../../tools/gguf/quantize.js';
 
-/** A minimal GGUF reader for the test: metadata (scalars, strings, arrays) and tensor infos. */
-function readGguf(f: Buffer): { meta: Map<string, unknown>; tensors: Array<{ name: string; ne: number[]; type: number; offset: number }>; dataStart: number } {
-  let at = 0;
-  const u32 = () => ((at += 4), f.readUInt32LE(at - 4));
-  const u64 = () => ((at += 8), Number(f.readBigUInt64LE(at - 8)));
-  const str = () => {
-    const n = u64();
-    at += n;
-    return f.toString('utf8', at - n, at);
-  };
-  const value = (type: number): unknown => {
-    if (type === 4) return u32();
-    if (type === 5) return ((at += 4), f.readInt32LE(at - 4));
-    if (type === 6) return ((at += 4), f.readFloatLE(at - 4));
-    if (type === 7) return ((at += 1), f[at - 1] === 1);
-    if (type === 8) return str();
-    if (type === 9) {
-      const inner = u32();
-      return Array.from({ length: u64() }, () => value(inner));
-    }
-    throw new Error(`unexpected metadata type ${type}`);
-  };
-  at = 4;
-  expect(u32()).toBe(3);
-  const nTensors = u64();
-  const nMeta = u64();
+/**
+ * Reads a GGUF file with an independent parser (Hugging Face's `@huggingface/gguf`, which the hub
+ * uses to read llama.cpp files), not with a reader written for this test: metadata, tensor infos
+ * and where the data start.
+ */
+async function readGguf(path: string): Promise<{ meta: Map<string, unknown>; tensors: Array<{ name: string; ne: number[]; type: number; offset: number }>; dataStart: number }> {
+  const out = await gguf(path, { allowLocalFile: true, typedMetadata: true });
+  expect(out.metadata.version).toBe(3);
   const meta = new Map<string, unknown>();
-  for (let i = 0; i < nMeta; i++) {
-    const key = str();
-    meta.set(key, value(u32()));
+  for (const [key, { value }] of Object.entries(out.typedMetadata)) {
+    if (key === 'version' || key === 'tensor_count' || key === 'kv_count') continue;
+    meta.set(key, typeof value === 'bigint' ? Number(value) : value);
   }
-  const tensors = Array.from({ length: nTensors }, () => {
-    const name = str();
-    const ne = Array.from({ length: u32() }, () => u64());
-    return { name, ne, type: u32(), offset: u64() };
-  });
-  return { meta, tensors, dataStart: Math.ceil(at / 32) * 32 };
+  const tensors = out.tensorInfos.map((t) => ({ name: t.name, ne: t.shape.map(Number), type: t.dtype as number, offset: Number(t.offset) }));
+  return { meta, tensors, dataStart: Number(out.tensorDataOffset) };
 }
 
 describe('GGUF container', () => {
-  it('writes the v3 header, metadata, tensor infos and 32-byte aligned data', () => {
+  it('writes the v3 header, metadata, tensor infos and 32-byte aligned data', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'assay-gguf-')), 'x.gguf');
     const a = Float32Array.from({ length: 64 }, (_, i) => i / 10);
     const size = writeGguf(
@@ -66,7 +45,7 @@ describe('GGUF container', () => {
     const f = readFileSync(path);
     expect(f.length).toBe(size);
     expect(f.toString('ascii', 0, 4)).toBe('GGUF');
-    const { meta, tensors, dataStart } = readGguf(f);
+    const { meta, tensors, dataStart } = await readGguf(path);
     expect([...meta]).toEqual([
       ['general.architecture', 'qwen2'],
       ['qwen2.block_count', 2],
@@ -122,7 +101,7 @@ describe('the tiny synthetic model as a llama.cpp GGUF', () => {
     const size = writeGguf(path, metadata, tensors);
     const f = readFileSync(path);
     expect(f.length).toBe(size);
-    const { meta, tensors: infos, dataStart } = readGguf(f);
+    const { meta, tensors: infos, dataStart } = await readGguf(path);
 
     expect(meta.get('general.architecture')).toBe('qwen2');
     expect(meta.get('general.alignment')).toBe(32);
