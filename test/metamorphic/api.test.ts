@@ -3,16 +3,8 @@
 // default settings. The two scopes are two API keys (the prefix cache is per key by default).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type EngineConfig } from '../../src/engine/index.js';
-import { ensureFlavor } from '../../tools/flavors.js';
 import { auth, KEY, OTHER_KEY, startServer, type TestServer } from '../api/helpers.js';
-import { tinyFp32, tinyInt8 } from '../engine/fixtures.js';
-import { probabilitiesOf, RELATIONS, TOLERANCE, type Ask, type Servings } from './relations.js';
-
-const FLAVORS: Array<{ name: string; dir: () => Promise<string> }> = [
-  { name: 'fp32', dir: tinyFp32 },
-  { name: 'int8', dir: tinyInt8 },
-  { name: 'q4', dir: () => ensureFlavor({ dtype: 'q4' }) },
-];
+import { type Ask, FLAVORS, probabilitiesOf, RELATIONS, type Servings, TOLERANCE } from './relations.js';
 
 const servers: TestServer[] = [];
 afterAll(async () => {

@@ -6,14 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type EngineConfig, type Evaluator } from '../../src/engine/index.js';
 import type { EvaluateRequest } from '../../src/engine/types.js';
 import { ensureFlavor } from '../../tools/flavors.js';
-import { tinyFp32, tinyInt8 } from '../engine/fixtures.js';
-import { CYCLIC, difference, OPTIONS, probabilitiesOf, RELATIONS, SHUFFLED, stateFor, TOLERANCE, type Ask, type Probabilities, type Servings } from './relations.js';
-
-const FLAVORS: Array<{ name: string; dir: () => Promise<string> }> = [
-  { name: 'fp32', dir: tinyFp32 },
-  { name: 'int8', dir: tinyInt8 },
-  { name: 'q4', dir: () => ensureFlavor({ dtype: 'q4' }) },
-];
+import { tinyInt8 } from '../engine/fixtures.js';
+import { type Ask, CYCLIC, difference, FLAVORS, OPTIONS, type Probabilities, probabilitiesOf, RELATIONS, type Servings, SHUFFLED, stateFor, TOLERANCE } from './relations.js';
 
 const open: Evaluator[] = [];
 afterAll(async () => {

@@ -12,9 +12,17 @@
 // depend on that row alone (per-token activation scales, engine/model/per-token-int8.ts); one
 // activation scale per pass moved the same answers by 6e-4 to 6e-2.
 import type { EvaluateRequest, Question } from '../../src/engine/types.js';
-import { choice, manyQuestions, noul, score } from '../engine/fixtures.js';
+import { ensureFlavor } from '../../tools/flavors.js';
+import { choice, manyQuestions, noul, score, tinyFp32, tinyInt8 } from '../engine/fixtures.js';
 
 export const TOLERANCE = 1e-5;
+
+/** The flavors of the tiny model the relations run on, with the default settings. */
+export const FLAVORS: Array<{ name: string; dir: () => Promise<string> }> = [
+  { name: 'fp32', dir: tinyFp32 },
+  { name: 'int8', dir: tinyInt8 },
+  { name: 'q4', dir: () => ensureFlavor({ dtype: 'q4' }) },
+];
 
 /** Each question's probabilities, in a stable order (noul: [P(yes)]; choice/score: by label). */
 export type Probabilities = Record<string, number[]>;
