@@ -236,7 +236,8 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
     await cold.close();
     await model.dispose();
   }
-  // The 4-bit class: our q4 (MatMulNBits, block 32, accuracy_level 4) vs llama.cpp Q4_0, same weights.
+  // The 4-bit class: our q4 export (MatMulNBits, block 32, accuracy_level 4; run through the int8
+  // kernels, converted at load, by default: src/engine/model/q4-to-int8.ts) vs llama.cpp Q4_0, same weights.
   const q4Dir = await ensureFlavor({ shape: 'qwen2.5-0.5b', dtype: 'q4' });
   const q4Model = await llama.loadModel({ modelPath: ggufOf(fp32Dir, 'Q4_0', ctx.log) });
   const q4 = await loadEvaluator({ modelDir: q4Dir, variant: 'q4', threads: ctx.threads, prefixCacheBytes: 0 });
@@ -250,7 +251,14 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
   return {
     id: 'peers',
     title: '7. The real peers: node-llama-cpp and llama.cpp on the same weights',
-    config: { model: 'qwen2.5-0.5b: ours int8 (dynamic), llama.cpp Q8_0', threads: ctx.threads, rounds, stateTokens, questions: 16, quick: ctx.quick },
+    config: {
+      model: 'qwen2.5-0.5b: ours int8 (dynamic) vs llama.cpp Q8_0; ours q4 (MatMulNBits, through the int8 kernels) vs llama.cpp Q4_0',
+      threads: ctx.threads,
+      rounds,
+      stateTokens,
+      questions: 16,
+      quick: ctx.quick,
+    },
     results: { rows, agreements },
     targets,
     notes: [

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
 import { decodeModel } from '../../src/engine/model/graph-rewrite.js';
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
+import { kernelPaths } from '../../src/engine/model/cpu.js';
 import { requantize } from '../../src/engine/model/q4-to-int8.js';
 import { ModelRunner } from '../../src/engine/model/runner.js';
 import { ensureFlavor } from '../../tools/flavors.js';
@@ -81,5 +82,17 @@ describe('requantize', () => {
       for (let k = 0; k < K; k++) expect(weight[k * N + n]! * scales[n]!, `w[${k}, ${n}]`).toBe((q(k, n) - 8) * 0.5);
     }
     expect(Math.max(...Array.from(weight, Math.abs))).toBe(64);
+  });
+});
+
+describe('the 4-bit kernel path, as the startup log and /metrics name it', () => {
+  const avx2 = { model: 'AVX2 CPU', cores: 2, flags: ['sse4_1', 'avx2'] };
+  const vnni = { model: 'VNNI CPU', cores: 2, flags: ['sse4_1', 'avx2', 'avx512f', 'avx512bw', 'avx512_vnni'] };
+  it('says the int8 conversion ran, and on which int8 kernel', () => {
+    expect(kernelPaths(avx2, { saturates: true, saturatesExact: false }, true).q4).toBe('int8 kernels via load-time conversion: u8s8, exact with 7-bit weights');
+    expect(kernelPaths(vnni, { saturates: false, saturatesExact: false }, true).q4).toBe('int8 kernels via load-time conversion: avx512-vnni (exact)');
+  });
+  it('says the native path with --q4-kernels native', () => {
+    expect(kernelPaths(avx2, { saturates: true, saturatesExact: false }, true, 'native').q4).toBe('native MatMulNBits, avx2 (accuracy_level 4: int8 dot products)');
   });
 });
