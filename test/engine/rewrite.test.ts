@@ -105,3 +105,94 @@ describe('chunked prefill', () => {
     await chunked.close();
   });
 });
+
+describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
+  const K = 64;
+  const N = 8;
+  /** One product as quantize_dynamic writes it (unfused, or fused DynamicQuantizeMatMul with a bias), with int8 weights per output channel. */
+  const product = (fused: boolean) => {
+    const w = Int8Array.from({ length: K * N }, (_, i) => ((i * 37) % 255) - 127);
+    const scales = Array.from({ length: N }, (_, n) => 0.01 * (n + 1));
+    const init = [
+      { name: 'w', dataType: 3, dims: [K, N], rawData: new Uint8Array(w.buffer) },
+      { name: 'w_scale', dataType: 1, dims: [N], floatData: scales },
+      { name: 'w_zero_point', dataType: 3, dims: [N], rawData: new Uint8Array(N) },
+      { name: 'bias', dataType: 1, dims: [N], floatData: Array.from({ length: N }, (_, n) => n) },
+    ];
+    const node = fused
+      ? [{ opType: 'DynamicQuantizeMatMul', domain: 'com.microsoft', input: ['x', 'w', 'w_scale', 'w_zero_point', 'bias'], output: ['y'] }]
+      : [
+          { opType: 'DynamicQuantizeLinear', input: ['x'], output: ['xq', 'x_scale', 'x_zero_point'] },
+          { opType: 'MatMulInteger', input: ['xq', 'w', 'x_zero_point', 'w_zero_point'], output: ['yi'] },
+          { opType: 'Cast', input: ['yi'], output: ['yf'], attribute: [{ name: 'to', type: 2, i: 1 }] },
+          { opType: 'Mul', input: ['x_scale', 'w_scale'], output: ['scales'] },
+          { opType: 'Mul', input: ['yf', 'scales'], output: ['y0'] },
+          { opType: 'Add', input: ['y0', 'bias'], output: ['y'] },
+        ];
+    const model = {
+      irVersion: 8,
+      opsetImport: [{ domain: '', version: 17 }, ...(fused ? [{ domain: 'com.microsoft', version: 1 }] : [])],
+      graph: {
+        name: 'product',
+        node,
+        initializer: init,
+        input: [{ name: 'x', type: { tensorType: { elemType: 1, shape: { dim: [{ dimParam: 'm' }, { dimValue: K }] } } } }],
+        output: [{ name: 'y', type: { tensorType: { elemType: 1, shape: { dim: [{ dimParam: 'm' }, { dimValue: N }] } } } }],
+      },
+    };
+    return { model, w, scales };
+  };
+  /** Row r of x: values of magnitude 10^r, so one tensor-wide scale would crush the small rows. */
+  const rows = (m: number) => Float32Array.from({ length: m * K }, (_, i) => Math.sin(i * 1.7) * 10 ** Math.floor(i / K));
+  const run = async (model: object, x: Float32Array, m: number): Promise<Float32Array> => {
+    const ort = await import('onnxruntime-node');
+    const { encodeModel } = await import('../../src/engine/model/graph-rewrite.js');
+    const { int8SessionConfig } = await import('../../src/engine/model/cpu.js');
+    const session = await ort.InferenceSession.create(encodeModel(model as never), { logSeverityLevel: 3, extra: await int8SessionConfig() });
+    const y = (await session.run({ x: new ort.Tensor('float32', x, [m, K]) })).y!.data as Float32Array;
+    await session.release();
+    return y;
+  };
+
+  for (const fused of [false, true]) {
+    it(`${fused ? 'DynamicQuantizeMatMul' : 'DynamicQuantizeLinear + MatMulInteger'}: each row is quantized on its own, whatever the other rows are`, async () => {
+      const { quantizePerToken, sharesActivationScales } = await import('../../src/engine/model/graph-rewrite.js');
+      const { model, w, scales } = product(fused);
+      expect(sharesActivationScales(model as never)).toBe(true);
+      expect(quantizePerToken(model as never)).toBe(1);
+      expect(sharesActivationScales(model as never)).toBe(false);
+      const m = 4;
+      const x = rows(m);
+      const together = await run(model, x, m);
+      for (let r = 0; r < m; r++) {
+        const row = x.subarray(r * K, (r + 1) * K);
+        // Alone, the row gives the same numbers (the integer product is exact; only float rounding of the scales is left).
+        const alone = await run(model, row, 1);
+        // And they are the symmetric per-row quantization: s = max|x| / 127, q = round(x / s).
+        const s = Math.max(...row.map(Math.abs)) / 127;
+        for (let n = 0; n < N; n++) {
+          let sum = 0;
+          for (let k = 0; k < K; k++) sum += Math.round(row[k]! / s) * w[k * N + n]!;
+          const want = sum * s * scales[n]! + n;
+          const got = together[r * N + n]!;
+          expect(Math.abs(got - alone[n]!)).toBeLessThanOrEqual(1e-6 * Math.abs(want) + 1e-6);
+          expect(Math.abs(got - want)).toBeLessThanOrEqual(1e-5 * Math.abs(want) + 1e-5);
+        }
+      }
+    });
+  }
+
+  it('rewrites every product of the tiny int8 export, records it, and --no-per-token-int8 keeps the per-pass form', async () => {
+    const modelDir = await tinyInt8();
+    const { readFileSync } = await import('node:fs');
+    const { decodeModel } = await import('../../src/engine/model/graph-rewrite.js');
+    for (const perTokenInt8 of [true, false]) {
+      const runner = await ModelRunner.create(await openModelFolder(modelDir), { modelDir, threads: 1, perTokenInt8 });
+      expect(runner.sharesActivationScales).toBe(!perTokenInt8);
+      const ops = decodeModel(readFileSync(runner.graphPath)).graph!.node!.map((n) => n.opType);
+      expect(ops.includes('DynamicQuantizeLinear')).toBe(!perTokenInt8);
+      expect(ops.filter((o) => o === 'MatMulIntegerToFloat').length).toBe(perTokenInt8 ? 15 : 0);
+      await runner.close();
+    }
+  });
+});
