@@ -149,7 +149,7 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   let target;
   try {
     lines = readDataset(o.dataset, o.model ?? registry.default);
-    target = await openTarget({ label: o.model ?? registry.default, ...(o.model ? { model: o.model } : {}) }, { io, registry });
+    target = await openTarget({ label: o.model ?? registry.default, ...(o.model ? { model: o.model } : {}) }, { io, registry, command: 'calibrate' });
   } catch (e) {
     if (!(e instanceof DatasetError || e instanceof ArmError)) throw e;
     io.err(`assay calibrate: ${e.message}\n`);

@@ -10,11 +10,12 @@ import { join } from 'node:path';
 import type { Answer, Question } from '../protocol/index.js';
 import { countFlips, decision, type FlipCounts } from '../quality/index.js';
 import { choiceMetrics, noulMetrics, scoreMetrics, type ChoiceExample, type NoulExample, type ScoreExample } from '../quality/index.js';
-import { reliabilitySvg } from '../quality/index.js';
+import { DEFAULT_RESAMPLES, DEFAULT_SEED, drift, reliabilitySvg, riskCoverageSvg, worse, type TypeDrift } from '../quality/index.js';
 import { loadRegistry, type Registry } from '../registry.js';
 import type { Io } from './common.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';
-import { reportHtml, type ChangedAnswer, type HtmlArm } from './dataset/report-html.js';
+import { COVERAGE_HEAD, coverageMarkdown, coverageReport, coverageRows, DEFAULT_BUDGETS, DEFAULT_SCORE_TOLERANCE, enoughNote } from './dataset/coverage-report.js';
+import { reportHtml, type ChangedAnswer, type HtmlArm, type HtmlTable } from './dataset/report-html.js';
 import { runDataset, type DatasetRun } from './dataset/run.js';
 import { ArmError, openTarget, parseArm, syntheticShapeRegistry, type TargetContext } from './dataset/targets.js';
 
@@ -30,6 +31,15 @@ export interface DatasetOptions {
   shape?: string;
   timeoutMs?: number;
   retries?: number;
+  /** Error budgets of the coverage report (shares; default 5%). */
+  budgets?: number[];
+  /** A score answer is right within this many levels of the label (default 0.5). */
+  scoreTolerance?: number;
+  /** --compare: exit 1 when B is worse than A beyond the bootstrap interval. */
+  failIfWorse?: boolean;
+  /** --compare: bootstrap resamples and seed. */
+  resamples?: number;
+  seed?: number;
 }
 
 interface Collected {
@@ -54,7 +64,7 @@ function metricsOf(c: Collected) {
 
 type Metrics = ReturnType<typeof metricsOf>;
 
-function buildReport(dataset: string, run: DatasetRun, lines: DatasetLine[]) {
+function buildReport(dataset: string, run: DatasetRun, lines: DatasetLine[], budgets: number[], scoreTolerance: number) {
   const all: Collected = { noul: [], choice: [], score: [] };
   const byTag = new Map<string, Collected>();
   lines.forEach((line, i) => {
@@ -78,6 +88,12 @@ function buildReport(dataset: string, run: DatasetRun, lines: DatasetLine[]) {
     seconds: Math.round(run.seconds * 10) / 10,
     metrics: metricsOf(all),
     byTag: Object.fromEntries([...byTag].map(([t, c]) => [t, metricsOf(c)])),
+    coverage: coverageReport(
+      lines,
+      run.responses.map((r) => r.answers),
+      budgets,
+      scoreTolerance,
+    ),
   };
 }
 
@@ -109,7 +125,16 @@ function summary(r: Report): string {
 }
 
 function markdown(report: Report): string {
-  const parts = [`# assay eval --dataset ${report.dataset}`, '', ...(report.synthetic ? [SYNTHETIC_NOTE, ''] : []), summary(report), '', HEAD, ...rows(report.metrics)];
+  const parts = [
+    `# assay eval --dataset ${report.dataset}`,
+    '',
+    ...(report.synthetic ? [SYNTHETIC_NOTE, ''] : []),
+    summary(report),
+    '',
+    HEAD,
+    ...rows(report.metrics),
+    ...coverageMarkdown(report.coverage),
+  ];
   for (const [tag, m] of Object.entries(report.byTag)) parts.push('', `## tag \`${tag}\``, '', HEAD, ...rows(m));
   return `${parts.join('\n')}\n`;
 }
@@ -120,7 +145,29 @@ function flipCells(flips: Record<string, FlipCounts>): string[][] {
   return Object.entries(flips).map(([type, c]) => [type, String(c.count), `${c.flipped} (${((100 * c.flipped) / c.count).toFixed(1)}%)`, String(c.fixed), String(c.broken), f3(c.meanMaxDelta)]);
 }
 
-function compareMarkdown(dataset: string, a: Report, b: Report, flips: Record<string, FlipCounts>): string {
+const DRIFT_HEAD = ['type', 'measure', 'A', 'B', 'B − A', '95% interval', 'B against A'];
+const signed = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(3)}` : '–');
+
+/** Per type and measure: A, B, the difference, its paired bootstrap interval and the verdict (higher is better but for ECE). */
+function driftCells(d: Record<string, TypeDrift>): string[][] {
+  const out: string[][] = [];
+  const line = (type: string, name: string, i: { a: number; b: number; diff: number; low: number; high: number }, lowerIsBetter = false) => {
+    const better = lowerIsBetter ? i.high < 0 : i.low > 0;
+    const worse = lowerIsBetter ? i.low > 0 : i.high < 0;
+    out.push([type, name, f3(i.a), f3(i.b), signed(i.diff), `[${signed(i.low)}, ${signed(i.high)}]`, worse ? 'worse' : better ? 'better' : 'within the interval']);
+  };
+  for (const [type, t] of Object.entries(d)) {
+    line(type, type === 'score' ? 'exact-level accuracy' : 'accuracy', t.accuracy);
+    for (const c of t.coverage) line(type, `coverage at ${+(c.budget * 100).toFixed(2)}% error`, c);
+    if (t.ece) line(type, 'ECE', t.ece, true);
+  }
+  return out;
+}
+
+const CHANGED_HEAD = (a: string, b: string) => ['line', 'question', 'type', 'label', a, b, 'verdict'];
+
+function compareMarkdown(dataset: string, a: Report, b: Report, flips: Record<string, FlipCounts>, d: Record<string, TypeDrift>, changed: ChangedAnswer[], resamples: number, seed: number): string {
+  const head = CHANGED_HEAD(a.arm, b.arm);
   const parts = [
     `# assay eval --dataset ${dataset} --compare ${a.arm},${b.arm}`,
     '',
@@ -133,37 +180,64 @@ function compareMarkdown(dataset: string, a: Report, b: Report, flips: Record<st
     '',
     `## ${b.arm} against ${a.arm}`,
     '',
+    `Paired bootstrap: the questions resampled with replacement ${resamples} times (seed ${seed}), both arms' answers to a question kept together; the interval holds the middle 95% of the resampled differences B − A. "worse" / "better": the whole interval is on one side of 0.`,
+    '',
+    `| ${DRIFT_HEAD.join(' | ')} |`,
+    `|${DRIFT_HEAD.map(() => '---').join('|')}|`,
+    ...driftCells(d).map((c) => `| ${c.join(' | ')} |`),
+    '',
     `| ${FLIP_HEAD.join(' | ')} |`,
     `|${FLIP_HEAD.map(() => '---').join('|')}|`,
     ...flipCells(flips).map((c) => `| ${c.join(' | ')} |`),
+    '',
+    `### Answers that flipped (${changed.length})`,
+    '',
+    ...(changed.length
+      ? [
+          `| ${head.join(' | ')} |`,
+          `|${head.map(() => '---').join('|')}|`,
+          ...changed.map((x) => `| ${[x.line, x.question, x.type, x.expected, x.a, x.b, x.verdict || '–'].map((c) => String(c).replace(/\|/g, '\\|')).join(' | ')} |`),
+        ]
+      : [`No answer flipped between ${a.arm} and ${b.arm}.`]),
   ];
   return `${parts.join('\n')}\n`;
 }
 
-function plotsOf(report: Report): Array<{ type: 'noul' | 'choice'; title: string; svg: string }> {
+function plotsOf(report: Report): Array<{ file: string; title: string; svg: string }> {
   const plots = [];
+  const who = report.arm === report.model ? report.model : `${report.arm} (${report.model})`;
   for (const type of ['noul', 'choice'] as const) {
     const m = report.metrics[type];
     if (!m) continue;
-    const title = `${type}: ${report.arm === report.model ? report.model : `${report.arm} (${report.model})`}`;
-    plots.push({ type, title, svg: reliabilitySvg(title, m.reliability, m.ece) });
+    const title = `${type}: ${who}`;
+    plots.push({ file: `reliability-${type}.svg`, title, svg: reliabilitySvg(title, m.reliability, m.ece) });
+  }
+  for (const [type, c] of Object.entries(report.coverage.byType)) {
+    const title = `risk–coverage, ${type} (${c.measure}): ${who}`;
+    plots.push({ file: `risk-coverage-${type}.svg`, title, svg: riskCoverageSvg(title, c.curve, c.atBudget) });
   }
   return plots;
 }
 
 function writePlots(out: string, report: Report, prefix = ''): string[] {
   return plotsOf(report).map((p) => {
-    const file = `reliability-${prefix}${p.type}.svg`;
+    const file = p.file.replace(/^(reliability|risk-coverage)-/, `$1-${prefix}`);
     writeFileSync(join(out, file), p.svg);
     return file;
   });
 }
 
 function htmlArm(r: Report): HtmlArm {
+  const coverage: Array<{ caption: string; table: HtmlTable; note: string }> = r.coverage.budgets.map((b, i) => ({
+    caption: `Coverage at ${+(b * 100).toFixed(2)}% error; thresholds: ${JSON.stringify(r.coverage.thresholds[String(b)])}`,
+    table: { head: COVERAGE_HEAD, rows: coverageRows(r.coverage, i) },
+    note: enoughNote(b),
+  }));
   return {
     arm: r.arm,
     summary: summary(r),
     metrics: { head: HEAD_CELLS, rows: cells(r.metrics) },
+    coverage,
     byTag: Object.entries(r.byTag).map(([tag, m]) => ({ tag, table: { head: HEAD_CELLS, rows: cells(m) } })),
     plots: plotsOf(r).map(({ title, svg }) => ({ title, svg })),
   };
@@ -199,6 +273,8 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
     io.err(`assay eval: ${e.message}\n`);
     return 2;
   }
+  const budgets = o.budgets?.length ? o.budgets : DEFAULT_BUDGETS;
+  const scoreTolerance = o.scoreTolerance ?? DEFAULT_SCORE_TOLERANCE;
   const ctx: TargetContext = { io, registry, model: o.model, url: o.url, timeoutMs: o.timeoutMs, retries: o.retries };
   const reports: Report[] = [];
   const runs: DatasetRun[] = [];
@@ -214,12 +290,13 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
     try {
       const run = await runDataset(target, lines, io, o.url === undefined ? 1 : 4);
       runs.push(run);
-      reports.push(buildReport(o.file, run, lines));
+      reports.push(buildReport(o.file, run, lines, budgets, scoreTolerance));
     } finally {
       await target.close();
     }
   }
   const files: string[] = [];
+  let status = 0;
   if (o.out) mkdirSync(o.out, { recursive: true });
   if (reports.length === 1) {
     const report = reports[0]!;
@@ -237,27 +314,47 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
       Object.keys(line.questions).map((id) => ({ line: i + 1, id, a: runs[0]!.responses[i]!.answers[id]!, b: runs[1]!.responses[i]!.answers[id]!, expected: line.expected[id] })),
     );
     const flips = countFlips(pairs);
-    const md = compareMarkdown(o.file, a, b, flips);
+    const resamples = o.resamples ?? DEFAULT_RESAMPLES;
+    const seed = o.seed ?? DEFAULT_SEED;
+    const d = drift(pairs, { budgets, scoreTolerance, resamples, seed });
+    const changed: ChangedAnswer[] = pairs
+      .filter((p) => decision(p.a) !== decision(p.b))
+      .map((p) => ({
+        line: p.line,
+        question: p.id,
+        type: p.a.type,
+        expected: JSON.stringify(p.expected ?? null),
+        a: shown(p.a),
+        b: shown(p.b),
+        verdict: decision(p.b) === p.expected ? 'fixed' : decision(p.a) === p.expected ? 'broken' : '',
+      }));
+    const worseOn = worse(d);
+    const md = compareMarkdown(o.file, a, b, flips, d, changed, resamples, seed);
     io.out(md);
+    if (o.failIfWorse) {
+      if (worseOn.length) {
+        io.err(`assay eval: ${b.arm} is worse than ${a.arm} beyond the 95% interval: ${worseOn.join(', ')}\n`);
+        status = 1;
+      } else io.err(`assay eval: ${b.arm} is not worse than ${a.arm} beyond the 95% interval (accuracy and coverage per type)\n`);
+    }
     if (o.out) {
       writeFileSync(join(o.out, 'report.md'), md);
-      writeFileSync(join(o.out, 'report.json'), `${JSON.stringify({ dataset: o.file, arms: [a, b], flips }, null, 2)}\n`);
-      const changed: ChangedAnswer[] = pairs
-        .filter((p) => decision(p.a) !== decision(p.b))
-        .map((p) => ({
-          line: p.line,
-          question: p.id,
-          type: p.a.type,
-          expected: JSON.stringify(p.expected ?? null),
-          a: shown(p.a),
-          b: shown(p.b),
-          verdict: decision(p.b) === p.expected ? 'fixed' : decision(p.a) === p.expected ? 'broken' : '',
-        }));
-      const compare = { a: a.arm, b: b.arm, flips: { head: FLIP_HEAD, rows: flipCells(flips) }, changed };
+      writeFileSync(
+        join(o.out, 'report.json'),
+        `${JSON.stringify({ dataset: o.file, arms: [a, b], flips, drift: { resamples, seed, interval: 0.95, types: d, worse: worseOn }, changed }, null, 2)}\n`,
+      );
+      const compare = {
+        a: a.arm,
+        b: b.arm,
+        drift: { head: DRIFT_HEAD, rows: driftCells(d) },
+        driftNote: `Paired bootstrap, ${resamples} resamples of the questions (seed ${seed}); the interval holds the middle 95% of the differences B − A.`,
+        flips: { head: FLIP_HEAD, rows: flipCells(flips) },
+        changed,
+      };
       writeFileSync(join(o.out, 'report.html'), reportHtml(`assay eval --dataset ${o.file} --compare ${a.arm},${b.arm}`, a.synthetic || b.synthetic, [htmlArm(a), htmlArm(b)], compare));
       files.push('report.md', 'report.json', 'report.html', ...writePlots(o.out, a, slug(a.arm)), ...writePlots(o.out, b, slug(b.arm)));
     }
   }
   if (o.out) io.err(`assay eval: wrote ${files.map((f) => join(o.out!, f)).join(', ')}\n`);
-  return 0;
+  return status;
 }

@@ -10,10 +10,11 @@ import { requestErrors } from '../protocol/index.js';
 import { evaluateRequest } from '../service/index.js';
 import { loadRegistry, resolveModel } from '../registry.js';
 import { openLocalModel } from './local-model.js';
-import { describeError, parseCommand, registryFile, resolveIo, table, type CommandIo, type Io } from './common.js';
+import { describeError, parseFlags, parseFormat, registryFile, resolveIo, table, type CommandIo, type Io } from './common.js';
 
 const HELP = `Usage: assay eval --state FILE|- --questions FILE [options]
-       assay eval --dataset FILE.jsonl [--model M | --shape S | --url URL] [--compare A,B] [--out DIR]
+       assay eval --dataset FILE.jsonl [--model M | --shape S | --url URL] [--error-budget P]...
+                  [--compare A,B [--fail-if-worse]] [--out DIR]
 
 Answers the questions about the state and prints one answer per question.
 
@@ -29,29 +30,70 @@ Answers the questions about the state and prints one answer per question.
   --retries N         with --url: retries on 408/429/5xx/529 (default 2)
   --dataset FILE      a labeled JSONL dataset (one request a line, plus "expected" per question and
                       optional "tags"): quality metrics per type and tag, on the local engine or
-                      a server (--url)
-  --compare A,B       with --dataset: run two arms on the same lines and count the answers that
-                      flip. An arm is parts joined by "+": a registry model, a variant (fp32, int8,
-                      q4, ...), a prompt version (v1 = option names, letters = A, B, C...) or rotN
-                      (choice options over N rotations, averaged). e.g. int8,fp32 or v1,letters
+                      a server (--url), and coverage at an error budget: the largest share of
+                      answers kept (certainty >= a threshold) with the kept answers' error rate
+                      within the budget, and that threshold, per type, tag and question id
+  --error-budget P    with --dataset: an error budget, a share (0.05) or a percentage (5%);
+                      repeatable (default 5%)
+  --score-tolerance L with --dataset: a score answer counts as right when its score is within L
+                      levels of the label (default 0.5: it rounds to the label)
+  --compare A,B       with --dataset: run two arms on the same lines: the answers that flip, and
+                      the differences B - A in accuracy, coverage at the budget and ECE with paired
+                      bootstrap 95% intervals. An arm is parts joined by "+": a registry model, a
+                      variant (fp32, int8, q4, ...), a prompt version (v1 = option names, letters =
+                      A, B, C...) or rotN (choice options over N rotations, averaged). e.g. int8,fp32,
+                      v1,letters; with --url, two model names (svc-1.13.0,svc-latest)
+  --fail-if-worse     with --compare: exit 1 when B is worse than A beyond the interval (accuracy or
+                      coverage at a budget, any type); 0 otherwise, a tie included
+  --resamples N       with --compare: bootstrap resamples (default 2000)
+  --seed N            with --compare: bootstrap seed (default 1)
   --shape S           with --dataset: a synthetic model of this shape (models/shapes.json) instead
                       of a registry model, e.g. --shape qwen2.5-0.5b --compare int8,fp32
-  --out DIR           with --dataset: also write report.md, report.json and the reliability
-                      diagrams (SVG) there
+  --out DIR           with --dataset: also write report.md, report.json (coverage.thresholds: per
+                      budget, per type, the threshold to load as is), report.html, the reliability
+                      diagrams and the risk-coverage curves (SVG) there
   -h, --help          this text
 
-Exit status: 0 answered, 1 the evaluation failed, 2 bad arguments or input files.`;
+Exit status: 0 answered, 1 the evaluation failed (or, with --fail-if-worse, B is worse than A),
+2 bad arguments or input files.`;
+
+const STRING_FLAGS = ['state', 'questions', 'url', 'model', 'registry', 'format', 'timeout', 'retries', 'dataset', 'out', 'compare', 'shape', 'score-tolerance', 'resamples', 'seed'] as const;
+
+/** An error budget: a share in (0, 1) or a percentage ("5%"). */
+function parseBudget(text: string): number | undefined {
+  const pct = text.endsWith('%');
+  const v = Number(pct ? text.slice(0, -1) : text) / (pct ? 100 : 1);
+  return text.trim() !== '' && v > 0 && v < 1 ? v : undefined;
+}
 
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
   const io = resolveIo(ioOptions);
-  const parsed = parseCommand('eval', argv, ['state', 'questions', 'url', 'model', 'registry', 'format', 'timeout', 'retries', 'dataset', 'out', 'compare', 'shape'], HELP, io);
+  const options = Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' as const }]));
+  const parsed = parseFlags(
+    'eval',
+    { args: argv, options: { ...options, help: { type: 'boolean', short: 'h' }, 'error-budget': { type: 'string', multiple: true }, 'fail-if-worse': { type: 'boolean' } } },
+    HELP,
+    io,
+  );
   if (typeof parsed === 'number') return parsed;
-  const { values, format } = parsed;
+  const values = parsed.values as Record<(typeof STRING_FLAGS)[number], string | undefined> & { 'error-budget'?: string[]; 'fail-if-worse'?: boolean };
+  const format = parseFormat(values.format);
+  if (!format) return usage(io, `--format must be json or table, not "${values.format}"`);
   const timeoutMs = optionalNumber(values.timeout);
   const retries = optionalNumber(values.retries);
   if (Number.isNaN(timeoutMs) || Number.isNaN(retries)) return usage(io, '--timeout and --retries take numbers');
   if (values.dataset) {
     if (values.shape && values.url) return usage(io, '--shape runs a local synthetic model: not with --url');
+    const budgets = (values['error-budget'] ?? []).map(parseBudget);
+    if (budgets.some((b) => b === undefined)) return usage(io, '--error-budget takes a share between 0 and 1 (0.05) or a percentage (5%)');
+    const scoreTolerance = optionalNumber(values['score-tolerance']);
+    if (scoreTolerance !== undefined && !(scoreTolerance >= 0)) return usage(io, '--score-tolerance takes a number of levels ≥ 0, e.g. 0.5');
+    const resamples = optionalNumber(values.resamples);
+    const seed = optionalNumber(values.seed);
+    if ((resamples !== undefined && !(Number.isInteger(resamples) && resamples >= 1)) || (seed !== undefined && !Number.isInteger(seed))) {
+      return usage(io, '--resamples and --seed take whole numbers (resamples ≥ 1)');
+    }
+    if (values['fail-if-worse'] && !values.compare) return usage(io, '--fail-if-worse goes with --compare A,B');
     const { evalDataset } = await import('./eval-dataset.js');
     return evalDataset(
       {
@@ -64,11 +106,16 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
         shape: values.shape,
         timeoutMs,
         retries,
+        budgets: budgets as number[],
+        scoreTolerance,
+        failIfWorse: values['fail-if-worse'],
+        resamples,
+        seed,
       },
       io,
     );
   }
-  if (values.compare || values.shape) return usage(io, '--compare and --shape go with --dataset');
+  if (values.compare || values.shape || values['error-budget'] || values['fail-if-worse']) return usage(io, '--compare, --shape, --error-budget and --fail-if-worse go with --dataset');
   if (!values.state || !values.questions) return usage(io, 'both --state and --questions are required');
 
   let state: unknown;

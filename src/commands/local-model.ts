@@ -10,20 +10,23 @@ import type { Io } from './common.js';
 
 export type LocalModels = ReturnType<typeof createModelPool>;
 
-/** The pool with `resolved` loaded (`engine`: options beyond the registry's, e.g. a prompt version); the caller closes it. */
-export async function openLocalModel(registry: Registry, resolved: ResolvedModel, io: Io, engine: Omit<EngineConfig, 'modelDir' | 'variant'> = {}): Promise<LocalModels> {
+/**
+ * The pool with `resolved` loaded (`engine`: options beyond the registry's, e.g. a prompt version);
+ * the caller closes it. Warnings are prefixed with the command that runs it (`assay eval:`).
+ */
+export async function openLocalModel(registry: Registry, resolved: ResolvedModel, io: Io, engine: Omit<EngineConfig, 'modelDir' | 'variant'> = {}, command = 'eval'): Promise<LocalModels> {
   const warned = new Set<string>();
   const pool = createModelPool(registry, engine, {
     info: () => {},
     warn: (_o, msg) => {
-      if (!warned.has(msg)) io.err(`assay eval: ${msg}\n`);
+      if (!warned.has(msg)) io.err(`assay ${command}: ${msg}\n`);
       warned.add(msg);
     },
   });
   try {
     if (resolved.entry.synthetic && !existsSync(join(resolved.dir, 'assay.json'))) {
       const { ensureSyntheticModels } = await import('./models-synth.js');
-      await ensureSyntheticModels(registry, (line) => io.err(`assay eval: ${line}\n`), resolved.id);
+      await ensureSyntheticModels(registry, (line) => io.err(`assay ${command}: ${line}\n`), resolved.id);
     }
     await pool.load(resolved.id);
     return pool;

@@ -4,3 +4,6 @@ export * from './calibration.js';
 export * from './compare.js';
 export * from './metrics.js';
 export * from './reliability-svg.js';
+export * from './bootstrap.js';
+export * from './coverage.js';
+export * from './risk-coverage-svg.js';

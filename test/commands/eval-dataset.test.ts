@@ -44,6 +44,55 @@ describe('assay eval --dataset', () => {
     }
   });
 
+  it('coverage at 5% error on the trained model: printed, the thresholds in report.json as the escalation loads them, the curve in report.html and SVG', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
+    const r = await run(['--dataset', 'examples/tiny-tasks-heldout.jsonl', '--model', 'tiny-tasks-1', '--error-budget', '5%', '--error-budget', '0.01', '--out', dir]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('## Coverage at 5% error');
+    expect(r.out).toContain('## Coverage at 1% error');
+    const report = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
+    const c = report.coverage;
+    expect(c.budgets).toEqual([0.05, 0.01]);
+    // Every held-out answer is right: all kept, at the lowest certainty of the type.
+    for (const type of ['noul', 'choice', 'score']) {
+      const at5 = c.byType[type].atBudget[0];
+      expect(at5).toMatchObject({ budget: 0.05, count: 90, coverage: 1, kept: 90, errors: 0, enough: true });
+      expect(c.thresholds['0.05'][type]).toBe(at5.threshold);
+      expect(at5.threshold).toBe(Math.min(...c.byType[type].curve.map((p: { threshold: number }) => p.threshold)));
+      expect(r.out).toMatch(new RegExp(`\\| ${type} \\| [^|]+ \\| 90 \\| 1\\.000 \\| 90 \\(0\\) \\| ${at5.threshold.toFixed(3)} \\|`));
+      // 90 error-free answers cannot show 1% (299 needed).
+      expect(c.byType[type].atBudget[1]).toMatchObject({ enough: false, keptNeeded: 299 });
+    }
+    expect(c.byType.choice.alternative.measure).toBe('chosen option probability');
+    expect(Object.keys(c.byQuestion).sort()).toEqual(['fact', 'level', 'pick']);
+    expect(c.byTag.refund.noul.count).toBe(32);
+    expect(r.out).toContain('no: ~59 needed'); // a tag of 25–46 answers is too small for 5%
+    const html = readFileSync(join(dir, 'report.html'), 'utf8');
+    expect(html).toContain('Coverage at 5% error; thresholds: {&quot;noul&quot;:');
+    const svg = readFileSync(join(dir, 'risk-coverage-choice.svg'), 'utf8');
+    expect(svg).toContain('budget 5%');
+    expect(html).toContain(svg.split('\n')[2]!); // the same curve inline
+  });
+
+  it('--compare v1,letters --fail-if-worse: the constructed regression exits 1, with the intervals and the flipped answers before the tag tables', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
+    const r = await run(['--dataset', 'examples/tiny-tasks-heldout.jsonl', '--model', 'tiny-tasks-1', '--compare', 'v1,letters', '--fail-if-worse', '--resamples', '500', '--out', dir]);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('letters is worse than v1 beyond the 95% interval: choice accuracy, choice coverage at 5% error');
+    expect(r.out).toContain('resampled with replacement 500 times (seed 1)');
+    expect(r.out).toMatch(/\| choice \| accuracy \| 1\.000 \| 0\.356 \| −0\.644 \| \[−0\.\d{3}, −0\.\d{3}\] \| worse \|/);
+    expect(r.out).toMatch(/\| noul \| accuracy \| 1\.000 \| 1\.000 \| \+0\.000 \| \[\+0\.000, \+0\.000\] \| within the interval \|/);
+    expect(r.out).toContain('### Answers that flipped (58)');
+    const report = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
+    expect(report.drift).toMatchObject({ resamples: 500, seed: 1, worse: ['choice accuracy', 'choice coverage at 5% error'] });
+    expect(report.drift.types.choice.accuracy.high).toBeLessThan(0);
+    expect(report.changed).toHaveLength(58);
+    const html = readFileSync(join(dir, 'report.html'), 'utf8');
+    expect(html.indexOf('Answers that flipped (58)')).toBeGreaterThan(0);
+    expect(html.indexOf('Answers that flipped')).toBeLessThan(html.indexOf('<caption>tag '));
+    expect(html.indexOf('Differences with 95% intervals')).toBeLessThan(html.indexOf('Answers that flipped'));
+  });
+
   it('refuses a line whose label does not fit its question, naming the line', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
     const file = join(dir, 'bad.jsonl');
@@ -102,6 +151,22 @@ describe('assay eval --dataset', () => {
     const one = await run(['--dataset', 'examples/support-tickets.jsonl', '--compare', 'int8']);
     expect(one.code).toBe(2);
     expect(one.err).toContain('--compare takes two arms');
+  });
+
+  it('--url --compare of two names of one model is a tie: intervals [0, 0], --fail-if-worse exits 0', async () => {
+    const srv = await startServer();
+    try {
+      await srv.app.listen({ port: 0, host: '127.0.0.1' });
+      const url = `http://127.0.0.1:${(srv.app.server.address() as AddressInfo).port}`;
+      const r = await run(['--dataset', 'examples/support-tickets.jsonl', '--url', url, '--compare', 'svc-1.13.0,svc-latest', '--fail-if-worse'], { ASSAY_API_KEY: KEY });
+      expect(r.code, r.err).toBe(0);
+      expect(r.err).toContain('svc-latest is not worse than svc-1.13.0 beyond the 95% interval');
+      for (const type of ['noul', 'choice', 'score'])
+        expect(r.out).toMatch(new RegExp(`\\| ${type} \\| [a-z -]*accuracy \\| (\\d\\.\\d{3}) \\| \\1 \\| \\+0\\.000 \\| \\[\\+0\\.000, \\+0\\.000\\] \\| within the interval \\|`));
+      expect(r.out).toContain('No answer flipped between svc-1.13.0 and svc-latest.');
+    } finally {
+      await srv.close();
+    }
   });
 
   it('--url runs the dataset through a real server, with the same metrics as the local engine', async () => {

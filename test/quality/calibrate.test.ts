@@ -100,6 +100,9 @@ describe('assay calibrate', () => {
     const r = await run(['--dataset', dataset, '--registry', registry, '--dry-run']);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain('Dry run: nothing written.');
+    // Its warnings (the synthetic model) carry its own name, not assay eval's.
+    expect(r.err).toContain('assay calibrate: SERVING A SYNTHETIC RANDOM-WEIGHT MODEL');
+    expect(r.err).not.toContain('assay eval:');
     expect(readFileSync(join(modelDir, 'assay.json'), 'utf8')).toBe(before);
     expect(existsSync(join(modelDir, 'assay.json.tmp'))).toBe(false);
   });

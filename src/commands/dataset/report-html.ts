@@ -1,6 +1,7 @@
 // report.html of `assay eval --dataset … --out DIR`: the report as one self-contained page (no
 // script, no external file: the styles inline, the reliability diagrams as inline SVG), to open
-// offline and share. With --compare, the lines whose answer flipped between the arms as a table.
+// offline and share. With --compare, the differences with their bootstrap intervals and the answers
+// that flipped come right after the arms' summaries, before the long per-tag tables.
 
 export interface HtmlTable {
   head: string[];
@@ -11,6 +12,8 @@ export interface HtmlArm {
   arm: string;
   summary: string;
   metrics: HtmlTable;
+  /** Coverage at each error budget: caption (with the thresholds), table, and the note on how many answers are enough. */
+  coverage: Array<{ caption: string; table: HtmlTable; note: string }>;
   byTag: Array<{ tag: string; table: HtmlTable }>;
   /** Reliability diagrams: their titles and SVG text. */
   plots: Array<{ title: string; svg: string }>;
@@ -29,6 +32,9 @@ export interface ChangedAnswer {
 export interface HtmlCompare {
   a: string;
   b: string;
+  /** Differences B − A with their paired bootstrap intervals, and how they were computed. */
+  drift: HtmlTable;
+  driftNote: string;
   flips: HtmlTable;
   changed: ChangedAnswer[];
 }
@@ -52,16 +58,23 @@ table{border-collapse:collapse;margin:.5rem 0 1rem;font-variant-numeric:tabular-
 caption{text-align:left;font-weight:600;padding:.25rem 0}
 th,td{border:1px solid #d0d4da;padding:.3rem .6rem;text-align:right}th[scope=row],thead th{text-align:left;background:#f6f7f9}
 .plots{display:flex;flex-wrap:wrap;gap:1rem}.plots figure{margin:0}.plots svg{max-width:100%;height:auto}
-td.fixed{color:#0b7a3e;font-weight:600}td.broken{color:#b3261e;font-weight:600}`;
+p.note{font-size:.85rem;color:#555}td.fixed{color:#0b7a3e;font-weight:600}td.broken{color:#b3261e;font-weight:600}`;
 
-function armSection(arm: HtmlArm, heading: boolean): string {
+/** An arm's summary: metrics, coverage at the budgets, the reliability and risk–coverage plots. */
+function armSummary(arm: HtmlArm, heading: boolean): string {
   return [
     heading ? `<h2>${esc(arm.arm)}</h2>` : '',
     `<p>${esc(arm.summary)}</p>`,
     table(arm.metrics, 'All answers'),
+    ...arm.coverage.map((c) => `${table(c.table, c.caption)}<p class="note">${esc(c.note)}</p>`),
     arm.plots.length ? `<div class="plots">${arm.plots.map((p) => `<figure aria-label="${esc(p.title)}">${p.svg}</figure>`).join('')}</div>` : '',
-    ...arm.byTag.map((t) => table(t.table, `tag ${t.tag}`)),
   ].join('\n');
+}
+
+/** An arm's per-tag tables: long, so last. */
+function armTags(arm: HtmlArm, heading: boolean): string {
+  if (!arm.byTag.length) return '';
+  return [heading ? `<h2>${esc(arm.arm)} per tag</h2>` : '', ...arm.byTag.map((t) => table(t.table, `tag ${t.tag}`))].join('\n');
 }
 
 function changedTable(c: HtmlCompare): string {
@@ -87,8 +100,9 @@ export function reportHtml(title: string, synthetic: boolean, arms: HtmlArm[], c
 <body>
 <h1>${esc(title)}</h1>
 ${synthetic ? '<p class="synthetic" role="alert"><strong>This model is synthetic (random weights): its answers, and so these metrics, mean nothing.</strong> Register a real model to measure quality.</p>' : ''}
-${arms.map((a) => armSection(a, arms.length > 1)).join('\n')}
-${compare ? `<h2>${esc(compare.b)} against ${esc(compare.a)}</h2>\n${table(compare.flips)}\n${changedTable(compare)}` : ''}
+${arms.map((a) => armSummary(a, arms.length > 1)).join('\n')}
+${compare ? `<h2>${esc(compare.b)} against ${esc(compare.a)}</h2>\n<p>${esc(compare.driftNote)}</p>\n${table(compare.drift, 'Differences with 95% intervals')}\n${table(compare.flips)}\n${changedTable(compare)}` : ''}
+${arms.map((a) => armTags(a, arms.length > 1)).join('\n')}
 </body>
 </html>
 `;

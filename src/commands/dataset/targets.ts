@@ -70,6 +70,8 @@ export interface TargetContext {
   /** With --url: per-attempt timeout and retries of the client. */
   timeoutMs?: number;
   retries?: number;
+  /** The command, for the prefix of the local engine's warnings (default eval). */
+  command?: string;
 }
 
 /** Opens an arm: loads its model on the local engine, or a client of the server. */
@@ -103,7 +105,7 @@ export async function openTarget(spec: ArmSpec, ctx: TargetContext): Promise<Tar
     ...(spec.rotations ? { optionRotations: spec.rotations } : {}),
   };
   const arm = resolveModel(registry, resolved.id)!;
-  const pool = await openLocalModel(registry, arm, ctx.io, engine);
+  const pool = await openLocalModel(registry, arm, ctx.io, engine, ctx.command);
   const evaluator = await pool.load(arm.id);
   return {
     label: spec.label,

@@ -1,0 +1,129 @@
+// Coverage at an error budget and the paired bootstrap, against values worked out by hand on small
+// fixed inputs.
+import { describe, expect, it } from 'vitest';
+import type { Answer } from '../../src/protocol/index.js';
+import { answerCorrect, certainty, coverageAtBudget, errorUpperBound, minKeptForBudget, riskCoverage } from '../../src/quality/coverage.js';
+import { drift, pairedBootstrap, worse } from '../../src/quality/bootstrap.js';
+import { riskCoverageSvg } from '../../src/quality/risk-coverage-svg.js';
+
+// Ten answers, most certain first: ✓ ✓ (✓ ✗ tied at 0.9) ✓ ✓ (✗ ✓ tied at 0.6) ✗ ✗
+const TEN = [
+  [0.99, true],
+  [0.95, true],
+  [0.9, true],
+  [0.9, false],
+  [0.8, true],
+  [0.7, true],
+  [0.6, false],
+  [0.6, true],
+  [0.55, false],
+  [0.5, false],
+].map(([c, ok]) => ({ certainty: c as number, correct: ok as boolean }));
+
+describe('coverage at an error budget', () => {
+  it('the risk–coverage curve keeps tied certainties together', () => {
+    expect(riskCoverage(TEN).map((p) => [p.threshold, p.kept, p.errors])).toEqual([
+      [0.99, 1, 0],
+      [0.95, 2, 0],
+      [0.9, 4, 1], // both 0.9 answers, one wrong: 1/4
+      [0.8, 5, 1],
+      [0.7, 6, 1],
+      [0.6, 8, 2],
+      [0.55, 9, 3],
+      [0.5, 10, 4],
+    ]);
+  });
+
+  it('the largest share kept within the budget, and its threshold', () => {
+    // 5%: only the two error-free answers above the tie at 0.9.
+    expect(coverageAtBudget(TEN, 0.05)).toMatchObject({ coverage: 0.2, kept: 2, errors: 0, threshold: 0.95, risk: 0 });
+    // 20%: down to 0.7 (1 wrong in 6 = 16.7%); at 0.6 it is 2 in 8 = 25%.
+    expect(coverageAtBudget(TEN, 0.2)).toMatchObject({ coverage: 0.6, kept: 6, threshold: 0.7 });
+    expect(coverageAtBudget(TEN, 0.25)).toMatchObject({ coverage: 0.8, kept: 8, threshold: 0.6 });
+    expect(coverageAtBudget(TEN, 0.4)).toMatchObject({ coverage: 1, threshold: 0.5 });
+    // The most certain answer wrong: no threshold meets 5%.
+    expect(
+      coverageAtBudget(
+        [
+          { certainty: 0.9, correct: false },
+          { certainty: 0.8, correct: true },
+        ],
+        0.05,
+      ),
+    ).toMatchObject({ coverage: 0, kept: 0, threshold: null, enough: false, labeledNeeded: null });
+  });
+
+  it('says when there are too few answers: 59 error-free kept answers show 5% at 95%', () => {
+    // ⌈ln 0.05 / ln 0.95⌉ = ⌈58.4⌉ = 59; ⌈ln 0.05 / ln 0.99⌉ = ⌈298.1⌉ = 299
+    expect(minKeptForBudget(0.05)).toBe(59);
+    expect(minKeptForBudget(0.01)).toBe(299);
+    expect(errorUpperBound(0, 59)).toBeLessThanOrEqual(0.05);
+    expect(errorUpperBound(0, 58)).toBeGreaterThan(0.05);
+    // 1 − 0.05^(1/2) = 0.7764; Clopper–Pearson one-sided 95% for 1 of 10 = 0.3942 (tables)
+    expect(errorUpperBound(0, 2)).toBeCloseTo(1 - Math.sqrt(0.05), 12);
+    expect(errorUpperBound(1, 10)).toBeCloseTo(0.3942, 4);
+    const c = coverageAtBudget(TEN, 0.05);
+    expect(c).toMatchObject({ enough: false, keptNeeded: 59, labeledNeeded: 295 }); // 59 / 0.2
+    expect(c.riskUpper95).toBeCloseTo(1 - Math.sqrt(0.05), 12);
+    const many = Array.from({ length: 100 }, (_, i) => ({ certainty: i / 100, correct: true }));
+    expect(coverageAtBudget(many, 0.05)).toMatchObject({ coverage: 1, enough: true });
+  });
+
+  it('certainty per type, and a score answer is right within the tolerance', () => {
+    const noul: Answer = { type: 'noul', noul: 0.3 };
+    const choice: Answer = { type: 'choice', choice: 'a', probabilities: { a: 0.6, b: 0.4 }, confidence: 0.03 };
+    const score: Answer = { type: 'score', score: 1.4, legend: { 0: 'x', 1: 'y', 2: 'z' }, probabilities: { 0: 0.1, 1: 0.4, 2: 0.5 }, confidence: 0.2 };
+    expect(certainty(noul)).toBeCloseTo(0.7, 12);
+    expect(certainty(choice)).toBe(0.03);
+    expect(certainty(choice, 'option-probability')).toBe(0.6);
+    expect(certainty(score)).toBe(0.2);
+    expect(answerCorrect(noul, false, 0.5)).toBe(true);
+    expect(answerCorrect(score, 1, 0.5)).toBe(true);
+    expect(answerCorrect(score, 1, 0.3)).toBe(false);
+    expect(answerCorrect({ ...score, score: 1.6 }, 1, 0.5)).toBe(false);
+  });
+
+  it('draws the curve and marks the budget point', () => {
+    const svg = riskCoverageSvg('noul', riskCoverage(TEN), [coverageAtBudget(TEN, 0.05)]);
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg).toContain('budget 5%');
+    expect(svg).toContain('coverage 0.200 at threshold 0.950 (2 kept, 0 wrong)');
+  });
+});
+
+const noul = (p: number): Answer => ({ type: 'noul', noul: p });
+
+describe('paired bootstrap', () => {
+  it('a tie: the same answers in both arms give [0, 0], and nothing is worse', () => {
+    const pairs = Array.from({ length: 30 }, (_, i) => ({ a: noul(i / 30), b: noul(i / 30), expected: i % 2 === 0 }));
+    const d = drift(pairs, { budgets: [0.05], scoreTolerance: 0.5, resamples: 500 });
+    expect(d.noul!.accuracy).toMatchObject({ diff: 0, low: 0, high: 0 });
+    expect(d.noul!.coverage[0]).toMatchObject({ diff: 0, low: 0, high: 0 });
+    expect(d.noul!.ece).toMatchObject({ diff: 0, low: 0, high: 0 });
+    expect(worse(d)).toEqual([]);
+  });
+
+  it('every answer broken: the accuracy difference is −1 on every resample', () => {
+    const pairs = Array.from({ length: 12 }, () => ({ a: noul(0.9), b: noul(0.1), expected: true }));
+    const d = drift(pairs, { budgets: [0.05], scoreTolerance: 0.5, resamples: 200 });
+    expect(d.noul!.accuracy).toMatchObject({ a: 1, b: 0, diff: -1, low: -1, high: -1 });
+    expect(d.noul!.coverage[0]).toMatchObject({ a: 1, b: 0, low: -1, high: -1 });
+    expect(worse(d)).toEqual(['noul accuracy', 'noul coverage at 5% error']);
+  });
+
+  it('4 of 20 broken: the resampled difference is −X/20 with X ~ Binomial(20, 0.2)', () => {
+    // Quantiles of Binomial(20, 0.2): P(X ≤ 1) = 0.069 ≥ 0.025 > P(X ≤ 0) = 0.012, so the 2.5th
+    // percentile is 1; P(X ≤ 8) = 0.990 ≥ 0.975 > P(X ≤ 7) = 0.968, so the 97.5th is 8. The
+    // interval of the difference is then [−8/20, −1/20] = [−0.40, −0.05], up to one step of
+    // resampling noise (1/20).
+    const flags = Array.from({ length: 20 }, (_, i) => i < 4);
+    const r = pairedBootstrap(20, (ix, arm) => ix.reduce((s, i) => s + (arm === 'b' && flags[i] ? 0 : 1), 0) / ix.length, 4000, 7);
+    expect(r.diff).toBeCloseTo(-0.2, 12);
+    expect(r.low).toBeGreaterThanOrEqual(-0.45);
+    expect(r.low).toBeLessThanOrEqual(-0.35);
+    expect(r.high).toBeGreaterThanOrEqual(-0.1);
+    expect(r.high).toBeLessThanOrEqual(0);
+    // Seeded: the same seed gives the same interval.
+    expect(pairedBootstrap(20, (ix, arm) => ix.reduce((s, i) => s + (arm === 'b' && flags[i] ? 0 : 1), 0) / ix.length, 4000, 7)).toEqual(r);
+  });
+});
