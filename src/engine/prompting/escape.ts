@@ -11,6 +11,8 @@
 const ESC = '\uE000';
 const DIGIT0 = 0xe001;
 const RESERVED = /[\uE000-\uE010]/;
+/** Contents this long are remembered (escape). */
+const LONG = 4096;
 
 export class ContentEscape {
   /** Any added token (leftmost, longest first, as the tokenizer splits) or a reserved character. */
@@ -26,14 +28,17 @@ export class ContentEscape {
     this.probe = new RegExp(source);
   }
 
-  /** The last content escaped and its escape: a request's state is escaped once for all its prompts. */
+  /**
+   * The last long content escaped and its escape: a request's state (its system turn) is escaped
+   * once for all its prompts, between which only the short question texts change.
+   */
   private last: [string, string] = ['', ''];
 
   /** The content with every added-token string (and reserved character) escaped. */
   escape(content: string): string {
-    if (content === this.last[0]) return this.last[1];
+    if (content.length >= LONG && content === this.last[0]) return this.last[1];
     const escaped = this.probe.test(content) ? this.replace(content) : content;
-    this.last = [content, escaped];
+    if (content.length >= LONG) this.last = [content, escaped];
     return escaped;
   }
 
