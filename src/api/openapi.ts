@@ -1,5 +1,6 @@
 // GET /openapi.json: an OpenAPI 3.1 document generated from the zod schemas in schemas.ts.
 import { z } from 'zod';
+import { ERROR_EXAMPLES, MODELS_EXAMPLE, REQUEST_EXAMPLE, RESPONSE_EXAMPLE, VALIDATION_EXAMPLE } from './openapi-examples.js';
 import { ErrorMessageSchema, HTTPValidationErrorSchema, ModelMetadataListSchema, SystemOneRequestSchema, SystemOneResponseSchema } from '../protocol/index.js';
 
 export const OPENAPI_VERSION = '0.2.0';
@@ -40,12 +41,14 @@ export function buildOpenApi(serverUrl?: string): Json {
   addDiscriminators(schemas, schemas);
 
   const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-  const json = (name: string) => ({ 'application/json': { schema: ref(name) } });
+  // Each body with an example (src/api/openapi-examples.ts): Swagger UI pre-fills and shows them.
+  const json = (name: string, example: unknown) => ({ 'application/json': { schema: ref(name), example } });
+  const error = (status: string, description: string) => ({ description, content: json('ErrorMessage', { detail: ERROR_EXAMPLES[status] }) });
   const errors = {
-    '401': { description: 'Missing or invalid API key', content: json('ErrorMessage') },
-    '403': { description: 'The key may not use this model', content: json('ErrorMessage') },
-    '422': { description: 'Validation Error', content: json('HTTPValidationError') },
-    '429': { description: 'Rate limit exceeded (retry-after, retry-after-ms)', content: json('ErrorMessage') },
+    '401': error('401', 'Missing or invalid API key'),
+    '403': error('403', 'The key may not use this model'),
+    '422': { description: 'Validation Error', content: json('HTTPValidationError', VALIDATION_EXAMPLE) },
+    '429': error('429', 'Rate limit exceeded (retry-after, retry-after-ms)'),
   };
   return {
     openapi: '3.1.0',
@@ -63,14 +66,15 @@ export function buildOpenApi(serverUrl?: string): Json {
           summary: 'Systemone',
           operationId: 'systemone_v1_systemone_post',
           security: [{ HTTPBearer: [] }],
-          requestBody: { required: true, content: json('SystemOneRequest') },
+          requestBody: { required: true, content: json('SystemOneRequest', REQUEST_EXAMPLE) },
           responses: {
-            '200': { description: 'Successful Response', content: json('SystemOneResponse') },
+            '200': { description: 'Successful Response', content: json('SystemOneResponse', RESPONSE_EXAMPLE) },
             ...errors,
-            '408': { description: 'The request exceeded its deadline', content: json('ErrorMessage') },
-            '413': { description: 'Body too large', content: json('ErrorMessage') },
-            '415': { description: 'Content type other than application/json', content: json('ErrorMessage') },
-            '529': { description: 'Engine queue full (retry-after)', content: json('ErrorMessage') },
+            '408': error('408', 'The request exceeded its deadline (model load wait, queue, evaluation)'),
+            '413': error('413', 'Body too large'),
+            '415': error('415', 'Content type other than application/json'),
+            '503': error('503', 'The model failed to load and waits out its backoff, or the server is shutting down (retry-after)'),
+            '529': error('529', 'Engine queue full (retry-after)'),
           },
         },
       },
@@ -80,7 +84,7 @@ export function buildOpenApi(serverUrl?: string): Json {
           operationId: 'models_v1_v1_models_get',
           security: [{ HTTPBearer: [] }],
           responses: {
-            '200': { description: 'Successful Response', content: json('ModelMetadataList') },
+            '200': { description: 'Successful Response', content: json('ModelMetadataList', MODELS_EXAMPLE) },
             ...errors,
           },
         },

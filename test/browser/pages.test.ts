@@ -13,6 +13,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page, type Request } from 'playwright-core';
 import { buildServer, type AssayServer } from '../../src/api/server.js';
+import { REQUEST_EXAMPLE } from '../../src/api/openapi-examples.js';
 import { keysFromList } from '../../src/api/auth.js';
 import { run as evalCmd } from '../../src/commands/eval.js';
 import { checkRegistry } from '../../src/registry.js';
@@ -25,16 +26,8 @@ const SHOTS = resolve('.test-output/browser');
 const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser', process.env.CHROMIUM_PATH].find((p) => p && existsSync(p));
 if (!CHROMIUM) console.warn('\n  !! chromium is not installed: the browser tests are SKIPPED (apt-get install chromium; .ci/run installs it)\n');
 
-// The README's example request: what the playground starts with.
-const example = {
-  state: 'Order #1042 arrived two days late and the box was damaged. The customer asks for a refund.',
-  model: 'svc-latest',
-  questions: {
-    refund: { type: 'noul', instructions: 'Does the customer ask for a refund?' },
-    topic: { type: 'choice', instructions: 'What is the main topic?', criteria: { delivery: 'shipping, delays, damage', billing: null, product: 'the item itself' } },
-    severity: { type: 'score', instructions: 'How severe is the complaint?', criteria: ['no issue', 'minor', 'serious'] },
-  },
-};
+// The README's example request (the OpenAPI document's example): what the playground starts with.
+const example = REQUEST_EXAMPLE;
 
 describe.skipIf(!CHROMIUM)('the browser pages', () => {
   let app: AssayServer;
@@ -156,7 +149,7 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
     await page.close();
   });
 
-  it('/docs: Authorize with the key, Try it out, Execute: 200, with the state hash', async () => {
+  it('/docs: Authorize with the key, Try it out, Execute the pre-filled example: 200, with the state hash', async () => {
     const { page, problems, requests } = await open(`${base}/docs`);
     await page.locator('.opblock-post').first().waitFor();
     await page.click('.btn.authorize');
@@ -164,9 +157,13 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
     await page.click('.modal-ux .auth-btn-wrapper .authorize');
     await page.click('.modal-ux .btn-done');
     await page.click('.opblock-post .opblock-summary');
+    // "Try it out" as the docs say: it starts off, one press turns it on. The body is not touched.
+    const tryItOut = page.locator('.opblock-post .try-out__btn');
+    expect((await tryItOut.textContent())?.trim()).toBe('Try it out');
+    await tryItOut.click();
     const body = page.locator('.opblock-post textarea.body-param__text');
     await body.waitFor();
-    await body.fill(JSON.stringify(example));
+    expect(JSON.parse(await body.inputValue())).toEqual(example); // the README's request, pre-filled
     await page.click('.opblock-post .execute');
     const status = page.locator('.opblock-post .live-responses-table tbody .response-col_status').first();
     await status.waitFor();

@@ -38,4 +38,19 @@ describe('model pool', () => {
       await pool.close();
     }
   });
+
+  it('a request for a model that is not loaded yet waits for its load (no 503 "loading")', async () => {
+    const dir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
+    const entry = { path: dir, variant: 'fp32', description: 'tiny', release_date: '2026-11-22' };
+    const registry = checkRegistry({ default: 'svc-a', models: { 'svc-a': entry, 'svc-b': entry }, aliases: {} }, '/tmp/assay-pool-registry.json');
+    const pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: () => {} });
+    try {
+      // Two requests at once while nothing is loaded: both wait for the one load and get its evaluator.
+      const [a, b] = await Promise.all([pool.get('svc-b'), pool.get('svc-b')]);
+      expect(a).toBe(b);
+      expect(pool.loaded().map((m) => m.model)).toEqual(['svc-b']);
+    } finally {
+      await pool.close();
+    }
+  });
 });

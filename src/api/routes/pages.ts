@@ -16,15 +16,36 @@ import type { ApiContext } from '../context.js';
 import { admission, keyAllows } from '../admission.js';
 import { buildOpenApi } from '../openapi.js';
 
-/** dist/web: the compiled pages (`npm run build`), found from src/ (tests, tsx) and from dist/ alike. */
-function webDir(): string {
+/** The package's folder, found from src/ (tests, tsx) and from dist/ alike. */
+function packageDir(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, 'package.json'))) {
     const up = dirname(dir);
     if (up === dir) throw new Error('package.json not found above src/api/routes');
     dir = up;
   }
-  return join(dir, 'dist', 'web');
+  return dir;
+}
+
+/** dist/web: the compiled pages (`npm run build`). */
+const webDir = (): string => join(packageDir(), 'dist', 'web');
+
+/**
+ * The playground's one-click example: held-out lines of the task tiny-tasks-1 was trained on (never
+ * seen in training), so a newcomer sees right answers without fetching a real model.
+ */
+const TASK_EXAMPLES = { model: 'tiny-tasks-1', file: join('examples', 'tiny-tasks-heldout.jsonl') };
+
+function taskExamples(ctx: ApiContext): unknown[] {
+  const file = join(packageDir(), TASK_EXAMPLES.file);
+  if (!resolveModel(ctx.registry, TASK_EXAMPLES.model) || !existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim())
+    .map((line) => {
+      const { state, questions, expected } = JSON.parse(line) as Record<string, unknown>;
+      return { model: TASK_EXAMPLES.model, state, questions, expected };
+    });
 }
 
 /**
@@ -83,7 +104,8 @@ export async function pagesRoutes(app: FastifyInstance, ctx: ApiContext, o: Page
       // (which breaks a server on plain http off localhost). Ours: the package's own assets only;
       // inline styles because Swagger UI's components set them.
       staticCSP: DOCS_CSP,
-      uiConfig: { tryItOutEnabled: true, persistAuthorization: false, displayRequestDuration: true, defaultModelsExpandDepth: 0, requestInterceptor },
+      // "Try it out" starts off: docs/browser.md says to press it (pressing an active one turns it off).
+      uiConfig: { tryItOutEnabled: false, persistAuthorization: false, displayRequestDuration: true, defaultModelsExpandDepth: 0, requestInterceptor },
       // Adds x-assay-state-hash to "try it out" calls (src/web/docs/state-hash.ts).
       theme: { title: 'Assay API reference', js: [{ filename: 'state-hash.js', content: readFileSync(join(web, 'docs', 'state-hash.js'), 'utf8') }] },
     });
@@ -109,9 +131,13 @@ export async function pagesRoutes(app: FastifyInstance, ctx: ApiContext, o: Page
         if (!m || !keyAllows(key, name, m.id)) continue;
         // Generated with random weights (trained weights make a synthetic folder meaningful).
         const synthetic = m.entry.synthetic !== undefined && m.entry.synthetic.weights === undefined;
-        models.push({ name, description: m.entry.description, release_date: m.entry.release_date, synthetic });
+        // Trained weights on a tiny graph: it knows its training task and nothing else.
+        const task_only = m.entry.synthetic?.weights !== undefined;
+        models.push({ name, description: m.entry.description, release_date: m.entry.release_date, synthetic, task_only });
       }
       return { models };
     });
+    let examples: unknown[] | undefined;
+    app.get('/playground/examples', async () => ({ examples: (examples ??= taskExamples(ctx)) }));
   }
 }

@@ -31,6 +31,16 @@ export interface PlaygroundModel {
   description: string;
   release_date: string;
   synthetic: boolean;
+  /** Trained on one task only (its answers are right there and meaningless elsewhere). */
+  task_only: boolean;
+}
+
+/** A held-out line of a trained model's task: a request to send, and the answers it should get. */
+export interface TaskExample {
+  model: string;
+  state: Content;
+  questions: Record<string, Question>;
+  expected: Record<string, boolean | string | number>;
 }
 
 /** An HTTP answer that is not a 2xx: the status, the body's detail, the retry hints. */
@@ -62,6 +72,13 @@ export async function listModels(key: string): Promise<PlaygroundModel[]> {
   const res = await fetch('/playground/models', { headers: { authorization: `Bearer ${key}` } });
   if (!res.ok) throw await failure(res);
   return ((await res.json()) as { models: PlaygroundModel[] }).models;
+}
+
+/** The held-out examples the server ships (no key needed: they are the repository's own data). */
+export async function listExamples(): Promise<TaskExample[]> {
+  const res = await fetch('/playground/examples');
+  if (!res.ok) throw await failure(res);
+  return ((await res.json()) as { examples: TaskExample[] }).examples;
 }
 
 export interface Evaluation {

@@ -5,14 +5,17 @@ import { h, uid } from './dom.js';
 
 export type QuestionType = Question['type'];
 
-/** The state as sent: JSON when the text parses as an object or array, else the text itself. */
-export function readState(text: string): { state: Content; json: boolean } {
+/**
+ * The state as sent: JSON when the text starts like an object or array (an error when it does not
+ * parse: a typo is never sent silently as text), else the text itself; `asText` sends it as text.
+ */
+export function readState(text: string, asText = false): { state: Content; json: boolean } | { error: string } {
   const t = text.trim();
-  if (t.startsWith('{') || t.startsWith('[')) {
+  if (!asText && (t.startsWith('{') || t.startsWith('['))) {
     try {
       return { state: JSON.parse(t) as Content, json: true };
-    } catch {
-      // Not JSON after all: sent as text.
+    } catch (e) {
+      return { error: `The state starts like JSON but does not parse (${(e as Error).message}). Fix it, or tick "send as plain text".` };
     }
   }
   return { state: text, json: false };
@@ -118,6 +121,11 @@ export function addQuestion(container: HTMLElement, type: QuestionType, initial?
   });
   container.append(root);
   return root;
+}
+
+/** Removes every question card (before an example fills the form). */
+export function clearQuestions(): void {
+  for (const c of cards.splice(0)) c.root.remove();
 }
 
 /** The questions as the request carries them, keyed by their ids, in the cards' order. */
