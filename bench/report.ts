@@ -1,5 +1,5 @@
-// Writes a run's results: bench/results/<date>-<machine>[-quick].json and .md, and (full runs)
-// bench/results/latest.md.
+// Writes a run's results: bench/results/<date>-<machine>[-quick][-only-<sections>].json and .md, and
+// (full runs of every section) bench/results/latest.md.
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, hostname, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,8 @@ export interface RunInfo {
   seconds: number;
   /** The int8 / 4-bit kernels onnxruntime runs on this CPU (numerics and speed depend on them). */
   kernels: KernelPaths;
+  /** The sections of an --only run: its files are named after them, and latest.md is left alone. */
+  only?: string[];
 }
 
 export interface SectionFailure {
@@ -99,13 +101,13 @@ export function buildReport(info: RunInfo, sections: SectionResult[], failures: 
 export function writeReport(info: RunInfo, sections: SectionResult[], failures: SectionFailure[], outDir = RESULTS_DIR) {
   const { json, markdown } = buildReport(info, sections, failures);
   mkdirSync(outDir, { recursive: true });
-  const base = `${info.started.toISOString().slice(0, 10)}-${json.machine.name}${info.quick ? '-quick' : ''}`;
+  const base = `${info.started.toISOString().slice(0, 10)}-${json.machine.name}${info.quick ? '-quick' : ''}${info.only ? `-only-${info.only.join('+')}` : ''}`;
   const jsonPath = join(outDir, `${base}.json`);
   const mdPath = join(outDir, `${base}.md`);
   writeFileSync(jsonPath, `${JSON.stringify(json, null, 2)}\n`);
   writeFileSync(mdPath, `${markdown}\n`);
   let latest: string | undefined;
-  if (!info.quick && failures.length === 0) {
+  if (!info.quick && !info.only && failures.length === 0) {
     latest = join(outDir, 'latest.md');
     copyFileSync(mdPath, latest);
   }

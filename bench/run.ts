@@ -1,5 +1,6 @@
 // `npm run bench` (about 20 minutes here) / `npm run bench -- --quick` (about 2).
 // Options: --quick, --only shared,roofline,cache,single-question,transformersjs,workloads,http,serving,engine-death,scaleout,packing,peers, --out <dir>, --threads N.
+// An --only run writes its own files (…-only-<sections>.json/.md) and leaves latest.md alone.
 // Sections run one at a time (never two heavy things at once); a failing section is reported and
 // the rest still run.
 import { createContext, type BenchContext, type SectionResult } from './lib/context.js';
@@ -30,7 +31,8 @@ function option(args: string[], name: string): string | undefined {
 
 async function main(args: string[]): Promise<number> {
   const quick = args.includes('--quick');
-  const only = option(args, '--only')?.split(',') ?? Object.keys(SECTIONS);
+  const picked = option(args, '--only')?.split(',');
+  const only = picked ?? Object.keys(SECTIONS);
   const unknown = only.filter((s) => !(s in SECTIONS));
   if (unknown.length > 0) {
     process.stderr.write(`unknown section(s) ${unknown.join(', ')}; known: ${Object.keys(SECTIONS).join(', ')}\n`);
@@ -58,7 +60,7 @@ async function main(args: string[]): Promise<number> {
     ctx.log(`  done in ${((performance.now() - s0) / 1000).toFixed(0)} s`);
   }
   const command = `npm run bench${args.length ? ` -- ${args.join(' ')}` : ''}`;
-  const out = writeReport({ quick, command, threads, kernels, started, seconds: (performance.now() - t0) / 1000 }, results, failures, option(args, '--out'));
+  const out = writeReport({ quick, command, threads, kernels, started, seconds: (performance.now() - t0) / 1000, only: picked }, results, failures, option(args, '--out'));
   process.stdout.write(`${out.markdown}\n`);
   ctx.log(`wrote ${out.jsonPath}\n      ${out.mdPath}${out.latest ? `\n      ${out.latest}` : ''}`);
   return failures.length > 0 ? 1 : 0;

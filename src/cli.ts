@@ -1,4 +1,5 @@
-// assay <serve|eval|models> [--help]: the command dispatcher.
+// assay <serve|eval|calibrate|models> [--help] [--version]: the command dispatcher.
+import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
 const HELP = `Usage: assay <command> [options]
@@ -9,7 +10,12 @@ Commands:
   calibrate  fit a temperature per question type on a labeled dataset (assay calibrate --help)
   models     list, fetch and register models (assay models --help)
 
-Run 'assay <command> --help' for a command's options.`;
+Run 'assay <command> --help' for a command's options; 'assay --version' prints the version.`;
+
+/** The package's version (package.json sits one folder above src/ and dist/ alike). */
+function version(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
 
 type Command = (argv: string[]) => Promise<number>;
 
@@ -26,6 +32,10 @@ export async function main(argv: string[]): Promise<number> {
   if (name === undefined || name === '-h' || name === '--help' || name === 'help') {
     process.stdout.write(`${HELP}\n`);
     return name === undefined ? 2 : 0;
+  }
+  if (name === '--version' || name === '-v' || name === 'version') {
+    process.stdout.write(`assay ${version()}\n`);
+    return 0;
   }
   const load = COMMANDS[name];
   if (!load) {

@@ -102,6 +102,10 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
       return 2;
     }
     await ensureSyntheticModels(registry, log, values.model);
+    // As the help says: the folder of each declared synthetic model, written now or found complete.
+    for (const [id, entry] of Object.entries(registry.models)) {
+      if (entry.synthetic && (values.model === undefined || id === values.model)) io.out(`${resolve(dirname(registry.file), entry.path)}\n`);
+    }
     return 0;
   }
 

@@ -20,6 +20,9 @@ describe('bench smoke', () => {
     const section = sharedResult(ctx, rows, [], started);
     const written = writeReport({ quick: true, command: 'smoke', threads: 2, kernels: await cpuKernels(), started: new Date(), seconds: 1 }, [section], [], out);
     expect(written.latest).toBeUndefined(); // quick runs never replace latest.md
+    // Nor do --only runs, full or not: they write files named after their sections.
+    const only = writeReport({ quick: false, command: 'smoke', threads: 2, kernels: await cpuKernels(), started: new Date(), seconds: 1, only: ['shared'] }, [section], [], out);
+    expect([only.latest, only.mdPath.endsWith('-only-shared.md')]).toEqual([undefined, true]);
 
     const json = JSON.parse(readFileSync(written.jsonPath, 'utf8'));
     expect(json).toMatchObject({ command: 'smoke', quick: true, threads: 2, failures: [] });

@@ -1,5 +1,6 @@
 // `assay eval` and `assay models`, called through run() with captured output: the local engine
 // on a registry of the tiny synthetic model, and the same through a real server (--url).
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -171,6 +172,14 @@ describe('assay models', () => {
     expect(JSON.parse(local.out).models.map((m: { name: string }) => m.name)).toEqual(['svc-latest', 'svc-preview']);
   });
 
+  it('the shipped registry lists tiny-tasks-1, marked as knowing only its support-ticket task', async () => {
+    const r = await modelsRun(['--registry', 'models/registry.json']);
+    expect(r.code).toBe(0);
+    const models = JSON.parse(r.out).models as Array<{ name: string; description: string }>;
+    expect(models.map((m) => m.name)).toEqual(['svc-latest', 'svc-preview', 'tiny-tasks-1']);
+    expect(models[2]!.description).toMatch(/^Knows only its support-ticket task/);
+  });
+
   it('table: local rows show the versioned id and folder behind each name', async () => {
     const r = await modelsRun(['--registry', registry, '--format', 'table']);
     expect(r.code).toBe(0);
@@ -203,10 +212,20 @@ describe('assay models', () => {
     expect(first.err).toContain('model svc-s: folder');
     const manifest = JSON.parse(await readFile(path.join(tmp, 'made', 'tiny', 'assay.json'), 'utf8')) as { synthetic: boolean; shape: string };
     expect(manifest).toMatchObject({ synthetic: true, shape: 'tiny' });
+    // stdout: the folder, written or found complete (as its help says).
+    expect(first.out).toBe(`${path.join(tmp, 'made', 'tiny')}\n`);
     const again = await modelsRun(['synth', '--registry', reg]);
-    expect([again.code, again.err]).toEqual([0, '']);
+    expect([again.code, again.err, again.out]).toEqual([0, '', first.out]);
     const bad = await modelsRun(['synth', '--shape', 'huge']);
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('--shape must be one of tiny, qwen2.5-0.5b, qwen3-0.6b');
+  });
+});
+
+describe('assay --version', () => {
+  it("prints the package's version", async () => {
+    const pkg = JSON.parse(await readFile('package.json', 'utf8')) as { version: string };
+    const out = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', '--version'], { encoding: 'utf8' });
+    expect(out).toBe(`assay ${pkg.version}\n`);
   });
 });
