@@ -1,6 +1,6 @@
 // Loads evaluators for the registry's versioned ids in the background and keeps them; serving a
 // synthetic (random-weight) model is always announced with a loud warning.
-import { EngineDeadError, loadEvaluator, type EngineConfig, type EngineStats, type Evaluator } from '../engine/index.js';
+import { EngineDeadError, loadEvaluator, Q4_NOTE, type EngineConfig, type EngineStats, type Evaluator } from '../engine/index.js';
 import { resolveModel, type Registry } from '../registry.js';
 
 /** A loaded model's engine counters, for /metrics. */
@@ -112,7 +112,11 @@ export function createModelPool(
       onWarning: (message) =>
         // Packing (several questions, or requests, per pass) unavailable is how this export runs, not a
         // fallback from what was asked: info. Anything else (e.g. the rewritten graph did not load) warns.
-        PACKING_NOTE.test(message) ? log.info({ model: id, reason: message }, 'model runs without packing') : log.warn({ model: id, reason: message }, 'model load fell back'),
+        PACKING_NOTE.test(message)
+          ? log.info({ model: id, reason: message }, 'model runs without packing')
+          : message.startsWith(Q4_NOTE)
+            ? log.info({ model: id, note: message }, 'model runs its 4-bit weights on the int8 kernels')
+            : log.warn({ model: id, reason: message }, 'model load fell back'),
       onDeath: (error) => died(id, error),
     });
     log.info({ model: id, dir: m.dir, graph: evaluator.graph, ms: Math.round(performance.now() - started) }, 'model loaded');

@@ -3,7 +3,7 @@
 // independent of its companions, and `q4Kernels: 'native'` keeps the export's own 4-bit products.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
+import { loadEvaluator, Q4_NOTE, type Evaluator, type Question } from '../../src/engine/index.js';
 import { decodeModel } from '../../src/engine/model/graph-rewrite.js';
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { kernelPaths } from '../../src/engine/model/cpu.js';
@@ -33,9 +33,10 @@ describe('4-bit weights through the int8 kernels', () => {
   let dir: string;
   let converted: Evaluator;
   let native: Evaluator;
+  const notes: string[] = [];
   beforeAll(async () => {
     dir = await ensureFlavor({ dtype: 'q4' });
-    converted = await loadEvaluator({ modelDir: dir, threads: 1 });
+    converted = await loadEvaluator({ modelDir: dir, threads: 1, onWarning: (message) => notes.push(message) });
     native = await loadEvaluator({ modelDir: dir, threads: 1, q4Kernels: 'native' });
   });
   afterAll(async () => {
@@ -57,6 +58,11 @@ describe('4-bit weights through the int8 kernels', () => {
       await int8.close();
       await kept.close();
     }
+  });
+
+  it('says at load what the conversion costs in memory', () => {
+    const note = notes.find((m) => m.startsWith(Q4_NOTE));
+    expect(note).toMatch(/: \d+ matrix products, their weights \d+ MB instead of \d+ MB \(\+\d+ MB\)/);
   });
 
   it('answers like the native 4-bit path, each question the same alone as among others', async () => {

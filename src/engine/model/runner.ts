@@ -9,6 +9,9 @@ import type { ModelFolder } from './model-folder.js';
 import { resolveEngineConfig, type EngineConfig } from '../config.js';
 import { int8SessionConfig } from './cpu.js';
 
+/** How the load note on 4-bit weights converted to int8 begins (the model pool logs it as info, not as a fallback). */
+export const Q4_NOTE = '4-bit weights run through the int8 kernels (converted at load)';
+
 /** Keys and values of every layer for `length` tokens, as the session's present.* outputs gave them. */
 /** Runs one pass of `tokens` tokens in the caller's turn (the scheduler's, for an evaluator). */
 export type PassStep = <T>(pass: () => Promise<T>, tokens: number) => Promise<T>;
@@ -138,7 +141,7 @@ export class ModelRunner {
         if (provider === 'cuda' && /cuda|provider/i.test(message)) {
           throw new ModelLoadError(
             `cannot start the CUDA execution provider (${message}). Install onnxruntime-node with its CUDA 12 binaries ` +
-              '(npm ci --onnxruntime-node-install=cuda12) on a machine with an NVIDIA driver, CUDA 12 and cuDNN 9, or set the provider to cpu.',
+              '(after npm ci: node node_modules/onnxruntime-node/script/install --onnxruntime-node-install=cuda12) on a machine with an NVIDIA driver, CUDA 12 and cuDNN 9, or set the provider to cpu.',
           );
         }
         throw new ModelLoadError(`${path}: onnxruntime cannot load it (${message})`);
@@ -162,6 +165,13 @@ export class ModelRunner {
           // kernel: where they are the only integer products, the slower exact setting is not needed.
           session = await create(rewritten.path, rewritten.externalDataDir, rewritten.q4ToInt8?.onlyProducts ? {} : extra);
           facts = rewritten;
+          const q4 = rewritten.q4ToInt8;
+          if (q4) {
+            const mb = (bytes: number) => `${Math.round(bytes / 1e6)} MB`;
+            config.onWarning?.(
+              `${Q4_NOTE}: ${q4.nodes} matrix products, their weights ${mb(q4.int8Bytes)} instead of ${mb(q4.q4Bytes)} (+${mb(q4.int8Bytes - q4.q4Bytes)}); --q4-kernels native keeps the 4-bit kernel and its memory`,
+            );
+          }
           graphPath = rewritten.path;
         } catch (error) {
           config.onWarning?.(`the rewritten graph of ${folder.onnxPath} did not load (${(error as Error).message}); running the export as is`);
