@@ -106,7 +106,7 @@ export class TextCodec {
    * caller content goes through encodeChat / encodeText.
    */
   encode(text: string, memo?: Map<string, number[]>): number[] {
-    return this.encodeSplit(text, (part, first) => this.encodeSegment(part, first, memo, (piece) => this.tokenizer.encode(piece, { add_special_tokens: false }).ids));
+    return this.encodeSplit(text, (part, first) => this.encodeText(part, memo, first));
   }
 
   /**
@@ -118,7 +118,27 @@ export class TextCodec {
    * outlives it) lets a state shared by many prompts be tokenized once.
    */
   encodeText(text: string, memo?: Map<string, number[]>, first = false): number[] {
-    return this.encodeSegment(text, first, memo, (piece, firstPiece) => this.encodeData(piece, firstPiece));
+    const known = first ? undefined : memo?.get(text);
+    if (known) return known;
+    let ids: number[];
+    if (text.length < LONG_RUN) ids = this.encodeData(text, first);
+    else {
+      // The JS BPE is quadratic in the length of one pre-tokenized word (300,000 spaces took 2-15 s)
+      // and caches only short words: stretches of LONG_RUN or more characters without a change
+      // between whitespace and non-whitespace are cut into LONG_RUN-character pieces, each
+      // encoded on its own (and cached): linear in the text, exact for text without such stretches.
+      // A piece equal to the one before (a run of one character) reuses its ids: 8 MiB of one
+      // character took 2 s of per-call overhead, 0.1 s so.
+      ids = [];
+      let last: [string, number[]] = ['', []];
+      splitLongRuns(text).forEach((piece, i) => {
+        // (The first piece of a first text is encoded as one: the second is encoded anew.)
+        if (piece !== last[0] || i === 1) last = [piece, this.encodeData(piece, first && i === 0)];
+        for (const id of last[1]) ids.push(id);
+      });
+    }
+    if (!first) memo?.set(text, ids);
+    return ids;
   }
 
   /**
@@ -204,32 +224,9 @@ export class TextCodec {
     const model = tokenizer.model!;
     return (model(words) as string[]).map((token) => model.tokens_to_ids.get(token) ?? model.unk_token_id!);
   }
-
-  private encodeSegment(text: string, first: boolean, memo: Map<string, number[]> | undefined, encodePiece: (piece: string, first: boolean) => number[]): number[] {
-    const known = first ? undefined : memo?.get(text);
-    if (known) return known;
-    let ids: number[];
-    if (text.length < LONG_RUN) ids = encodePiece(text, first);
-    else {
-      // The JS BPE is quadratic in the length of one pre-tokenized word (300,000 spaces took 2-15 s)
-      // and caches only short words: stretches of LONG_RUN or more characters without a change
-      // between whitespace and non-whitespace are cut into LONG_RUN-character pieces, each
-      // encoded on its own (and cached): linear in the text, exact for text without such stretches.
-      // A piece equal to the one before (a run of one character) reuses its ids: 8 MiB of one
-      // character took 2 s of per-call overhead, 0.1 s so.
-      ids = [];
-      let last: [string, number[]] = ['', []];
-      splitLongRuns(text).forEach((piece, i) => {
-        if (piece !== last[0] || i === 1) last = [piece, encodePiece(piece, first && i === 0)];
-        for (const id of last[1]) ids.push(id);
-      });
-    }
-    if (!first) memo?.set(text, ids);
-    return ids;
-  }
 }
 
-/** Stretches this long are cut before BPE; see encodeSegment. */
+/** Stretches this long are cut before BPE; see encodeText. */
 export const LONG_RUN = 128;
 
 function isSpace(c: number): boolean {
