@@ -178,7 +178,7 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'batch-tokens',
         env: 'ASSAY_BATCH_TOKENS',
         arg: 'N',
-        doc: 'most tokens of one pass shared by concurrent requests whose whole prompt fits one packed pass, each seeing only its own tokens (0: off; off on CPU, where the masked attention makes a shared pass cost more than its parts; never on exports that quantize activations per pass, such as dynamic int8, where it would let the tokens of one caller move the answers of another)',
+        doc: 'most tokens of one pass shared by concurrent requests whose whole prompt fits one packed pass, each seeing only its own tokens (0: off; off on CPU, where the masked attention makes a shared pass cost more than its parts; never on exports that still quantize activations with one scale per pass, such as dynamic int8 run with --no-per-token-int8, where it would let the tokens of one caller move the answers of another)',
         shownDefault: `${DEFAULTS.batchTokens.cpu} on cpu, ${DEFAULTS.batchTokens.cuda} on cuda`,
       }),
     ),
