@@ -26,9 +26,36 @@ export interface SyntheticSpec {
   weights?: string;
 }
 
+/**
+ * An escalating entry (docs/escalation.md): answers with `first`, and re-asks the questions whose
+ * certainty is under `below[type]` to `second`, a registered model or a remote endpoint of this API.
+ */
+export interface EscalationSpec {
+  /** A registered model (name or alias) that is not itself escalating. */
+  first: string;
+  second: string | RemoteModel;
+  /** Per type, escalate when certainty < value (null: every question of the type; absent: none). */
+  below: Partial<Record<'noul' | 'choice' | 'score', number | null>>;
+  /** The second model's deadline, ms (default 10000). */
+  timeout_ms?: number;
+  /** When the second model fails or misses the deadline: keep the first answers (default) or fail the request (503). */
+  on_failure?: 'first' | 'error';
+}
+
+/** An endpoint speaking this API: the hosted service or another Assay. */
+export interface RemoteModel {
+  /** Base URL, e.g. https://assay.example.com (POST {url}/v1/systemone). */
+  url: string;
+  model: string;
+  /** The environment variable holding its API key (sent as a Bearer token). */
+  api_key_env?: string;
+}
+
 export interface ModelEntry {
-  /** Model folder (a Hugging Face ONNX export), relative to the registry file's folder or absolute. */
+  /** Model folder (a Hugging Face ONNX export), relative to the registry file's folder or absolute. An escalating entry has none (""). */
   path: string;
+  /** Answers through two other models (docs/escalation.md); such an entry has no folder of its own. */
+  escalate?: EscalationSpec;
   /** Which ONNX file of the folder to run (engine `variant`: fp32, fp16, int8, uint8, quantized, q4, q4f16, bnb4); default: the engine's choice. */
   variant?: string;
   /** false: run the export as is, without the load-time graph rewrite (the server's --no-graph-rewrite, per model). */
@@ -78,7 +105,10 @@ export function checkRegistry(data: unknown, file: string): Registry {
   const models = r.models as Record<string, ModelEntry>;
   const aliases = (r.aliases ?? {}) as Record<string, string>;
   for (const [id, e] of Object.entries(models)) {
-    if (typeof e?.path !== 'string' || !e.path) fail(`models["${id}"].path must be a non-empty string`);
+    if (e?.escalate !== undefined) {
+      const why = escalationProblem(e.escalate, models, aliases);
+      if (why) fail(`models["${id}"].escalate${why}`);
+    } else if (typeof e?.path !== 'string' || !e.path) fail(`models["${id}"].path must be a non-empty string`);
     if (typeof e.description !== 'string') fail(`models["${id}"].description must be a string`);
     if (typeof e.release_date !== 'string' || !DATE.test(e.release_date)) fail(`models["${id}"].release_date must be YYYY-MM-DD`);
     if (e.variant !== undefined && (typeof e.variant !== 'string' || !parseVariant(e.variant))) {
@@ -122,7 +152,37 @@ export function resolveModel(registry: Registry, name: string): ResolvedModel | 
   const id = own(registry.aliases, name) ?? name;
   const entry = own(registry.models, id);
   if (!entry) return undefined;
-  return { id, dir: resolve(dirname(registry.file), entry.path), entry };
+  return { id, dir: entry.escalate ? '' : resolve(dirname(registry.file), entry.path), entry };
+}
+
+/** What is wrong with an escalation spec (a path suffix and why), or undefined. */
+function escalationProblem(x: EscalationSpec, models: Record<string, ModelEntry>, aliases: Record<string, string>): string | undefined {
+  if (typeof x !== 'object' || x === null) return ' must be an object';
+  const local = (name: unknown): string | undefined => {
+    const id = typeof name === 'string' ? (own(aliases, name) ?? name) : undefined;
+    const entry = id === undefined ? undefined : own(models, id);
+    if (!entry) return 'must name a model of the registry';
+    return entry.escalate ? 'must name a model that does not escalate itself' : undefined;
+  };
+  const first = local(x.first);
+  if (first) return `.first ${first}`;
+  if (typeof x.second === 'string') {
+    const second = local(x.second);
+    if (second) return `.second ${second}`;
+  } else if (typeof x.second !== 'object' || x.second === null) return '.second must be a model name or {"url", "model", "api_key_env"}';
+  else {
+    if (typeof x.second.url !== 'string' || !/^https?:\/\/[^/]/.test(x.second.url)) return '.second.url must be an http(s) URL';
+    if (typeof x.second.model !== 'string' || !x.second.model) return '.second.model must be a model name';
+    if (x.second.api_key_env !== undefined && (typeof x.second.api_key_env !== 'string' || !x.second.api_key_env)) return '.second.api_key_env must name an environment variable';
+  }
+  if (typeof x.below !== 'object' || x.below === null || Array.isArray(x.below)) return '.below must map question types to thresholds';
+  for (const [type, t] of Object.entries(x.below)) {
+    if (!['noul', 'choice', 'score'].includes(type)) return `.below.${type}: the types are noul, choice and score`;
+    if (t !== null && !(typeof t === 'number' && t >= 0 && t <= 1)) return `.below.${type} must be a certainty between 0 and 1, or null (escalate all)`;
+  }
+  if (x.timeout_ms !== undefined && !(typeof x.timeout_ms === 'number' && x.timeout_ms > 0)) return '.timeout_ms must be a positive number of milliseconds';
+  if (x.on_failure !== undefined && x.on_failure !== 'first' && x.on_failure !== 'error') return '.on_failure must be "first" or "error"';
+  return undefined;
 }
 
 /** Names GET /v1/models lists: the aliases, then versioned ids marked `listed`. */

@@ -2,7 +2,7 @@
 // methods, status codes and model ids: never anything a request contained.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EngineStats, KernelPaths } from '../engine/index.js';
-import type { EngineSnapshot } from '../service/index.js';
+import { escalationCounts, type EngineSnapshot, type EscalationCounts } from '../service/index.js';
 
 export interface Metrics {
   registry: Registry;
@@ -81,16 +81,36 @@ export function createMetrics(engines: () => EngineSnapshot[], kernels?: KernelP
   engineCounter('assay_engine_passes_total', 'Forward passes run (prefill chunks, prefixes, packed question passes)', (s) => s.passes);
   engineCounter('assay_prefix_cache_hits_total', 'Prefix KV cache hits', (s) => s.prefixCacheHits);
   engineCounter('assay_prefix_cache_misses_total', 'Prefix KV cache misses', (s) => s.prefixCacheMisses);
-  new Counter({
-    name: 'assay_engine_restarts_total',
-    help: 'Engine threads that died (exited, or an error escaped them) and were restarted, by model',
-    labelNames: ['model'] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [model, n] of Object.entries(restarts())) this.inc({ model }, n);
-    },
-  });
+  // A counter per model id read at scrape time from `values` (engine restarts, escalations).
+  const modelCounter = (name: string, help: string, values: () => Record<string, number>) =>
+    new Counter({
+      name,
+      help,
+      labelNames: ['model'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [model, n] of Object.entries(values())) this.inc({ model }, n);
+      },
+    });
+  modelCounter('assay_engine_restarts_total', 'Engine threads that died (exited, or an error escaped them) and were restarted, by model', restarts);
+  // Escalating models (docs/escalation.md): questions asked, re-asked to the second model, re-asks that failed.
+  const escalation = (pick: (c: EscalationCounts) => number) => () => Object.fromEntries(Object.entries(escalationCounts()).map(([id, c]) => [id, pick(c)]));
+  modelCounter(
+    'assay_escalation_questions_total',
+    'Questions answered by an escalating model, by its versioned id',
+    escalation((c) => c.questions),
+  );
+  modelCounter(
+    'assay_escalated_questions_total',
+    'Questions an escalating model re-asked to its second model (certainty under the threshold)',
+    escalation((c) => c.escalated),
+  );
+  modelCounter(
+    'assay_escalation_failures_total',
+    'Re-asks whose second model failed or missed its deadline (the first answers kept, or a 503)',
+    escalation((c) => c.failed),
+  );
   engineGauge('assay_prefix_cache_bytes', 'Bytes held by the prefix KV cache', (s) => s.prefixCacheBytes);
   engineGauge('assay_engine_queue_depth', 'Requests waiting for the engine', (s) => s.queueDepth);
   engineGauge('assay_engine_running', 'Requests the engine is running', (s) => s.running);

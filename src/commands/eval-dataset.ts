@@ -11,10 +11,12 @@ import type { Answer, Question } from '../protocol/index.js';
 import { countFlips, decision, type FlipCounts } from '../quality/index.js';
 import { choiceMetrics, noulMetrics, scoreMetrics, type ChoiceExample, type NoulExample, type ScoreExample } from '../quality/index.js';
 import { DEFAULT_RESAMPLES, DEFAULT_SEED, drift, reliabilitySvg, riskCoverageSvg, worse, type TypeDrift } from '../quality/index.js';
-import { loadRegistry, type Registry } from '../registry.js';
+import { loadRegistry, resolveModel, type Registry } from '../registry.js';
+import { escalationCounts } from '../service/index.js';
 import type { Io } from './common.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';
 import { COVERAGE_HEAD, coverageMarkdown, coverageReport, coverageRows, DEFAULT_BUDGETS, DEFAULT_SCORE_TOLERANCE, enoughNote } from './dataset/coverage-report.js';
+import { runEscalationSweep } from './dataset/escalation-sweep.js';
 import { reportHtml, type ChangedAnswer, type HtmlArm, type HtmlTable } from './dataset/report-html.js';
 import { runDataset, type DatasetRun } from './dataset/run.js';
 import { ArmError, openTarget, parseArm, syntheticShapeRegistry, type TargetContext } from './dataset/targets.js';
@@ -37,6 +39,8 @@ export interface DatasetOptions {
   scoreTolerance?: number;
   /** --compare: exit 1 when B is worse than A beyond the bootstrap interval. */
   failIfWorse?: boolean;
+  /** With an escalating --model: thresholds from a coverage report.json (FILE or FILE#0.05) for the sweep. */
+  thresholdsFile?: string;
   /** --compare: bootstrap resamples and seed. */
   resamples?: number;
   seed?: number;
@@ -278,6 +282,9 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
   const ctx: TargetContext = { io, registry, model: o.model, url: o.url, timeoutMs: o.timeoutMs, retries: o.retries };
   const reports: Report[] = [];
   const runs: DatasetRun[] = [];
+  // An escalating model (local engine, no --compare): its accuracy against escalation rate too.
+  const escalating = registry && o.compare === undefined ? resolveModel(registry, o.model ?? registry.default) : undefined;
+  const countsBefore = escalationCounts()[escalating?.id ?? ''];
   for (const arm of arms) {
     let target;
     try {
@@ -300,11 +307,23 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
   if (o.out) mkdirSync(o.out, { recursive: true });
   if (reports.length === 1) {
     const report = reports[0]!;
-    const md = markdown(report);
+    let escalation;
+    if (escalating?.entry.escalate) {
+      const after = escalationCounts()[escalating.id];
+      const measured = after && { escalated: after.escalated - (countsBefore?.escalated ?? 0), questions: after.questions - (countsBefore?.questions ?? 0) };
+      try {
+        escalation = await runEscalationSweep({ id: escalating.id, spec: escalating.entry.escalate, lines, scoreTolerance, thresholdsFile: o.thresholdsFile, measured }, ctx, io);
+      } catch (e) {
+        if (!(e instanceof ArmError || e instanceof DatasetError)) throw e;
+        io.err(`assay eval: ${(e as Error).message}\n`);
+        return 2;
+      }
+    }
+    const md = `${markdown(report)}${escalation ? `${escalation.markdown.join('\n')}\n` : ''}`;
     io.out(md);
     if (o.out) {
       writeFileSync(join(o.out, 'report.md'), md);
-      writeFileSync(join(o.out, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+      writeFileSync(join(o.out, 'report.json'), `${JSON.stringify(escalation ? { ...report, escalation: escalation.rows } : report, null, 2)}\n`);
       writeFileSync(join(o.out, 'report.html'), reportHtml(`assay eval --dataset ${o.file}`, report.synthetic, [htmlArm(report)]));
       files.push('report.md', 'report.json', 'report.html', ...writePlots(o.out, report));
     }

@@ -45,6 +45,9 @@ Answers the questions about the state and prints one answer per question.
                       v1,letters; with --url, two model names (svc-1.13.0,svc-latest)
   --fail-if-worse     with --compare: exit 1 when B is worse than A beyond the interval (accuracy or
                       coverage at a budget, any type); 0 otherwise, a tie included
+  --thresholds FILE   with --dataset and an escalating --model: add the thresholds of a coverage
+                      report (its report.json; FILE#0.05 for one budget) to the sweep of accuracy
+                      against escalation rate that such a model prints
   --resamples N       with --compare: bootstrap resamples (default 2000)
   --seed N            with --compare: bootstrap seed (default 1)
   --shape S           with --dataset: a synthetic model of this shape (models/shapes.json) instead
@@ -57,7 +60,24 @@ Answers the questions about the state and prints one answer per question.
 Exit status: 0 answered, 1 the evaluation failed (or, with --fail-if-worse, B is worse than A),
 2 bad arguments or input files.`;
 
-const STRING_FLAGS = ['state', 'questions', 'url', 'model', 'registry', 'format', 'timeout', 'retries', 'dataset', 'out', 'compare', 'shape', 'score-tolerance', 'resamples', 'seed'] as const;
+const STRING_FLAGS = [
+  'state',
+  'questions',
+  'url',
+  'model',
+  'registry',
+  'format',
+  'timeout',
+  'retries',
+  'dataset',
+  'out',
+  'compare',
+  'shape',
+  'score-tolerance',
+  'resamples',
+  'seed',
+  'thresholds',
+] as const;
 
 /** An error budget: a share in (0, 1) or a percentage ("5%"). */
 function parseBudget(text: string): number | undefined {
@@ -109,6 +129,7 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
         budgets: budgets as number[],
         scoreTolerance,
         failIfWorse: values['fail-if-worse'],
+        thresholdsFile: values.thresholds,
         resamples,
         seed,
       },

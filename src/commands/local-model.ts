@@ -4,8 +4,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EngineConfig } from '../engine/index.js';
-import type { Registry, ResolvedModel } from '../registry.js';
-import { createModelPool } from '../service/index.js';
+import { resolveModel, type Registry, type ResolvedModel } from '../registry.js';
+import { createModelPool, escalationModels } from '../service/index.js';
 import type { Io } from './common.js';
 
 export type LocalModels = ReturnType<typeof createModelPool>;
@@ -24,11 +24,16 @@ export async function openLocalModel(registry: Registry, resolved: ResolvedModel
     },
   });
   try {
-    if (resolved.entry.synthetic && !existsSync(join(resolved.dir, 'assay.json'))) {
-      const { ensureSyntheticModels } = await import('./models-synth.js');
-      await ensureSyntheticModels(registry, (line) => io.err(`assay ${command}: ${line}\n`), resolved.id);
+    // An escalating entry runs its registered models (escalation.ts): those are the ones to load.
+    const ids = resolved.entry.escalate ? escalationModels(registry, resolved.entry.escalate) : [resolved.id];
+    for (const id of ids) {
+      const m = resolveModel(registry, id)!;
+      if (m.entry.synthetic && !existsSync(join(m.dir, 'assay.json'))) {
+        const { ensureSyntheticModels } = await import('./models-synth.js');
+        await ensureSyntheticModels(registry, (line) => io.err(`assay ${command}: ${line}\n`), id);
+      }
+      await pool.load(id);
     }
-    await pool.load(resolved.id);
     return pool;
   } catch (e) {
     await pool.close();

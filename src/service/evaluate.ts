@@ -1,12 +1,13 @@
 // The one service function behind POST /v1/systemone and `assay eval`: validate → resolve the
 // model → authorize → evaluate → check the answers against the contract. HTTP (keys, limits,
 // headers, deadlines) stays in the route; files and flags stay in the command.
-import type { EvaluateResult } from '../engine/index.js';
+import type { EvaluateResult, Evaluator } from '../engine/index.js';
 import { InvalidRequestError, ModelForbiddenError } from '../protocol/index.js';
 import { type SystemOneRequest, type SystemOneResponse } from '../protocol/index.js';
 import { parseRequest, responseProblems } from '../protocol/index.js';
 import { ValidatedBody } from '../protocol/index.js';
 import { acceptedModelNames, resolveModel, type Registry } from '../registry.js';
+import { escalatingEvaluator } from './escalation.js';
 import type { ModelProvider } from './model-pool.js';
 
 export interface ServiceContext {
@@ -103,7 +104,9 @@ export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller
   if (caller.allows && !caller.allows(request.model, resolved.id)) throw new ModelForbiddenError(request.model);
   caller.onAccepted?.({ model: resolved.id, questionCount: 'questions' in request ? Object.keys(request.questions).length : request.questionCount });
 
-  const evaluator = await untilAborted(ctx.models.get(resolved.id), caller.signal);
+  // An escalating entry answers through its two models as one evaluator (escalation.ts).
+  const escalate = resolved.entry.escalate;
+  const evaluator: Pick<Evaluator, 'evaluate' | 'evaluateBody'> = escalate ? escalatingEvaluator(ctx, resolved.id, escalate) : await untilAborted(ctx.models.get(resolved.id), caller.signal);
   const started = performance.now();
   const options = { signal: caller.signal, cacheScope: caller.cacheScope };
   const result: EvaluateResult =

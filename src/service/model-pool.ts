@@ -2,6 +2,7 @@
 // synthetic (random-weight) model is always announced with a loud warning.
 import { EngineDeadError, loadEvaluator, Q4_NOTE, type EngineConfig, type EngineStats, type Evaluator } from '../engine/index.js';
 import { resolveModel, type Registry } from '../registry.js';
+import { announceEscalations } from './escalation.js';
 
 /** A loaded model's engine counters, for /metrics. */
 export interface EngineSnapshot {
@@ -95,7 +96,10 @@ export function createModelPool(
   now: () => number = Date.now,
 ): ModelProvider & { preload(): Promise<Evaluator>; load(id: string): Promise<Evaluator> } {
   const slots = new Map<string, Slot>();
-  const defaultId = resolveModel(registry, registry.default)?.id ?? registry.default;
+  // An escalating default has no folder: its first model is the one to preload and to be ready.
+  const defaultModel = resolveModel(registry, registry.default);
+  const defaultId = defaultModel?.entry.escalate ? resolveModel(registry, defaultModel.entry.escalate.first)!.id : (defaultModel?.id ?? registry.default);
+  announceEscalations(registry, log);
   let closed = false;
   /** Folders already announced as synthetic: once per folder, however many ids and aliases name it. */
   const announced = new Set<string>();

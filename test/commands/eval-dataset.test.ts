@@ -93,6 +93,27 @@ describe('assay eval --dataset', () => {
     expect(html.indexOf('Differences with 95% intervals')).toBeLessThan(html.indexOf('Answers that flipped'));
   });
 
+  it("an escalating model: accuracy against escalation rate on the trained model's held-out set, thresholds from a coverage report", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
+    // The first model's coverage report: its thresholds at 5% go straight into the sweep.
+    expect((await run(['--dataset', 'examples/tiny-tasks-heldout.jsonl', '--model', 'svc-1.13.0', '--out', dir])).code).toBe(0);
+    const r = await run(['--dataset', 'examples/tiny-tasks-heldout.jsonl', '--model', 'tiny-cascade-1', '--thresholds', `${join(dir, 'report.json')}#0.05`, '--out', join(dir, 'cascade')]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('## Escalation: accuracy against escalation rate');
+    expect(r.out).toContain('svc-1.13.0 answers; a question whose certainty');
+    // The trained second model is right on every held-out question: escalating all gives 1.000.
+    expect(r.out).toMatch(/\| second model only \| [^|]+ \| 270 of 270 \(100\.0%\) \| 1\.000 \|/);
+    expect(r.out).toMatch(/\| first model only \| `\{\}` \| 0 of 270 \(0\.0%\) \| 0\.\d{3} \|/);
+    expect(r.out).toContain('| coverage report, 5% budget |');
+    const report = JSON.parse(readFileSync(join(dir, 'cascade', 'report.json'), 'utf8'));
+    const rates = report.escalation.slice(0, 11).map((x: { rate: number }) => x.rate);
+    expect(rates).toEqual([...rates].sort((a, b) => a - b)); // higher thresholds escalate more
+    const own = report.escalation.find((x: { label: string }) => x.label === "tiny-cascade-1's own");
+    // What the service really escalated is what its thresholds predict from the first answers.
+    expect(r.out).toContain(`the entry re-asked ${own.escalated} of 270 questions (its thresholds predict ${own.escalated}`);
+    expect(report.model).toBe('tiny-cascade-1');
+  });
+
   it('refuses a line whose label does not fit its question, naming the line', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
     const file = join(dir, 'bad.jsonl');

@@ -106,7 +106,8 @@ export async function openTarget(spec: ArmSpec, ctx: TargetContext): Promise<Tar
   };
   const arm = resolveModel(registry, resolved.id)!;
   const pool = await openLocalModel(registry, arm, ctx.io, engine, ctx.command);
-  const evaluator = await pool.load(arm.id);
+  // An escalating entry: its first model tells whether it is synthetic.
+  const evaluator = await pool.load(arm.entry.escalate ? resolveModel(registry, arm.entry.escalate.first)!.id : arm.id);
   return {
     label: spec.label,
     model: arm.id,
