@@ -68,7 +68,7 @@ export async function run(argv: string[]): Promise<number> {
   // Every setting whose schema entry names an engine option (src/config/settings.ts).
   const pool = createModelPool(registry, settingsFor('engine', config), log);
   // Which int8 and 4-bit kernels onnxruntime runs here (a probe of a few ms): logged and on /metrics.
-  const kernels = await cpuKernels(config.exactInt8, undefined, config.q4Kernels);
+  const kernels = await cpuKernels(config.exactInt8, undefined, config.provider === 'cuda' ? 'native' : config.q4Kernels);
   const app = await buildServer({
     // Every setting whose schema entry names a server option, then what is computed here.
     ...settingsFor('server', config),

@@ -154,7 +154,9 @@ export class ModelRunner {
     if (config.rewriteGraph !== false && vocab) {
       let rewritten: RewrittenGraph | undefined;
       try {
-        rewritten = await rewrittenGraph(folder, vocab, config.graphCacheDir, c.q4Kernels, c.perTokenInt8);
+        // The int8 form of 4-bit products is a CPU form (CUDA has MatMulNBits kernels, no integer ones): never on CUDA.
+        const q4 = provider === 'cuda' ? 'native' : c.q4Kernels;
+        rewritten = await rewrittenGraph(folder, vocab, config.graphCacheDir, q4, c.perTokenInt8);
       } catch (error) {
         // An unreadable or undecodable file: the stock load below reports it.
         config.onWarning?.(`graph rewrite skipped for ${folder.onnxPath}: ${(error as Error).message}`);
