@@ -118,7 +118,11 @@ export interface CoverageAtBudget {
   coverage: number;
   kept: number;
   errors: number;
-  /** Keep answers with certainty ≥ this; null when no threshold meets the budget (escalate / decline them all). */
+  /**
+   * Keep answers with certainty ≥ this; null when no threshold meets the budget (escalate / decline
+   * them all). Halfway between the least certain kept answer and the most certain one left out, so
+   * float noise of another run does not move an answer across it.
+   */
   threshold: number | null;
   /** Error rate of the kept answers. */
   risk: number;
@@ -135,8 +139,12 @@ export interface CoverageAtBudget {
 /** Coverage at an error budget, from the risk–coverage curve. */
 export function coverageAtBudget(points: Scored[], budget: number): CoverageAtBudget {
   const curve = riskCoverage(points);
-  let best: RiskPoint | undefined;
-  for (const p of curve) if (p.risk <= budget + 1e-12) best = p; // the curve runs to growing coverage: keep the last one within budget
+  let at = -1;
+  curve.forEach((p, i) => {
+    if (p.risk <= budget + 1e-12) at = i; // the curve runs to growing coverage: keep the last one within budget
+  });
+  const best = curve[at];
+  const next = curve[at + 1];
   const kept = best?.kept ?? 0;
   const errors = best?.errors ?? 0;
   const riskUpper95 = kept ? errorUpperBound(errors, kept) : 1;
@@ -148,7 +156,7 @@ export function coverageAtBudget(points: Scored[], budget: number): CoverageAtBu
     coverage,
     kept,
     errors,
-    threshold: best?.threshold ?? null,
+    threshold: best === undefined ? null : next === undefined ? best.threshold : (best.threshold + next.threshold) / 2,
     risk: kept ? errors / kept : 0,
     riskUpper95,
     enough: kept > 0 && riskUpper95 <= budget,

@@ -48,17 +48,17 @@ export class EscalationError extends Error {}
 /** POST {url}/v1/systemone with the escalated questions; the key from the environment. */
 async function askRemote(remote: RemoteModel, request: EvaluateRequest, signal: AbortSignal, env: NodeJS.ProcessEnv): Promise<EvaluateResult> {
   const key = remote.api_key_env ? env[remote.api_key_env] : undefined;
-  if (remote.api_key_env && !key) throw new EscalationError(`the environment variable ${remote.api_key_env} (its API key) is not set`);
+  if (remote.api_key_env && !key) throw new EscalationError("the remote model's API key is not set");
   const res = await fetch(`${remote.url.replace(/\/+$/, '')}/v1/systemone`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
     body: JSON.stringify({ state: request.state, model: remote.model, questions: request.questions }),
     signal,
   });
-  if (!res.ok) throw new EscalationError(`${remote.url} answered ${res.status}`);
+  if (!res.ok) throw new EscalationError(`the remote model answered ${res.status}`);
   const body = (await res.json()) as Partial<EvaluateResult>;
   const usage = body.usage;
-  if (!usage || !Number.isInteger(usage.input_tokens) || !Number.isInteger(usage.output_tokens)) throw new EscalationError(`${remote.url} sent no usage`);
+  if (!usage || !Number.isInteger(usage.input_tokens) || !Number.isInteger(usage.output_tokens)) throw new EscalationError('the remote model sent no usage');
   return { answers: body.answers ?? {}, usage };
 }
 

@@ -58,6 +58,7 @@ describe('assay eval --dataset', () => {
       const at5 = c.byType[type].atBudget[0];
       expect(at5).toMatchObject({ budget: 0.05, count: 90, coverage: 1, kept: 90, errors: 0, enough: true });
       expect(c.thresholds['0.05'][type]).toBe(at5.threshold);
+      // All kept: the least certain answer's certainty.
       expect(at5.threshold).toBe(Math.min(...c.byType[type].curve.map((p: { threshold: number }) => p.threshold)));
       expect(r.out).toMatch(new RegExp(`\\| ${type} \\| [^|]+ \\| 90 \\| 1\\.000 \\| 90 \\(0\\) \\| ${at5.threshold.toFixed(3)} \\|`));
       // 90 error-free answers cannot show 1% (299 needed).

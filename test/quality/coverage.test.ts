@@ -35,12 +35,20 @@ describe('coverage at an error budget', () => {
   });
 
   it('the largest share kept within the budget, and its threshold', () => {
-    // 5%: only the two error-free answers above the tie at 0.9.
-    expect(coverageAtBudget(TEN, 0.05)).toMatchObject({ coverage: 0.2, kept: 2, errors: 0, threshold: 0.95, risk: 0 });
+    // 5%: only the two error-free answers above the tie at 0.9; the threshold halfway between 0.95 (kept) and 0.9.
+    const at5 = coverageAtBudget(TEN, 0.05);
+    expect(at5).toMatchObject({ coverage: 0.2, kept: 2, errors: 0, risk: 0 });
+    expect(at5.threshold).toBeCloseTo(0.925, 12);
     // 20%: down to 0.7 (1 wrong in 6 = 16.7%); at 0.6 it is 2 in 8 = 25%.
-    expect(coverageAtBudget(TEN, 0.2)).toMatchObject({ coverage: 0.6, kept: 6, threshold: 0.7 });
-    expect(coverageAtBudget(TEN, 0.25)).toMatchObject({ coverage: 0.8, kept: 8, threshold: 0.6 });
+    expect(coverageAtBudget(TEN, 0.2)).toMatchObject({ coverage: 0.6, kept: 6, threshold: expect.closeTo(0.65, 12) });
+    expect(coverageAtBudget(TEN, 0.25)).toMatchObject({ coverage: 0.8, kept: 8, threshold: expect.closeTo(0.575, 12) });
+    // All kept: the least certain answer's certainty.
     expect(coverageAtBudget(TEN, 0.4)).toMatchObject({ coverage: 1, threshold: 0.5 });
+    // The threshold keeps exactly the answers counted.
+    for (const b of [0.05, 0.2, 0.25, 0.4]) {
+      const c = coverageAtBudget(TEN, b);
+      expect(TEN.filter((x) => x.certainty >= c.threshold!).length).toBe(c.kept);
+    }
     // The most certain answer wrong: no threshold meets 5%.
     expect(
       coverageAtBudget(
@@ -87,7 +95,7 @@ describe('coverage at an error budget', () => {
     const svg = riskCoverageSvg('noul', riskCoverage(TEN), [coverageAtBudget(TEN, 0.05)]);
     expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
     expect(svg).toContain('budget 5%');
-    expect(svg).toContain('coverage 0.200 at threshold 0.950 (2 kept, 0 wrong)');
+    expect(svg).toContain('coverage 0.200 at threshold 0.925 (2 kept, 0 wrong)');
   });
 });
 
