@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKey } from './auth.js';
 import type { ApiContext } from './context.js';
 import { ApiError } from './api-error.js';
-import { retryHeaders } from './rate-limit.js';
+import { retryHeaders } from '../protocol/index.js';
 
 export function limitsOf(key: ApiKey) {
   return { requestsPerMinute: key.requestsPerMinute, inputTokensPerSecond: key.inputTokensPerSecond };
@@ -25,7 +25,8 @@ export function admission(ctx: ApiContext) {
     const admission = ctx.limiter.admit(rateKey(key), limitsOf(key));
     if (admission.retryAfterMs > 0) {
       const what = admission.limit === 'requests_per_minute' ? 'requests per minute' : 'input tokens per second';
-      throw new ApiError(429, `Rate limit exceeded (${what}); retry after ${admission.retryAfterMs} ms`, retryHeaders(admission.retryAfterMs));
+      const headers = retryHeaders(admission.retryAfterMs);
+      throw new ApiError(429, `Rate limit exceeded (${what}); retry after ${headers['retry-after-ms']} ms`, headers);
     }
   };
 }

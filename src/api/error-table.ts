@@ -6,7 +6,7 @@
 // Any other error is logged by type and stack frames only: its message could quote the request.
 import type { FastifyError } from 'fastify';
 import { AbortedError, BudgetError, EngineDeadError, EngineError, ModelLoadError, OverloadedError } from '../engine/index.js';
-import { InvalidRequestError, ModelForbiddenError } from '../protocol/index.js';
+import { InvalidRequestError, ModelForbiddenError, retryHeaders } from '../protocol/index.js';
 import { ApiError } from './api-error.js';
 import { ModelUnavailableError } from '../service/index.js';
 
@@ -25,9 +25,9 @@ export interface ErrorContext {
   bodyLimit: number;
 }
 
+/** Retry headers from an expected wait in seconds (one helper for every refusal: protocol/retry-after.ts). */
 function retryAfter(seconds: number): Record<string, string> {
-  const s = Math.max(1, Math.ceil(seconds));
-  return { 'retry-after': String(s), 'retry-after-ms': String(s * 1000) };
+  return retryHeaders(seconds * 1000);
 }
 
 /** Codes of the API's own HTTP errors, by status. */

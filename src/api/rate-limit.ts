@@ -5,8 +5,13 @@
 // is known only after the engine has tokenized it, so a request is admitted while the bucket is
 // not in debt, and its `usage.input_tokens` is charged afterwards (the bucket may go negative;
 // the next requests wait until it has refilled to zero).
+//
+// A refused request is told when its bucket will admit it: the refill, then a slot of its own
+// (RetrySlots, one request's worth of refill after the caller refused before it), so callers that
+// wait exactly what they are told come back one by one.
 
 import { DEFAULTS } from '../defaults.js';
+import { RetrySlots } from '../protocol/index.js';
 
 export interface RateLimits {
   requestsPerMinute: number;
@@ -18,6 +23,9 @@ export const DEFAULT_RATE_LIMITS: RateLimits = { requestsPerMinute: DEFAULTS.req
 class Bucket {
   private level: number;
   private at: number;
+  /** Moving average of what one request takes from the bucket (the spacing of retry slots). */
+  private usual = 1;
+  private readonly slots = new RetrySlots();
   constructor(
     readonly capacity: number,
     readonly perMs: number,
@@ -38,6 +46,11 @@ class Bucket {
   take(now: number, n: number): void {
     this.refill(now);
     this.level -= n;
+    this.usual = 0.8 * this.usual + 0.2 * n;
+  }
+  /** The wait to tell a caller refused at `now` while the bucket needs `need`: the refill, then a slot of its own. */
+  retryAfter(now: number, need: number): number {
+    return this.slots.next(now, this.wait(now, need), Math.max(need, this.usual) / this.perMs);
   }
 }
 
@@ -76,10 +89,8 @@ export class RateLimiter {
   admit(key: string, limits: Partial<RateLimits> = {}): Admission {
     const [r, k] = this.buckets(key, limits);
     const t = this.now();
-    const tokenWait = k.wait(t, 0);
-    if (tokenWait > 0) return { retryAfterMs: tokenWait, limit: 'input_tokens_per_second' };
-    const requestWait = r.wait(t, 1);
-    if (requestWait > 0) return { retryAfterMs: requestWait, limit: 'requests_per_minute' };
+    if (k.wait(t, 0) > 0) return { retryAfterMs: k.retryAfter(t, 0), limit: 'input_tokens_per_second' };
+    if (r.wait(t, 1) > 0) return { retryAfterMs: r.retryAfter(t, 1), limit: 'requests_per_minute' };
     r.take(t, 1);
     return { retryAfterMs: 0 };
   }
@@ -89,9 +100,4 @@ export class RateLimiter {
     const [, k] = this.buckets(key, limits);
     k.take(this.now(), inputTokens);
   }
-}
-
-/** The headers of a 429: whole seconds (rounded up, at least 1) and exact milliseconds. */
-export function retryHeaders(ms: number): Record<string, string> {
-  return { 'retry-after': String(Math.max(1, Math.ceil(ms / 1000))), 'retry-after-ms': String(Math.max(0, Math.ceil(ms))) };
 }

@@ -1,13 +1,13 @@
 // buildServer: the Fastify app of the API, from already-made parts (registry, model provider,
 // keys), so tests build it in-process and `assay serve` builds it from configuration.
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyError, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { errorCodes, LogController, type FastifyError, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { DEFAULTS } from '../defaults.js';
 import type { Registry } from '../registry.js';
 import { KeyStore, type ApiKey } from './auth.js';
 import type { ApiContext } from './context.js';
 import { contentFree, errorResponse } from './error-table.js';
-import { InvalidRequestError } from '../protocol/index.js';
+import { InvalidRequestError, retryHeaders } from '../protocol/index.js';
 import { jsonInvalid } from '../protocol/index.js';
 import { ApiError } from './api-error.js';
 import { BodyWorker, nestsDeeperThan } from './body-worker.js';
@@ -67,6 +67,9 @@ export interface AssayServer extends FastifyInstance {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+/** The health check answers while draining (it says so): /healthz, and /health as the hosted service names it. */
+const HEALTH_PATHS = ['/healthz', '/health'];
 
 /** Stack frames only, plus the message of content-free (engine, runtime) errors: other messages may quote request content. */
 function errorSerializer(err: Error & { code?: string }) {
@@ -182,13 +185,13 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     reply.header('server-timing', typeof engine === 'string' ? `${engine}, ${total}` : total);
   });
 
-  // Only application/json bodies; malformed JSON gets FastAPI's json_invalid 422. Small, shallow
+  // application/json bodies, and bodies sent without a Content-Type (read as JSON, as FastAPI does);
+  // any other media type is 415. Malformed JSON gets FastAPI's json_invalid 422. Small, shallow
   // bodies are parsed here; large or deep ones in the body worker (body-worker.ts), off the loop.
   const inlineBodyBytes = options.inlineBodyBytes ?? DEFAULTS.inlineBodyBytes;
   const bodyWorker = new BodyWorker();
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_req, data, done) => {
-    const bytes = data as Buffer;
+  const json = (bytes: Buffer, done: (err: Error | null, body?: unknown) => void) => {
     if (bytes.length === 0) return done(null, undefined); // no body: "Field required" at ["body"]
     if (bytes.length <= inlineBodyBytes) {
       const raw = bytes.toString('utf8');
@@ -209,14 +212,22 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
         done(null, new ValidatedBody(valid!, verdict.model, verdict.questionCount));
       },
       // The worker died with this body in it: never parsed here instead (that is the stall this avoids).
-      () => done(new ApiError(503, 'The request body could not be checked; retry', { 'retry-after': '1' }), undefined),
+      () => done(new ApiError(503, 'The request body could not be checked; retry', retryHeaders(1000)), undefined),
     );
+  };
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_req, data, done) => json(data as Buffer, done));
+  // The catch-all parser: fastify gives it both bodies without a Content-Type and unknown media types.
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (req, data, done) => {
+    if (req.headers['content-type'] === undefined) return json(data as Buffer, done);
+    done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(), undefined);
   });
   app.addHook('onClose', async () => bodyWorker.close());
 
-  // Every response carries the request id; every finished request is counted and logged.
+  // Every response carries the request id, under the hosted service's header too (its official
+  // SDKs report only that one); every finished request is counted and logged.
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    reply.header('x-typesafe-request-id', req.id);
     if (options.replicaId) reply.header('x-assay-replica', options.replicaId);
     const route = req.routeOptions.url ?? 'unmatched';
     metrics.inFlight(route, 1);
@@ -233,7 +244,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     };
     reply.raw.once('finish', () => finish(true));
     reply.raw.once('close', () => finish(false));
-    if (draining && route !== '/healthz') throw new ApiError(503, 'The server is shutting down');
+    if (draining && !HEALTH_PATHS.includes(route)) throw new ApiError(503, 'The server is shutting down');
   });
 
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {

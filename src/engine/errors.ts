@@ -48,6 +48,7 @@ export class AbortedError extends CrossingError {
 
 /** The engine's queue is full. → 529 */
 export class OverloadedError extends CrossingError {
+  /** `retryAfterSeconds`: the expected wait before a retry is admitted (fractional; the API adds jitter). */
   constructor(readonly retryAfterSeconds: number) {
     super('the engine queue is full');
     this.name = 'OverloadedError';

@@ -4,5 +4,6 @@ export * from './body.js';
 export * from './depth.js';
 export * from './errors.js';
 export * from './pydantic/json-decode.js';
+export * from './retry-after.js';
 export * from './schemas.js';
 export * from './validate.js';

@@ -146,8 +146,15 @@ describe('rate limits (per key, 429 with retry-after and retry-after-ms)', () =>
     const third = await send(KEY);
     expect(third.statusCode).toBe(429);
     expect(third.json().detail).toMatch(/requests per minute/);
-    expect(third.headers['retry-after']).toBe('30');
-    expect(third.headers['retry-after-ms']).toBe('30000');
+    // The refill (30 s), jittered up to 20% later; whole seconds rounded up.
+    const waitMs = Number(third.headers['retry-after-ms']);
+    expect(waitMs).toBeGreaterThanOrEqual(30_000);
+    expect(waitMs).toBeLessThanOrEqual(36_000);
+    expect(third.headers['retry-after']).toBe(String(Math.ceil(waitMs / 1000)));
+    // The next caller refused is told a slot of its own: one more request's refill later.
+    const fourth = Number((await send(KEY)).headers['retry-after-ms']);
+    expect(fourth).toBeGreaterThanOrEqual(60_000);
+    expect(fourth).toBeLessThanOrEqual(72_000);
     expect((await send(OTHER_KEY)).statusCode).toBe(200); // another key has its own budget
     clock += 29_000;
     expect((await send(KEY)).statusCode).toBe(429);
@@ -165,7 +172,9 @@ describe('rate limits (per key, 429 with retry-after and retry-after-ms)', () =>
     expect(second.statusCode).toBe(429);
     expect(second.json().detail).toMatch(/input tokens per second/);
     const waitMs = Number(second.headers['retry-after-ms']);
-    expect(waitMs).toBe(Math.ceil(((used - 50) / 50) * 1000));
+    const refill = Math.ceil(((used - 50) / 50) * 1000);
+    expect(waitMs).toBeGreaterThanOrEqual(refill);
+    expect(waitMs).toBeLessThanOrEqual(Math.round(refill * 1.2));
     expect(second.headers['retry-after']).toBe(String(Math.ceil(waitMs / 1000)));
     clock += waitMs;
     expect((await send()).statusCode).toBe(200);
@@ -186,10 +195,12 @@ describe('overload and deadlines', () => {
       const codes = results.map((r) => r.statusCode);
       expect(codes.filter((c) => c === 529).length).toBeGreaterThan(0);
       expect(codes.every((c) => c === 200 || c === 529)).toBe(true);
-      for (const r of results.filter((x) => x.statusCode === 529)) {
+      const refused = results.filter((x) => x.statusCode === 529);
+      for (const r of refused) {
         expect(r.json()).toEqual({ detail: 'The engine is overloaded; retry with backoff' });
-        expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-        expect(r.headers['retry-after-ms']).toBe(String(Number(r.headers['retry-after']) * 1000));
+        const ms = Number(r.headers['retry-after-ms']);
+        expect(ms).toBeGreaterThan(0);
+        expect(r.headers['retry-after']).toBe(String(Math.max(1, Math.ceil(ms / 1000))));
       }
       // the server recovers once the queue drains
       expect((await busy.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: many })).statusCode).toBe(200);

@@ -83,6 +83,12 @@ export async function startServer(
   };
 }
 
+/** startServer, listening on a free loopback port (real sockets, as clients use it); `base` is its URL. */
+export async function startListening(opts: Parameters<typeof startServer>[0] = {}): Promise<TestServer & { base: string }> {
+  const s = await startServer(opts);
+  return { ...s, base: await s.app.listen({ host: '127.0.0.1', port: 0 }) };
+}
+
 /** The real evaluator with its evaluate() replaced (fault injection); `real` is the original. */
 export function withEvaluate(
   e: Evaluator,

@@ -3,14 +3,12 @@
 // its own id and every option keeps its own probability key, on both body paths (parsed inline, and
 // past 64 KiB parsed in the body worker and planned from bytes), over a real socket.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KEY, startServer, type TestServer } from './helpers.js';
+import { KEY, startListening, type TestServer } from './helpers.js';
 
 let s: TestServer;
 let base: string;
-
 beforeAll(async () => {
-  s = await startServer({ logging: false });
-  base = await s.app.listen({ host: '127.0.0.1', port: 0 });
+  ({ base, ...s } = await startListening({ logging: false }));
 });
 afterAll(() => s.close());
 

@@ -1,13 +1,16 @@
-// Unauthenticated operational endpoints: /healthz, /metrics, /openapi.json.
-import type { FastifyInstance } from 'fastify';
+// Unauthenticated operational endpoints: /healthz (also as /health, the hosted service's path, which
+// clients and load balancers written for it probe), /metrics, /openapi.json.
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ApiContext } from '../context.js';
 import { buildOpenApi } from '../openapi.js';
 
 export function opsRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  app.get('/healthz', async (_req, reply) => {
+  const health = async (_req: unknown, reply: FastifyReply) => {
     const status = ctx.draining() ? 'draining' : ctx.models.ready() ? 'ok' : 'loading';
     return reply.code(status === 'ok' ? 200 : 503).send({ status });
-  });
+  };
+  app.get('/healthz', health);
+  app.get('/health', health);
 
   app.get('/metrics', async (_req, reply) => {
     const text = await ctx.metrics.text();

@@ -7,6 +7,10 @@
 // Admission is bounded: at most `maxQueue` requests wait beside the one holding the session;
 // past that a request is refused at once (OverloadedError → 529) instead of growing memory.
 // An aborted request leaves at its next turn (or while waiting for one) with AbortedError.
+// A refusal says when to come back: the requests admitted × the recent time one request holds the
+// session, each refused caller a slot of its own after that (RetrySlots), so callers that honour
+// the hint exactly come back one by one instead of together.
+import { RetrySlots } from '../../protocol/index.js';
 import { AbortedError, OverloadedError } from '../errors.js';
 
 interface Turn {
@@ -26,8 +30,9 @@ export class Scheduler {
   private busy = false;
   private admitted = 0;
   private startedCount = 0;
-  /** Moving average of how long one request takes, for retry-after hints. */
-  private averageMs = 100;
+  /** Moving average of how long one request holds the session (the sum of its passes), for retry-after hints. */
+  private serviceMs = 100;
+  private readonly slots = new RetrySlots();
 
   constructor(private readonly maxQueue: number) {}
 
@@ -44,11 +49,10 @@ export class Scheduler {
   /** Admits a request (or refuses it: OverloadedError) and runs `work`, which runs its passes through the ticket. */
   async request<T>(work: (ticket: Ticket) => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (signal?.aborted) throw new AbortedError();
-    if (this.admitted > this.maxQueue) {
-      throw new OverloadedError(Math.max(1, Math.ceil(((this.admitted + 1) * this.averageMs) / 1000)));
-    }
+    if (this.admitted > this.maxQueue) throw new OverloadedError(this.retryAfterMs() / 1000);
     this.admitted++;
     let started = false;
+    let held = 0;
     const ticket: Ticket = {
       pass: async (fn) => {
         await this.turn(signal);
@@ -56,21 +60,33 @@ export class Scheduler {
           started = true;
           this.startedCount++;
         }
+        const began = performance.now();
         try {
           return await fn();
         } finally {
+          held += performance.now() - began;
           this.release();
         }
       },
     };
-    const began = performance.now();
     try {
       return await work(ticket);
     } finally {
       this.admitted--;
-      if (started) this.startedCount--;
-      this.averageMs = 0.8 * this.averageMs + 0.2 * (performance.now() - began);
+      if (started) {
+        this.startedCount--;
+        this.serviceMs = 0.8 * this.serviceMs + 0.2 * held;
+      }
     }
+  }
+
+  /**
+   * The wait to tell a refused request: the admitted requests' work, then a slot of its own. Slots
+   * are spaced half again the usual service time: the average is noisy, and a caller told too early
+   * spends one of its few retries on another refusal, while one told a little late only waits.
+   */
+  private retryAfterMs(): number {
+    return this.slots.next(performance.now(), this.admitted * this.serviceMs, 1.5 * this.serviceMs);
   }
 
   /** Runs `fn` alone on the session once every pass asked for before it is done (e.g. closing it). */
