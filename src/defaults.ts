@@ -45,6 +45,8 @@ export const DEFAULTS = {
    * (measured: 8 requests of 213 tokens, 2 by 2 took 1.25× the time of one by one).
    */
   batchTokens: { cpu: 0, cuda: 4096 },
+  /** The confidence of choice and score answers: 1 − H/ln N ('entropy'), or the hosted service's formulas ('hosted'); docs/api.md. */
+  confidence: 'entropy',
   // Logs
   logLevel: 'info',
 } as const;

@@ -213,6 +213,17 @@ export const ServeSettingsSchema = z.strictObject({
         doc: "dynamic int8 exports quantize each token's activations with its own scale (rewritten at load), so an answer does not move with the other questions, requests or cached prefix of its pass, and --batch-tokens is allowed on them; --no-per-token-int8 runs them as exported (one activation scale per pass)",
       }),
     ),
+  confidence: oneOf(['entropy', 'hosted'])
+    .default(DEFAULTS.confidence)
+    .meta(
+      m({
+        engine: 'confidence',
+        flag: 'confidence',
+        env: 'ASSAY_CONFIDENCE',
+        arg: 'entropy|hosted',
+        doc: "the confidence of choice and score answers: entropy (1 − H/ln N over every outcome) or hosted (the hosted service's formulas: choice (p_max − 1/k)/(1 − 1/k), score 1 − expected distance from the most probable level over the uniform's); docs/api.md has a worked example",
+      }),
+    ),
   graphRewrite: bool()
     .default(true)
     .meta(

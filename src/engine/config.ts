@@ -92,6 +92,8 @@ export interface EngineConfig {
   promptVersion?: string;
   /** Option-order bias control: ask each choice question over this many rotations of its options and average (default the manifest's `option_rotations`, else 1). */
   optionRotations?: number;
+  /** The `confidence` of choice and score answers (execution/answers.ts): 'entropy' (1 − H/ln N, the default) or 'hosted' (the hosted service's formulas). */
+  confidence?: 'entropy' | 'hosted';
 }
 
 /** Settings the engine always has a value for: src/defaults.ts gives what the caller left out. */
@@ -108,7 +110,8 @@ type Defaulted =
   | 'requestTokenBudget'
   | 'questionTokenBudget'
   | 'packTokens'
-  | 'batchTokens';
+  | 'batchTokens'
+  | 'confidence';
 
 /** An EngineConfig with every defaulted setting filled in, frozen: what the engine's parts read. */
 export type ResolvedEngineConfig = Readonly<EngineConfig & Required<Pick<EngineConfig, Defaulted>>>;
@@ -131,5 +134,6 @@ export function resolveEngineConfig(c: EngineConfig): ResolvedEngineConfig {
     questionTokenBudget: c.questionTokenBudget ?? ALL.questionTokenBudget,
     packTokens: c.packTokens ?? ALL.packTokens,
     batchTokens: c.batchTokens ?? ALL.batchTokens[provider],
+    confidence: c.confidence ?? ALL.confidence,
   });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildAnswer, confidence, normalize } from '../../src/engine/execution/answers.js';
+import { answerQuestions, buildAnswer, confidence, hostedChoiceConfidence, hostedScoreConfidence, normalize } from '../../src/engine/execution/answers.js';
 import { logSoftmaxAt } from '../../src/engine/model/runner.js';
 
 describe('distributions and confidence', () => {
@@ -14,6 +14,47 @@ describe('distributions and confidence', () => {
     // 1 − H/ln N
     const h = -(0.7 * Math.log(0.7) + 0.2 * Math.log(0.2) + 0.1 * Math.log(0.1));
     expect(mid).toBeCloseTo(1 - h / Math.log(3), 12);
+  });
+
+  it('p = 0.9 / 0.05 / 0.05 by hand: entropy 0.6410, hosted choice 0.85, hosted score 0.775', () => {
+    const p = [0.9, 0.05, 0.05];
+    // H = −(0.9 ln 0.9 + 2 · 0.05 ln 0.05) = 0.094825 + 0.299573 = 0.394398 nats; 1 − H / ln 3 = 1 − 0.358996
+    expect(confidence(p)).toBeCloseTo(0.641004, 5);
+    // (0.9 − 1/3) / (1 − 1/3) = 0.5667 / 0.6667
+    expect(hostedChoiceConfidence(p)).toBeCloseTo(0.85, 12);
+    // mode 0; Σ pᵢ·|i − 0| = 0.05 + 0.10 = 0.15; MAD = (1 + 0 + 1) / 3 = 2/3; 1 − 0.15 / (2/3) = 0.775
+    expect(hostedScoreConfidence(p)).toBeCloseTo(0.775, 12);
+  });
+
+  it('hosted formulas: normalized first, 1 for one outcome, 0 when uniform, the first level on ties, never below 0', () => {
+    expect(hostedChoiceConfidence([1.8, 0.1, 0.1])).toBeCloseTo(0.85, 12); // scaled to 0.9 / 0.05 / 0.05
+    expect(hostedChoiceConfidence([0, 0, 0])).toBe(0); // uniform when they sum to 0
+    expect(hostedChoiceConfidence([0.7])).toBe(1);
+    expect(hostedScoreConfidence([0.3])).toBe(1);
+    expect(hostedChoiceConfidence([0.25, 0.25, 0.25, 0.25])).toBeCloseTo(0, 12);
+    // 4 levels, MAD = (1.5 + 0.5 + 0.5 + 1.5) / 4 = 1; mass split over the two ends: mode 0, distance 0.5 · 3 = 1.5 → 0
+    expect(hostedScoreConfidence([0.5, 0, 0, 0.5])).toBe(0);
+    // ties go to the first level: mode 1 of [0.1, 0.4, 0.4, 0.1]; distance 0.1 + 0.4 + 0.2 = 0.7; MAD 1 → 0.3
+    expect(hostedScoreConfidence([0.1, 0.4, 0.4, 0.1])).toBeCloseTo(0.3, 12);
+    // 2 levels: MAD = 0.5; [0.8, 0.2]: distance 0.2 → 0.6, as the choice formula gives
+    expect(hostedScoreConfidence([0.8, 0.2])).toBeCloseTo(0.6, 12);
+    expect(hostedChoiceConfidence([0.8, 0.2])).toBeCloseTo(0.6, 12);
+  });
+
+  it('answers carry the confidence of the formula asked for (entropy by default)', () => {
+    const asked = [
+      { key: 'c', question: { type: 'choice' as const, criteria: { a: null, b: null, c: null } } },
+      { key: 's', question: { type: 'score' as const, criteria: ['x', 'y', 'z'] } },
+    ];
+    const logps = [[0.9, 0.05, 0.05].map(Math.log), [0.9, 0.05, 0.05].map(Math.log)];
+    const entropy = answerQuestions(asked, logps);
+    const hosted = answerQuestions(asked, logps, {}, 'hosted');
+    const conf = (a: Record<string, unknown>, k: string) => (a[k] as { confidence: number }).confidence;
+    expect(conf(entropy, 'c')).toBeCloseTo(0.641004, 5);
+    expect(conf(entropy, 's')).toBeCloseTo(0.641004, 5);
+    expect(conf(hosted, 'c')).toBeCloseTo(0.85, 9);
+    expect(conf(hosted, 's')).toBeCloseTo(0.775, 9);
+    expect(buildAnswer({ type: 'choice', criteria: { only: null } }, [1], 'hosted')).toEqual({ type: 'choice', choice: 'only', probabilities: { only: 1 }, confidence: 1 });
   });
 
   it('normalize survives very small log-probabilities', () => {

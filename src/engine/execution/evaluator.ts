@@ -157,6 +157,7 @@ class OnnxEvaluator implements Evaluator {
         plan.questions,
         plan.questions.map((q) => read.get(q)!),
         this.temperatures,
+        this.config.confidence,
       );
     }, signal);
     return { answers, usage: plan.usage };
