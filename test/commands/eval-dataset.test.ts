@@ -128,7 +128,8 @@ describe('assay eval --dataset', () => {
     writeFileSync(file, `${good}\n{"state": "", "questions": {}}\n`);
     const empty = await run(['--dataset', file]);
     expect(empty.code).toBe(2);
-    expect(empty.err).toContain(`${file}:2: state: String should have at least 1 character`);
+    // An empty state is valid (as the hosted service takes it); no questions is not.
+    expect(empty.err).toContain(`${file}:2: questions: Dictionary should have at least 1 item after validation, not 0`);
   });
 
   it('--compare int8,fp32 runs both variants on the same lines and counts the answers int8 changes', async () => {
