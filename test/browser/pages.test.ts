@@ -184,8 +184,9 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
     const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
     const { page, problems, requests } = await open(`file://${join(out, 'report.html')}`);
     expect(await page.locator('.synthetic').isVisible()).toBe(true);
-    // Two arms × (noul, choice) reliability diagrams, drawn inline.
-    expect(await page.locator('figure svg').count()).toBe(4);
+    // Two arms × (noul, choice) reliability diagrams and × (noul, choice, score) risk–coverage curves, drawn inline.
+    expect(await page.locator('figure:not([aria-label^="risk"]) svg').count()).toBe(4);
+    expect(await page.locator('figure[aria-label^="risk"] svg').count()).toBe(6);
     expect(await page.locator('figure svg circle').count()).toBeGreaterThan(0);
     const flipped = Object.values(report.flips as Record<string, { flipped: number }>).reduce((n, c) => n + c.flipped, 0);
     expect(await page.locator('table.changed tbody tr').count()).toBe(flipped);
