@@ -124,6 +124,17 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
     await page.close();
   });
 
+  it('a fresh page: the key pasted, Send pressed at once: the press is not lost to the model list arriving', async () => {
+    const { page, problems, sent } = await open();
+    await pasteKey(page, KEY);
+    const models = page.waitForResponse((r) => r.url().endsWith('/playground/models'));
+    expect(await pressSend(page, models)).toBe(0);
+    await page.locator('.answer[data-question="severity"]').waitFor({ timeout: 15_000 });
+    expect(sent).toHaveLength(1);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
   it('an empty key says so, once however often Send is pressed; a wrong key is one 401 line', async () => {
     const { page, problems, sent } = await open();
     for (let i = 0; i < 3; i++) await pressSend(page);

@@ -1,6 +1,8 @@
 // The playground page (/playground): a key (this tab's sessionStorage only), a model from
-// /playground/models, a state, questions of the three types, Send; the answers drawn, errors shown
-// at the field they concern, and the same request as curl or client SDK code.
+// /playground/models, a state, questions of the three types, Send; the answers drawn, a 422 shown
+// at the field it concerns, any other error once in the answers panel (beside the form: nothing
+// above Send ever moves while it is pressed), a held-out tiny-tasks ticket one click away, and the
+// same request as curl or client SDK code.
 import { ApiFailure, evaluate, listExamples, listModels, stateHash, type EvaluateRequest, type PlaygroundModel, type TaskExample, type ValidationError } from './api.js';
 import { byId, h } from './dom.js';
 import { addQuestion, cardOf, clearQuestions, readQuestions, readState, type QuestionType } from './editor.js';
