@@ -16,7 +16,7 @@ import { escalationCounts } from '../service/index.js';
 import type { Io } from './common.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';
 import { COVERAGE_HEAD, coverageMarkdown, coverageReport, coverageRows, DEFAULT_BUDGETS, DEFAULT_SCORE_TOLERANCE, enoughNote } from './dataset/coverage-report.js';
-import { runEscalationSweep } from './dataset/escalation-sweep.js';
+import { runEscalationSweep, thresholdsFromReport } from './dataset/escalation-sweep.js';
 import { reportHtml, type ChangedAnswer, type HtmlArm, type HtmlTable } from './dataset/report-html.js';
 import { runDataset, type DatasetRun } from './dataset/run.js';
 import { ArmError, openTarget, parseArm, syntheticShapeRegistry, type TargetContext } from './dataset/targets.js';
@@ -272,6 +272,7 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
     const names = o.compare === undefined ? [o.model ?? ''] : o.compare.split(',');
     if (o.compare !== undefined && names.length !== 2) throw new ArmError('--compare takes two arms, comma-separated (e.g. int8,fp32)');
     arms = names.map((n) => (n === '' ? { label: o.model ?? registry?.default ?? 'default' } : parseArm(n, registry)));
+    if (o.thresholdsFile !== undefined) thresholdsFromReport(o.thresholdsFile); // refused before anything runs
   } catch (e) {
     if (!(e instanceof DatasetError || e instanceof ArmError)) throw e;
     io.err(`assay eval: ${e.message}\n`);

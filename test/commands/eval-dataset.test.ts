@@ -174,6 +174,15 @@ describe('assay eval --dataset', () => {
     const one = await run(['--dataset', 'examples/support-tickets.jsonl', '--compare', 'int8']);
     expect(one.code).toBe(2);
     expect(one.err).toContain('--compare takes two arms');
+    const budget = await run(['--dataset', 'examples/support-tickets.jsonl', '--error-budget', '5']);
+    expect(budget.code).toBe(2);
+    expect(budget.err).toContain('--error-budget takes a share between 0 and 1 (0.05) or a percentage (5%)');
+    const alone = await run(['--dataset', 'examples/support-tickets.jsonl', '--fail-if-worse']);
+    expect(alone.code).toBe(2);
+    expect(alone.err).toContain('--fail-if-worse goes with --compare A,B');
+    const missing = await run(['--dataset', 'examples/support-tickets.jsonl', '--model', 'tiny-cascade-1', '--thresholds', '/nonexistent/report.json']);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain('--thresholds /nonexistent/report.json: ENOENT');
   });
 
   it('--url --compare of two names of one model is a tie: intervals [0, 0], --fail-if-worse exits 0', async () => {
