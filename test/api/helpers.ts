@@ -12,8 +12,8 @@ export const KEY = 'test-key-1';
 export const OTHER_KEY = 'test-key-2';
 export const MODEL_ID = 'svc-1.13.0';
 
-/** svc-latest / svc-preview → svc-1.13.0, plus svc-0.9.0 (another versioned id, for 403s). */
-export function testRegistry(dir: string): Registry {
+/** svc-latest / svc-preview → svc-1.13.0, plus svc-0.9.0 (another versioned id, for 403s), plus `aliases`. */
+export function testRegistry(dir: string, aliases: Record<string, string> = {}): Registry {
   return checkRegistry(
     {
       default: MODEL_ID,
@@ -21,7 +21,7 @@ export function testRegistry(dir: string): Registry {
         [MODEL_ID]: { path: dir, description: 'tiny synthetic', release_date: '2026-11-22' },
         'svc-0.9.0': { path: dir, description: 'older tiny synthetic', release_date: '2026-01-01' },
       },
-      aliases: { 'svc-latest': MODEL_ID, 'svc-preview': MODEL_ID },
+      aliases: { 'svc-latest': MODEL_ID, 'svc-preview': MODEL_ID, ...aliases },
     },
     '/tmp/assay-test-registry.json',
   );
