@@ -325,7 +325,7 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
     if (o.out) {
       writeFileSync(join(o.out, 'report.md'), md);
       writeFileSync(join(o.out, 'report.json'), `${JSON.stringify(escalation ? { ...report, escalation: escalation.rows } : report, null, 2)}\n`);
-      writeFileSync(join(o.out, 'report.html'), reportHtml(`assay eval --dataset ${o.file}`, report.synthetic, [htmlArm(report)]));
+      writeFileSync(join(o.out, 'report.html'), reportHtml(`assay eval --dataset ${o.file}`, report.synthetic, [{ ...htmlArm(report), ...(escalation ? { escalation: escalation.table } : {}) }]));
       files.push('report.md', 'report.json', 'report.html', ...writePlots(o.out, report));
     }
   } else {

@@ -113,6 +113,9 @@ describe('assay eval --dataset', () => {
     // What the service really escalated is what its thresholds predict from the first answers.
     expect(r.out).toContain(`the entry re-asked ${own.escalated} of 270 questions (its thresholds predict ${own.escalated}`);
     expect(report.model).toBe('tiny-cascade-1');
+    const html = readFileSync(join(dir, 'cascade', 'report.html'), 'utf8');
+    expect(html).toContain('<h2>Escalation: accuracy against escalation rate</h2>');
+    expect(html).toContain('<th scope="row">second model only</th><td>{&quot;noul&quot;:null,&quot;choice&quot;:null,&quot;score&quot;:null}</td><td>270 of 270 (100.0%)</td><td>1.000</td>');
   });
 
   it('refuses a line whose label does not fit its question, naming the line', async () => {

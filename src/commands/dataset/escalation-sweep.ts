@@ -83,25 +83,37 @@ export function sweep(
 
 const f3 = (x: number) => x.toFixed(3);
 
-/** The sweep as a markdown table: thresholds, escalation rate, accuracy, per type. */
-export function sweepMarkdown(rows: SweepRow[], firstName: string, secondName: string, measured?: { escalated: number; questions: number; predicted: number }): string[] {
+/** The sweep as a table (header and cells) and the sentences around it, for report.md and report.html. */
+export function sweepTable(rows: SweepRow[], firstName: string, secondName: string, measured?: { escalated: number; questions: number; predicted: number }) {
   const types = TYPES.filter((t) => rows[0]?.byType[t]);
-  const head = ['thresholds', 'below', 'escalated', 'accuracy', ...types.map((t) => `${t} accuracy (escalated)`)];
+  return {
+    intro: `${firstName} answers; a question whose certainty (noul max(p, 1 − p), choice and score confidence) is under its type's threshold is re-asked to ${secondName}. Both answered every line; each row scores the answers that escalation would return.`,
+    head: ['thresholds', 'below', 'escalated', 'accuracy', ...types.map((t) => `${t} accuracy (escalated)`)],
+    rows: rows.map((r) => [
+      r.label,
+      JSON.stringify(r.below),
+      `${r.escalated} of ${r.questions} (${(100 * r.rate).toFixed(1)}%)`,
+      f3(r.accuracy),
+      ...types.map((t) => `${f3(r.byType[t]!.accuracy)} (${r.byType[t]!.escalated})`),
+    ]),
+    note: measured
+      ? `Through the service, the entry re-asked ${measured.escalated} of ${measured.questions} questions (its thresholds predict ${measured.predicted} from the first model's answers).`
+      : '',
+  };
+}
+
+/** The sweep as markdown. */
+export function sweepMarkdown(t: ReturnType<typeof sweepTable>): string[] {
   return [
     '',
     `## Escalation: accuracy against escalation rate`,
     '',
-    `${firstName} answers; a question whose certainty (noul max(p, 1 − p), choice and score confidence) is under its type's threshold is re-asked to ${secondName}. Both answered every line; each row scores the answers that escalation would return.`,
+    t.intro,
     '',
-    `| ${head.join(' | ')} |`,
-    `|${head.map(() => '---').join('|')}|`,
-    ...rows.map(
-      (r) =>
-        `| ${[r.label, `\`${JSON.stringify(r.below)}\``, `${r.escalated} of ${r.questions} (${(100 * r.rate).toFixed(1)}%)`, f3(r.accuracy), ...types.map((t) => `${f3(r.byType[t]!.accuracy)} (${r.byType[t]!.escalated})`)].join(' | ')} |`,
-    ),
-    ...(measured
-      ? ['', `Through the service, the entry re-asked ${measured.escalated} of ${measured.questions} questions (its thresholds predict ${measured.predicted} from the first model's answers).`]
-      : []),
+    `| ${t.head.join(' | ')} |`,
+    `|${t.head.map(() => '---').join('|')}|`,
+    ...t.rows.map((r) => `| ${r.map((c, i) => (i === 1 ? `\`${c}\`` : c)).join(' | ')} |`),
+    ...(t.note ? ['', t.note] : []),
   ];
 }
 
@@ -113,7 +125,7 @@ export async function runEscalationSweep(
   o: { id: string; spec: EscalationSpec; lines: DatasetLine[]; scoreTolerance: number; thresholdsFile?: string; measured?: { escalated: number; questions: number } },
   ctx: TargetContext,
   io: Io,
-): Promise<{ markdown: string[]; rows: SweepRow[] }> {
+): Promise<{ markdown: string[]; table: ReturnType<typeof sweepTable>; rows: SweepRow[] }> {
   const rows = [...uniformRows(), { label: `${o.id}'s own`, below: o.spec.below }, ...(o.thresholdsFile ? thresholdsFromReport(o.thresholdsFile) : [])];
   const answers: Array<Array<Record<string, Answer>>> = [];
   const names: string[] = [];
@@ -135,5 +147,6 @@ export async function runEscalationSweep(
   const swept = sweep(o.lines, answers[0]!, answers[1]!, rows, o.scoreTolerance);
   const own = swept.find((r) => r.label === `${o.id}'s own`)!;
   const measured = o.measured ? { ...o.measured, predicted: own.escalated } : undefined;
-  return { markdown: sweepMarkdown(swept, names[0]!, names[1]!, measured), rows: swept };
+  const table = sweepTable(swept, names[0]!, names[1]!, measured);
+  return { markdown: sweepMarkdown(table), table, rows: swept };
 }

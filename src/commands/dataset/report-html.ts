@@ -15,6 +15,8 @@ export interface HtmlArm {
   /** Coverage at each error budget: caption (with the thresholds), table, and the note on how many answers are enough. */
   coverage: Array<{ caption: string; table: HtmlTable; note: string }>;
   byTag: Array<{ tag: string; table: HtmlTable }>;
+  /** An escalating model: accuracy against escalation rate over a sweep of thresholds. */
+  escalation?: { intro: string; head: string[]; rows: string[][]; note: string };
   /** Reliability diagrams: their titles and SVG text. */
   plots: Array<{ title: string; svg: string }>;
 }
@@ -68,6 +70,9 @@ function armSummary(arm: HtmlArm, heading: boolean): string {
     table(arm.metrics, 'All answers'),
     ...arm.coverage.map((c) => `${table(c.table, c.caption)}<p class="note">${esc(c.note)}</p>`),
     arm.plots.length ? `<div class="plots">${arm.plots.map((p) => `<figure aria-label="${esc(p.title)}">${p.svg}</figure>`).join('')}</div>` : '',
+    arm.escalation
+      ? `<h2>Escalation: accuracy against escalation rate</h2><p>${esc(arm.escalation.intro)}</p>${table(arm.escalation, 'Per threshold')}${arm.escalation.note ? `<p>${esc(arm.escalation.note)}</p>` : ''}`
+      : '',
   ].join('\n');
 }
 
