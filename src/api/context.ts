@@ -17,6 +17,8 @@ export interface ApiContext {
   prefixCacheScope: 'key' | 'shared';
   /** Send the engine's duration in Server-Timing (off by default: it tells a cache hit from a miss). */
   serverTimingEngine: boolean;
+  /** The confidence formula the models run with (--confidence), for the pages that show answers. */
+  confidence: 'entropy' | 'hosted';
   /** True once shutdown has begun. */
   draining(): boolean;
 }

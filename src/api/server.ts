@@ -53,6 +53,8 @@ export interface ServerOptions {
   replicaId?: string;
   /** Bodies larger than this many bytes are parsed and validated in the body worker (default DEFAULTS.inlineBodyBytes). */
   inlineBodyBytes?: number;
+  /** The confidence formula the models were given (engine `confidence`), reported by /playground/models; default entropy. */
+  confidence?: 'entropy' | 'hosted';
   /** Clock of the rate limiter (ms). */
   now?: () => number;
 }
@@ -165,6 +167,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     deadlineMs: options.deadlineMs ?? DEFAULTS.deadlineMs,
     prefixCacheScope: options.prefixCacheScope ?? 'key',
     serverTimingEngine: options.serverTimingEngine ?? false,
+    confidence: options.confidence ?? DEFAULTS.confidence,
     draining: () => draining,
   };
 

@@ -218,6 +218,7 @@ export const ServeSettingsSchema = z.strictObject({
     .meta(
       m({
         engine: 'confidence',
+        server: 'confidence',
         flag: 'confidence',
         env: 'ASSAY_CONFIDENCE',
         arg: 'entropy|hosted',

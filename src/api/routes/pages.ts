@@ -133,7 +133,7 @@ export async function pagesRoutes(app: FastifyInstance, ctx: ApiContext, o: Page
         const synthetic = m.entry.synthetic !== undefined && m.entry.synthetic.weights === undefined;
         // Trained weights on a tiny graph: it knows its training task and nothing else.
         const task_only = m.entry.synthetic?.weights !== undefined;
-        models.push({ name, description: m.entry.description, release_date: m.entry.release_date, synthetic, task_only });
+        models.push({ name, description: m.entry.description, release_date: m.entry.release_date, synthetic, task_only, confidence: ctx.confidence });
       }
       return { models };
     });

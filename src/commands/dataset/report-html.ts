@@ -105,6 +105,7 @@ export function reportHtml(title: string, synthetic: boolean, arms: HtmlArm[], c
 <body>
 <h1>${esc(title)}</h1>
 ${synthetic ? '<p class="synthetic" role="alert"><strong>This model is synthetic (random weights): its answers, and so these metrics, mean nothing.</strong> Register a real model to measure quality.</p>' : ''}
+<p>Choice and score confidence: entropy (1 − H/ln N), the default of <code>assay serve --confidence</code>.</p>
 ${arms.map((a) => armSummary(a, arms.length > 1)).join('\n')}
 ${compare ? `<h2>${esc(compare.b)} against ${esc(compare.a)}</h2>\n<p>${esc(compare.driftNote)}</p>\n${table(compare.drift, 'Differences with 95% intervals')}\n${table(compare.flips)}\n${changedTable(compare)}` : ''}
 ${arms.map((a) => armTags(a, arms.length > 1)).join('\n')}

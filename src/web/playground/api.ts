@@ -33,6 +33,8 @@ export interface PlaygroundModel {
   synthetic: boolean;
   /** Trained on one task only (its answers are right there and meaningless elsewhere). */
   task_only: boolean;
+  /** The formula of its choice and score confidence (the server's --confidence). */
+  confidence: 'entropy' | 'hosted';
 }
 
 /** A held-out line of a trained model's task: a request to send, and the answers it should get. */

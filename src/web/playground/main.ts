@@ -135,7 +135,7 @@ async function loadModels(asked = false): Promise<void> {
   try {
     models = await listModels(key.value.trim());
     const previous = model.value;
-    model.replaceChildren(...models.map((m) => h('option', { value: m.name, title: m.description }, label(m))));
+    model.replaceChildren(...models.map((m) => h('option', { value: m.name, title: `${m.description} (confidence: ${m.confidence})` }, label(m))));
     model.value = models.some((m) => m.name === previous) ? previous : ((models.find((m) => m.name === 'svc-latest') ?? models[0])?.name ?? '');
     updateBanner();
     if (errorKind === 'key') clearErrors();
