@@ -14,8 +14,9 @@
 // Symmetric per-row scales with a fixed zero point keep onnxruntime's u8 × s8 GEMM (and its exact
 // u8 × u8 form under `session.x64quantprecision`, cpu.ts): the integer kernel is the one today's
 // exports run. (int8 activations with zero point 0 would be exact on AVX2 without that setting, but
-// onnxruntime's s8 × s8 GEMM runs about 5× slower there, and the setting refuses s8 activations.) The per-row scale cannot go into the kernel (its activation scale is a scalar), so it
-// is one multiply of the output. The quantization of an activation is shared by every product that
+// onnxruntime's s8 × s8 GEMM runs about 5× slower there, and the setting refuses s8 activations.)
+// The per-row scale cannot go into the kernel (its activation scale is a scalar), so it is one
+// multiply of the output. The quantization of an activation is shared by every product that
 // reads it (q, k and v; gate and up), as quantize_dynamic shares its DynamicQuantizeLinear.
 import type { onnx as OnnxTypes } from 'onnx-proto';
 
