@@ -138,7 +138,9 @@ export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, ca
     const rewritten = quantizePerToken(model);
     if (rewritten > 0) facts.perTokenInt8 = rewritten;
   }
-  if (q4 === 'int8' && hasQ4MatMuls(model)) {
+  // Only an export with 4-bit products has a rewrite per 4-bit setting (kept side by side).
+  const q4Setting = hasQ4MatMuls(model) ? q4 : undefined;
+  if (q4Setting === 'int8') {
     // The int8 weights are new: the whole graph's weights go to the cache (onnxruntime reads external
     // data from one folder only).
     inlineExternalData(model, dirname(source));
@@ -152,8 +154,8 @@ export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, ca
   for (const target of candidates) {
     try {
       await mkdir(dirname(target), { recursive: true });
-      await writeGraph(model, target, { ...facts, source, q4 });
-      await removeOlderRewrites(target, source, q4);
+      await writeGraph(model, target, { ...facts, source, ...(q4Setting ? { q4: q4Setting } : {}) });
+      await removeOlderRewrites(target, source, q4Setting);
       return { path: target, ...facts };
     } catch (error) {
       failures.push((error as Error).message); // not writable here: try the next place
@@ -167,7 +169,7 @@ export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, ca
  * older file of it left in the cache (their <id>/ folders): a single-file export's rewrite holds a copy of its weights, a
  * gigabyte each for a 0.5B int8 model. A session already running from one keeps its open file.
  */
-async function removeOlderRewrites(target: string, source: string, q4: Q4Kernels): Promise<void> {
+async function removeOlderRewrites(target: string, source: string, q4: Q4Kernels | undefined): Promise<void> {
   const root = dirname(dirname(target));
   const own = basename(dirname(target));
   for (const entry of await readdir(root, { withFileTypes: true })) {
