@@ -11,7 +11,7 @@ import type { EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from
 import { AnswerSchema, type Answer, type Question } from '../protocol/index.js';
 import { certainty } from '../quality/index.js';
 import { resolveModel, type EscalationSpec, type Registry, type RemoteModel } from '../registry.js';
-import { ModelUnavailableError, type ModelProvider, type PoolLog } from './model-pool.js';
+import { ModelUnavailableError, type ModelProvider } from './model-pool.js';
 
 export const DEFAULT_ESCALATION_TIMEOUT_MS = 10_000;
 
@@ -130,27 +130,4 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 /** The registered models an escalating entry runs locally (its first, and its second when registered). */
 export function escalationModels(registry: Registry, spec: EscalationSpec): string[] {
   return [spec.first, ...(typeof spec.second === 'string' ? [spec.second] : [])].map((n) => resolveModel(registry, n)!.id);
-}
-
-/**
- * At startup: each escalating entry, and loudly the ones whose second model is remote: the
- * escalated questions (with their state) leave this server, so zero data retention does not hold
- * for them.
- */
-export function announceEscalations(registry: Registry, log: PoolLog, env: NodeJS.ProcessEnv = process.env): void {
-  for (const [id, entry] of Object.entries(registry.models)) {
-    const spec = entry.escalate;
-    if (!spec) continue;
-    if (typeof spec.second === 'string') {
-      log.info({ model: id, first: spec.first, second: spec.second, below: spec.below }, 'escalating model: uncertain questions go to a second local model');
-      continue;
-    }
-    log.warn(
-      { model: id, first: spec.first, second_url: spec.second.url, second_model: spec.second.model, below: spec.below },
-      'ESCALATING TO A REMOTE MODEL: the questions this model escalates, with their state, are sent to that endpoint; zero data retention does not hold for them',
-    );
-    if (spec.second.api_key_env && !env[spec.second.api_key_env]) {
-      log.warn({ model: id, api_key_env: spec.second.api_key_env }, 'the remote model API key variable is not set: escalations will fail');
-    }
-  }
 }

@@ -2,7 +2,7 @@
 // synthetic (random-weight) model is always announced with a loud warning.
 import { EngineDeadError, loadEvaluator, Q4_NOTE, type EngineConfig, type EngineStats, type Evaluator } from '../engine/index.js';
 import { resolveModel, type Registry } from '../registry.js';
-import { announceEscalations } from './escalation.js';
+import { announceEscalations } from './escalation-notice.js';
 
 /** A loaded model's engine counters, for /metrics. */
 export interface EngineSnapshot {
