@@ -7,13 +7,59 @@ import tseslint from 'typescript-eslint';
 
 /** Imports a layer may not make: lower layers never import upper ones. */
 const LAYERS = {
-  'src/workers/**': ['**/protocol/**', '**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**', '**/quality/**'],
-  'src/protocol/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**'],
-  'src/engine/**': ['**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**', '**/registry.js'],
+  'src/workers/**': [
+    '**/protocol/**',
+    '**/engine/**',
+    '**/service/**',
+    '**/api/**',
+    '**/commands/**',
+    '**/tools/**',
+    '**/model-files/**',
+    '**/client/**',
+    '**/config/**',
+    '**/quality/**',
+  ],
+  'src/protocol/**': [
+    '**/engine/**',
+    '**/service/**',
+    '**/api/**',
+    '**/commands/**',
+    '**/tools/**',
+    '**/model-files/**',
+    '**/client/**',
+    '**/config/**',
+  ],
+  'src/engine/**': [
+    '**/service/**',
+    '**/api/**',
+    '**/commands/**',
+    '**/tools/**',
+    '**/model-files/**',
+    '**/client/**',
+    '**/config/**',
+    '**/registry.js',
+  ],
   'src/service/**': ['**/api/**', '**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**'],
   'src/api/**': ['**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**'],
-  'src/client/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/model-files/**', '**/config/**'],
-  'src/quality/**': ['**/engine/**', '**/service/**', '**/api/**', '**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**'],
+  'src/client/**': [
+    '**/engine/**',
+    '**/service/**',
+    '**/api/**',
+    '**/commands/**',
+    '**/tools/**',
+    '**/model-files/**',
+    '**/config/**',
+  ],
+  'src/quality/**': [
+    '**/engine/**',
+    '**/service/**',
+    '**/api/**',
+    '**/commands/**',
+    '**/tools/**',
+    '**/model-files/**',
+    '**/client/**',
+    '**/config/**',
+  ],
   'src/model-files/**': ['**/tools/**', '**/service/**', '**/api/**', '**/commands/**', '**/client/**'],
 };
 
@@ -41,7 +87,10 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
       '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
       '@typescript-eslint/await-thenable': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' },
+      ],
       'no-constant-condition': ['error', { checkLoops: false }],
     },
   },
@@ -52,10 +101,21 @@ export default tseslint.config(
   ...Object.entries(LAYERS).map(([files, patterns]) => ({
     files: [files.replace('/**', '/**/*.ts')],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: patterns, message: 'lower layers never import upper ones (docs/architecture.md)' }, ...entryRules(files)] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: patterns, message: 'lower layers never import upper ones (docs/architecture.md)' },
+            ...entryRules(files),
+          ],
+        },
+      ],
     },
   })),
   // Plain JavaScript (the worker bootstraps, bin/, this file): linted without type information.
   { files: ['**/*.mjs', '**/*.js'], ...tseslint.configs.disableTypeChecked },
-  { files: ['**/*.mjs', '**/*.js'], languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } } },
+  {
+    files: ['**/*.mjs', '**/*.js'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
+  },
 );

@@ -30,7 +30,14 @@ interface Kill {
 export async function engineDeathSection(ctx: BenchContext): Promise<SectionResult> {
   const started = performance.now();
   const dir = await ctx.model('tiny', 'fp32');
-  const registry = checkRegistry({ default: MODEL, models: { [MODEL]: { path: dir, description: 'tiny', release_date: '2026-11-22' } }, aliases: { 'svc-latest': MODEL } }, '(bench registry)');
+  const registry = checkRegistry(
+    {
+      default: MODEL,
+      models: { [MODEL]: { path: dir, description: 'tiny', release_date: '2026-11-22' } },
+      aliases: { 'svc-latest': MODEL },
+    },
+    '(bench registry)',
+  );
   const pool = createModelPool(registry, { threads: ctx.threads }, { info: () => {}, warn: () => {} });
   await pool.preload();
   const app = await buildServer({ registry, models: pool, keys: keysFromList(KEY), logging: false });
@@ -86,7 +93,15 @@ export async function engineDeathSection(ctx: BenchContext): Promise<SectionResu
       await new Promise((r) => setTimeout(r, 2_000)); // answered again after the restart
       stop = true;
       await Promise.all(clients);
-      kills.push({ how, inThread, detectMs: detectedAt - killedAt, restartMs: restartedAt - killedAt, statuses, after500, hung });
+      kills.push({
+        how,
+        inThread,
+        detectMs: detectedAt - killedAt,
+        restartMs: restartedAt - killedAt,
+        statuses,
+        after500,
+        hung,
+      });
       ctx.log(
         `  killed (${how}) with ${inThread} requests in the thread: /healthz 503 after ${(detectedAt - killedAt).toFixed(0)} ms, 200 after ${(restartedAt - killedAt).toFixed(0)} ms; ${JSON.stringify(statuses)}`,
       );
@@ -102,8 +117,20 @@ export async function engineDeathSection(ctx: BenchContext): Promise<SectionResu
     config: { clients: CLIENTS, threads: ctx.threads, model: 'tiny-fp32' },
     results: { kills },
     targets: [
-      { name: 'requests that hang when the engine thread dies', goal: '0', value: worst((k) => k.hung), unit: 'requests', met: worst((k) => k.hung) === 0 },
-      { name: '500s after the death is detected', goal: '0', value: worst((k) => k.after500 + (k.statuses['500'] ?? 0)), unit: 'requests', met: kills.every((k) => !k.statuses['500']) },
+      {
+        name: 'requests that hang when the engine thread dies',
+        goal: '0',
+        value: worst((k) => k.hung),
+        unit: 'requests',
+        met: worst((k) => k.hung) === 0,
+      },
+      {
+        name: '500s after the death is detected',
+        goal: '0',
+        value: worst((k) => k.after500 + (k.statuses['500'] ?? 0)),
+        unit: 'requests',
+        met: kills.every((k) => !k.statuses['500']),
+      },
       {
         name: '/healthz 503 then 200 after the restart',
         goal: 'both seen',
@@ -117,7 +144,14 @@ export async function engineDeathSection(ctx: BenchContext): Promise<SectionResu
     ],
     markdown: table(
       ['kill', 'in the thread', '/healthz 503 after', '/healthz 200 after', 'statuses', 'hung'],
-      kills.map((k) => [k.how, k.inThread, `${k.detectMs.toFixed(0)} ms`, `${k.restartMs.toFixed(0)} ms`, JSON.stringify(k.statuses), k.hung]),
+      kills.map((k) => [
+        k.how,
+        k.inThread,
+        `${k.detectMs.toFixed(0)} ms`,
+        `${k.restartMs.toFixed(0)} ms`,
+        JSON.stringify(k.statuses),
+        k.hung,
+      ]),
     ),
     seconds: (performance.now() - started) / 1000,
   };

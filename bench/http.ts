@@ -23,7 +23,13 @@ const KEY = 'bench-key-0123456789';
 type Server = BenchServer;
 
 const startServer = (ctx: BenchContext, dir: string, variant: 'fp32' | 'int8'): Promise<Server> =>
-  startBenchServer({ modelDir: dir, variant, threads: ctx.threads, key: KEY, args: ['--deadline-ms', '900000', '--rpm', '1000000', '--server-timing-engine'] });
+  startBenchServer({
+    modelDir: dir,
+    variant,
+    threads: ctx.threads,
+    key: KEY,
+    args: ['--deadline-ms', '900000', '--rpm', '1000000', '--server-timing-engine'],
+  });
 
 function post(server: Server, body: string): Promise<Response> {
   return fetch(`${server.url}/v1/systemone`, {
@@ -37,7 +43,10 @@ async function overhead(ctx: BenchContext, requestsCount: number, small: boolean
   const dir = await ctx.model('tiny', 'fp32');
   const codec = await TextCodec.load(dir);
   const requests = small
-    ? Array.from({ length: requestsCount + 2 }, (_, i) => ({ state: `Order ${i} arrived late.`, questions: { q: { type: 'noul' as const, instructions: 'Was it late?' } } }))
+    ? Array.from({ length: requestsCount + 2 }, (_, i) => ({
+        state: `Order ${i} arrived late.`,
+        questions: { q: { type: 'noul' as const, instructions: 'Was it late?' } },
+      }))
     : clientRequestsA(codec, requestsCount + 2, 700);
   const server = await startServer(ctx, dir, 'fp32');
   const http: number[] = [];
@@ -57,7 +66,8 @@ async function overhead(ctx: BenchContext, requestsCount: number, small: boolean
       if (status !== 200) throw new Error(`overhead: HTTP ${status}`);
       const e = Number(/engine;dur=([\d.]+)/.exec(timing)?.[1]);
       const t = Number(/total;dur=([\d.]+)/.exec(timing)?.[1]);
-      if (!Number.isFinite(e) || !Number.isFinite(t)) throw new Error(`overhead: no server-timing engine/total durations (${timing})`);
+      if (!Number.isFinite(e) || !Number.isFinite(t))
+        throw new Error(`overhead: no server-timing engine/total durations (${timing})`);
       if (i >= 2) {
         http.push(h);
         engine.push(e);
@@ -80,7 +90,11 @@ async function overhead(ctx: BenchContext, requestsCount: number, small: boolean
   };
 }
 
-async function load(ctx: BenchContext, shape: 'tiny' | 'qwen2.5-0.5b', levels: Array<{ connections: number; amount: number }>) {
+async function load(
+  ctx: BenchContext,
+  shape: 'tiny' | 'qwen2.5-0.5b',
+  levels: Array<{ connections: number; amount: number }>,
+) {
   const dtype = shape === 'tiny' ? 'fp32' : 'int8';
   const dir = await ctx.model(shape, dtype);
   const codec = await TextCodec.load(dir);
@@ -127,7 +141,13 @@ async function load(ctx: BenchContext, shape: 'tiny' | 'qwen2.5-0.5b', levels: A
         timeouts: result.timeouts,
         requestsPerSecond: round(ok / seconds, 3),
         inputTokensPerSecond: round(inputTokens / seconds, 1),
-        latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, min: result.latency.min, max: result.latency.max },
+        latencyMs: {
+          p50: result.latency.p50,
+          p90: result.latency.p90,
+          p99: result.latency.p99,
+          min: result.latency.min,
+          max: result.latency.max,
+        },
         seconds: round(seconds, 1),
         ...server.memory(),
       });
@@ -179,7 +199,14 @@ export async function httpSection(ctx: BenchContext): Promise<SectionResult> {
     ],
     markdown: [
       table(
-        ['server overhead', 'requests', 'HTTP latency', 'engine (server-timing)', 'server overhead (median, p10–p90)', 'client-side HTTP − engine'],
+        [
+          'server overhead',
+          'requests',
+          'HTTP latency',
+          'engine (server-timing)',
+          'server overhead (median, p10–p90)',
+          'client-side HTTP − engine',
+        ],
         [over, overSmall].map((o) => [
           `tiny-fp32, ${o.request}`,
           o.pairs,
@@ -191,7 +218,17 @@ export async function httpSection(ctx: BenchContext): Promise<SectionResult> {
       ),
       '',
       table(
-        ['model', 'concurrency', 'requests', 'non-2xx / errors', 'requests/s', 'input tokens/s', 'p50 ms', 'p99 ms', 'peak RSS MiB'],
+        [
+          'model',
+          'concurrency',
+          'requests',
+          'non-2xx / errors',
+          'requests/s',
+          'input tokens/s',
+          'p50 ms',
+          'p99 ms',
+          'peak RSS MiB',
+        ],
         loadRes.rows.map((r) => {
           const l = r.latencyMs as { p50: number; p99: number };
           return [

@@ -82,7 +82,10 @@ export function buildReport(info: RunInfo, sections: SectionResult[], failures: 
     '',
     '| target | goal | measured | met |',
     '| --- | --- | --- | --- |',
-    ...targets.map((t) => `| ${t.name} | ${t.goal} | ${t.value}${t.unit === '×' ? '×' : ` ${t.unit}`}${t.detail ? ` (${t.detail})` : ''} | ${t.met ? 'yes' : '**no**'} |`),
+    ...targets.map(
+      (t) =>
+        `| ${t.name} | ${t.goal} | ${t.value}${t.unit === '×' ? '×' : ` ${t.unit}`}${t.detail ? ` (${t.detail})` : ''} | ${t.met ? 'yes' : '**no**'} |`,
+    ),
     '',
   ];
   for (const s of sections) {
@@ -98,7 +101,12 @@ export function buildReport(info: RunInfo, sections: SectionResult[], failures: 
   return { json, markdown: lines.join('\n') };
 }
 
-export function writeReport(info: RunInfo, sections: SectionResult[], failures: SectionFailure[], outDir = RESULTS_DIR) {
+export function writeReport(
+  info: RunInfo,
+  sections: SectionResult[],
+  failures: SectionFailure[],
+  outDir = RESULTS_DIR,
+) {
   const { json, markdown } = buildReport(info, sections, failures);
   mkdirSync(outDir, { recursive: true });
   const base = `${info.started.toISOString().slice(0, 10)}-${json.machine.name}${info.quick ? '-quick' : ''}${info.only ? `-only-${info.only.join('+')}` : ''}`;

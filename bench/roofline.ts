@@ -99,7 +99,11 @@ export function linearGraph(s: LayerShape, kernel: Kernel): Uint8Array {
       } else {
         let d = dq.get(input);
         if (!d) {
-          d = g.node('DynamicQuantizeLinear', [input], { outputs: [`${input}_q`, `${input}_s`, `${input}_zp`] }) as [string, string, string];
+          d = g.node('DynamicQuantizeLinear', [input], { outputs: [`${input}_q`, `${input}_s`, `${input}_zp`] }) as [
+            string,
+            string,
+            string,
+          ];
           dq.set(input, d);
         }
         const mi = g.op('MatMulInteger', [d[0], wq, d[2], wzp]);
@@ -146,7 +150,15 @@ async function kernelGflops(ctx: BenchContext, s: LayerShape, kernel: Kernel, m:
   return {
     kernel,
     m,
-    msPerLayer: roundSummary({ n: lat.samplesCount, median: lat.p50, min: lat.min, max: lat.max, p10: lat.p50, p90: lat.p99, mean: lat.mean }),
+    msPerLayer: roundSummary({
+      n: lat.samplesCount,
+      median: lat.p50,
+      min: lat.min,
+      max: lat.max,
+      p10: lat.p50,
+      p90: lat.p99,
+      mean: lat.mean,
+    }),
     gflops: round(flops / (lat.p50 * 1e6), 1),
     gflopsSpread: [round(flops / (lat.max * 1e6), 1), round(flops / (lat.min * 1e6), 1)],
   };
@@ -164,7 +176,10 @@ export async function rooflineSection(ctx: BenchContext): Promise<SectionResult>
   const rounds = ctx.quick ? 3 : 5;
 
   ctx.log(`  MatMul ceiling, one layer's weights, M = ${m}`);
-  const before = [await kernelGflops(ctx, s, 'int8-chain', m, kernelTime), await kernelGflops(ctx, s, 'int8-fused', m, kernelTime)];
+  const before = [
+    await kernelGflops(ctx, s, 'int8-chain', m, kernelTime),
+    await kernelGflops(ctx, s, 'int8-fused', m, kernelTime),
+  ];
 
   ctx.log('  model prefill (whole-prompt passes)');
   const folder = await openModelFolder(dir, 'int8');
@@ -179,7 +194,8 @@ export async function rooflineSection(ctx: BenchContext): Promise<SectionResult>
       const input = ids.slice(0, n);
       await runner.forward(input, null, [[input[0]!]], false); // warm-up (pages the weights in, sizes the arena)
       const samples: number[] = [];
-      for (let r = 0; r < rounds; r++) samples.push(await timeMs(() => runner.forward(input, null, [[input[0]!]], false)));
+      for (let r = 0; r < rounds; r++)
+        samples.push(await timeMs(() => runner.forward(input, null, [[input[0]!]], false)));
       const t = summarize(samples);
       // Attention as the graph computes it (plain ops, full N × N scores, masked): QKᵀ and PV.
       const attention = 4 * s.layers * n * n * s.hidden;
@@ -195,7 +211,10 @@ export async function rooflineSection(ctx: BenchContext): Promise<SectionResult>
   } finally {
     await runner.close();
   }
-  const after = [await kernelGflops(ctx, s, 'int8-chain', m, kernelTime), await kernelGflops(ctx, s, 'int8-fused', m, kernelTime)];
+  const after = [
+    await kernelGflops(ctx, s, 'int8-chain', m, kernelTime),
+    await kernelGflops(ctx, s, 'int8-fused', m, kernelTime),
+  ];
   const fp32 = await kernelGflops(ctx, s, 'fp32', m, kernelTime);
   const ceiling = Math.max(...before.map((k) => k.gflops), ...after.map((k) => k.gflops));
   for (const p of prefill) {
@@ -223,12 +242,18 @@ export async function rooflineSection(ctx: BenchContext): Promise<SectionResult>
       `the embedding (${((s.vocab * s.hidden) / 1e6).toFixed(1)} M of the manifest's ${(manifest.parameters / 1e6).toFixed(1)} M parameters) is a lookup, ` +
       `and the tied vocabulary projection (${(head / 1e9).toFixed(2)} GFLOP) runs only at the one position read.`,
     'Attention adds 4 · layers · N · hidden FLOPs per token (QKᵀ and PV over the full N × N scores, which the plain-op graph computes before masking), in fp32: ' +
-      prefill.map((p) => `${((p.attentionShareOfFlops as number) * 100).toFixed(0)}% of all FLOPs at ${p.tokens} tokens`).join(', ') +
+      prefill
+        .map((p) => `${((p.attentionShareOfFlops as number) * 100).toFixed(0)}% of all FLOPs at ${p.tokens} tokens`)
+        .join(', ') +
       ". The target uses the issue's count (2 × parameters per token); the table also gives the linear FLOPs actually executed and their fraction of the ceiling.",
     'The ceiling is the best of the int8 kernels (export-style chain and fused DynamicQuantizeMatMul), measured before and after the prefill timing.',
   ];
   if (ctx.quick) notes.push('--quick: 512 tokens only, fewer samples.');
-  const kernels = [...before.map((k) => ({ ...k, when: 'before' })), ...after.map((k) => ({ ...k, when: 'after' })), { ...fp32, when: 'after' }];
+  const kernels = [
+    ...before.map((k) => ({ ...k, when: 'before' })),
+    ...after.map((k) => ({ ...k, when: 'after' })),
+    { ...fp32, when: 'after' },
+  ];
   const markdown = [
     table(
       ['kernel', 'M', 'ms per layer (median)', 'GFLOP/s (median)', 'when'],
@@ -236,7 +261,16 @@ export async function rooflineSection(ctx: BenchContext): Promise<SectionResult>
     ),
     '',
     table(
-      ['prefill tokens', 'ms (median, min–max)', 'tokens/s', '2 × params GFLOP/s', 'of int8 ceiling', 'linear GFLOP/s executed', 'of int8 ceiling', 'attention share of FLOPs'],
+      [
+        'prefill tokens',
+        'ms (median, min–max)',
+        'tokens/s',
+        '2 × params GFLOP/s',
+        'of int8 ceiling',
+        'linear GFLOP/s executed',
+        'of int8 ceiling',
+        'attention share of FLOPs',
+      ],
       prefill.map((p) => {
         const t = p.ms as { median: number; min: number; max: number };
         const pct = (x: unknown) => `${((x as number) * 100).toFixed(1)}%`;
@@ -256,7 +290,15 @@ export async function rooflineSection(ctx: BenchContext): Promise<SectionResult>
   return {
     id: 'roofline',
     title: '2. Prefill throughput vs the MatMul roofline',
-    config: { model: 'qwen2.5-0.5b-int8', threads: ctx.threads, m, lengths, rounds, parameters: manifest.parameters, linearWeights: s.layers * layerWeights(s) },
+    config: {
+      model: 'qwen2.5-0.5b-int8',
+      threads: ctx.threads,
+      m,
+      lengths,
+      rounds,
+      parameters: manifest.parameters,
+      linearWeights: s.layers * layerWeights(s),
+    },
     results: { ceilingGflops: ceiling, kernels, prefill },
     targets,
     notes,

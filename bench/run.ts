@@ -42,7 +42,9 @@ async function main(args: string[]): Promise<number> {
   const ctx = createContext({ quick, threads });
   const started = new Date();
   const t0 = performance.now();
-  ctx.log(`assay bench${quick ? ' --quick (smaller states, fewer rounds; the full run is npm run bench)' : ''}: ${only.join(', ')}; ${threads} threads`);
+  ctx.log(
+    `assay bench${quick ? ' --quick (smaller states, fewer rounds; the full run is npm run bench)' : ''}: ${only.join(', ')}; ${threads} threads`,
+  );
   const kernels = await cpuKernels();
   ctx.log(`${kernels.cpu}: int8 ${kernels.int8}; 4-bit ${kernels.q4}`);
   const results: SectionResult[] = [];
@@ -60,7 +62,12 @@ async function main(args: string[]): Promise<number> {
     ctx.log(`  done in ${((performance.now() - s0) / 1000).toFixed(0)} s`);
   }
   const command = `npm run bench${args.length ? ` -- ${args.join(' ')}` : ''}`;
-  const out = writeReport({ quick, command, threads, kernels, started, seconds: (performance.now() - t0) / 1000, only: picked }, results, failures, option(args, '--out'));
+  const out = writeReport(
+    { quick, command, threads, kernels, started, seconds: (performance.now() - t0) / 1000, only: picked },
+    results,
+    failures,
+    option(args, '--out'),
+  );
   process.stdout.write(`${out.markdown}\n`);
   ctx.log(`wrote ${out.jsonPath}\n      ${out.mdPath}${out.latest ? `\n      ${out.latest}` : ''}`);
   return failures.length > 0 ? 1 : 0;

@@ -46,7 +46,8 @@ async function cacheCounts(url: string): Promise<{ hits: number; misses: number 
     (r) => r.text(),
     () => '',
   );
-  const sum = (name: string) => [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
+  const sum = (name: string) =>
+    [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
   return { hits: sum('assay_prefix_cache_hits_total'), misses: sum('assay_prefix_cache_misses_total') };
 }
 
@@ -67,7 +68,13 @@ interface PolicyResult {
   hottest: { replica: string; share: number; stateShare: number };
 }
 
-async function runPolicy(ctx: BenchContext, balance: 'hash' | 'round-robin', bodies: string[], hashes: string[], sequence: number[]): Promise<PolicyResult> {
+async function runPolicy(
+  ctx: BenchContext,
+  balance: 'hash' | 'round-robin',
+  bodies: string[],
+  hashes: string[],
+  sequence: number[],
+): Promise<PolicyResult> {
   const cluster: Cluster = await startCluster({
     modelDir: await ctx.model('tiny', 'fp32'),
     replicas: 3,
@@ -78,7 +85,10 @@ async function runPolicy(ctx: BenchContext, balance: 'hash' | 'round-robin', bod
   });
   try {
     const replicaUrl = (id: string) => `http://127.0.0.1:${cluster.replicas.find((r) => r.id === id)!.port}`;
-    const counts = async () => Object.fromEntries(await Promise.all(cluster.replicas.map(async (r) => [r.id, await cacheCounts(replicaUrl(r.id))] as const)));
+    const counts = async () =>
+      Object.fromEntries(
+        await Promise.all(cluster.replicas.map(async (r) => [r.id, await cacheCounts(replicaUrl(r.id))] as const)),
+      );
     const start = await counts();
     const latencies: number[] = [];
     const statuses: Record<string, number> = {};
@@ -101,7 +111,11 @@ async function runPolicy(ctx: BenchContext, balance: 'hash' | 'round-robin', bod
         const t = performance.now();
         const res = await fetch(`${cluster.url}/v1/systemone`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-assay-state-hash': hashes[s]! },
+          headers: {
+            authorization: `Bearer ${KEY}`,
+            'content-type': 'application/json',
+            'x-assay-state-hash': hashes[s]!,
+          },
           body: bodies[s]!,
         }).catch(() => undefined);
         if (res) await res.arrayBuffer();
@@ -147,7 +161,11 @@ async function runPolicy(ctx: BenchContext, balance: 'hash' | 'round-robin', bod
       hitRateAfterKill: rate(atKill, end, survivors),
       statuses,
       share,
-      hottest: { replica: hotReplica, share: (share[hotReplica]?.before ?? 0) / beforeTotal, stateShare: Object.values(hottestState).reduce((a, b) => a + b, 0) / half },
+      hottest: {
+        replica: hotReplica,
+        share: (share[hotReplica]?.before ?? 0) / beforeTotal,
+        stateShare: Object.values(hottestState).reduce((a, b) => a + b, 0) / half,
+      },
     };
   } finally {
     await cluster.stop();
@@ -171,7 +189,9 @@ export async function scaleoutSection(ctx: BenchContext): Promise<SectionResult>
   const results: PolicyResult[] = [];
   for (const balance of ['hash', 'round-robin'] as const) {
     const r = await runPolicy(ctx, balance, bodies, hashes, sequence);
-    ctx.log(`  ${balance}: hit rate ${(r.hitRate * 100).toFixed(1)}%, ${r.requestsPerSecond.toFixed(2)} req/s, p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms, ${JSON.stringify(r.statuses)}`);
+    ctx.log(
+      `  ${balance}: hit rate ${(r.hitRate * 100).toFixed(1)}%, ${r.requestsPerSecond.toFixed(2)} req/s, p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms, ${JSON.stringify(r.statuses)}`,
+    );
     results.push(r);
   }
   const [hash, rr] = results as [PolicyResult, PolicyResult];
@@ -228,7 +248,17 @@ export async function scaleoutSection(ctx: BenchContext): Promise<SectionResult>
       'After the kill, nginx retries a request whose replica is gone on the next one (an evaluation changes nothing), and the harness takes the replica out of the upstream once its /healthz fails.',
     ],
     markdown: table(
-      ['routing', 'requests/s', 'p50 ms', 'p99 ms', 'hit rate', 'before kill', 'after kill (r1, r3)', 'answered by (before/after kill)', 'statuses'],
+      [
+        'routing',
+        'requests/s',
+        'p50 ms',
+        'p99 ms',
+        'hit rate',
+        'before kill',
+        'after kill (r1, r3)',
+        'answered by (before/after kill)',
+        'statuses',
+      ],
       results.map((r) => [
         r.balance,
         r.requestsPerSecond.toFixed(2),

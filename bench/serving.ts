@@ -25,7 +25,15 @@ interface Probe {
 }
 
 const startServer = (repo: string, modelDir: string, threads: number) =>
-  startBenchServer({ repo, modelDir, threads, key: KEY, model: 'svc-1.13.0', aliases: { 'svc-latest': 'svc-1.13.0' }, args: ['--rpm', '1000000', '--tps', '100000000', '--max-queue', '1000'] });
+  startBenchServer({
+    repo,
+    modelDir,
+    threads,
+    key: KEY,
+    model: 'svc-1.13.0',
+    aliases: { 'svc-latest': 'svc-1.13.0' },
+    args: ['--rpm', '1000000', '--tps', '100000000', '--max-queue', '1000'],
+  });
 
 async function timed(url: string, init?: RequestInit): Promise<[number, number]> {
   const t0 = performance.now();
@@ -41,24 +49,56 @@ function record(p: Probe, [ms, status]: [number, number]): void {
 
 async function eventLoop(url: string): Promise<{ p99: number; max: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const read = (name: string) => Number(new RegExp(`^assay_nodejs_eventloop_lag_${name}_seconds (\\S+)`, 'm').exec(text)?.[1] ?? NaN) * 1000;
+  const read = (name: string) =>
+    Number(new RegExp(`^assay_nodejs_eventloop_lag_${name}_seconds (\\S+)`, 'm').exec(text)?.[1] ?? NaN) * 1000;
   return { p99: read('p99'), max: read('max') };
 }
 
 function heavyBodies(): Array<[string, string]> {
   const options = Object.fromEntries(Array.from({ length: 255 }, (_, i) => [`option number ${i}`, null]));
-  const many = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`q${i}`, { type: 'noul', instructions: `Is item ${i} mentioned?` }]));
-  const prose = Array.from({ length: 2_000 }, (_, i) => `Entry ${i}: the shipment was inspected and logged by the night team.`).join('\n');
+  const many = Object.fromEntries(
+    Array.from({ length: 400 }, (_, i) => [`q${i}`, { type: 'noul', instructions: `Is item ${i} mentioned?` }]),
+  );
+  const prose = Array.from(
+    { length: 2_000 },
+    (_, i) => `Entry ${i}: the shipment was inspected and logged by the night team.`,
+  ).join('\n');
   const one = { q: { type: 'noul', instructions: 'Is it logged?' } };
   return [
-    ['255 options', JSON.stringify({ state: 'A short note.', model: 'svc-latest', questions: { c: { type: 'choice', instructions: 'Pick', criteria: options } } })],
+    [
+      '255 options',
+      JSON.stringify({
+        state: 'A short note.',
+        model: 'svc-latest',
+        questions: { c: { type: 'choice', instructions: 'Pick', criteria: options } },
+      }),
+    ],
     ['400 questions', JSON.stringify({ state: 'A short note.', model: 'svc-latest', questions: many })],
-    ['~32k-token state (over the question budget)', JSON.stringify({ state: prose, model: 'svc-latest', questions: one })],
-    ['nested 3,000 deep', `{"state": ${'['.repeat(3000)}"x"${']'.repeat(3000)}, "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`],
-    ['300,000 spaces', JSON.stringify({ state: `Report:${' '.repeat(300_000)}end`, model: 'svc-latest', questions: one })],
+    [
+      '~32k-token state (over the question budget)',
+      JSON.stringify({ state: prose, model: 'svc-latest', questions: one }),
+    ],
+    [
+      'nested 3,000 deep',
+      `{"state": ${'['.repeat(3000)}"x"${']'.repeat(3000)}, "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`,
+    ],
+    [
+      '300,000 spaces',
+      JSON.stringify({ state: `Report:${' '.repeat(300_000)}end`, model: 'svc-latest', questions: one }),
+    ],
     // Large flat bodies: parsed in the body worker, never on the event loop.
-    ['6 MB: 2,000,000 empty arrays', `{"state": [${'[],'.repeat(1_999_999)}[]], "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`],
-    ['200,000 small objects', JSON.stringify({ state: Array.from({ length: 200_000 }, (_, i) => ({ id: i, ok: true })), model: 'svc-latest', questions: one })],
+    [
+      '6 MB: 2,000,000 empty arrays',
+      `{"state": [${'[],'.repeat(1_999_999)}[]], "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`,
+    ],
+    [
+      '200,000 small objects',
+      JSON.stringify({
+        state: Array.from({ length: 200_000 }, (_, i) => ({ id: i, ok: true })),
+        model: 'svc-latest',
+        questions: one,
+      }),
+    ],
   ];
 }
 
@@ -85,9 +125,14 @@ export interface ServingResult {
 
 /** Against `repo`'s server started here on the tiny model, or against a running server at `url` (its key in ASSAY_API_KEY). */
 export async function measureServing(ctx: BenchContext, repo = ROOT, url?: string): Promise<ServingResult> {
-  const server = url ? { url: url.replace(/\/$/, ''), stop: async () => {} } : await startServer(repo, await ctx.model('tiny', 'fp32'), ctx.threads);
+  const server = url
+    ? { url: url.replace(/\/$/, ''), stop: async () => {} }
+    : await startServer(repo, await ctx.model('tiny', 'fp32'), ctx.threads);
   const seconds = ctx.quick ? 30 : 90;
-  const headers = { authorization: `Bearer ${url ? (process.env.ASSAY_API_KEY ?? '') : KEY}`, 'content-type': 'application/json' };
+  const headers = {
+    authorization: `Bearer ${url ? (process.env.ASSAY_API_KEY ?? '') : KEY}`,
+    'content-type': 'application/json',
+  };
   try {
     await eventLoop(server.url); // starts the measured window
     const end = performance.now() + seconds * 1000;
@@ -106,11 +151,17 @@ export async function measureServing(ctx: BenchContext, repo = ROOT, url?: strin
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
-    const state = 'The parcel with order number A-1043 arrived two days late, and the box was crushed on one side. '.repeat(6);
-    const smallBody = JSON.stringify({ state, model: 'svc-latest', questions: { late: { type: 'noul', instructions: 'Was the parcel late?' } } });
+    const state =
+      'The parcel with order number A-1043 arrived two days late, and the box was crushed on one side. '.repeat(6);
+    const smallBody = JSON.stringify({
+      state,
+      model: 'svc-latest',
+      questions: { late: { type: 'noul', instructions: 'Was the parcel late?' } },
+    });
     const small: Probe = { latencies: [], statuses: {} };
     const smallLoop = (async () => {
-      while (performance.now() < end) record(small, await timed(`${server.url}/v1/systemone`, { method: 'POST', headers, body: smallBody }));
+      while (performance.now() < end)
+        record(small, await timed(`${server.url}/v1/systemone`, { method: 'POST', headers, body: smallBody }));
     })();
     await Promise.all([...loops, healthLoop, smallLoop]);
     const eventLoopMs = await eventLoop(server.url);
@@ -134,9 +185,15 @@ export async function servingSection(ctx: BenchContext): Promise<SectionResult> 
   const t0 = performance.now();
   const r = await measureServing(ctx);
   const markdown = [
-    table(['server event loop (its /metrics)', 'p99', 'max'], [['delay over the run', `${r.eventLoopMs.p99.toFixed(1)} ms`, `${r.eventLoopMs.max.toFixed(1)} ms`]]),
+    table(
+      ['server event loop (its /metrics)', 'p99', 'max'],
+      [['delay over the run', `${r.eventLoopMs.p99.toFixed(1)} ms`, `${r.eventLoopMs.max.toFixed(1)} ms`]],
+    ),
     '',
-    table(['probe', 'requests', 'p50 ms', 'p99 ms', 'max ms', 'statuses'], [row('GET /healthz', r.healthz), row('one-question request', r.small)]),
+    table(
+      ['probe', 'requests', 'p50 ms', 'p99 ms', 'max ms', 'statuses'],
+      [row('GET /healthz', r.healthz), row('one-question request', r.small)],
+    ),
     '',
     table(
       ['heavy loop', 'statuses'],
@@ -150,9 +207,17 @@ export async function servingSection(ctx: BenchContext): Promise<SectionResult> 
     results: r,
     targets: [
       { name: '/healthz under load', goal: 'max < 250 ms', value: r.healthz.max, unit: 'ms', met: r.healthz.max < 250 },
-      { name: 'one-question request under load', goal: 'p99 < 1,500 ms', value: r.small.p99, unit: 'ms', met: r.small.p99 < 1500 },
+      {
+        name: 'one-question request under load',
+        goal: 'p99 < 1,500 ms',
+        value: r.small.p99,
+        unit: 'ms',
+        met: r.small.p99 < 1500,
+      },
     ],
-    notes: ["Heavy loops run back to back for the whole window; the probes run beside them. Event-loop delay is the server process's own (prom-client)."],
+    notes: [
+      "Heavy loops run back to back for the whole window; the probes run beside them. Event-loop delay is the server process's own (prom-client).",
+    ],
     markdown,
     seconds: (performance.now() - t0) / 1000,
   };

@@ -22,7 +22,9 @@ import { interleaved, pairedRatio, round, roundSummary, summarize } from './lib/
 import { mixedQuestions, textOfTokens } from './lib/text.js';
 
 type TjsTensor = { dims: number[]; data: Float32Array | BigInt64Array; type: string };
-type TjsModel = ((inputs: Record<string, unknown>) => Promise<Record<string, TjsTensor>>) & { dispose(): Promise<void> };
+type TjsModel = ((inputs: Record<string, unknown>) => Promise<Record<string, TjsTensor>>) & {
+  dispose(): Promise<void>;
+};
 
 interface Case {
   stateTokens: number;
@@ -71,7 +73,11 @@ export async function transformersSection(ctx: BenchContext): Promise<SectionRes
     for (const c of cases) {
       const state = textOfTokens(codec, c.stateTokens, 21 + c.stateTokens);
       const questions: Record<string, Question> = mixedQuestions(c.questions);
-      const plan = planRequest({ state, questions }, codec, promptSet(folder.manifest.prompt_version), endToken, { request: 1e9, question: 1e9, context: 1e9 });
+      const plan = planRequest({ state, questions }, codec, promptSet(folder.manifest.prompt_version), endToken, {
+        request: 1e9,
+        question: 1e9,
+        context: 1e9,
+      });
       const prompts = plan.questions.map((q) => [...plan.prefix, ...q.suffix]);
       const starts = plan.questions.map((q) => firstTokens(q.labels));
       const sink: number[] = [];
@@ -87,16 +93,23 @@ export async function transformersSection(ctx: BenchContext): Promise<SectionRes
       const cached = async () => {
         const pre = await model({ input_ids: ids(plan.prefix), attention_mask: ones(plan.prefix.length) });
         const entries: Record<string, unknown> = {};
-        for (const [k, v] of Object.entries(pre)) if (k.startsWith('present')) entries[k.replace('present', 'past_key_values')] = v;
+        for (const [k, v] of Object.entries(pre))
+          if (k.startsWith('present')) entries[k.replace('present', 'past_key_values')] = v;
         const cache = new DynamicCache(entries as never);
         for (let i = 0; i < plan.questions.length; i++) {
           const suffix = plan.questions[i]!.suffix;
-          const out = await model({ input_ids: ids(suffix), attention_mask: ones(plan.prefix.length + suffix.length), past_key_values: cache });
+          const out = await model({
+            input_ids: ids(suffix),
+            attention_mask: ones(plan.prefix.length + suffix.length),
+            past_key_values: cache,
+          });
           read(lastRow(out.logits!), starts[i]!);
         }
       };
       const ours = () => ev.evaluate({ state, questions });
-      ctx.log(`  state ${c.stateTokens} tokens × ${c.questions} questions (naive on ${c.naiveQuestions}), ${c.rounds} round(s)`);
+      ctx.log(
+        `  state ${c.stateTokens} tokens × ${c.questions} questions (naive on ${c.naiveQuestions}), ${c.rounds} round(s)`,
+      );
       const s = await interleaved({ ours, cached, naive }, { rounds: c.rounds, warmup: 1 });
       const scale = c.questions / c.naiveQuestions;
       const naiveTotal = s.naive.map((t) => t * scale);
@@ -132,7 +145,13 @@ export async function transformersSection(ctx: BenchContext): Promise<SectionRes
               maxLogit = Math.max(maxLogit, Math.abs(t[j]!));
             }
           }
-          check = { promptTokens: prompt.length, positions: prompt.length, vocab: v, maxAbsDiff: maxAbs, maxAbsLogit: round(maxLogit, 2) };
+          check = {
+            promptTokens: prompt.length,
+            positions: prompt.length,
+            vocab: v,
+            maxAbsDiff: maxAbs,
+            maxAbsLogit: round(maxLogit, 2),
+          };
         } finally {
           await runner.close();
         }
@@ -148,13 +167,30 @@ export async function transformersSection(ctx: BenchContext): Promise<SectionRes
   const vsCache = head.speedupVsCache as ReturnType<typeof pairedRatio>;
   const label = `${head.stateTokens} tokens × ${head.questions} questions`;
   const targets: Target[] = [
-    { name: `vs transformers.js per question (naive), ${label}`, goal: '≥ 10×', value: vsNaive.median, unit: '×', met: vsNaive.median >= 10 },
-    { name: `vs transformers.js with its KV cache reuse, ${label}`, goal: '> 1× (ahead)', value: vsCache.median, unit: '×', met: vsCache.median > 1 },
+    {
+      name: `vs transformers.js per question (naive), ${label}`,
+      goal: '≥ 10×',
+      value: vsNaive.median,
+      unit: '×',
+      met: vsNaive.median >= 10,
+    },
+    {
+      name: `vs transformers.js with its KV cache reuse, ${label}`,
+      goal: '> 1× (ahead)',
+      value: vsCache.median,
+      unit: '×',
+      met: vsCache.median > 1,
+    },
   ];
   return {
     id: 'transformersjs',
     title: '4. Side by side with transformers.js',
-    config: { model: 'qwen2.5-0.5b-int8 (transformers.js dtype q8)', threads: ctx.threads, transformersJs: '4.3.1', cases },
+    config: {
+      model: 'qwen2.5-0.5b-int8 (transformers.js dtype q8)',
+      threads: ctx.threads,
+      transformersJs: '4.3.1',
+      cases,
+    },
     results: { rows, logitsCheck: check },
     targets,
     notes: [
@@ -162,7 +198,9 @@ export async function transformersSection(ctx: BenchContext): Promise<SectionRes
       'Naive: a full forward per question (transformers.js computes and returns logits for every position). Where it ran on fewer questions than the request has, its per-round time is scaled to all of them (naive cost is per question).',
       "Cache: one prefix forward, then each suffix with the prefix's present.* as past_key_values in a DynamicCache.",
       'Ours additionally scores multi-token labels exactly (extra passes); transformers.js reads first-token logits only.',
-      ...(ctx.quick ? ['--quick: 256-token state × 4 questions only; the 2,000 × 16 headline runs in the full bench.'] : []),
+      ...(ctx.quick
+        ? ['--quick: 256-token state × 4 questions only; the 2,000 × 16 headline runs in the full bench.']
+        : []),
     ],
     markdown: table(
       ['state tokens', 'questions', 'ours', 'transformers.js + cache', 'transformers.js naive', 'vs naive', 'vs cache'],

@@ -67,7 +67,16 @@ export async function workloadsSection(ctx: BenchContext): Promise<SectionResult
       ...(ctx.quick ? ['--quick: fewer requests.'] : []),
     ],
     markdown: table(
-      ['workload', 'requests', 'questions / request', 'input tokens / request', 'requests/s', 'input tokens/s', 'latency', "caller's event loop, max delay"],
+      [
+        'workload',
+        'requests',
+        'questions / request',
+        'input tokens / request',
+        'requests/s',
+        'input tokens/s',
+        'latency',
+        "caller's event loop, max delay",
+      ],
       rows.map((r) => [
         r.workload as string,
         r.requests as number,

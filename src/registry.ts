@@ -110,11 +110,13 @@ export function checkRegistry(data: unknown, file: string): Registry {
       if (why) fail(`models["${id}"].escalate${why}`);
     } else if (typeof e?.path !== 'string' || !e.path) fail(`models["${id}"].path must be a non-empty string`);
     if (typeof e.description !== 'string') fail(`models["${id}"].description must be a string`);
-    if (typeof e.release_date !== 'string' || !DATE.test(e.release_date)) fail(`models["${id}"].release_date must be YYYY-MM-DD`);
+    if (typeof e.release_date !== 'string' || !DATE.test(e.release_date))
+      fail(`models["${id}"].release_date must be YYYY-MM-DD`);
     if (e.variant !== undefined && (typeof e.variant !== 'string' || !parseVariant(e.variant))) {
       fail(`models["${id}"].variant must be one of ${VARIANTS.join(', ')}`);
     }
-    if (e.graph_rewrite !== undefined && typeof e.graph_rewrite !== 'boolean') fail(`models["${id}"].graph_rewrite must be true or false`);
+    if (e.graph_rewrite !== undefined && typeof e.graph_rewrite !== 'boolean')
+      fail(`models["${id}"].graph_rewrite must be true or false`);
     if (e.synthetic && (typeof e.synthetic.shape !== 'string' || typeof e.synthetic.dtype !== 'string')) {
       fail(`models["${id}"].synthetic needs "shape" and "dtype"`);
     }
@@ -127,7 +129,8 @@ export function checkRegistry(data: unknown, file: string): Registry {
     if (!own(models, target)) fail(`alias "${alias}" points to unknown model "${target}"`);
   }
   const def = r.default;
-  if (typeof def !== 'string' || (!own(models, def) && !own(aliases, def))) fail(`"default" must name a model or alias`);
+  if (typeof def !== 'string' || (!own(models, def) && !own(aliases, def)))
+    fail(`"default" must name a model or alias`);
   return { default: def as string, models, aliases, file: resolve(file) };
 }
 
@@ -156,7 +159,11 @@ export function resolveModel(registry: Registry, name: string): ResolvedModel | 
 }
 
 /** What is wrong with an escalation spec (a path suffix and why), or undefined. */
-function escalationProblem(x: EscalationSpec, models: Record<string, ModelEntry>, aliases: Record<string, string>): string | undefined {
+function escalationProblem(
+  x: EscalationSpec,
+  models: Record<string, ModelEntry>,
+  aliases: Record<string, string>,
+): string | undefined {
   if (typeof x !== 'object' || x === null) return ' must be an object';
   const local = (name: unknown): string | undefined => {
     const id = typeof name === 'string' ? (own(aliases, name) ?? name) : undefined;
@@ -169,19 +176,26 @@ function escalationProblem(x: EscalationSpec, models: Record<string, ModelEntry>
   if (typeof x.second === 'string') {
     const second = local(x.second);
     if (second) return `.second ${second}`;
-  } else if (typeof x.second !== 'object' || x.second === null) return '.second must be a model name or {"url", "model", "api_key_env"}';
+  } else if (typeof x.second !== 'object' || x.second === null)
+    return '.second must be a model name or {"url", "model", "api_key_env"}';
   else {
-    if (typeof x.second.url !== 'string' || !/^https?:\/\/[^/]/.test(x.second.url)) return '.second.url must be an http(s) URL';
+    if (typeof x.second.url !== 'string' || !/^https?:\/\/[^/]/.test(x.second.url))
+      return '.second.url must be an http(s) URL';
     if (typeof x.second.model !== 'string' || !x.second.model) return '.second.model must be a model name';
-    if (x.second.api_key_env !== undefined && (typeof x.second.api_key_env !== 'string' || !x.second.api_key_env)) return '.second.api_key_env must name an environment variable';
+    if (x.second.api_key_env !== undefined && (typeof x.second.api_key_env !== 'string' || !x.second.api_key_env))
+      return '.second.api_key_env must name an environment variable';
   }
-  if (typeof x.below !== 'object' || x.below === null || Array.isArray(x.below)) return '.below must map question types to thresholds';
+  if (typeof x.below !== 'object' || x.below === null || Array.isArray(x.below))
+    return '.below must map question types to thresholds';
   for (const [type, t] of Object.entries(x.below)) {
     if (!['noul', 'choice', 'score'].includes(type)) return `.below.${type}: the types are noul, choice and score`;
-    if (t !== null && !(typeof t === 'number' && t >= 0 && t <= 1)) return `.below.${type} must be a certainty between 0 and 1, or null (escalate all)`;
+    if (t !== null && !(typeof t === 'number' && t >= 0 && t <= 1))
+      return `.below.${type} must be a certainty between 0 and 1, or null (escalate all)`;
   }
-  if (x.timeout_ms !== undefined && !(typeof x.timeout_ms === 'number' && x.timeout_ms > 0)) return '.timeout_ms must be a positive number of milliseconds';
-  if (x.on_failure !== undefined && x.on_failure !== 'first' && x.on_failure !== 'error') return '.on_failure must be "first" or "error"';
+  if (x.timeout_ms !== undefined && !(typeof x.timeout_ms === 'number' && x.timeout_ms > 0))
+    return '.timeout_ms must be a positive number of milliseconds';
+  if (x.on_failure !== undefined && x.on_failure !== 'first' && x.on_failure !== 'error')
+    return '.on_failure must be "first" or "error"';
   return undefined;
 }
 
@@ -202,8 +216,16 @@ export function acceptedModelNames(registry: Registry): string[] {
  * Adds or replaces a versioned model (and points the given aliases at it), writing the file
  * atomically (temp file + rename). A relative `entry.path` is taken relative to the registry's folder.
  */
-export function registerModel(file: string, id: string, entry: ModelEntry, aliases: string[] = [], makeDefault = false): Registry {
-  const current: RegistryFile = existsSync(file) ? (({ file: _f, ...rest }) => rest)(loadRegistry(file)) : { default: id, models: {}, aliases: {} };
+export function registerModel(
+  file: string,
+  id: string,
+  entry: ModelEntry,
+  aliases: string[] = [],
+  makeDefault = false,
+): Registry {
+  const current: RegistryFile = existsSync(file)
+    ? (({ file: _f, ...rest }) => rest)(loadRegistry(file))
+    : { default: id, models: {}, aliases: {} };
   const next: RegistryFile = {
     default: makeDefault ? id : current.default,
     models: { ...current.models, [id]: entry },

@@ -51,7 +51,10 @@ export interface FlavorOptions {
 }
 
 export function flavorName(o: FlavorOptions): string {
-  const acc = (o.dtype === 'q4' || o.dtype === 'q4f16') && o.accuracyLevel !== undefined && o.accuracyLevel !== 4 ? `acc${o.accuracyLevel}` : '';
+  const acc =
+    (o.dtype === 'q4' || o.dtype === 'q4f16') && o.accuracyLevel !== undefined && o.accuracyLevel !== 4
+      ? `acc${o.accuracyLevel}`
+      : '';
   return [
     o.shape ?? 'tiny',
     o.dtype,
@@ -120,7 +123,10 @@ export async function ensureFlavor(o: FlavorOptions): Promise<string> {
   mkdirSync(tmp, { recursive: true });
   const model = o.attention === 'gqa' ? variantModel(source, o, gqaModel()) : variantModel(source, o);
   const config = JSON.parse(readFileSync(join(source, 'config.json'), 'utf8')) as Record<string, unknown>;
-  const tokenizerConfig = JSON.parse(readFileSync(join(source, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+  const tokenizerConfig = JSON.parse(readFileSync(join(source, 'tokenizer_config.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
   copyFileSync(join(source, 'tokenizer.json'), join(tmp, 'tokenizer.json'));
   const file = layout === 'hf' ? VARIANT_FILE[o.dtype] : 'model.onnx';
   if (layout === 'genai') {

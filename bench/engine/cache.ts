@@ -16,7 +16,12 @@ export async function cacheSection(ctx: BenchContext): Promise<SectionResult> {
   const request = { state: textOfTokens(codec, stateTokens, 5), questions: mixedQuestions(4) };
   ctx.log(`  state ${stateTokens} tokens × 4 questions, ${rounds} rounds`);
   const cold = await loadEvaluator({ modelDir: dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 0 });
-  const warm = await loadEvaluator({ modelDir: dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 256 * 1024 * 1024 });
+  const warm = await loadEvaluator({
+    modelDir: dir,
+    variant: 'int8',
+    threads: ctx.threads,
+    prefixCacheBytes: 256 * 1024 * 1024,
+  });
   let samples: Record<'cold' | 'hit', number[]>;
   let hits: number;
   let misses: number;
@@ -25,10 +30,14 @@ export async function cacheSection(ctx: BenchContext): Promise<SectionResult> {
   try {
     const a = await cold.evaluate(request);
     const b = await warm.evaluate(request); // a miss: fills the cache
-    samples = await interleaved({ cold: () => cold.evaluate(request), hit: () => warm.evaluate(request) }, { rounds, warmup: 1 });
+    samples = await interleaved(
+      { cold: () => cold.evaluate(request), hit: () => warm.evaluate(request) },
+      { rounds, warmup: 1 },
+    );
     const c = await warm.evaluate(request);
     // A server answers the same whether its cache hits or not: the miss and the hit run the same passes.
-    same = JSON.stringify(b.answers) === JSON.stringify(c.answers) && JSON.stringify(b.usage) === JSON.stringify(c.usage);
+    same =
+      JSON.stringify(b.answers) === JSON.stringify(c.answers) && JSON.stringify(b.usage) === JSON.stringify(c.usage);
     // With the cache off the prefix's last chunk rides with the questions: another pass layout, and
     // dynamic int8 scales each pass's activations as a whole.
     offDelta = largestDifference(a.answers, c.answers);
@@ -73,6 +82,7 @@ function largestDifference(a: unknown, b: unknown): number {
   if (typeof a === 'number' && typeof b === 'number') return Math.abs(a - b);
   if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return 0;
   let most = 0;
-  for (const [k, v] of Object.entries(a)) most = Math.max(most, largestDifference(v, (b as Record<string, unknown>)[k]));
+  for (const [k, v] of Object.entries(a))
+    most = Math.max(most, largestDifference(v, (b as Record<string, unknown>)[k]));
   return most;
 }

@@ -6,7 +6,16 @@
 // Prints the file size, the process's peak RSS (maxRSS) after loadEvaluator, and the time to load,
 // for a first load (nothing cached on disk) and a second one.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync, copyFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  writeFileSync,
+  copyFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import onnxProto from 'onnx-proto';
@@ -30,7 +39,8 @@ function singleFile(source: string, out: string): string {
     t.dataLocation = 0;
   }
   writeFileSync(target, onnxProto.onnx.ModelProto.encode(model).finish());
-  for (const f of readdirSync(source)) if (!statSync(join(source, f)).isDirectory() && f !== 'config.json') copyFileSync(join(source, f), join(out, f));
+  for (const f of readdirSync(source))
+    if (!statSync(join(source, f)).isDirectory() && f !== 'config.json') copyFileSync(join(source, f), join(out, f));
   const config = JSON.parse(readFileSync(join(source, 'config.json'), 'utf8')) as Record<string, unknown>;
   delete config['transformers.js_config'];
   writeFileSync(join(out, 'config.json'), JSON.stringify(config, null, 2));
@@ -45,15 +55,25 @@ function measure(dir: string): { maxRssMiB: number; seconds: number } {
     const seconds = (performance.now() - t0) / 1000;
     console.log(JSON.stringify({ maxRssMiB: Math.round(process.resourceUsage().maxRSS / 1024), seconds: Math.round(seconds * 10) / 10 }));
     await e.close();`;
-  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: repo, encoding: 'utf8', env: { ...process.env, XDG_CACHE_HOME: cache } });
+  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: repo,
+    encoding: 'utf8',
+    env: { ...process.env, XDG_CACHE_HOME: cache },
+  });
   return JSON.parse(out.trim().split('\n').pop()!) as { maxRssMiB: number; seconds: number };
 }
 
-const source = await ensureSynthModel({ shape: 'qwen2.5-0.5b', dtype: 'int8', log: (l) => process.stderr.write(`${l}\n`) });
+const source = await ensureSynthModel({
+  shape: 'qwen2.5-0.5b',
+  dtype: 'int8',
+  log: (l) => process.stderr.write(`${l}\n`),
+});
 const dir = singleFile(source, join(resolve('models/generated'), 'qwen2.5-0.5b-int8-singlefile'));
 // Start from an empty graph cache, so the first load pays for the rewrite.
 const cache = mkdtempSync(join(tmpdir(), 'assay-load-memory-'));
 const size = statSync(join(dir, 'onnx', 'model_quantized.onnx')).size;
 const first = measure(dir);
 const second = measure(dir);
-console.log(JSON.stringify({ repo, file: 'onnx/model_quantized.onnx', fileMiB: Math.round(size / 2 ** 20), first, second }));
+console.log(
+  JSON.stringify({ repo, file: 'onnx/model_quantized.onnx', fileMiB: Math.round(size / 2 ** 20), first, second }),
+);

@@ -23,11 +23,20 @@ export async function packingSection(ctx: BenchContext): Promise<SectionResult> 
     { name: '(a) ~9 questions, 300-token state', requests: clientRequestsA(codec, rounds + 1, 500) },
     {
       name: `${longTokens.toLocaleString('en')}-token state × 16 questions`,
-      requests: Array.from({ length: rounds + 1 }, (_, i) => ({ state: textOfTokens(codec, longTokens, 900 + i), questions: mixedQuestions(16, 11 + i) })),
+      requests: Array.from({ length: rounds + 1 }, (_, i) => ({
+        state: textOfTokens(codec, longTokens, 900 + i),
+        questions: mixedQuestions(16, 11 + i),
+      })),
     },
   ];
   const packed = await loadEvaluator({ modelDir: dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 0 });
-  const multi = await loadEvaluator({ modelDir: dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 0, packQuestions: false });
+  const multi = await loadEvaluator({
+    modelDir: dir,
+    variant: 'int8',
+    threads: ctx.threads,
+    prefixCacheBytes: 0,
+    packQuestions: false,
+  });
   const rows: Array<Record<string, unknown>> = [];
   try {
     for (const c of cases) {
@@ -35,8 +44,19 @@ export async function packingSection(ctx: BenchContext): Promise<SectionResult> 
       let i = 0;
       let j = 0;
       // Each round sends the next request to both (a fresh state: no cache on either side).
-      const s = await interleaved({ multi: () => multi.evaluate(c.requests[i++ % c.requests.length]!), packed: () => packed.evaluate(c.requests[j++ % c.requests.length]!) }, { rounds, warmup: 1 });
-      rows.push({ workload: c.name, multiPass: roundSummary(summarize(s.multi), 1), packed: roundSummary(summarize(s.packed), 1), speedup: pairedRatio(s.multi, s.packed) });
+      const s = await interleaved(
+        {
+          multi: () => multi.evaluate(c.requests[i++ % c.requests.length]!),
+          packed: () => packed.evaluate(c.requests[j++ % c.requests.length]!),
+        },
+        { rounds, warmup: 1 },
+      );
+      rows.push({
+        workload: c.name,
+        multiPass: roundSummary(summarize(s.multi), 1),
+        packed: roundSummary(summarize(s.packed), 1),
+        speedup: pairedRatio(s.multi, s.packed),
+      });
     }
   } finally {
     await packed.close();
@@ -47,11 +67,27 @@ export async function packingSection(ctx: BenchContext): Promise<SectionResult> 
   const roundsC = ctx.quick ? 2 : 5;
   ctx.log(`  (c) 8 concurrent one-question requests, fp32: ${roundsC} round(s)`);
   const fp32 = await ctx.model('qwen2.5-0.5b', 'fp32');
-  const shared = await loadEvaluator({ modelDir: fp32, variant: 'fp32', threads: ctx.threads, batchTokens: 2048, plannerThreads: 0 });
-  const apart = await loadEvaluator({ modelDir: fp32, variant: 'fp32', threads: ctx.threads, batchTokens: 0, plannerThreads: 0 });
+  const shared = await loadEvaluator({
+    modelDir: fp32,
+    variant: 'fp32',
+    threads: ctx.threads,
+    batchTokens: 2048,
+    plannerThreads: 0,
+  });
+  const apart = await loadEvaluator({
+    modelDir: fp32,
+    variant: 'fp32',
+    threads: ctx.threads,
+    batchTokens: 0,
+    plannerThreads: 0,
+  });
   try {
     let seed = 3000;
-    const eight = () => Array.from({ length: 8 }, () => ({ state: textOfTokens(codec, 150, seed++), questions: mixedQuestions(1, seed) }));
+    const eight = () =>
+      Array.from({ length: 8 }, () => ({
+        state: textOfTokens(codec, 150, seed++),
+        questions: mixedQuestions(1, seed),
+      }));
     const passes = { shared: 0, apart: 0 };
     const s = await interleaved(
       {
@@ -79,7 +115,11 @@ export async function packingSection(ctx: BenchContext): Promise<SectionResult> 
   const targets = [
     goal(rows[0]!, 1.4, `packed vs multi-pass, ${cases[0]!.name}`),
     goal(rows[1]!, 1.2, `packed vs multi-pass, ${cases[1]!.name}`),
-    goal(rows[2]!, 1.3, 'throughput, 8 concurrent one-question requests on 150-token states, packed across requests vs one by one'),
+    goal(
+      rows[2]!,
+      1.3,
+      'throughput, 8 concurrent one-question requests on 150-token states, packed across requests vs one by one',
+    ),
   ];
   return {
     id: 'packing',
@@ -94,7 +134,12 @@ export async function packingSection(ctx: BenchContext): Promise<SectionResult> 
     ],
     markdown: table(
       ['workload', 'one pass per question (c: per request)', 'packed (c: across requests)', 'speedup'],
-      rows.map((r) => [r.workload as string, ms(r.multiPass as never), ms(r.packed as never), ratio(r.speedup as never)]),
+      rows.map((r) => [
+        r.workload as string,
+        ms(r.multiPass as never),
+        ms(r.packed as never),
+        ratio(r.speedup as never),
+      ]),
     ),
     seconds: (performance.now() - started) / 1000,
   };

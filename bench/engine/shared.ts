@@ -36,7 +36,12 @@ export interface SharedRow {
   rounds: number;
 }
 
-export async function measureShared(ctx: BenchContext, shape: ShapeName, dtype: SynthDtype, cases: SharedCase[]): Promise<SharedRow[]> {
+export async function measureShared(
+  ctx: BenchContext,
+  shape: ShapeName,
+  dtype: SynthDtype,
+  cases: SharedCase[],
+): Promise<SharedRow[]> {
   const dir = await ctx.model(shape, dtype);
   const codec = await TextCodec.load(dir);
   const ev = await loadEvaluator({ modelDir: dir, variant: dtype, threads: ctx.threads, prefixCacheBytes: 0 });
@@ -47,9 +52,16 @@ export async function measureShared(ctx: BenchContext, shape: ShapeName, dtype: 
       const maxQ = Math.max(...c.questionCounts);
       const all = mixedQuestions(maxQ);
       const keys = Object.keys(all);
-      const requests = c.questionCounts.map((k) => ({ state, questions: Object.fromEntries(keys.slice(0, k).map((key) => [key, all[key]!])) }));
-      const singles = keys.slice(0, c.independentQuestions).map((key) => ({ state, questions: { [key]: all[key]! } as Record<string, Question> }));
-      ctx.log(`  ${shape}-${dtype}: state ${c.stateTokens} tokens × ${c.questionCounts.join('/')} questions, ${c.rounds} round(s)`);
+      const requests = c.questionCounts.map((k) => ({
+        state,
+        questions: Object.fromEntries(keys.slice(0, k).map((key) => [key, all[key]!])),
+      }));
+      const singles = keys
+        .slice(0, c.independentQuestions)
+        .map((key) => ({ state, questions: { [key]: all[key]! } as Record<string, Question> }));
+      ctx.log(
+        `  ${shape}-${dtype}: state ${c.stateTokens} tokens × ${c.questionCounts.join('/')} questions, ${c.rounds} round(s)`,
+      );
       // Warm-up: the evaluator's first pass pages the weights in; a new length grows onnxruntime's arena.
       if (c.warmup !== false) {
         await ev.evaluate(singles[0]!);
@@ -73,7 +85,9 @@ export async function measureShared(ctx: BenchContext, shape: ShapeName, dtype: 
       }
       c.questionCounts.forEach((k, i) => {
         const scaled = k > c.independentQuestions;
-        const independent = singleMs.map((t) => (scaled ? (t.reduce((a, b) => a + b, 0) / t.length) * k : t.slice(0, k).reduce((a, b) => a + b, 0)));
+        const independent = singleMs.map((t) =>
+          scaled ? (t.reduce((a, b) => a + b, 0) / t.length) * k : t.slice(0, k).reduce((a, b) => a + b, 0),
+        );
         rows.push({
           model: `${shape}-${dtype}`,
           stateTokens: c.stateTokens,
@@ -98,16 +112,26 @@ export async function sharedSection(ctx: BenchContext): Promise<SectionResult> {
   const notes: string[] = [];
   let rows: SharedRow[];
   if (ctx.quick) {
-    rows = await measureShared(ctx, 'qwen2.5-0.5b', 'int8', [{ stateTokens: 256, questionCounts: [1, 4, 16], independentQuestions: 16, rounds: 2 }]);
-    notes.push('--quick: only the 256-token state (2 rounds); the 2,000- and 8,000-token states and fp32 run in the full bench.');
+    rows = await measureShared(ctx, 'qwen2.5-0.5b', 'int8', [
+      { stateTokens: 256, questionCounts: [1, 4, 16], independentQuestions: 16, rounds: 2 },
+    ]);
+    notes.push(
+      '--quick: only the 256-token state (2 rounds); the 2,000- and 8,000-token states and fp32 run in the full bench.',
+    );
   } else {
     rows = await measureShared(ctx, 'qwen2.5-0.5b', 'int8', [
       { stateTokens: 256, questionCounts: [1, 4, 16], independentQuestions: 16, rounds: 3 },
       { stateTokens: 2000, questionCounts: [1, 4, 16], independentQuestions: 16, rounds: 2 },
       { stateTokens: 8000, questionCounts: [16], independentQuestions: 2, rounds: 1, warmup: false },
     ]);
-    notes.push('8,000 tokens × 16: the independent baseline timed on 2 questions alone and scaled by 8; one round and no warm-up at that length (each whole-prompt pass takes well over a minute).');
-    rows.push(...(await measureShared(ctx, 'qwen2.5-0.5b', 'fp32', [{ stateTokens: 2000, questionCounts: [16], independentQuestions: 3, rounds: 2 }])));
+    notes.push(
+      '8,000 tokens × 16: the independent baseline timed on 2 questions alone and scaled by 8; one round and no warm-up at that length (each whole-prompt pass takes well over a minute).',
+    );
+    rows.push(
+      ...(await measureShared(ctx, 'qwen2.5-0.5b', 'fp32', [
+        { stateTokens: 2000, questionCounts: [16], independentQuestions: 3, rounds: 2 },
+      ])),
+    );
     notes.push('fp32 2,000 × 16: the independent baseline timed on 3 questions (one of each type) and scaled by 16/3.');
   }
   return sharedResult(ctx, rows, notes, started);
@@ -133,8 +157,24 @@ export function sharedResult(ctx: BenchContext, rows: SharedRow[], notes: string
       ]
     : [];
   const markdown = table(
-    ['model', 'state tokens', 'questions', 'input tokens', 'shared (median, min–max)', 'independent', 'speed-up (median, p10–p90)'],
-    rows.map((r) => [r.model, r.stateTokens, r.questions, r.inputTokens, ms(r.shared), ms(r.independent) + (r.independentScaled ? ' (scaled)' : ''), ratio(r.speedup)]),
+    [
+      'model',
+      'state tokens',
+      'questions',
+      'input tokens',
+      'shared (median, min–max)',
+      'independent',
+      'speed-up (median, p10–p90)',
+    ],
+    rows.map((r) => [
+      r.model,
+      r.stateTokens,
+      r.questions,
+      r.inputTokens,
+      ms(r.shared),
+      ms(r.independent) + (r.independentScaled ? ' (scaled)' : ''),
+      ratio(r.speedup),
+    ]),
   );
   return {
     id: 'shared',

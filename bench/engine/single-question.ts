@@ -19,14 +19,17 @@ export async function singleQuestionSection(ctx: BenchContext): Promise<SectionR
   const questions = Object.values(mixedQuestions(IN_A_ROW)) as Question[];
   const state = (seed: number) => textOfTokens(codec, stateTokens, seed);
   const words = state(1).split(/\s+/).length;
-  ctx.log(`  state ${stateTokens} tokens (${words} words), ${IN_A_ROW} one-question requests in a row, ${rounds} rounds`);
+  ctx.log(
+    `  state ${stateTokens} tokens (${words} words), ${IN_A_ROW} one-question requests in a row, ${rounds} rounds`,
+  );
   const on = await loadEvaluator({ modelDir: dir, threads: ctx.threads });
   const off = await loadEvaluator({ modelDir: dir, threads: ctx.threads, prefixCacheBytes: 0 });
   const byPosition: number[][] = Array.from({ length: IN_A_ROW }, () => []);
   let hits: number;
   let oneOff: Record<'admission' | 'cacheOff', number[]>;
   try {
-    const ask = (e: Evaluator, s: string, i: number) => e.evaluate({ state: s, questions: { q: questions[i % questions.length]! } }, { cacheScope: 'bench' });
+    const ask = (e: Evaluator, s: string, i: number) =>
+      e.evaluate({ state: s, questions: { q: questions[i % questions.length]! } }, { cacheScope: 'bench' });
     await ask(on, state(999), 0); // warm-up: sessions, planner
     const before = on.stats().prefixCacheHits;
     for (let r = 0; r < rounds; r++) {
@@ -37,14 +40,19 @@ export async function singleQuestionSection(ctx: BenchContext): Promise<SectionR
     // One-off one-question requests (a new state each time): the admission's bookkeeping (a hash of
     // the prefix, a set of 1,024) against an engine with the cache off, which does none of it.
     let n = 0;
-    oneOff = await interleaved({ admission: () => ask(on, state(5000 + n++), 0), cacheOff: () => ask(off, state(5000 + n++), 0) }, { rounds: rounds * 2, warmup: 1 });
+    oneOff = await interleaved(
+      { admission: () => ask(on, state(5000 + n++), 0), cacheOff: () => ask(off, state(5000 + n++), 0) },
+      { rounds: rounds * 2, warmup: 1 },
+    );
   } finally {
     await on.close();
     await off.close();
   }
   const first = summarize(byPosition[0]!);
   const later = summarize(byPosition.slice(2).flat());
-  const perRound = byPosition[0]!.map((f, r) => f / (byPosition.slice(2).reduce((a, p) => a + p[r]!, 0) / (IN_A_ROW - 2)));
+  const perRound = byPosition[0]!.map(
+    (f, r) => f / (byPosition.slice(2).reduce((a, p) => a + p[r]!, 0) / (IN_A_ROW - 2)),
+  );
   const speedup = pairedRatio(
     perRound,
     perRound.map(() => 1),
@@ -57,7 +65,11 @@ export async function singleQuestionSection(ctx: BenchContext): Promise<SectionR
     firstVsLater: speedup,
     cacheHits: hits,
     expectedHits: rounds * (IN_A_ROW - 2),
-    oneOff: { admission: roundSummary(summarize(oneOff.admission), 1), cacheOff: roundSummary(summarize(oneOff.cacheOff), 1), ratio: oneOffRatio },
+    oneOff: {
+      admission: roundSummary(summarize(oneOff.admission), 1),
+      cacheOff: roundSummary(summarize(oneOff.cacheOff), 1),
+      ratio: oneOffRatio,
+    },
   };
   return {
     id: 'single-question',
@@ -87,7 +99,10 @@ export async function singleQuestionSection(ctx: BenchContext): Promise<SectionR
       `First request ${ms(first)}; requests 3..8 ${ms(later)} (median over ${rounds} states, min–max, ms).`,
     ],
     markdown:
-      table(['request', ...byPosition.map((_, i) => String(i + 1))], [['ms (median)', ...byPosition.map((p) => summarize(p).median.toFixed(1))]]) +
+      table(
+        ['request', ...byPosition.map((_, i) => String(i + 1))],
+        [['ms (median)', ...byPosition.map((p) => summarize(p).median.toFixed(1))]],
+      ) +
       `\n\nRequests 3..8 vs the first: ${ratio(speedup)}. One-off requests with the admission bookkeeping vs the cache off: ${ratio(oneOffRatio)}.`,
     seconds: (performance.now() - started) / 1000,
   };

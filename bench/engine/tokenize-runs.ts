@@ -5,7 +5,9 @@ import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 
 const args = process.argv.slice(2);
 const repo = resolve((args.includes('--repo') ? args[args.indexOf('--repo') + 1] : undefined) ?? '.');
-const { TextCodec } = (await import(resolve(repo, 'src/engine/prompting/tokenizer.ts'))) as typeof import('../../src/engine/prompting/tokenizer.js');
+const { TextCodec } = (await import(
+  resolve(repo, 'src/engine/prompting/tokenizer.ts')
+)) as typeof import('../../src/engine/prompting/tokenizer.js');
 const codec = await TextCodec.load(await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }));
 const cases: Array<[string, string]> = [
   ['80,000 spaces', ' '.repeat(80_000)],

@@ -58,5 +58,7 @@ export function ms(s: { median: number; min: number; max: number }): string {
 }
 
 export function ratio(r: { median: number; p10: number; p90: number }): string {
-  return r.p10 === r.p90 ? `${r.median.toFixed(2)}×` : `${r.median.toFixed(2)}× (${r.p10.toFixed(2)}–${r.p90.toFixed(2)})`;
+  return r.p10 === r.p90
+    ? `${r.median.toFixed(2)}×`
+    : `${r.median.toFixed(2)}× (${r.p10.toFixed(2)}–${r.p90.toFixed(2)})`;
 }

@@ -37,11 +37,32 @@ export async function startBenchServer(o: BenchServerOptions): Promise<BenchServ
   const tmp = mkdtempSync(join(tmpdir(), 'assay-bench-'));
   const registry = join(tmp, 'registry.json');
   const model = o.model ?? 'bench-model';
-  const entry = { path: o.modelDir, ...(o.variant ? { variant: o.variant } : {}), description: 'bench (synthetic)', release_date: '2026-01-01' };
+  const entry = {
+    path: o.modelDir,
+    ...(o.variant ? { variant: o.variant } : {}),
+    description: 'bench (synthetic)',
+    release_date: '2026-01-01',
+  };
   writeFileSync(registry, JSON.stringify({ default: model, models: { [model]: entry }, aliases: o.aliases ?? {} }));
   const port = await freePort();
-  const args = ['bin/assay.js', 'serve', '--port', String(port), '--registry', registry, '--threads', String(o.threads), '--log-level', 'warn', ...(o.args ?? [])];
-  const proc = spawn(process.execPath, args, { cwd: o.repo ?? ROOT, env: { ...process.env, ASSAY_API_KEYS: o.key }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const args = [
+    'bin/assay.js',
+    'serve',
+    '--port',
+    String(port),
+    '--registry',
+    registry,
+    '--threads',
+    String(o.threads),
+    '--log-level',
+    'warn',
+    ...(o.args ?? []),
+  ];
+  const proc = spawn(process.execPath, args, {
+    cwd: o.repo ?? ROOT,
+    env: { ...process.env, ASSAY_API_KEYS: o.key },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   const url = `http://127.0.0.1:${port}`;

@@ -61,7 +61,10 @@ export async function timeMs(fn: () => Promise<unknown>): Promise<number> {
  * Times several tasks interleaved: `warmup` untimed rounds, then `rounds` rounds in which every task
  * runs once (in rotating order). Returns each task's samples in milliseconds.
  */
-export async function interleaved<K extends string>(tasks: Record<K, () => Promise<unknown>>, opts: { rounds: number; warmup?: number }): Promise<Record<K, number[]>> {
+export async function interleaved<K extends string>(
+  tasks: Record<K, () => Promise<unknown>>,
+  opts: { rounds: number; warmup?: number },
+): Promise<Record<K, number[]>> {
   const names = Object.keys(tasks) as K[];
   const samples = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<K, number[]>;
   for (let w = 0; w < (opts.warmup ?? 1); w++) for (const n of names) await tasks[n]();

@@ -70,8 +70,19 @@ const NOUL = [
   '内容中是否提到了付款问题？',
 ];
 const CHOICE: Array<[string, Record<string, string | null>]> = [
-  ['What is the main topic?', { billing: 'payments, invoices, refunds', shipping: 'delivery and tracking', product: 'the product itself', other: null }],
-  ['Which department should handle this?', { sales: null, support: 'technical help', finance: 'money matters', legal: 'contracts' }],
+  [
+    'What is the main topic?',
+    {
+      billing: 'payments, invoices, refunds',
+      shipping: 'delivery and tracking',
+      product: 'the product itself',
+      other: null,
+    },
+  ],
+  [
+    'Which department should handle this?',
+    { sales: null, support: 'technical help', finance: 'money matters', legal: 'contracts' },
+  ],
   ['这段内容的情绪是什么？', { positive: '积极', negative: '消极', neutral: '中性', mixed: '混合' }],
 ];
 const SCORE: Array<[string, string[]]> = [
@@ -109,7 +120,9 @@ export function clientQuestions(n: number, seed: number): Record<string, Questio
 
 function noul(i: number): NoulQuestion {
   const instructions = NOUL[i % NOUL.length];
-  return i % 2 === 0 ? { type: 'noul', instructions } : { type: 'noul', instructions, criteria: { true: 'clearly stated', false: 'absent or unclear' } };
+  return i % 2 === 0
+    ? { type: 'noul', instructions }
+    : { type: 'noul', instructions, criteria: { true: 'clearly stated', false: 'absent or unclear' } };
 }
 
 function choice(i: number): ChoiceQuestion {
@@ -123,7 +136,11 @@ function score(i: number): ScoreQuestion {
 }
 
 /** Workload (a): ~9 questions per request on a 300-token English state, a fresh state per request. */
-export function clientRequestsA(codec: TextCodec, count: number, seed = 100): Array<{ state: string; questions: Record<string, Question> }> {
+export function clientRequestsA(
+  codec: TextCodec,
+  count: number,
+  seed = 100,
+): Array<{ state: string; questions: Record<string, Question> }> {
   return Array.from({ length: count }, (_, i) => ({
     state: textOfTokens(codec, 300, seed + i),
     questions: clientQuestions(8 + (i % 3), seed + i), // 8, 9, 10: about 9 on average
@@ -131,6 +148,14 @@ export function clientRequestsA(codec: TextCodec, count: number, seed = 100): Ar
 }
 
 /** Workload (b): one question per request on a `tokens`-token state, a fresh state per request. */
-export function clientRequestsB(codec: TextCodec, tokens: number, count: number, seed = 200): Array<{ state: string; questions: Record<string, Question> }> {
-  return Array.from({ length: count }, (_, i) => ({ state: textOfTokens(codec, tokens, seed + tokens + i), questions: clientQuestions(1, seed + i) }));
+export function clientRequestsB(
+  codec: TextCodec,
+  tokens: number,
+  count: number,
+  seed = 200,
+): Array<{ state: string; questions: Record<string, Question> }> {
+  return Array.from({ length: count }, (_, i) => ({
+    state: textOfTokens(codec, tokens, seed + tokens + i),
+    questions: clientQuestions(1, seed + i),
+  }));
 }

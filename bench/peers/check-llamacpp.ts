@@ -12,7 +12,9 @@ import { ModelRunner } from '../../src/engine/model/runner.js';
 import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import { loadNodeLlamaCpp } from './llamacpp.js';
 
-const { values } = parseArgs({ options: { shapes: { type: 'string', default: 'tiny,qwen2.5-0.5b' }, types: { type: 'string', default: 'F32,Q8_0' } } });
+const { values } = parseArgs({
+  options: { shapes: { type: 'string', default: 'tiny,qwen2.5-0.5b' }, types: { type: 'string', default: 'F32,Q8_0' } },
+});
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const TOLERANCE = 1e-4;
 const argmax = (xs: ArrayLike<number>) => {
@@ -27,25 +29,38 @@ if (typeof peer === 'string') {
   process.exit(0);
 }
 // build: 'never': only the prebuilt CPU binary; no compiler, no download. When it cannot load here, skip.
-const llama = await peer.getLlama({ gpu: false, build: 'never', maxThreads: 2, logLevel: 'error' }).catch((error: Error) => {
-  log(`SKIPPED: llama.cpp's prebuilt CPU binary does not load here (${error.message.split('\n')[0]})`);
-  process.exit(0);
-});
+const llama = await peer
+  .getLlama({ gpu: false, build: 'never', maxThreads: 2, logLevel: 'error' })
+  .catch((error: Error) => {
+    log(`SKIPPED: llama.cpp's prebuilt CPU binary does not load here (${error.message.split('\n')[0]})`);
+    process.exit(0);
+  });
 let failed = false;
-const rows: string[] = ['| shape | type | tokens | max abs Δ logit vs our fp32 | vs our int8 | argmax ours / llama.cpp | seconds |', '|---|---|---|---|---|---|---|'];
+const rows: string[] = [
+  '| shape | type | tokens | max abs Δ logit vs our fp32 | vs our int8 | argmax ours / llama.cpp | seconds |',
+  '|---|---|---|---|---|---|---|',
+];
 for (const shape of values.shapes.split(',') as ShapeName[]) {
   const dir = await ensureSynthModel({ shape, dtype: 'fp32', log });
   const codec = await TextCodec.load(dir);
   const prompt = codec.renderChat(
     [
-      { role: 'system', content: 'You are a careful evaluator.\n\nContent:\nThe parcel with order A-1043 arrived two days late; the box was crushed on one side. 日本語 🦊' },
+      {
+        role: 'system',
+        content:
+          'You are a careful evaluator.\n\nContent:\nThe parcel with order A-1043 arrived two days late; the box was crushed on one side. 日本語 🦊',
+      },
       { role: 'user', content: 'Question: Was the parcel late?\nAnswer with Yes or No.' },
     ],
     true,
   );
   const ids = codec.encode(prompt);
   const lastLogits = async (modelDir: string, variant: string) => {
-    const runner = await ModelRunner.create(await openModelFolder(modelDir, variant), { modelDir, threads: 2, rewriteGraph: false });
+    const runner = await ModelRunner.create(await openModelFolder(modelDir, variant), {
+      modelDir,
+      threads: 2,
+      rewriteGraph: false,
+    });
     const all = await runner.logits(ids);
     await runner.close();
     const last = all[all.length - 1];
@@ -61,7 +76,9 @@ for (const shape of values.shapes.split(',') as ShapeName[]) {
     for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
     return m;
   };
-  rows.push(`| ${shape} | ours int8 | ${ids.length} | ${maxAbs(ours, oursInt8).toExponential(2)} | – | ${argmax(ours)} / ${argmax(oursInt8)} (ours int8) | – |`);
+  rows.push(
+    `| ${shape} | ours int8 | ${ids.length} | ${maxAbs(ours, oursInt8).toExponential(2)} | – | ${argmax(ours)} / ${argmax(oursInt8)} (ours int8) | – |`,
+  );
   for (const type of values.types.split(',') as Array<'F32' | 'Q8_0' | 'Q4_0'>) {
     const t0 = performance.now();
     const path = writeQwenGguf(dir, type);
@@ -75,7 +92,9 @@ for (const shape of values.shapes.split(',') as ShapeName[]) {
       experimentalKvCacheKeyType: 'F32',
       experimentalKvCacheValueType: 'F32',
     });
-    const out = await context.getSequence().controlledEvaluate(ids.map((id, i) => (i === ids.length - 1 ? [id, { generateNext: { logits: true } }] : id)));
+    const out = await context
+      .getSequence()
+      .controlledEvaluate(ids.map((id, i) => (i === ids.length - 1 ? [id, { generateNext: { logits: true } }] : id)));
     const theirs = out[ids.length - 1]?.next?.logits;
     if (!theirs) throw new Error('llama.cpp returned no logits');
     const dense = new Float32Array(ours.length);
@@ -86,7 +105,9 @@ for (const shape of values.shapes.split(',') as ShapeName[]) {
       const d = Math.abs(ours[i]! - dense[i]!);
       if (d > max) [max, worst] = [d, i];
     }
-    log(`  ${shape} ${type}: worst token ${worst} (ours ${ours[worst]}, llama.cpp ${dense[worst]}, ${theirs.size} logits returned)`);
+    log(
+      `  ${shape} ${type}: worst token ${worst} (ours ${ours[worst]}, llama.cpp ${dense[worst]}, ${theirs.size} logits returned)`,
+    );
     const pass = type !== 'F32' || max <= TOLERANCE;
     failed ||= !pass;
     rows.push(

@@ -9,7 +9,9 @@ import { pathToFileURL } from 'node:url';
 import { writeQwenGguf } from '../../tools/gguf/qwen2.js';
 
 export const PEER_VERSION = '3.22.1';
-export const PEER_DIR = process.env.ASSAY_PEERS_DIR ? join(process.env.ASSAY_PEERS_DIR, 'node-llama-cpp') : join(homedir(), '.cache', 'assay', 'peers', 'node-llama-cpp');
+export const PEER_DIR = process.env.ASSAY_PEERS_DIR
+  ? join(process.env.ASSAY_PEERS_DIR, 'node-llama-cpp')
+  : join(homedir(), '.cache', 'assay', 'peers', 'node-llama-cpp');
 
 /** The few node-llama-cpp calls used here (the package is not a dependency, so no types). */
 export interface NodeLlamaCpp {
@@ -23,7 +25,9 @@ export interface NodeLlamaCpp {
 }
 
 export interface LlamaSequence {
-  controlledEvaluate(input: Array<number | [number, object]>): Promise<Array<{ next?: { logits?: Map<number, number> } } | undefined>>;
+  controlledEvaluate(
+    input: Array<number | [number, object]>,
+  ): Promise<Array<{ next?: { logits?: Map<number, number> } } | undefined>>;
 }
 
 /** node-llama-cpp, installing it into PEER_DIR first if needed; why not (a string) when it cannot be had. */

@@ -32,7 +32,12 @@ async function onnxPath(o: FlavorOptions): Promise<string> {
 }
 
 async function session(model: string | Uint8Array, threads: number): Promise<ort.InferenceSession> {
-  return ort.InferenceSession.create(model as Uint8Array, { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', logSeverityLevel: 3 });
+  return ort.InferenceSession.create(model as Uint8Array, {
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+    logSeverityLevel: 3,
+  });
 }
 
 /** One pass of `ids` from an empty cache; the logits of every position as float32. */
@@ -43,7 +48,8 @@ async function logits(s: ort.InferenceSession, ids: number[]): Promise<Logits> {
     if (!m.isTensor) continue;
     const dims = m.shape;
     if (m.name === 'input_ids') feeds[m.name] = new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), [1, T]);
-    else if (m.name === 'attention_mask') feeds[m.name] = new ort.Tensor('int64', new BigInt64Array(T).fill(1n), [1, T]);
+    else if (m.name === 'attention_mask')
+      feeds[m.name] = new ort.Tensor('int64', new BigInt64Array(T).fill(1n), [1, T]);
     else if (m.name === 'position_ids')
       feeds[m.name] = new ort.Tensor(
         'int64',
@@ -53,12 +59,18 @@ async function logits(s: ort.InferenceSession, ids: number[]): Promise<Logits> {
     else {
       // past key/value: [batch, kv_heads, 0, head_dim], empty.
       const shape = dims.map((d, i) => (i === 0 ? 1 : i === 2 ? 0 : Number(d)));
-      feeds[m.name] = m.type === 'float16' ? new ort.Tensor('float16', new Uint16Array(0), shape) : new ort.Tensor('float32', new Float32Array(0), shape);
+      feeds[m.name] =
+        m.type === 'float16'
+          ? new ort.Tensor('float16', new Uint16Array(0), shape)
+          : new ort.Tensor('float32', new Float32Array(0), shape);
     }
   }
   const out = (await s.run(feeds)).logits!;
   const vocab = Number(out.dims[out.dims.length - 1]);
-  const data = out.type === 'float16' ? Float32Array.from(out.data as Uint16Array, halfToFloat) : new Float32Array(out.data as Float32Array);
+  const data =
+    out.type === 'float16'
+      ? Float32Array.from(out.data as Uint16Array, halfToFloat)
+      : new Float32Array(out.data as Float32Array);
   return { data, vocab };
 }
 
@@ -109,7 +121,11 @@ async function main(): Promise<void> {
   console.log('|---|---|---|---|');
   for (const name of values.flavors!.split(',')) {
     const flavor = { ...FLAVORS[name]!, shape };
-    const twinFlavor: FlavorOptions = { dtype: 'fp32', shape, ...(flavor.attention ? { attention: flavor.attention, layout: flavor.layout } : {}) };
+    const twinFlavor: FlavorOptions = {
+      dtype: 'fp32',
+      shape,
+      ...(flavor.attention ? { attention: flavor.attention, layout: flavor.layout } : {}),
+    };
     // A fixed pseudo-random token sequence (no tokenizer needed: numerics only).
     let seed = 12345;
     const vocab = Number((await openModelFolder(await ensureFlavor(twinFlavor))).config.vocab_size);
@@ -122,7 +138,9 @@ async function main(): Promise<void> {
     const conversion = convertQ4ToInt8(model);
     const converted = await logits(await session(encodeModel(model), threads), ids);
     const f = (d: { logit: number; p: number }) => `${d.logit.toPrecision(3)} / ${d.p.toPrecision(3)}`;
-    console.log(`| ${name} (${conversion.nodes} products) | ${f(compare(converted, asIs))} | ${f(compare(asIs, twin))} | ${f(compare(converted, twin))} |`);
+    console.log(
+      `| ${name} (${conversion.nodes} products) | ${f(compare(converted, asIs))} | ${f(compare(asIs, twin))} | ${f(compare(converted, twin))} |`,
+    );
   }
 }
 

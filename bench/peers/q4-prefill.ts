@@ -11,7 +11,13 @@ import { ModelRunner } from '../../src/engine/model/runner.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { ensureFlavor } from '../../tools/flavors.js';
 
-const { values } = parseArgs({ options: { tokens: { type: 'string', default: '256,512' }, rounds: { type: 'string', default: '3' }, threads: { type: 'string', default: '2' } } });
+const { values } = parseArgs({
+  options: {
+    tokens: { type: 'string', default: '256,512' },
+    rounds: { type: 'string', default: '3' },
+    threads: { type: 'string', default: '2' },
+  },
+});
 const threads = Number(values.threads);
 const kernels = await cpuKernels();
 console.log(`${kernels.cpu} (${kernels.flags}), ${threads} threads; int8 ${kernels.int8}; q4 ${kernels.q4}`);
@@ -20,7 +26,11 @@ const q4Dir = await ensureFlavor({ shape: 'qwen2.5-0.5b', dtype: 'q4' });
 const int8Dir = await ensureSynthModel({ shape: 'qwen2.5-0.5b', dtype: 'int8' });
 const runners = {
   'q4, int8 kernels': await ModelRunner.create(await openModelFolder(q4Dir, 'q4'), { modelDir: q4Dir, threads }),
-  'q4, native MatMulNBits': await ModelRunner.create(await openModelFolder(q4Dir, 'q4'), { modelDir: q4Dir, threads, q4Kernels: 'native' }),
+  'q4, native MatMulNBits': await ModelRunner.create(await openModelFolder(q4Dir, 'q4'), {
+    modelDir: q4Dir,
+    threads,
+    q4Kernels: 'native',
+  }),
   int8: await ModelRunner.create(await openModelFolder(int8Dir, 'int8'), { modelDir: int8Dir, threads }),
 };
 for (const n of values.tokens!.split(',').map(Number)) {
@@ -35,7 +45,9 @@ for (const n of values.tokens!.split(',').map(Number)) {
   }
   for (const [name, t] of times) {
     const median = [...t].sort((a, b) => a - b)[Math.floor(t.length / 2)]!;
-    console.log(`prefill ${n} tokens, ${name}: ${Math.round((n / median) * 1000)} tok/s (median of ${t.length}: ${t.map((x) => Math.round(x)).join(', ')} ms)`);
+    console.log(
+      `prefill ${n} tokens, ${name}: ${Math.round((n / median) * 1000)} tok/s (median of ${t.length}: ${t.map((x) => Math.round(x)).join(', ')} ms)`,
+    );
   }
 }
 for (const runner of Object.values(runners)) await runner.close();

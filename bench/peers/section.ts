@@ -25,13 +25,21 @@ import { ggufOf, loadNodeLlamaCpp } from './llamacpp.js';
 interface Sequence {
   clearHistory(): Promise<void>;
   eraseContextTokenRanges(ranges: Array<{ start: number; end: number }>): Promise<void>;
-  controlledEvaluate(input: Array<number | [number, object]>): Promise<Array<{ next?: { logits?: Map<number, number> } } | undefined>>;
+  controlledEvaluate(
+    input: Array<number | [number, object]>,
+  ): Promise<Array<{ next?: { logits?: Map<number, number> } } | undefined>>;
 }
 interface Model {
   createContext(o: object): Promise<{ getSequence(): Sequence; dispose(): Promise<void> }>;
   createDecisionContext(
     o: object,
-  ): Promise<{ decideWithMeta(document: string, questions: object): Promise<{ answers: Record<string, { type: string; value?: number; choice?: string }> }>; dispose(): Promise<void> }>;
+  ): Promise<{
+    decideWithMeta(
+      document: string,
+      questions: object,
+    ): Promise<{ answers: Record<string, { type: string; value?: number; choice?: string }> }>;
+    dispose(): Promise<void>;
+  }>;
   dispose(): Promise<void>;
 }
 interface Llama {
@@ -47,7 +55,14 @@ function asDecisions(questions: Record<string, Question>): object {
     Object.entries(questions).map(([k, q]) => {
       if (q.type === 'noul') return [k, { type: 'noul', instruction: text(q.instructions ?? '') }];
       if (q.type === 'choice')
-        return [k, { type: 'choice', instruction: text(q.instructions ?? ''), criteria: Object.fromEntries(Object.entries(q.criteria).map(([o, d]) => [o, d === null ? null : text(d)])) }];
+        return [
+          k,
+          {
+            type: 'choice',
+            instruction: text(q.instructions ?? ''),
+            criteria: Object.fromEntries(Object.entries(q.criteria).map(([o, d]) => [o, d === null ? null : text(d)])),
+          },
+        ];
       return [k, { type: 'score', instruction: text(q.instructions ?? ''), criteria: q.criteria.map(text) }];
     }),
   );
@@ -72,9 +87,17 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
   if (typeof peer === 'string') return skipped(peer, started);
   let llama: Llama;
   try {
-    llama = (await peer.getLlama({ gpu: false, build: 'never', maxThreads: ctx.threads, logLevel: 'error' })) as unknown as Llama;
+    llama = (await peer.getLlama({
+      gpu: false,
+      build: 'never',
+      maxThreads: ctx.threads,
+      logLevel: 'error',
+    })) as unknown as Llama;
   } catch (error) {
-    return skipped(`llama.cpp's prebuilt CPU binary does not load here (${(error as Error).message.split('\n')[0]})`, started);
+    return skipped(
+      `llama.cpp's prebuilt CPU binary does not load here (${(error as Error).message.split('\n')[0]})`,
+      started,
+    );
   }
   const rounds = ctx.quick ? 2 : 5;
   const stateTokens = ctx.quick ? 1000 : 2000;
@@ -91,7 +114,11 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
   const threads = { ideal: ctx.threads, min: ctx.threads };
 
   // --- node-llama-cpp decideWithMeta vs our evaluate()
-  const decide = await model.createDecisionContext({ contextSize: stateTokens + 4096, batchSize: 512, threads: ctx.threads });
+  const decide = await model.createDecisionContext({
+    contextSize: stateTokens + 4096,
+    batchSize: 512,
+    threads: ctx.threads,
+  });
   const cold = await loadEvaluator({ modelDir: int8Dir, variant: 'int8', threads: ctx.threads, prefixCacheBytes: 0 });
   const warm = await loadEvaluator({ modelDir: int8Dir, variant: 'int8', threads: ctx.threads });
   try {
@@ -99,17 +126,38 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
     let i = 0;
     let j = 0;
     const fresh = await interleaved(
-      { ours: () => cold.evaluate({ state: states[i++ % states.length]!, questions }), theirs: () => decide.decideWithMeta(states[j++ % states.length]!, decisions) },
+      {
+        ours: () => cold.evaluate({ state: states[i++ % states.length]!, questions }),
+        theirs: () => decide.decideWithMeta(states[j++ % states.length]!, decisions),
+      },
       { rounds, warmup: 1 },
     );
-    const same = await interleaved({ ours: () => warm.evaluate({ state: states[0]!, questions }), theirs: () => decide.decideWithMeta(states[0]!, decisions) }, { rounds, warmup: 1 });
+    const same = await interleaved(
+      {
+        ours: () => warm.evaluate({ state: states[0]!, questions }),
+        theirs: () => decide.decideWithMeta(states[0]!, decisions),
+      },
+      { rounds, warmup: 1 },
+    );
     for (const [name, s] of [
       ['new state each call', fresh],
       ['same state repeated', same],
     ] as const) {
       const r = pairedRatio(s.theirs, s.ours);
-      rows.push({ measure: `decideWithMeta (Q8_0) vs our evaluate() (int8), ${name}`, ours: round(summarize(s.ours).median, 0), theirs: round(summarize(s.theirs).median, 0), unit: 'ms', ratio: r });
-      targets.push({ name: `node-llama-cpp decideWithMeta takes ≥ 4× our time, ${name}`, goal: '≥ 4×', value: r.median, unit: '×', met: r.median >= 4 });
+      rows.push({
+        measure: `decideWithMeta (Q8_0) vs our evaluate() (int8), ${name}`,
+        ours: round(summarize(s.ours).median, 0),
+        theirs: round(summarize(s.theirs).median, 0),
+        unit: 'ms',
+        ratio: r,
+      });
+      targets.push({
+        name: `node-llama-cpp decideWithMeta takes ≥ 4× our time, ${name}`,
+        goal: '≥ 4×',
+        value: r.median,
+        unit: '×',
+        met: r.median >= 4,
+      });
     }
   } finally {
     await decide.dispose();
@@ -117,11 +165,17 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
   }
 
   // --- per quantization class: llama.cpp by hand on our plan's token ids vs our evaluate(), prefill, a suffix
-  const plan = planRequest({ state: states[1]!, questions }, codec, promptSet(folder.manifest.prompt_version), codec.eosTokenId ?? folder.eosTokenIds[0]!, {
-    request: 1e9,
-    question: 1e9,
-    context: 1e9,
-  });
+  const plan = planRequest(
+    { state: states[1]!, questions },
+    codec,
+    promptSet(folder.manifest.prompt_version),
+    codec.eosTokenId ?? folder.eosTokenIds[0]!,
+    {
+      request: 1e9,
+      question: 1e9,
+      context: 1e9,
+    },
+  );
   const compareClass = async (c: {
     ours: string;
     theirs: string;
@@ -133,7 +187,12 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
   }): Promise<void> => {
     const { model: classModel, evaluator: cold } = c;
     const classFolder = await openModelFolder(c.modelDir, c.variant);
-    const context = await classModel.createContext({ contextSize: stateTokens + 1024, batchSize: 512, threads, flashAttention: false });
+    const context = await classModel.createContext({
+      contextSize: stateTokens + 1024,
+      batchSize: 512,
+      threads,
+      flashAttention: false,
+    });
     const sequence = context.getSequence();
     /** Each question's label first-token logits, as the hand-written workload reads them. */
     const handLogits = new Map<string, number[]>();
@@ -141,17 +200,23 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
       await sequence.clearHistory();
       await sequence.controlledEvaluate(plan.prefix);
       for (const q of plan.questions) {
-        const out = await sequence.controlledEvaluate(q.suffix.map((t, k) => (k === q.suffix.length - 1 ? [t, { generateNext: { logits: true } }] : t)));
+        const out = await sequence.controlledEvaluate(
+          q.suffix.map((t, k) => (k === q.suffix.length - 1 ? [t, { generateNext: { logits: true } }] : t)),
+        );
         const logits = out[q.suffix.length - 1]?.next?.logits;
         handLogits.set(
           q.key,
           firstTokens(q.labels).map((t) => logits?.get(t) ?? -Infinity),
         );
-        await sequence.eraseContextTokenRanges([{ start: plan.prefix.length, end: plan.prefix.length + q.suffix.length }]);
+        await sequence.eraseContextTokenRanges([
+          { start: plan.prefix.length, end: plan.prefix.length + q.suffix.length },
+        ]);
       }
     };
     try {
-      ctx.log(`  ${c.theirs} vs ours ${c.ours}: llama.cpp by hand vs evaluate() on the same token ids, ${rounds} rounds; prefill; a suffix`);
+      ctx.log(
+        `  ${c.theirs} vs ours ${c.ours}: llama.cpp by hand vs evaluate() on the same token ids, ${rounds} rounds; prefill; a suffix`,
+      );
       const request = { state: states[1]!, questions };
       const s = await interleaved({ ours: () => cold.evaluate(request), theirs: byHand }, { rounds, warmup: 1 });
       // Agreement on the identical token ids (questions whose labels are single tokens): the label
@@ -172,7 +237,11 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
         samePicks += Number(ours.indexOf(Math.max(...ours)) === p.indexOf(Math.max(...p)));
         ours.forEach((v, k) => (maxDelta = Math.max(maxDelta, Math.abs(v - p[k]!))));
       }
-      agreements[`${c.theirs} vs ours ${c.ours}`] = { questionsCompared: compared, samePicks, maxProbabilityDelta: round(maxDelta, 3) };
+      agreements[`${c.theirs} vs ours ${c.ours}`] = {
+        questionsCompared: compared,
+        samePicks,
+        maxProbabilityDelta: round(maxDelta, 3),
+      };
       const r = pairedRatio(s.theirs, s.ours);
       rows.push({
         measure: `llama.cpp by hand (${c.theirs}: prefix, then each suffix + erase) vs our evaluate() (${c.ours})`,
@@ -181,7 +250,13 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
         unit: 'ms',
         ratio: r,
       });
-      targets.push({ name: `hand-written llama.cpp workload takes ≥ ${c.target}× our time (${c.theirs} vs ${c.ours})`, goal: `≥ ${c.target}×`, value: r.median, unit: '×', met: r.median >= c.target });
+      targets.push({
+        name: `hand-written llama.cpp workload takes ≥ ${c.target}× our time (${c.theirs} vs ${c.ours})`,
+        goal: `≥ ${c.target}×`,
+        value: r.median,
+        unit: '×',
+        met: r.median >= c.target,
+      });
 
       // --- prefill and a suffix on a cached prefix
       const runner = await ModelRunner.create(classFolder, { modelDir: c.modelDir, threads: ctx.threads });
@@ -210,7 +285,13 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
         await sequence.controlledEvaluate(prefix);
         const times: number[] = [];
         for (let k = 0; k < 3; k++) {
-          times.push(await timeMs(() => sequence.controlledEvaluate(suffix.map((t, x) => (x === suffix.length - 1 ? [t, { generateNext: { logits: true } }] : t)))));
+          times.push(
+            await timeMs(() =>
+              sequence.controlledEvaluate(
+                suffix.map((t, x) => (x === suffix.length - 1 ? [t, { generateNext: { logits: true } }] : t)),
+              ),
+            ),
+          );
           await sequence.eraseContextTokenRanges([{ start: prefix.length, end: prefix.length + suffix.length }]);
         }
         const theirsSuffix = summarize(times).median;
@@ -219,7 +300,11 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
           ours: round(oursSuffix, 1),
           theirs: round(theirsSuffix, 1),
           unit: 'ms',
-          ratio: { median: round(theirsSuffix / oursSuffix, 2), p10: round(theirsSuffix / oursSuffix, 2), p90: round(theirsSuffix / oursSuffix, 2) },
+          ratio: {
+            median: round(theirsSuffix / oursSuffix, 2),
+            p10: round(theirsSuffix / oursSuffix, 2),
+            p90: round(theirsSuffix / oursSuffix, 2),
+          },
         });
       } finally {
         await runner.close();
@@ -231,7 +316,15 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
 
   const agreements: Record<string, unknown> = {};
   try {
-    await compareClass({ ours: 'int8', theirs: 'Q8_0', modelDir: int8Dir, variant: 'int8', model, evaluator: cold, target: 5 });
+    await compareClass({
+      ours: 'int8',
+      theirs: 'Q8_0',
+      modelDir: int8Dir,
+      variant: 'int8',
+      model,
+      evaluator: cold,
+      target: 5,
+    });
   } finally {
     await cold.close();
     await model.dispose();
@@ -242,7 +335,15 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
   const q4Model = await llama.loadModel({ modelPath: ggufOf(fp32Dir, 'Q4_0', ctx.log) });
   const q4 = await loadEvaluator({ modelDir: q4Dir, variant: 'q4', threads: ctx.threads, prefixCacheBytes: 0 });
   try {
-    await compareClass({ ours: 'q4', theirs: 'Q4_0', modelDir: q4Dir, variant: 'q4', model: q4Model, evaluator: q4, target: 3.5 });
+    await compareClass({
+      ours: 'q4',
+      theirs: 'Q4_0',
+      modelDir: q4Dir,
+      variant: 'q4',
+      model: q4Model,
+      evaluator: q4,
+      target: 3.5,
+    });
   } finally {
     await q4.close();
     await q4Model.dispose();
@@ -252,7 +353,8 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
     id: 'peers',
     title: '7. The real peers: node-llama-cpp and llama.cpp on the same weights',
     config: {
-      model: 'qwen2.5-0.5b: ours int8 (dynamic) vs llama.cpp Q8_0; ours q4 (MatMulNBits, through the int8 kernels) vs llama.cpp Q4_0',
+      model:
+        'qwen2.5-0.5b: ours int8 (dynamic) vs llama.cpp Q8_0; ours q4 (MatMulNBits, through the int8 kernels) vs llama.cpp Q4_0',
       threads: ctx.threads,
       rounds,
       stateTokens,
@@ -268,7 +370,13 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
     ],
     markdown: table(
       ['measure', 'ours', 'llama.cpp / node-llama-cpp', 'unit', 'ratio'],
-      rows.map((r) => [r.measure as string, r.ours as number, r.theirs as number, r.unit as string, ratio(r.ratio as never)]),
+      rows.map((r) => [
+        r.measure as string,
+        r.ours as number,
+        r.theirs as number,
+        r.unit as string,
+        ratio(r.ratio as never),
+      ]),
     ),
     seconds: (performance.now() - started) / 1000,
   };

@@ -98,7 +98,11 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const registry = join(prefix, 'registry.json');
   writeFileSync(
     registry,
-    JSON.stringify({ default: 'svc-1.13.0', models: { 'svc-1.13.0': { path: o.modelDir, description: 'scale-out replica', release_date: '2026-11-22' } }, aliases: { 'svc-latest': 'svc-1.13.0' } }),
+    JSON.stringify({
+      default: 'svc-1.13.0',
+      models: { 'svc-1.13.0': { path: o.modelDir, description: 'scale-out replica', release_date: '2026-11-22' } },
+      aliases: { 'svc-latest': 'svc-1.13.0' },
+    }),
   );
 
   const replicas: Replica[] = [];
@@ -122,7 +126,11 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       'warn',
       ...(o.serveArgs ?? []),
     ];
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ASSAY_API_KEYS: o.key }, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, args, {
+      cwd: ROOT,
+      env: { ...process.env, ASSAY_API_KEYS: o.key },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     await waitForHealth(`http://127.0.0.1:${port}`, 120_000);
     return { id, port, process: child, inRotation: true };
   };
@@ -136,7 +144,15 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   const port = o.port ?? (await freePort());
   const confFile = join(prefix, 'nginx.conf');
   const writeConf = () =>
-    writeFileSync(confFile, nginxConf({ listen: port, prefix, balance: o.balance ?? 'hash', upstreams: replicas.map((r) => ({ host: '127.0.0.1', port: r.port, down: !r.inRotation })) }));
+    writeFileSync(
+      confFile,
+      nginxConf({
+        listen: port,
+        prefix,
+        balance: o.balance ?? 'hash',
+        upstreams: replicas.map((r) => ({ host: '127.0.0.1', port: r.port, down: !r.inRotation })),
+      }),
+    );
   writeConf();
   const proxy = spawn(nginx, ['-p', prefix, '-c', confFile], { stdio: ['ignore', 'ignore', 'inherit'] });
   const url = `http://127.0.0.1:${port}`;
@@ -210,6 +226,8 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     balance: args.includes('--round-robin') ? 'round-robin' : 'hash',
     key,
   });
-  process.stdout.write(`nginx on ${cluster.url} in front of ${cluster.replicas.map((r) => `${r.id} (:${r.port})`).join(', ')}; key: ${key}\nCtrl-C stops all.\n`);
+  process.stdout.write(
+    `nginx on ${cluster.url} in front of ${cluster.replicas.map((r) => `${r.id} (:${r.port})`).join(', ')}; key: ${key}\nCtrl-C stops all.\n`,
+  );
   process.once('SIGINT', () => void cluster.stop().then(() => process.exit(0)));
 }

@@ -79,7 +79,8 @@ export function checkKeyModels(keys: readonly ApiKey[], accepted: readonly strin
     const unknown = (k.models ?? []).filter((m) => !known.has(m));
     return unknown.length ? [`key "${k.name}" names ${unknown.map((m) => `"${m}"`).join(', ')}`] : [];
   });
-  if (problems.length) throw new Error(`keys file: ${problems.join('; ')}: not in the model registry (it accepts ${accepted.join(', ')})`);
+  if (problems.length)
+    throw new Error(`keys file: ${problems.join('; ')}: not in the model registry (it accepts ${accepted.join(', ')})`);
 }
 
 /** Finds the key a request presented. Every stored hash is compared (no early exit), in constant time. */

@@ -73,7 +73,10 @@ export class BodyWorker {
     if (this.channel) return this.channel;
     const entry = workerEntry('body-worker-thread', import.meta.url);
     const worker = new Worker(entry.filename, { workerData: entry.workerData, execArgv: workerExecArgv() });
-    const channel = new WorkerChannel<BodyCalls>(worker, { decodeError: (m) => new Error(String(m)), refWhilePending: true });
+    const channel = new WorkerChannel<BodyCalls>(worker, {
+      decodeError: (m) => new Error(String(m)),
+      refWhilePending: true,
+    });
     const fail = (error: Error) => {
       if (this.worker === worker) [this.worker, this.channel] = [undefined, undefined];
       channel.fail(error);

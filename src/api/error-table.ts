@@ -5,7 +5,14 @@
 // budgets): those messages name files, graph nodes, shapes and counts, never request content.
 // Any other error is logged by type and stack frames only: its message could quote the request.
 import type { FastifyError } from 'fastify';
-import { AbortedError, BudgetError, EngineDeadError, EngineError, ModelLoadError, OverloadedError } from '../engine/index.js';
+import {
+  AbortedError,
+  BudgetError,
+  EngineDeadError,
+  EngineError,
+  ModelLoadError,
+  OverloadedError,
+} from '../engine/index.js';
 import { InvalidRequestError, ModelForbiddenError, retryHeaders } from '../protocol/index.js';
 import { ApiError } from './api-error.js';
 import { ModelUnavailableError } from '../service/index.js';
@@ -42,28 +49,78 @@ type Row = [new (...args: never[]) => Error, (e: never, c: ErrorContext) => Erro
 const CONTENT_FREE = { contentFree: true };
 
 const TABLE: Row[] = [
-  [ApiError, (e: ApiError) => ({ code: API_CODES[e.statusCode] ?? 'http_error', status: e.statusCode, body: { detail: e.detail }, headers: e.headers })],
-  [InvalidRequestError, (e: InvalidRequestError) => ({ code: 'invalid_request', status: 422, body: { detail: e.detail } })],
-  [ModelForbiddenError, (e: ModelForbiddenError) => ({ code: 'model_forbidden', status: 403, body: { detail: e.message } })],
+  [
+    ApiError,
+    (e: ApiError) => ({
+      code: API_CODES[e.statusCode] ?? 'http_error',
+      status: e.statusCode,
+      body: { detail: e.detail },
+      headers: e.headers,
+    }),
+  ],
+  [
+    InvalidRequestError,
+    (e: InvalidRequestError) => ({ code: 'invalid_request', status: 422, body: { detail: e.detail } }),
+  ],
+  [
+    ModelForbiddenError,
+    (e: ModelForbiddenError) => ({ code: 'model_forbidden', status: 403, body: { detail: e.message } }),
+  ],
   [
     BudgetError,
     (e: BudgetError) => ({
       code: 'token_budget_exceeded',
       status: 422,
-      body: { detail: [{ type: 'token_budget_exceeded', loc: ['body'], msg: e.message, ctx: { budget: e.budget, limit: e.limit, count: e.count } }] },
+      body: {
+        detail: [
+          {
+            type: 'token_budget_exceeded',
+            loc: ['body'],
+            msg: e.message,
+            ctx: { budget: e.budget, limit: e.limit, count: e.count },
+          },
+        ],
+      },
     }),
     CONTENT_FREE,
   ],
-  [AbortedError, (_e: AbortedError, c) => ({ code: 'deadline', status: 408, body: { detail: `Request exceeded its deadline of ${c.deadlineMs} ms` } })],
-  [OverloadedError, (e: OverloadedError) => ({ code: 'overloaded', status: 529, body: { detail: 'The engine is overloaded; retry with backoff' }, headers: retryAfter(e.retryAfterSeconds) })],
+  [
+    AbortedError,
+    (_e: AbortedError, c) => ({
+      code: 'deadline',
+      status: 408,
+      body: { detail: `Request exceeded its deadline of ${c.deadlineMs} ms` },
+    }),
+  ],
+  [
+    OverloadedError,
+    (e: OverloadedError) => ({
+      code: 'overloaded',
+      status: 529,
+      body: { detail: 'The engine is overloaded; retry with backoff' },
+      headers: retryAfter(e.retryAfterSeconds),
+    }),
+  ],
   [
     ModelUnavailableError,
-    (e: ModelUnavailableError) => ({ code: 'model_unavailable', status: 503, body: { detail: e.message }, headers: retryAfter(e.retryAfterSeconds), log: e.failed ? 'message' : undefined }),
+    (e: ModelUnavailableError) => ({
+      code: 'model_unavailable',
+      status: 503,
+      body: { detail: e.message },
+      headers: retryAfter(e.retryAfterSeconds),
+      log: e.failed ? 'message' : undefined,
+    }),
     CONTENT_FREE,
   ],
   [
     ModelLoadError,
-    (e: ModelLoadError) => ({ code: 'model_load_failed', status: 503, body: { detail: `The model cannot be loaded: ${e.message}` }, headers: retryAfter(30), log: 'message' }),
+    (e: ModelLoadError) => ({
+      code: 'model_load_failed',
+      status: 503,
+      body: { detail: `The model cannot be loaded: ${e.message}` },
+      headers: retryAfter(30),
+      log: 'message',
+    }),
     CONTENT_FREE,
   ],
   [
@@ -77,13 +134,25 @@ const TABLE: Row[] = [
     }),
     CONTENT_FREE,
   ],
-  [EngineError, () => ({ code: 'engine_failure', status: 500, body: { detail: 'Internal Server Error' }, log: 'message' }), CONTENT_FREE],
+  [
+    EngineError,
+    () => ({ code: 'engine_failure', status: 500, body: { detail: 'Internal Server Error' }, log: 'message' }),
+    CONTENT_FREE,
+  ],
 ];
 
 /** Fastify's own client errors, by code. */
 const FASTIFY: Record<string, (c: ErrorContext, e: FastifyError) => ErrorResponse> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: (c) => ({ code: 'body_too_large', status: 413, body: { detail: `Request body is larger than ${c.bodyLimit} bytes` } }),
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => ({ code: 'unsupported_media_type', status: 415, body: { detail: 'Unsupported media type: send the body as application/json' } }),
+  FST_ERR_CTP_BODY_TOO_LARGE: (c) => ({
+    code: 'body_too_large',
+    status: 413,
+    body: { detail: `Request body is larger than ${c.bodyLimit} bytes` },
+  }),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => ({
+    code: 'unsupported_media_type',
+    status: 415,
+    body: { detail: 'Unsupported media type: send the body as application/json' },
+  }),
 };
 
 export function errorResponse(err: Error, c: ErrorContext): ErrorResponse {
@@ -91,7 +160,8 @@ export function errorResponse(err: Error, c: ErrorContext): ErrorResponse {
   const f = err as FastifyError;
   const known = f.code ? FASTIFY[f.code] : undefined;
   if (known) return known(c, f);
-  if (f.statusCode && f.statusCode >= 400 && f.statusCode < 500 && f.code?.startsWith('FST_')) return { code: 'bad_request', status: f.statusCode, body: { detail: err.message } };
+  if (f.statusCode && f.statusCode >= 400 && f.statusCode < 500 && f.code?.startsWith('FST_'))
+    return { code: 'bad_request', status: f.statusCode, body: { detail: err.message } };
   return { code: 'internal_error', status: 500, body: { detail: 'Internal Server Error' }, log: 'frames' };
 }
 

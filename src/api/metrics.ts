@@ -15,7 +15,11 @@ export interface Metrics {
   contentType: string;
 }
 
-export function createMetrics(engines: () => EngineSnapshot[], kernels?: KernelPaths, restarts: () => Record<string, number> = () => ({})): Metrics {
+export function createMetrics(
+  engines: () => EngineSnapshot[],
+  kernels?: KernelPaths,
+  restarts: () => Record<string, number> = () => ({}),
+): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'assay_' });
   if (kernels) {
@@ -25,7 +29,16 @@ export function createMetrics(engines: () => EngineSnapshot[], kernels?: KernelP
       help: 'The CPU and the int8 / 4-bit kernel paths onnxruntime runs on it (int8_exact 0: int8 answers drift from fp32)',
       labelNames: ['cpu', 'flags', 'int8', 'q4', 'int8_exact'] as const,
       registers: [registry],
-    }).set({ cpu: kernels.cpu, flags: kernels.flags, int8: kernels.int8, q4: kernels.q4, int8_exact: kernels.int8Exact ? '1' : '0' }, 1);
+    }).set(
+      {
+        cpu: kernels.cpu,
+        flags: kernels.flags,
+        int8: kernels.int8,
+        q4: kernels.q4,
+        int8_exact: kernels.int8Exact ? '1' : '0',
+      },
+      1,
+    );
   }
 
   const requests = new Counter({
@@ -77,8 +90,16 @@ export function createMetrics(engines: () => EngineSnapshot[], kernels?: KernelP
         for (const e of engines()) this.inc({ model: e.model }, pick(e.stats));
       },
     });
-  engineCounter('assay_engine_tokens_evaluated_total', 'Tokens run through the model (after prefix-cache reuse)', (s) => s.tokensEvaluated);
-  engineCounter('assay_engine_passes_total', 'Forward passes run (prefill chunks, prefixes, packed question passes)', (s) => s.passes);
+  engineCounter(
+    'assay_engine_tokens_evaluated_total',
+    'Tokens run through the model (after prefix-cache reuse)',
+    (s) => s.tokensEvaluated,
+  );
+  engineCounter(
+    'assay_engine_passes_total',
+    'Forward passes run (prefill chunks, prefixes, packed question passes)',
+    (s) => s.passes,
+  );
   engineCounter('assay_prefix_cache_hits_total', 'Prefix KV cache hits', (s) => s.prefixCacheHits);
   engineCounter('assay_prefix_cache_misses_total', 'Prefix KV cache misses', (s) => s.prefixCacheMisses);
   // A counter per model id read at scrape time from `values` (engine restarts, escalations).
@@ -93,9 +114,14 @@ export function createMetrics(engines: () => EngineSnapshot[], kernels?: KernelP
         for (const [model, n] of Object.entries(values())) this.inc({ model }, n);
       },
     });
-  modelCounter('assay_engine_restarts_total', 'Engine threads that died (exited, or an error escaped them) and were restarted, by model', restarts);
+  modelCounter(
+    'assay_engine_restarts_total',
+    'Engine threads that died (exited, or an error escaped them) and were restarted, by model',
+    restarts,
+  );
   // Escalating models (docs/escalation.md): questions asked, re-asked to the second model, re-asks that failed.
-  const escalation = (pick: (c: EscalationCounts) => number) => () => Object.fromEntries(Object.entries(escalationCounts()).map(([id, c]) => [id, pick(c)]));
+  const escalation = (pick: (c: EscalationCounts) => number) => () =>
+    Object.fromEntries(Object.entries(escalationCounts()).map(([id, c]) => [id, pick(c)]));
   modelCounter(
     'assay_escalation_questions_total',
     'Questions answered by an escalating model, by its versioned id',

@@ -8,8 +8,16 @@ export const REQUEST_EXAMPLE = {
   model: 'svc-latest',
   questions: {
     refund: { type: 'noul', instructions: 'Does the customer ask for a refund?' },
-    topic: { type: 'choice', instructions: 'What is the main topic?', criteria: { delivery: 'shipping, delays, damage', billing: null, product: 'the item itself' } },
-    severity: { type: 'score', instructions: 'How severe is the complaint?', criteria: ['no issue', 'minor', 'serious'] },
+    topic: {
+      type: 'choice',
+      instructions: 'What is the main topic?',
+      criteria: { delivery: 'shipping, delays, damage', billing: null, product: 'the item itself' },
+    },
+    severity: {
+      type: 'score',
+      instructions: 'How severe is the complaint?',
+      criteria: ['no issue', 'minor', 'serious'],
+    },
   },
 };
 
@@ -39,19 +47,23 @@ export const MODELS_EXAMPLE = {
   models: [
     {
       name: 'svc-latest',
-      description: 'Synthetic tiny decoder with random weights: exercises the API end to end; its answers are meaningless until a real model is registered',
+      description:
+        'Synthetic tiny decoder with random weights: exercises the API end to end; its answers are meaningless until a real model is registered',
       release_date: '2026-11-22',
     },
     {
       name: 'svc-preview',
-      description: 'Synthetic tiny decoder with random weights: exercises the API end to end; its answers are meaningless until a real model is registered',
+      description:
+        'Synthetic tiny decoder with random weights: exercises the API end to end; its answers are meaningless until a real model is registered',
       release_date: '2026-11-22',
     },
   ],
 };
 
 export const VALIDATION_EXAMPLE = {
-  detail: [{ type: 'missing', loc: ['body', 'state'], msg: 'Field required', input: { model: 'svc-latest', questions: {} } }],
+  detail: [
+    { type: 'missing', loc: ['body', 'state'], msg: 'Field required', input: { model: 'svc-latest', questions: {} } },
+  ],
 };
 
 /** One `{"detail": "..."}` example per status, as the server words it (docs/api.md). */

@@ -1,7 +1,19 @@
 // GET /openapi.json: an OpenAPI 3.1 document generated from the zod schemas in schemas.ts.
 import { z } from 'zod';
-import { ERROR_EXAMPLES, MODELS_EXAMPLE, REQUEST_EXAMPLE, RESPONSE_EXAMPLE, VALIDATION_EXAMPLE } from './openapi-examples.js';
-import { ErrorMessageSchema, HTTPValidationErrorSchema, ModelMetadataListSchema, SystemOneRequestSchema, SystemOneResponseSchema } from '../protocol/index.js';
+import {
+  ERROR_EXAMPLES,
+  MODELS_EXAMPLE,
+  REQUEST_EXAMPLE,
+  RESPONSE_EXAMPLE,
+  VALIDATION_EXAMPLE,
+} from './openapi-examples.js';
+import {
+  ErrorMessageSchema,
+  HTTPValidationErrorSchema,
+  ModelMetadataListSchema,
+  SystemOneRequestSchema,
+  SystemOneResponseSchema,
+} from '../protocol/index.js';
 
 export const OPENAPI_VERSION = '0.2.0';
 
@@ -16,11 +28,13 @@ function addDiscriminators(node: unknown, schemas: Record<string, Json>): void {
     const mapping: Record<string, string> = {};
     for (const m of o.oneOf as Json[]) {
       const ref = typeof m.$ref === 'string' ? m.$ref : '';
-      const target = schemas[ref.replace('#/components/schemas/', '')] as { properties?: { type?: { const?: string } } } | undefined;
+      const target = schemas[ref.replace('#/components/schemas/', '')] as
+        { properties?: { type?: { const?: string } } } | undefined;
       const tag = target?.properties?.type?.const;
       if (tag) mapping[tag] = ref;
     }
-    if (Object.keys(mapping).length === (o.oneOf as unknown[]).length) o.discriminator = { propertyName: 'type', mapping };
+    if (Object.keys(mapping).length === (o.oneOf as unknown[]).length)
+      o.discriminator = { propertyName: 'type', mapping };
   }
   for (const v of Object.values(o)) addDiscriminators(v, schemas);
 }
@@ -43,7 +57,10 @@ export function buildOpenApi(serverUrl?: string): Json {
   const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
   // Each body with an example (src/api/openapi-examples.ts): Swagger UI pre-fills and shows them.
   const json = (name: string, example: unknown) => ({ 'application/json': { schema: ref(name), example } });
-  const error = (status: string, description: string) => ({ description, content: json('ErrorMessage', { detail: ERROR_EXAMPLES[status] }) });
+  const error = (status: string, description: string) => ({
+    description,
+    content: json('ErrorMessage', { detail: ERROR_EXAMPLES[status] }),
+  });
   const errors = {
     '401': error('401', 'Missing or invalid API key'),
     '403': error('403', 'The key may not use this model'),
@@ -73,7 +90,10 @@ export function buildOpenApi(serverUrl?: string): Json {
             '408': error('408', 'The request exceeded its deadline (model load wait, queue, evaluation)'),
             '413': error('413', 'Body too large'),
             '415': error('415', 'Content type other than application/json'),
-            '503': error('503', 'The model failed to load and waits out its backoff, or the server is shutting down (retry-after)'),
+            '503': error(
+              '503',
+              'The model failed to load and waits out its backoff, or the server is shutting down (retry-after)',
+            ),
             '529': error('529', 'Engine queue full (retry-after)'),
           },
         },

@@ -18,7 +18,10 @@ export interface RateLimits {
   inputTokensPerSecond: number;
 }
 
-export const DEFAULT_RATE_LIMITS: RateLimits = { requestsPerMinute: DEFAULTS.requestsPerMinute, inputTokensPerSecond: DEFAULTS.inputTokensPerSecond };
+export const DEFAULT_RATE_LIMITS: RateLimits = {
+  requestsPerMinute: DEFAULTS.requestsPerMinute,
+  inputTokensPerSecond: DEFAULTS.inputTokensPerSecond,
+};
 
 class Bucket {
   private level: number;

@@ -1,7 +1,15 @@
 // buildServer: the Fastify app of the API, from already-made parts (registry, model provider,
 // keys), so tests build it in-process and `assay serve` builds it from configuration.
 import { randomUUID } from 'node:crypto';
-import Fastify, { errorCodes, LogController, type FastifyError, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  errorCodes,
+  LogController,
+  type FastifyError,
+  type FastifyServerOptions,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { DEFAULTS } from '../defaults.js';
 import type { Registry } from '../registry.js';
 import { KeyStore, type ApiKey } from './auth.js';
@@ -76,16 +84,36 @@ const HEALTH_PATHS = ['/healthz', '/health'];
 /** Stack frames only, plus the message of content-free (engine, runtime) errors: other messages may quote request content. */
 function errorSerializer(err: Error & { code?: string }) {
   const frames = (err.stack ?? '').split('\n').filter((l) => /^\s+at /.test(l));
-  return { type: err.name, code: err.code, ...(contentFree(err) ? { message: err.message } : {}), frames: frames.join('\n') };
+  return {
+    type: err.name,
+    code: err.code,
+    ...(contentFree(err) ? { message: err.message } : {}),
+    frames: frames.join('\n'),
+  };
 }
 
-export function loggerOptions(level = 'info', stream?: LogStream, format: 'json' | 'pretty' = 'json'): Exclude<FastifyServerOptions['logger'], boolean | undefined> {
+export function loggerOptions(
+  level = 'info',
+  stream?: LogStream,
+  format: 'json' | 'pretty' = 'json',
+): Exclude<FastifyServerOptions['logger'], boolean | undefined> {
   // pino-pretty runs as pino's transport (a worker thread), so formatting costs the event loop nothing.
   const pretty = format === 'pretty' && !stream;
   const options = {
     level,
     ...(stream ? { stream } : {}),
-    ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
+    ...(pretty
+      ? {
+          transport: {
+            target: 'pino-pretty',
+            options: {
+              colorize: process.stdout.isTTY === true,
+              translateTime: 'SYS:HH:MM:ss.l',
+              ignore: 'pid,hostname',
+            },
+          },
+        }
+      : {}),
     // Zero data retention: requests are logged by id, route, status, timing and counts only.
     serializers: {
       req: (req: FastifyRequest) => ({ id: req.id, method: req.method }),
@@ -93,7 +121,20 @@ export function loggerOptions(level = 'info', stream?: LogStream, format: 'json'
       err: errorSerializer,
     },
     redact: {
-      paths: ['headers', 'body', 'state', 'instructions', 'criteria', 'questions', '*.headers', '*.body', '*.state', '*.instructions', '*.criteria', '*.questions'],
+      paths: [
+        'headers',
+        'body',
+        'state',
+        'instructions',
+        'criteria',
+        'questions',
+        '*.headers',
+        '*.body',
+        '*.state',
+        '*.instructions',
+        '*.criteria',
+        '*.questions',
+      ],
       censor: '[redacted]',
     },
   };
@@ -218,7 +259,9 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
       () => done(new ApiError(503, 'The request body could not be checked; retry', retryHeaders(1000)), undefined),
     );
   };
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_req, data, done) => json(data as Buffer, done));
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_req, data, done) =>
+    json(data as Buffer, done),
+  );
   // The catch-all parser: fastify gives it both bodies without a Content-Type and unknown media types.
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (req, data, done) => {
     if (req.headers['content-type'] === undefined) return json(data as Buffer, done);
@@ -243,7 +286,10 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
       const status = sent ? reply.statusCode : 499;
       const seconds = reply.elapsedTime / 1000;
       metrics.observe(req.method, route, status, seconds);
-      req.log.info({ route, method: req.method, status, ms: Math.round(seconds * 1e4) / 10, ...(req.facts ?? {}) }, 'request');
+      req.log.info(
+        { route, method: req.method, status, ms: Math.round(seconds * 1e4) / 10, ...(req.facts ?? {}) },
+        'request',
+      );
     };
     reply.raw.once('finish', () => finish(true));
     reply.raw.once('close', () => finish(false));

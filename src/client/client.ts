@@ -1,7 +1,13 @@
 // A typed client for the Assay HTTP API (and the hosted API it replaces), on global fetch.
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
-import { ModelMetadataListSchema, SystemOneResponseSchema, type ModelMetadataList, type SystemOneRequest, type SystemOneResponse } from '../protocol/index.js';
+import {
+  ModelMetadataListSchema,
+  SystemOneResponseSchema,
+  type ModelMetadataList,
+  type SystemOneRequest,
+  type SystemOneResponse,
+} from '../protocol/index.js';
 import { AssayAbortError, AssayAPIError, AssayConnectionError, AssayError, AssayTimeoutError } from './errors.js';
 import { backoffDelayMs, isRetryableStatus, serverRetryDelayMs, sleep } from './retry.js';
 
@@ -110,7 +116,13 @@ export class AssayClient {
     return this.send('GET', '/v1/models', undefined, ModelMetadataListSchema, options);
   }
 
-  private async send<T extends object>(method: 'GET' | 'POST', path: string, body: unknown, schema: z.ZodType<T>, options: RequestOptions = {}): Promise<WithRequestId<T>> {
+  private async send<T extends object>(
+    method: 'GET' | 'POST',
+    path: string,
+    body: unknown,
+    schema: z.ZodType<T>,
+    options: RequestOptions = {},
+  ): Promise<WithRequestId<T>> {
     const url = `${this.baseUrl}${path}`;
     const maxRetries = nonNegative(options.maxRetries ?? this.maxRetries, 'maxRetries');
     const timeoutMs = positive(options.timeoutMs ?? this.timeoutMs, 'timeoutMs');
@@ -138,7 +150,9 @@ export class AssayClient {
         text = await res.text();
       } catch (e) {
         if (userSignal?.aborted) throw new AssayAbortError(userSignal.reason, attempt);
-        const error = timeout.aborted ? new AssayTimeoutError(timeoutMs, attempt) : new AssayConnectionError(`cannot reach ${url}: ${causeMessage(e)}`, { cause: e, attempts: attempt });
+        const error = timeout.aborted
+          ? new AssayTimeoutError(timeoutMs, attempt)
+          : new AssayConnectionError(`cannot reach ${url}: ${causeMessage(e)}`, { cause: e, attempts: attempt });
         if (attempt > maxRetries) throw error;
         await this.pause(attempt, undefined, undefined, error, userSignal);
         continue;
@@ -150,18 +164,28 @@ export class AssayClient {
         try {
           json = JSON.parse(text);
         } catch {
-          throw new AssayConnectionError(`${url} answered ${res.status} with a body that is not JSON`, { requestId, status: res.status, attempts: attempt });
-        }
-        const parsed = schema.safeParse(json);
-        if (!parsed.success) {
-          const first = parsed.error.issues[0];
-          throw new AssayConnectionError(`${url} answered with a body that does not match the API contract (${first?.path.join('.') || '(root)'}: ${first?.message ?? 'invalid'})`, {
+          throw new AssayConnectionError(`${url} answered ${res.status} with a body that is not JSON`, {
             requestId,
             status: res.status,
             attempts: attempt,
           });
         }
-        return Object.defineProperty(parsed.data, 'requestId', { value: requestId, enumerable: false }) as WithRequestId<T>;
+        const parsed = schema.safeParse(json);
+        if (!parsed.success) {
+          const first = parsed.error.issues[0];
+          throw new AssayConnectionError(
+            `${url} answered with a body that does not match the API contract (${first?.path.join('.') || '(root)'}: ${first?.message ?? 'invalid'})`,
+            {
+              requestId,
+              status: res.status,
+              attempts: attempt,
+            },
+          );
+        }
+        return Object.defineProperty(parsed.data, 'requestId', {
+          value: requestId,
+          enumerable: false,
+        }) as WithRequestId<T>;
       }
 
       const error = new AssayAPIError(res.status, errorDetail(text), res.headers, attempt);
@@ -171,10 +195,26 @@ export class AssayClient {
   }
 
   /** Waits before retry number `retry`: the server's retry-after-ms / retry-after, else full-jitter backoff. */
-  private async pause(retry: number, status: number | undefined, headers: Headers | undefined, error: AssayError, signal?: AbortSignal): Promise<void> {
+  private async pause(
+    retry: number,
+    status: number | undefined,
+    headers: Headers | undefined,
+    error: AssayError,
+    signal?: AbortSignal,
+  ): Promise<void> {
     const asked = headers ? serverRetryDelayMs(headers) : undefined;
-    const delayMs = Math.min(this.retryMaxDelayMs, asked ?? backoffDelayMs(retry - 1, this.retryBaseDelayMs, this.retryMaxDelayMs));
-    this.onRetry?.({ retry, status, requestId: error.requestId, delayMs, delaySource: asked === undefined ? 'backoff' : 'server', error });
+    const delayMs = Math.min(
+      this.retryMaxDelayMs,
+      asked ?? backoffDelayMs(retry - 1, this.retryBaseDelayMs, this.retryMaxDelayMs),
+    );
+    this.onRetry?.({
+      retry,
+      status,
+      requestId: error.requestId,
+      delayMs,
+      delaySource: asked === undefined ? 'backoff' : 'server',
+      error,
+    });
     try {
       await sleep(delayMs, signal);
     } catch (reason) {

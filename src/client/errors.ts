@@ -12,7 +12,10 @@ export class AssayError extends Error {
   /** How many attempts were made (1 + retries). */
   readonly attempts: number;
 
-  constructor(message: string, init: { status?: number; detail?: unknown; requestId?: string; attempts?: number; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    init: { status?: number; detail?: unknown; requestId?: string; attempts?: number; cause?: unknown } = {},
+  ) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
     this.name = 'AssayError';
     this.status = init.status;
@@ -66,7 +69,9 @@ export class AssayAbortError extends AssayError {
 function describe(status: number, detail: unknown): string {
   if (typeof detail === 'string') return `${status} ${detail}`;
   if (Array.isArray(detail)) {
-    const parts = detail.slice(0, 3).map((d: Partial<ValidationError>) => `${(d.loc ?? []).join('.')}: ${d.msg ?? d.type ?? '?'}`);
+    const parts = detail
+      .slice(0, 3)
+      .map((d: Partial<ValidationError>) => `${(d.loc ?? []).join('.')}: ${d.msg ?? d.type ?? '?'}`);
     const more = detail.length > 3 ? ` (+${detail.length - 3} more)` : '';
     return `${status} ${parts.join('; ')}${more}`;
   }

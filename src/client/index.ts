@@ -8,7 +8,16 @@
 //
 // Requests and answers are typed by the server's own zod schemas (src/protocol/schemas.ts); answers
 // are checked against them on arrival.
-export { AssayClient, DEFAULT_BASE_URL, DEFAULT_MODEL, type AssayClientOptions, type EvaluateRequest, type RequestOptions, type RetryInfo, type WithRequestId } from './client.js';
+export {
+  AssayClient,
+  DEFAULT_BASE_URL,
+  DEFAULT_MODEL,
+  type AssayClientOptions,
+  type EvaluateRequest,
+  type RequestOptions,
+  type RetryInfo,
+  type WithRequestId,
+} from './client.js';
 export { AssayAbortError, AssayAPIError, AssayConnectionError, AssayError, AssayTimeoutError } from './errors.js';
 export { backoffDelayMs, isRetryableStatus, serverRetryDelayMs } from './retry.js';
 export * as schemas from '../protocol/index.js';

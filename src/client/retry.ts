@@ -26,7 +26,12 @@ export function serverRetryDelayMs(headers: Headers, now: number = Date.now()): 
 }
 
 /** Exponential backoff with full jitter: uniform in [0, min(max, base · 2^retry)). */
-export function backoffDelayMs(retry: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
+export function backoffDelayMs(
+  retry: number,
+  baseMs: number,
+  maxMs: number,
+  random: () => number = Math.random,
+): number {
   const ceiling = Math.min(maxMs, baseMs * 2 ** retry);
   return Math.floor(random() * ceiling);
 }

@@ -46,7 +46,12 @@ function example(q: Question, a: Answer, expected: unknown): CalibrationExample 
 
 /** Top-outcome ECE (15 equal-mass bins) of the examples at temperature t. */
 function ece(examples: CalibrationExample[], t: number): number {
-  return choiceMetrics(examples.map((e) => ({ probabilities: Object.fromEntries(withTemperature(e.probs, t).map((p, i) => [String(i), p])), expected: String(e.expected) }))).ece;
+  return choiceMetrics(
+    examples.map((e) => ({
+      probabilities: Object.fromEntries(withTemperature(e.probs, t).map((p, i) => [String(i), p])),
+      expected: String(e.expected),
+    })),
+  ).ece;
 }
 
 export interface TypeCalibration {
@@ -63,7 +68,13 @@ export interface TypeCalibration {
   applied: boolean;
 }
 
-export function calibrateRuns(lines: DatasetLine[], answers: Array<Record<string, Answer>>, heldOutShare: number, seed: number, current: Partial<Record<QuestionType, number>>): TypeCalibration[] {
+export function calibrateRuns(
+  lines: DatasetLine[],
+  answers: Array<Record<string, Answer>>,
+  heldOutShare: number,
+  seed: number,
+  current: Partial<Record<QuestionType, number>>,
+): TypeCalibration[] {
   const { train, heldOut } = split(lines.length, heldOutShare, seed);
   const byType = (indices: number[], type: QuestionType) =>
     indices.flatMap((i) =>
@@ -96,11 +107,22 @@ export function calibrateRuns(lines: DatasetLine[], answers: Array<Record<string
 
 const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
 
-function markdown(file: string, model: string, synthetic: boolean, results: TypeCalibration[], written: string | undefined): string {
+function markdown(
+  file: string,
+  model: string,
+  synthetic: boolean,
+  results: TypeCalibration[],
+  written: string | undefined,
+): string {
   return [
     `# assay calibrate --dataset ${file}`,
     '',
-    ...(synthetic ? ['> This model is synthetic (random weights): its answers mean nothing; calibrating it only exercises the path.', ''] : []),
+    ...(synthetic
+      ? [
+          '> This model is synthetic (random weights): its answers mean nothing; calibrating it only exercises the path.',
+          '',
+        ]
+      : []),
     `Model ${model}. Temperature per type fitted on the training split (log loss); held-out split before → after.`,
     '',
     '| type | train | held out | temperature before → after | held-out log loss | held-out ECE (15 equal-mass bins) |',
@@ -111,9 +133,14 @@ function markdown(file: string, model: string, synthetic: boolean, results: Type
     ),
     '',
     ...(results.some((r) => r.applied && (r.fitted > 49 || r.fitted < 1 / 49))
-      ? ['A fit at the search bound (1/50 or 50) means the answers of that type carry (almost) no information about the labels: a near-uniform answer fits them best.', '']
+      ? [
+          'A fit at the search bound (1/50 or 50) means the answers of that type carry (almost) no information about the labels: a near-uniform answer fits them best.',
+          '',
+        ]
       : []),
-    written ? `Wrote answer_temperature to ${written}; the server applies it at its next start.` : 'Dry run: nothing written.',
+    written
+      ? `Wrote answer_temperature to ${written}; the server applies it at its next start.`
+      : 'Dry run: nothing written.',
     '',
   ].join('\n');
 }
@@ -149,14 +176,20 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   let target;
   try {
     lines = readDataset(o.dataset, o.model ?? registry.default);
-    target = await openTarget({ label: o.model ?? registry.default, ...(o.model ? { model: o.model } : {}) }, { io, registry, command: 'calibrate' });
+    target = await openTarget(
+      { label: o.model ?? registry.default, ...(o.model ? { model: o.model } : {}) },
+      { io, registry, command: 'calibrate' },
+    );
   } catch (e) {
     if (!(e instanceof DatasetError || e instanceof ArmError)) throw e;
     io.err(`assay calibrate: ${e.message}\n`);
     return 2;
   }
   const manifestFile = join(target.dir!, 'assay.json');
-  const manifest = (existsSync(manifestFile) ? JSON.parse(readFileSync(manifestFile, 'utf8')) : {}) as Record<string, unknown>;
+  const manifest = (existsSync(manifestFile) ? JSON.parse(readFileSync(manifestFile, 'utf8')) : {}) as Record<
+    string,
+    unknown
+  >;
   let results: TypeCalibration[];
   try {
     const ran = await runDataset(target, lines, io);

@@ -73,7 +73,12 @@ export function table(rows: string[][]): string {
  * src/config): node:util parseArgs plus --help. Returns the parsed flags, or the exit status when
  * the command is already done: 0 after printing the help, 2 after a usage error.
  */
-export function parseFlags<const T extends ParseArgsConfig>(name: string, config: T, help: string, io: Io): ReturnType<typeof parseArgs<T>> | number {
+export function parseFlags<const T extends ParseArgsConfig>(
+  name: string,
+  config: T,
+  help: string,
+  io: Io,
+): ReturnType<typeof parseArgs<T>> | number {
   let parsed: ReturnType<typeof parseArgs<T>>;
   try {
     parsed = parseArgs(config);
@@ -89,7 +94,13 @@ export function parseFlags<const T extends ParseArgsConfig>(name: string, config
 }
 
 /** String flags plus --format json|table (assay eval, assay models). */
-export function parseCommand(name: string, argv: string[], flags: readonly string[], help: string, io: Io): { values: Record<string, string | undefined>; format: Format } | number {
+export function parseCommand(
+  name: string,
+  argv: string[],
+  flags: readonly string[],
+  help: string,
+  io: Io,
+): { values: Record<string, string | undefined>; format: Format } | number {
   const options: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } };
   for (const f of flags) options[f] = { type: 'string' };
   const parsed = parseFlags(name, { args: argv, options }, help, io);

@@ -9,13 +9,36 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Answer, Question } from '../protocol/index.js';
 import { countFlips, decision, type FlipCounts } from '../quality/index.js';
-import { choiceMetrics, noulMetrics, scoreMetrics, type ChoiceExample, type NoulExample, type ScoreExample } from '../quality/index.js';
-import { DEFAULT_RESAMPLES, DEFAULT_SEED, drift, reliabilitySvg, riskCoverageSvg, worse, type TypeDrift } from '../quality/index.js';
+import {
+  choiceMetrics,
+  noulMetrics,
+  scoreMetrics,
+  type ChoiceExample,
+  type NoulExample,
+  type ScoreExample,
+} from '../quality/index.js';
+import {
+  DEFAULT_RESAMPLES,
+  DEFAULT_SEED,
+  drift,
+  reliabilitySvg,
+  riskCoverageSvg,
+  worse,
+  type TypeDrift,
+} from '../quality/index.js';
 import { loadRegistry, resolveModel, type Registry } from '../registry.js';
 import { escalationCounts } from '../service/index.js';
 import type { Io } from './common.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';
-import { COVERAGE_HEAD, coverageMarkdown, coverageReport, coverageRows, DEFAULT_BUDGETS, DEFAULT_SCORE_TOLERANCE, enoughNote } from './dataset/coverage-report.js';
+import {
+  COVERAGE_HEAD,
+  coverageMarkdown,
+  coverageReport,
+  coverageRows,
+  DEFAULT_BUDGETS,
+  DEFAULT_SCORE_TOLERANCE,
+  enoughNote,
+} from './dataset/coverage-report.js';
 import { runEscalationSweep, thresholdsFromReport } from './dataset/escalation-sweep.js';
 import { reportHtml, type ChangedAnswer, type HtmlArm, type HtmlTable } from './dataset/report-html.js';
 import { runDataset, type DatasetRun } from './dataset/run.js';
@@ -54,8 +77,10 @@ interface Collected {
 
 function collect(into: Collected, q: Question, a: Answer, expected: unknown): void {
   if (q.type === 'noul' && a.type === 'noul') into.noul.push({ p: a.noul, expected: expected as boolean });
-  else if (q.type === 'choice' && a.type === 'choice') into.choice.push({ probabilities: a.probabilities, expected: expected as string });
-  else if (q.type === 'score' && a.type === 'score') into.score.push({ probabilities: a.probabilities, expected: expected as number });
+  else if (q.type === 'choice' && a.type === 'choice')
+    into.choice.push({ probabilities: a.probabilities, expected: expected as string });
+  else if (q.type === 'score' && a.type === 'score')
+    into.score.push({ probabilities: a.probabilities, expected: expected as number });
 }
 
 function metricsOf(c: Collected) {
@@ -68,7 +93,13 @@ function metricsOf(c: Collected) {
 
 type Metrics = ReturnType<typeof metricsOf>;
 
-function buildReport(dataset: string, run: DatasetRun, lines: DatasetLine[], budgets: number[], scoreTolerance: number) {
+function buildReport(
+  dataset: string,
+  run: DatasetRun,
+  lines: DatasetLine[],
+  budgets: number[],
+  scoreTolerance: number,
+) {
   const all: Collected = { noul: [], choice: [], score: [] };
   const byTag = new Map<string, Collected>();
   lines.forEach((line, i) => {
@@ -105,14 +136,41 @@ type Report = ReturnType<typeof buildReport>;
 
 const f3 = (x: number | undefined) => (x !== undefined && Number.isFinite(x) ? x.toFixed(3) : '–');
 
-const SYNTHETIC_NOTE = '> **This model is synthetic (random weights): its answers, and so these metrics, mean nothing.** Register a real model to measure quality.';
+const SYNTHETIC_NOTE =
+  '> **This model is synthetic (random weights): its answers, and so these metrics, mean nothing.** Register a real model to measure quality.';
 
 /** The metrics table's rows as cells: type (with a label), answers, accuracy, Brier, log loss, ECE, score MAE. */
 function cells(m: Metrics, label = ''): string[][] {
   return [
-    ...(m.noul ? [[`${label}noul`, String(m.noul.count), f3(m.noul.accuracy), f3(m.noul.brier), f3(m.noul.logLoss), f3(m.noul.ece), '–']] : []),
-    ...(m.choice ? [[`${label}choice`, String(m.choice.count), f3(m.choice.accuracy), f3(m.choice.brier), f3(m.choice.logLoss), f3(m.choice.ece), '–']] : []),
-    ...(m.score ? [[`${label}score`, String(m.score.count), f3(m.score.exactAccuracy), '–', '–', '–', f3(m.score.mae)]] : []),
+    ...(m.noul
+      ? [
+          [
+            `${label}noul`,
+            String(m.noul.count),
+            f3(m.noul.accuracy),
+            f3(m.noul.brier),
+            f3(m.noul.logLoss),
+            f3(m.noul.ece),
+            '–',
+          ],
+        ]
+      : []),
+    ...(m.choice
+      ? [
+          [
+            `${label}choice`,
+            String(m.choice.count),
+            f3(m.choice.accuracy),
+            f3(m.choice.brier),
+            f3(m.choice.logLoss),
+            f3(m.choice.ece),
+            '–',
+          ],
+        ]
+      : []),
+    ...(m.score
+      ? [[`${label}score`, String(m.score.count), f3(m.score.exactAccuracy), '–', '–', '–', f3(m.score.mae)]]
+      : []),
   ];
 }
 
@@ -143,10 +201,24 @@ function markdown(report: Report): string {
   return `${parts.join('\n')}\n`;
 }
 
-const FLIP_HEAD = ['type', 'answers', 'flipped', 'fixed (wrong → right)', 'broken (right → wrong)', 'mean largest probability change'];
+const FLIP_HEAD = [
+  'type',
+  'answers',
+  'flipped',
+  'fixed (wrong → right)',
+  'broken (right → wrong)',
+  'mean largest probability change',
+];
 
 function flipCells(flips: Record<string, FlipCounts>): string[][] {
-  return Object.entries(flips).map(([type, c]) => [type, String(c.count), `${c.flipped} (${((100 * c.flipped) / c.count).toFixed(1)}%)`, String(c.fixed), String(c.broken), f3(c.meanMaxDelta)]);
+  return Object.entries(flips).map(([type, c]) => [
+    type,
+    String(c.count),
+    `${c.flipped} (${((100 * c.flipped) / c.count).toFixed(1)}%)`,
+    String(c.fixed),
+    String(c.broken),
+    f3(c.meanMaxDelta),
+  ]);
 }
 
 const DRIFT_HEAD = ['type', 'measure', 'A', 'B', 'B − A', '95% interval', 'B against A'];
@@ -155,10 +227,23 @@ const signed = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : '−'}${Ma
 /** Per type and measure: A, B, the difference, its paired bootstrap interval and the verdict (higher is better but for ECE). */
 function driftCells(d: Record<string, TypeDrift>): string[][] {
   const out: string[][] = [];
-  const line = (type: string, name: string, i: { a: number; b: number; diff: number; low: number; high: number }, lowerIsBetter = false) => {
+  const line = (
+    type: string,
+    name: string,
+    i: { a: number; b: number; diff: number; low: number; high: number },
+    lowerIsBetter = false,
+  ) => {
     const better = lowerIsBetter ? i.high < 0 : i.low > 0;
     const worse = lowerIsBetter ? i.low > 0 : i.high < 0;
-    out.push([type, name, f3(i.a), f3(i.b), signed(i.diff), `[${signed(i.low)}, ${signed(i.high)}]`, worse ? 'worse' : better ? 'better' : 'within the interval']);
+    out.push([
+      type,
+      name,
+      f3(i.a),
+      f3(i.b),
+      signed(i.diff),
+      `[${signed(i.low)}, ${signed(i.high)}]`,
+      worse ? 'worse' : better ? 'better' : 'within the interval',
+    ]);
   };
   for (const [type, t] of Object.entries(d)) {
     line(type, type === 'score' ? 'exact-level accuracy' : 'accuracy', t.accuracy);
@@ -170,7 +255,16 @@ function driftCells(d: Record<string, TypeDrift>): string[][] {
 
 const CHANGED_HEAD = (a: string, b: string) => ['line', 'question', 'type', 'label', a, b, 'verdict'];
 
-function compareMarkdown(dataset: string, a: Report, b: Report, flips: Record<string, FlipCounts>, d: Record<string, TypeDrift>, changed: ChangedAnswer[], resamples: number, seed: number): string {
+function compareMarkdown(
+  dataset: string,
+  a: Report,
+  b: Report,
+  flips: Record<string, FlipCounts>,
+  d: Record<string, TypeDrift>,
+  changed: ChangedAnswer[],
+  resamples: number,
+  seed: number,
+): string {
   const head = CHANGED_HEAD(a.arm, b.arm);
   const parts = [
     `# assay eval --dataset ${dataset} --compare ${a.arm},${b.arm}`,
@@ -200,7 +294,10 @@ function compareMarkdown(dataset: string, a: Report, b: Report, flips: Record<st
       ? [
           `| ${head.join(' | ')} |`,
           `|${head.map(() => '---').join('|')}|`,
-          ...changed.map((x) => `| ${[x.line, x.question, x.type, x.expected, x.a, x.b, x.verdict || '–'].map((c) => String(c).replace(/\|/g, '\\|')).join(' | ')} |`),
+          ...changed.map(
+            (x) =>
+              `| ${[x.line, x.question, x.type, x.expected, x.a, x.b, x.verdict || '–'].map((c) => String(c).replace(/\|/g, '\\|')).join(' | ')} |`,
+          ),
         ]
       : [`No answer flipped between ${a.arm} and ${b.arm}.`]),
   ];
@@ -270,7 +367,8 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
     }
     lines = readDataset(o.file, o.model ?? registry?.default ?? 'svc-latest');
     const names = o.compare === undefined ? [o.model ?? ''] : o.compare.split(',');
-    if (o.compare !== undefined && names.length !== 2) throw new ArmError('--compare takes two arms, comma-separated (e.g. int8,fp32)');
+    if (o.compare !== undefined && names.length !== 2)
+      throw new ArmError('--compare takes two arms, comma-separated (e.g. int8,fp32)');
     arms = names.map((n) => (n === '' ? { label: o.model ?? registry?.default ?? 'default' } : parseArm(n, registry)));
     if (o.thresholdsFile !== undefined) thresholdsFromReport(o.thresholdsFile); // refused before anything runs
   } catch (e) {
@@ -284,7 +382,8 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
   const reports: Report[] = [];
   const runs: DatasetRun[] = [];
   // An escalating model (local engine, no --compare): its accuracy against escalation rate too.
-  const escalating = registry && o.compare === undefined ? resolveModel(registry, o.model ?? registry.default) : undefined;
+  const escalating =
+    registry && o.compare === undefined ? resolveModel(registry, o.model ?? registry.default) : undefined;
   const countsBefore = escalationCounts()[escalating?.id ?? ''];
   for (const arm of arms) {
     let target;
@@ -311,9 +410,23 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
     let escalation;
     if (escalating?.entry.escalate) {
       const after = escalationCounts()[escalating.id];
-      const measured = after && { escalated: after.escalated - (countsBefore?.escalated ?? 0), questions: after.questions - (countsBefore?.questions ?? 0) };
+      const measured = after && {
+        escalated: after.escalated - (countsBefore?.escalated ?? 0),
+        questions: after.questions - (countsBefore?.questions ?? 0),
+      };
       try {
-        escalation = await runEscalationSweep({ id: escalating.id, spec: escalating.entry.escalate, lines, scoreTolerance, thresholdsFile: o.thresholdsFile, measured }, ctx, io);
+        escalation = await runEscalationSweep(
+          {
+            id: escalating.id,
+            spec: escalating.entry.escalate,
+            lines,
+            scoreTolerance,
+            thresholdsFile: o.thresholdsFile,
+            measured,
+          },
+          ctx,
+          io,
+        );
       } catch (e) {
         if (!(e instanceof ArmError || e instanceof DatasetError)) throw e;
         io.err(`assay eval: ${(e as Error).message}\n`);
@@ -324,14 +437,28 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
     io.out(md);
     if (o.out) {
       writeFileSync(join(o.out, 'report.md'), md);
-      writeFileSync(join(o.out, 'report.json'), `${JSON.stringify(escalation ? { ...report, escalation: escalation.rows } : report, null, 2)}\n`);
-      writeFileSync(join(o.out, 'report.html'), reportHtml(`assay eval --dataset ${o.file}`, report.synthetic, [{ ...htmlArm(report), ...(escalation ? { escalation: escalation.table } : {}) }]));
+      writeFileSync(
+        join(o.out, 'report.json'),
+        `${JSON.stringify(escalation ? { ...report, escalation: escalation.rows } : report, null, 2)}\n`,
+      );
+      writeFileSync(
+        join(o.out, 'report.html'),
+        reportHtml(`assay eval --dataset ${o.file}`, report.synthetic, [
+          { ...htmlArm(report), ...(escalation ? { escalation: escalation.table } : {}) },
+        ]),
+      );
       files.push('report.md', 'report.json', 'report.html', ...writePlots(o.out, report));
     }
   } else {
     const [a, b] = reports as [Report, Report];
     const pairs = lines.flatMap((line, i) =>
-      Object.keys(line.questions).map((id) => ({ line: i + 1, id, a: runs[0]!.responses[i]!.answers[id]!, b: runs[1]!.responses[i]!.answers[id]!, expected: line.expected[id] })),
+      Object.keys(line.questions).map((id) => ({
+        line: i + 1,
+        id,
+        a: runs[0]!.responses[i]!.answers[id]!,
+        b: runs[1]!.responses[i]!.answers[id]!,
+        expected: line.expected[id],
+      })),
     );
     const flips = countFlips(pairs);
     const resamples = o.resamples ?? DEFAULT_RESAMPLES;
@@ -355,7 +482,10 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
       if (worseOn.length) {
         io.err(`assay eval: ${b.arm} is worse than ${a.arm} beyond the 95% interval: ${worseOn.join(', ')}\n`);
         status = 1;
-      } else io.err(`assay eval: ${b.arm} is not worse than ${a.arm} beyond the 95% interval (accuracy and coverage per type)\n`);
+      } else
+        io.err(
+          `assay eval: ${b.arm} is not worse than ${a.arm} beyond the 95% interval (accuracy and coverage per type)\n`,
+        );
     }
     if (o.out) {
       writeFileSync(join(o.out, 'report.md'), md);
@@ -371,8 +501,22 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
         flips: { head: FLIP_HEAD, rows: flipCells(flips) },
         changed,
       };
-      writeFileSync(join(o.out, 'report.html'), reportHtml(`assay eval --dataset ${o.file} --compare ${a.arm},${b.arm}`, a.synthetic || b.synthetic, [htmlArm(a), htmlArm(b)], compare));
-      files.push('report.md', 'report.json', 'report.html', ...writePlots(o.out, a, slug(a.arm)), ...writePlots(o.out, b, slug(b.arm)));
+      writeFileSync(
+        join(o.out, 'report.html'),
+        reportHtml(
+          `assay eval --dataset ${o.file} --compare ${a.arm},${b.arm}`,
+          a.synthetic || b.synthetic,
+          [htmlArm(a), htmlArm(b)],
+          compare,
+        ),
+      );
+      files.push(
+        'report.md',
+        'report.json',
+        'report.html',
+        ...writePlots(o.out, a, slug(a.arm)),
+        ...writePlots(o.out, b, slug(b.arm)),
+      );
     }
   }
   if (o.out) io.err(`assay eval: wrote ${files.map((f) => join(o.out!, f)).join(', ')}\n`);

@@ -10,7 +10,16 @@ import { requestErrors } from '../protocol/index.js';
 import { evaluateRequest } from '../service/index.js';
 import { loadRegistry, resolveModel } from '../registry.js';
 import { openLocalModel } from './local-model.js';
-import { describeError, parseFlags, parseFormat, registryFile, resolveIo, table, type CommandIo, type Io } from './common.js';
+import {
+  describeError,
+  parseFlags,
+  parseFormat,
+  registryFile,
+  resolveIo,
+  table,
+  type CommandIo,
+  type Io,
+} from './common.js';
 
 const HELP = `Usage: assay eval --state FILE|- --questions FILE [options]
        assay eval --dataset FILE.jsonl [--model M | --shape S | --url URL] [--error-budget P]...
@@ -91,12 +100,23 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   const options = Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' as const }]));
   const parsed = parseFlags(
     'eval',
-    { args: argv, options: { ...options, help: { type: 'boolean', short: 'h' }, 'error-budget': { type: 'string', multiple: true }, 'fail-if-worse': { type: 'boolean' } } },
+    {
+      args: argv,
+      options: {
+        ...options,
+        help: { type: 'boolean', short: 'h' },
+        'error-budget': { type: 'string', multiple: true },
+        'fail-if-worse': { type: 'boolean' },
+      },
+    },
     HELP,
     io,
   );
   if (typeof parsed === 'number') return parsed;
-  const values = parsed.values as Record<(typeof STRING_FLAGS)[number], string | undefined> & { 'error-budget'?: string[]; 'fail-if-worse'?: boolean };
+  const values = parsed.values as Record<(typeof STRING_FLAGS)[number], string | undefined> & {
+    'error-budget'?: string[];
+    'fail-if-worse'?: boolean;
+  };
   const format = parseFormat(values.format);
   if (!format) return usage(io, `--format must be json or table, not "${values.format}"`);
   const timeoutMs = optionalNumber(values.timeout);
@@ -105,12 +125,17 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   if (values.dataset) {
     if (values.shape && values.url) return usage(io, '--shape runs a local synthetic model: not with --url');
     const budgets = (values['error-budget'] ?? []).map(parseBudget);
-    if (budgets.some((b) => b === undefined)) return usage(io, '--error-budget takes a share between 0 and 1 (0.05) or a percentage (5%)');
+    if (budgets.some((b) => b === undefined))
+      return usage(io, '--error-budget takes a share between 0 and 1 (0.05) or a percentage (5%)');
     const scoreTolerance = optionalNumber(values['score-tolerance']);
-    if (scoreTolerance !== undefined && !(scoreTolerance >= 0)) return usage(io, '--score-tolerance takes a number of levels ≥ 0, e.g. 0.5');
+    if (scoreTolerance !== undefined && !(scoreTolerance >= 0))
+      return usage(io, '--score-tolerance takes a number of levels ≥ 0, e.g. 0.5');
     const resamples = optionalNumber(values.resamples);
     const seed = optionalNumber(values.seed);
-    if ((resamples !== undefined && !(Number.isInteger(resamples) && resamples >= 1)) || (seed !== undefined && !Number.isInteger(seed))) {
+    if (
+      (resamples !== undefined && !(Number.isInteger(resamples) && resamples >= 1)) ||
+      (seed !== undefined && !Number.isInteger(seed))
+    ) {
       return usage(io, '--resamples and --seed take whole numbers (resamples ≥ 1)');
     }
     if (values['fail-if-worse'] && !values.compare) return usage(io, '--fail-if-worse goes with --compare A,B');
@@ -136,7 +161,8 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
       io,
     );
   }
-  if (values.compare || values.shape || values['error-budget'] || values['fail-if-worse']) return usage(io, '--compare, --shape, --error-budget and --fail-if-worse go with --dataset');
+  if (values.compare || values.shape || values['error-budget'] || values['fail-if-worse'])
+    return usage(io, '--compare, --shape, --error-budget and --fail-if-worse go with --dataset');
   if (!values.state || !values.questions) return usage(io, 'both --state and --questions are required');
 
   let state: unknown;
@@ -168,7 +194,13 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   return 0;
 }
 
-async function evaluateLocally(state: unknown, questions: unknown, model: string | undefined, file: string, io: Io): Promise<SystemOneResponse | number> {
+async function evaluateLocally(
+  state: unknown,
+  questions: unknown,
+  model: string | undefined,
+  file: string,
+  io: Io,
+): Promise<SystemOneResponse | number> {
   const registry = loadRegistry(file);
   const name = model ?? registry.default;
   const resolved = resolveModel(registry, name);
@@ -239,7 +271,8 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
 /** QUESTION TYPE ANSWER CONFIDENCE DISTRIBUTION, one row per question, in the request's order. */
 export function answersTable(r: SystemOneResponse): string {
   const rows = [['QUESTION', 'TYPE', 'ANSWER', 'CONFIDENCE', 'PROBABILITIES']];
-  for (const [id, a] of Object.entries(r.answers)) rows.push([id, a.type, answerText(a), confidenceText(a), distribution(a)]);
+  for (const [id, a] of Object.entries(r.answers))
+    rows.push([id, a.type, answerText(a), confidenceText(a), distribution(a)]);
   const head = `model ${r.model}   input_tokens ${r.usage.input_tokens}   output_tokens ${r.usage.output_tokens}`;
   return `${head}\n${table(rows)}`;
 }

@@ -14,7 +14,13 @@ export type LocalModels = ReturnType<typeof createModelPool>;
  * The pool with `resolved` loaded (`engine`: options beyond the registry's, e.g. a prompt version);
  * the caller closes it. Warnings are prefixed with the command that runs it (`assay eval:`).
  */
-export async function openLocalModel(registry: Registry, resolved: ResolvedModel, io: Io, engine: Omit<EngineConfig, 'modelDir' | 'variant'> = {}, command = 'eval'): Promise<LocalModels> {
+export async function openLocalModel(
+  registry: Registry,
+  resolved: ResolvedModel,
+  io: Io,
+  engine: Omit<EngineConfig, 'modelDir' | 'variant'> = {},
+  command = 'eval',
+): Promise<LocalModels> {
   const warned = new Set<string>();
   const pool = createModelPool(registry, engine, {
     info: () => {},

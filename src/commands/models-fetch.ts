@@ -7,7 +7,14 @@
 // HF_ENDPOINT (a mirror or a local hub) and HF_TOKEN (private or gated repos).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fetchModel, formatBytes, HubFetchError, hubUrlFromEnv, VARIANTS, type FetchModelResult } from '../model-files/index.js';
+import {
+  fetchModel,
+  formatBytes,
+  HubFetchError,
+  hubUrlFromEnv,
+  VARIANTS,
+  type FetchModelResult,
+} from '../model-files/index.js';
 import { parseVariant } from '../engine/index.js';
 import { progressBar } from './progress.js';
 import { DEFAULT_REGISTRY_FILE, registerModel } from '../registry.js';
@@ -96,7 +103,9 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
 
   let result: FetchModelResult;
   try {
-    log(`fetching ${repo}@${o.revision ?? 'main'}${o.subfolder ? `/${o.subfolder}` : ''} (${variant ?? 'default variant'}) from ${hubUrl}`);
+    log(
+      `fetching ${repo}@${o.revision ?? 'main'}${o.subfolder ? `/${o.subfolder}` : ''} (${variant ?? 'default variant'}) from ${hubUrl}`,
+    );
     result = await fetchModel({
       repo,
       revision: o.revision,
@@ -147,8 +156,12 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
     stderr.write(`assay models fetch: downloaded, but could not register it: ${(e as Error).message}\n`);
     return 1;
   }
-  const aliasNote = [o.alias?.length ? `aliases: ${o.alias.join(', ')}` : '', o.default ? 'default' : ''].filter(Boolean).join('; ');
+  const aliasNote = [o.alias?.length ? `aliases: ${o.alias.join(', ')}` : '', o.default ? 'default' : '']
+    .filter(Boolean)
+    .join('; ');
   log(`registered ${id}${aliasNote ? ` (${aliasNote})` : ''} in ${registry}`);
-  stdout.write(`${JSON.stringify({ id, path: rel, dir: result.modelDir, commit: result.commit, variant: result.variant, layout: result.layout })}\n`);
+  stdout.write(
+    `${JSON.stringify({ id, path: rel, dir: result.modelDir, commit: result.commit, variant: result.variant, layout: result.layout })}\n`,
+  );
   return 0;
 }

@@ -6,7 +6,14 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { loadRegistry, type Registry } from '../registry.js';
 import { synthModelCurrent } from '../model-files/index.js';
-import { DTYPES, ensureSynthModel, SHAPE_NAMES, type EnsureOptions, type ShapeName, type SynthDtype } from '../model-files/index.js';
+import {
+  DTYPES,
+  ensureSynthModel,
+  SHAPE_NAMES,
+  type EnsureOptions,
+  type ShapeName,
+  type SynthDtype,
+} from '../model-files/index.js';
 import { parseFlags, registryFile, resolveIo, type CommandIo } from './common.js';
 
 const HELP = `Usage: assay models synth [--registry FILE] [--model ID]
@@ -40,7 +47,11 @@ Prints the folder of each model written or found complete.`;
  * written from trained weights when it was written from other weights (its manifest keeps their
  * SHA-256); returns the ids generated.
  */
-export async function ensureSyntheticModels(registry: Registry, log: (line: string) => void, only?: string): Promise<string[]> {
+export async function ensureSyntheticModels(
+  registry: Registry,
+  log: (line: string) => void,
+  only?: string,
+): Promise<string[]> {
   const made: string[] = [];
   for (const [id, entry] of Object.entries(registry.models)) {
     if (!entry.synthetic || (only !== undefined && id !== only)) continue;
@@ -104,7 +115,8 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
     await ensureSyntheticModels(registry, log, values.model);
     // As the help says: the folder of each declared synthetic model, written now or found complete.
     for (const [id, entry] of Object.entries(registry.models)) {
-      if (entry.synthetic && (values.model === undefined || id === values.model)) io.out(`${resolve(dirname(registry.file), entry.path)}\n`);
+      if (entry.synthetic && (values.model === undefined || id === values.model))
+        io.out(`${resolve(dirname(registry.file), entry.path)}\n`);
     }
     return 0;
   }
@@ -127,10 +139,24 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   }
   const t0 = performance.now();
   const weights = values.weights === undefined ? undefined : resolve(values.weights);
-  const dir = await ensureSynthModel({ shape, dtype, positionIds: !values['no-position-ids'], out: values.out, seed, weights, force: values.force, log });
-  const manifest = JSON.parse(readFileSync(join(dir, 'assay.json'), 'utf8')) as { model_file: string; external_data: string | null };
+  const dir = await ensureSynthModel({
+    shape,
+    dtype,
+    positionIds: !values['no-position-ids'],
+    out: values.out,
+    seed,
+    weights,
+    force: values.force,
+    log,
+  });
+  const manifest = JSON.parse(readFileSync(join(dir, 'assay.json'), 'utf8')) as {
+    model_file: string;
+    external_data: string | null;
+  };
   const mib = (f: string | null): string => `${f} ${((f ? statSync(join(dir, f)).size : 0) / 2 ** 20).toFixed(1)} MiB`;
-  log(`done in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${dir} (${mib(manifest.model_file)}${manifest.external_data ? `, ${mib(manifest.external_data)}` : ''})`);
+  log(
+    `done in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${dir} (${mib(manifest.model_file)}${manifest.external_data ? `, ${mib(manifest.external_data)}` : ''})`,
+  );
   io.out(`${dir}\n`);
   return 0;
 }

@@ -38,7 +38,9 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
     try {
       synth = await import('./models-synth.js');
     } catch (e) {
-      io.err(`assay models synth: the synthetic model generator is not in this build (the production image leaves it out): ${(e as Error).message}\n`);
+      io.err(
+        `assay models synth: the synthetic model generator is not in this build (the production image leaves it out): ${(e as Error).message}\n`,
+      );
       return 1;
     }
     return synth.run(argv.slice(1), ioOptions);
@@ -72,7 +74,8 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   }
   const local = resolvesTo.size > 0;
   const rows = [['NAME', 'RELEASED', ...(local ? ['RESOLVES TO'] : []), 'DESCRIPTION']];
-  for (const m of list.models) rows.push([m.name, m.release_date, ...(local ? [resolvesTo.get(m.name)!] : []), m.description]);
+  for (const m of list.models)
+    rows.push([m.name, m.release_date, ...(local ? [resolvesTo.get(m.name)!] : []), m.description]);
   io.out(`${table(rows)}\n`);
   return 0;
 }

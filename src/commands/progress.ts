@@ -8,7 +8,10 @@ export interface ProgressBar {
   done(): void;
 }
 
-export function progressBar(out: { write(text: string): unknown; isTTY?: boolean } = process.stderr, width = 30): ProgressBar {
+export function progressBar(
+  out: { write(text: string): unknown; isTTY?: boolean } = process.stderr,
+  width = 30,
+): ProgressBar {
   const tty = Boolean(out.isTTY);
   const started = Date.now();
   let lastDraw = 0;

@@ -1,7 +1,15 @@
 // assay serve: the HTTP API on a port, with the registry's default model loaded at startup.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildServer, checkKeyModels, generateKey, keysFromList, loadKeysFile, type ApiKey, type AssayServer } from '../api/index.js';
+import {
+  buildServer,
+  checkKeyModels,
+  generateKey,
+  keysFromList,
+  loadKeysFile,
+  type ApiKey,
+  type AssayServer,
+} from '../api/index.js';
 import { loadServeSettings, serveHelp, settingsFor, type ServeSettings } from '../config/index.js';
 import { acceptedModelNames, DEFAULT_REGISTRY_FILE, loadRegistry, resolveModel } from '../registry.js';
 import { createModelPool, type PoolLog } from '../service/index.js';
@@ -55,7 +63,9 @@ export async function run(argv: string[]): Promise<number> {
   // The folder as the pool resolves it (relative to the registry's folder, or absolute); the default may be an alias.
   const first = resolveModel(registry, registry.default);
   if (first?.entry.synthetic && !existsSync(join(first.dir, 'assay.json'))) {
-    process.stderr.write(`assay serve: the default model ${registry.default} is synthetic and its folder ${first.dir} is missing: run \`assay models synth\` first (npm start does)\n`);
+    process.stderr.write(
+      `assay serve: the default model ${registry.default} is synthetic and its folder ${first.dir} is missing: run \`assay models synth\` first (npm start does)\n`,
+    );
     return 1;
   }
 
@@ -68,7 +78,11 @@ export async function run(argv: string[]): Promise<number> {
   // Every setting whose schema entry names an engine option (src/config/settings.ts).
   const pool = createModelPool(registry, settingsFor('engine', config), log);
   // Which int8 and 4-bit kernels onnxruntime runs here (a probe of a few ms): logged and on /metrics.
-  const kernels = await cpuKernels(config.exactInt8, undefined, config.provider === 'cuda' ? 'native' : config.q4Kernels);
+  const kernels = await cpuKernels(
+    config.exactInt8,
+    undefined,
+    config.provider === 'cuda' ? 'native' : config.q4Kernels,
+  );
   const app = await buildServer({
     // Every setting whose schema entry names a server option, then what is computed here.
     ...settingsFor('server', config),

@@ -8,7 +8,12 @@ function flagOf(s: SettingInfo): string {
 }
 
 function docOf(s: SettingInfo): string {
-  const def = s.shown === undefined ? '' : s.boolean ? ` (default ${s.shown === 'true' ? 'on' : 'off'})` : ` (default ${s.shown})`;
+  const def =
+    s.shown === undefined
+      ? ''
+      : s.boolean
+        ? ` (default ${s.shown === 'true' ? 'on' : 'off'})`
+        : ` (default ${s.shown})`;
   return `${s.doc}${def}`;
 }
 

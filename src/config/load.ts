@@ -12,7 +12,10 @@ export class ConfigError extends Error {
 }
 
 /** The settings, or 'help' when --help was asked. Throws ConfigError for unknown flags and invalid values. */
-export function loadServeSettings(argv: readonly string[], env: Record<string, string | undefined>): Readonly<ServeSettings> | 'help' {
+export function loadServeSettings(
+  argv: readonly string[],
+  env: Record<string, string | undefined>,
+): Readonly<ServeSettings> | 'help' {
   const info = settingsInfo();
   const options: NonNullable<ParseArgsConfig['options']> = { help: { type: 'boolean', short: 'h' } };
   for (const s of info) {
@@ -42,7 +45,9 @@ export function loadServeSettings(argv: readonly string[], env: Record<string, s
   }
   const parsed = ServeSettingsSchema.safeParse(raw);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${source[i.path[0] as SettingName] ?? String(i.path[0])} ${i.message}`);
+    const lines = parsed.error.issues.map(
+      (i) => `${source[i.path[0] as SettingName] ?? String(i.path[0])} ${i.message}`,
+    );
     throw new ConfigError(lines.join('; '));
   }
   return Object.freeze(parsed.data);

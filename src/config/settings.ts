@@ -31,7 +31,10 @@ function int(min: number, max = Number.MAX_SAFE_INTEGER) {
   return z.union([z.number(), z.string()]).transform((v, ctx) => {
     const n = typeof v === 'number' ? v : /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
     if (!Number.isSafeInteger(n) || n < min || n > max) {
-      ctx.addIssue({ code: 'custom', message: `must be an integer ${max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`}, got '${v}'` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be an integer ${max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`}, got '${v}'`,
+      });
       return z.NEVER;
     }
     return n;
@@ -53,7 +56,10 @@ function bool() {
 function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
   return z.string().transform((v, ctx) => {
     if ((values as readonly string[]).includes(v)) return v as T[number];
-    ctx.addIssue({ code: 'custom', message: `must be ${values.length === 2 ? `${values[0]} or ${values[1]}` : `one of ${values.join(', ')}`}, got '${v}'` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be ${values.length === 2 ? `${values[0]} or ${values[1]}` : `one of ${values.join(', ')}`}, got '${v}'`,
+    });
     return z.NEVER;
   });
 }
@@ -74,14 +80,34 @@ export const ServeSettingsSchema = z.strictObject({
     .meta(m({ flag: 'port', env: 'PORT', arg: 'N', doc: 'listen port (0: any free port)' })),
   registry: text()
     .optional()
-    .meta(m({ flag: 'registry', env: 'ASSAY_REGISTRY', arg: 'FILE', doc: 'model registry', shownDefault: 'models/registry.json' })),
+    .meta(
+      m({
+        flag: 'registry',
+        env: 'ASSAY_REGISTRY',
+        arg: 'FILE',
+        doc: 'model registry',
+        shownDefault: 'models/registry.json',
+      }),
+    ),
   keysFile: text()
     .optional()
-    .meta(m({ flag: 'keys-file', env: 'ASSAY_KEYS_FILE', arg: 'FILE', doc: 'JSON of SHA-256 key hashes with per-key models and limits' })),
+    .meta(
+      m({
+        flag: 'keys-file',
+        env: 'ASSAY_KEYS_FILE',
+        arg: 'FILE',
+        doc: 'JSON of SHA-256 key hashes with per-key models and limits',
+      }),
+    ),
   apiKeys: z
     .string()
     .optional()
-    .meta(m({ env: 'ASSAY_API_KEYS', doc: 'comma-separated API keys, all models, default limits (environment only); with no key configured, one is generated for the run and printed once' })),
+    .meta(
+      m({
+        env: 'ASSAY_API_KEYS',
+        doc: 'comma-separated API keys, all models, default limits (environment only); with no key configured, one is generated for the run and printed once',
+      }),
+    ),
   requestsPerMinute: int(1)
     .default(DEFAULTS.requestsPerMinute)
     .meta(m({ flag: 'rpm', env: 'ASSAY_RATE_RPM', arg: 'N', doc: 'requests per minute per key' })),
@@ -90,28 +116,92 @@ export const ServeSettingsSchema = z.strictObject({
     .meta(m({ flag: 'tps', env: 'ASSAY_RATE_TPS', arg: 'N', doc: 'input tokens per second per key' })),
   threads: int(0)
     .default(DEFAULTS.threads)
-    .meta(m({ engine: 'threads', flag: 'threads', env: 'ASSAY_THREADS', arg: 'N', doc: 'onnxruntime threads per model (0: one per core)' })),
+    .meta(
+      m({
+        engine: 'threads',
+        flag: 'threads',
+        env: 'ASSAY_THREADS',
+        arg: 'N',
+        doc: 'onnxruntime threads per model (0: one per core)',
+      }),
+    ),
   prefixCacheBytes: int(0)
     .default(DEFAULTS.prefixCacheBytes)
-    .meta(m({ engine: 'prefixCacheBytes', flag: 'prefix-cache-bytes', env: 'ASSAY_PREFIX_CACHE_BYTES', arg: 'N', doc: 'cross-request prefix KV cache in bytes (256 MiB; 0: off)' })),
+    .meta(
+      m({
+        engine: 'prefixCacheBytes',
+        flag: 'prefix-cache-bytes',
+        env: 'ASSAY_PREFIX_CACHE_BYTES',
+        arg: 'N',
+        doc: 'cross-request prefix KV cache in bytes (256 MiB; 0: off)',
+      }),
+    ),
   prefillChunk: int(0)
     .default(DEFAULTS.prefillChunk)
-    .meta(m({ engine: 'prefillChunk', flag: 'prefill-chunk', env: 'ASSAY_PREFILL_CHUNK', arg: 'N', doc: 'prefill long prompts in chunks of N tokens (0: one pass)' })),
+    .meta(
+      m({
+        engine: 'prefillChunk',
+        flag: 'prefill-chunk',
+        env: 'ASSAY_PREFILL_CHUNK',
+        arg: 'N',
+        doc: 'prefill long prompts in chunks of N tokens (0: one pass)',
+      }),
+    ),
   maxQueue: int(0)
     .default(DEFAULTS.maxQueue)
-    .meta(m({ engine: 'maxQueue', flag: 'max-queue', env: 'ASSAY_MAX_QUEUE', arg: 'N', doc: 'requests waiting per model before 529' })),
+    .meta(
+      m({
+        engine: 'maxQueue',
+        flag: 'max-queue',
+        env: 'ASSAY_MAX_QUEUE',
+        arg: 'N',
+        doc: 'requests waiting per model before 529',
+      }),
+    ),
   deadlineMs: int(1)
     .default(DEFAULTS.deadlineMs)
-    .meta(m({ server: 'deadlineMs', flag: 'deadline-ms', env: 'ASSAY_DEADLINE_MS', arg: 'N', doc: 'per-request deadline (model load wait, queue, evaluation) before 408' })),
+    .meta(
+      m({
+        server: 'deadlineMs',
+        flag: 'deadline-ms',
+        env: 'ASSAY_DEADLINE_MS',
+        arg: 'N',
+        doc: 'per-request deadline (model load wait, queue, evaluation) before 408',
+      }),
+    ),
   requestTimeoutMs: int(1)
     .default(DEFAULTS.requestTimeoutMs)
-    .meta(m({ server: 'requestTimeoutMs', flag: 'request-timeout-ms', env: 'ASSAY_REQUEST_TIMEOUT_MS', arg: 'N', doc: 'time a client gets to send its whole request (slowloris guard)' })),
+    .meta(
+      m({
+        server: 'requestTimeoutMs',
+        flag: 'request-timeout-ms',
+        env: 'ASSAY_REQUEST_TIMEOUT_MS',
+        arg: 'N',
+        doc: 'time a client gets to send its whole request (slowloris guard)',
+      }),
+    ),
   bodyLimit: int(1)
     .default(DEFAULTS.bodyLimit)
-    .meta(m({ server: 'bodyLimit', flag: 'body-limit', env: 'ASSAY_BODY_LIMIT', arg: 'N', doc: 'largest request body in bytes before 413' })),
+    .meta(
+      m({
+        server: 'bodyLimit',
+        flag: 'body-limit',
+        env: 'ASSAY_BODY_LIMIT',
+        arg: 'N',
+        doc: 'largest request body in bytes before 413',
+      }),
+    ),
   provider: oneOf(['cpu', 'cuda'])
     .default(DEFAULTS.provider)
-    .meta(m({ engine: 'provider', flag: 'provider', env: 'ASSAY_PROVIDER', arg: 'cpu|cuda', doc: 'onnxruntime execution provider' })),
+    .meta(
+      m({
+        engine: 'provider',
+        flag: 'provider',
+        env: 'ASSAY_PROVIDER',
+        arg: 'cpu|cuda',
+        doc: 'onnxruntime execution provider',
+      }),
+    ),
   prefixCacheScope: oneOf(['key', 'shared'])
     .default(DEFAULTS.prefixCacheScope)
     .meta(
@@ -135,7 +225,14 @@ export const ServeSettingsSchema = z.strictObject({
     ),
   docs: bool()
     .default(true)
-    .meta(m({ server: 'docs', flag: 'docs', env: 'ASSAY_DOCS', doc: 'serve /docs, the interactive API reference (Swagger UI on /openapi.json, assets from the package); --no-docs turns it off' })),
+    .meta(
+      m({
+        server: 'docs',
+        flag: 'docs',
+        env: 'ASSAY_DOCS',
+        doc: 'serve /docs, the interactive API reference (Swagger UI on /openapi.json, assets from the package); --no-docs turns it off',
+      }),
+    ),
   playground: bool()
     .default(true)
     .meta(
@@ -169,7 +266,15 @@ export const ServeSettingsSchema = z.strictObject({
     ),
   packTokens: int(1)
     .default(DEFAULTS.packTokens)
-    .meta(m({ engine: 'packTokens', flag: 'pack-tokens', env: 'ASSAY_PACK_TOKENS', arg: 'N', doc: "most question tokens in one packed pass; a request's questions past it take more passes" })),
+    .meta(
+      m({
+        engine: 'packTokens',
+        flag: 'pack-tokens',
+        env: 'ASSAY_PACK_TOKENS',
+        arg: 'N',
+        doc: "most question tokens in one packed pass; a request's questions past it take more passes",
+      }),
+    ),
   batchTokens: int(0)
     .optional()
     .meta(
@@ -249,7 +354,15 @@ export const ServeSettingsSchema = z.strictObject({
     ),
   logLevel: oneOf(LOG_LEVELS)
     .default(DEFAULTS.logLevel)
-    .meta(m({ server: 'logLevel', flag: 'log-level', env: 'ASSAY_LOG_LEVEL', arg: 'L', doc: `log level: ${LOG_LEVELS.join('|')}` })),
+    .meta(
+      m({
+        server: 'logLevel',
+        flag: 'log-level',
+        env: 'ASSAY_LOG_LEVEL',
+        arg: 'L',
+        doc: `log level: ${LOG_LEVELS.join('|')}`,
+      }),
+    ),
   logFormat: oneOf(['json', 'pretty'])
     .optional()
     .meta(

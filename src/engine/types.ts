@@ -6,7 +6,18 @@
 // engine never runs zod).
 import type { Answer, SystemOneRequest, Usage } from '../protocol/index.js';
 
-export type { Answer, ChoiceAnswer, ChoiceQuestion, Content, NoulAnswer, NoulQuestion, Question, ScoreAnswer, ScoreQuestion, Usage } from '../protocol/index.js';
+export type {
+  Answer,
+  ChoiceAnswer,
+  ChoiceQuestion,
+  Content,
+  NoulAnswer,
+  NoulQuestion,
+  Question,
+  ScoreAnswer,
+  ScoreQuestion,
+  Usage,
+} from '../protocol/index.js';
 
 /** What the engine evaluates: a request's state and questions (its model is chosen before). */
 export type EvaluateRequest = Pick<SystemOneRequest, 'state' | 'questions'>;

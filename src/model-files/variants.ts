@@ -41,11 +41,19 @@ export const BLOCK = 32;
 export const VARIANT_VERSION = 2;
 
 /** transformers.js file names. */
-export const VARIANT_FILE: Record<VariantOptions['dtype'], string> = { fp32: 'model.onnx', fp16: 'model_fp16.onnx', q4: 'model_q4.onnx', q4f16: 'model_q4f16.onnx' };
+export const VARIANT_FILE: Record<VariantOptions['dtype'], string> = {
+  fp32: 'model.onnx',
+  fp16: 'model_fp16.onnx',
+  q4: 'model_q4.onnx',
+  q4f16: 'model_q4f16.onnx',
+};
 
 /** The folder name under models/generated: `<shape>-<dtype>[-acc<level>]`. */
 export function derivedName(o: VariantOptions): string {
-  const acc = (o.dtype === 'q4' || o.dtype === 'q4f16') && o.accuracyLevel !== undefined && o.accuracyLevel !== 4 ? `-acc${o.accuracyLevel}` : '';
+  const acc =
+    (o.dtype === 'q4' || o.dtype === 'q4f16') && o.accuracyLevel !== undefined && o.accuracyLevel !== 4
+      ? `-acc${o.accuracyLevel}`
+      : '';
   return `${o.shape ?? 'tiny'}-${o.dtype}${acc}`;
 }
 
@@ -163,7 +171,8 @@ export function quantizeTo4Bits(model: Model, accuracyLevel: number): void {
   g.node = (g.node ?? []).filter((n) => !unused.has(n));
   const stillUsed = new Set(g.node.flatMap((n) => n.input ?? []));
   g.initializer = [...(g.initializer ?? []).filter((t) => !drop.has(t.name!) || stillUsed.has(t.name!)), ...added];
-  if (!(model.opsetImport ?? []).some((o) => o.domain === 'com.microsoft')) model.opsetImport = [...(model.opsetImport ?? []), { domain: 'com.microsoft', version: 1 }];
+  if (!(model.opsetImport ?? []).some((o) => o.domain === 'com.microsoft'))
+    model.opsetImport = [...(model.opsetImport ?? []), { domain: 'com.microsoft', version: 1 }];
 }
 
 /** The converted model of a variant (the fp32 export's weights, inlined). */
@@ -180,13 +189,25 @@ function decodeSource(source: string): Model {
 }
 
 /** The manifest of a folder derived from `source` (its assay.json, with the variant's facts). */
-export function derivedManifest(source: string, o: VariantOptions, fields: Record<string, unknown>): Record<string, unknown> {
+export function derivedManifest(
+  source: string,
+  o: VariantOptions,
+  fields: Record<string, unknown>,
+): Record<string, unknown> {
   const manifest = JSON.parse(readFileSync(join(source, 'assay.json'), 'utf8')) as Record<string, unknown>;
   const q4 = o.dtype === 'q4' || o.dtype === 'q4f16';
   const derived: Record<string, unknown> = {
     ...manifest,
     dtype: o.dtype,
-    quantization: q4 ? { op: 'com.microsoft.MatMulNBits', bits: 4, block_size: BLOCK, symmetric: true, accuracy_level: o.accuracyLevel ?? 4 } : null,
+    quantization: q4
+      ? {
+          op: 'com.microsoft.MatMulNBits',
+          bits: 4,
+          block_size: BLOCK,
+          symmetric: true,
+          accuracy_level: o.accuracyLevel ?? 4,
+        }
+      : null,
     ...fields,
     flavor_version: VARIANT_VERSION,
     derived_from: `${o.shape ?? 'tiny'}-fp32`,
@@ -198,7 +219,10 @@ export function derivedManifest(source: string, o: VariantOptions, fields: Recor
 /** Whether `out` holds a variant folder of this version. */
 export function variantCurrent(out: string): boolean {
   const manifestPath = join(out, 'assay.json');
-  return existsSync(manifestPath) && (JSON.parse(readFileSync(manifestPath, 'utf8')) as { flavor_version?: number }).flavor_version === VARIANT_VERSION;
+  return (
+    existsSync(manifestPath) &&
+    (JSON.parse(readFileSync(manifestPath, 'utf8')) as { flavor_version?: number }).flavor_version === VARIANT_VERSION
+  );
 }
 
 /** Writes `file` (external data past 256 MiB, as exporters do) into `dir`. */
@@ -222,7 +246,8 @@ export async function ensureSynthVariant(o: VariantOptions): Promise<string> {
   mkdirSync(join(tmp, 'onnx'), { recursive: true });
   const file = VARIANT_FILE[o.dtype];
   await writeModelFile(variantModel(source, o), join(tmp, 'onnx'), file);
-  for (const f of ['tokenizer.json', 'tokenizer_config.json', 'config.json', 'generation_config.json']) copyFileSync(join(source, f), join(tmp, f));
+  for (const f of ['tokenizer.json', 'tokenizer_config.json', 'config.json', 'generation_config.json'])
+    copyFileSync(join(source, f), join(tmp, f));
   const manifest = derivedManifest(source, o, {
     position_ids: true,
     model_file: `onnx/${file}`,

@@ -36,6 +36,7 @@ export function checkBodyText(text: string): BodyVerdict {
 
 /** A view of `bytes` that owns its whole ArrayBuffer, so it can be transferred (copied only when it is a slice of a larger one). */
 export function ownedBytes(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
-  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) return bytes as Uint8Array<ArrayBuffer>;
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer)
+    return bytes as Uint8Array<ArrayBuffer>;
   return new Uint8Array(bytes);
 }

@@ -20,7 +20,13 @@ export function shadow(value: unknown, rename: [string, string]): unknown {
     let target = v as Record<string, unknown> | unknown[];
     if (!Array.isArray(v) && Object.prototype.hasOwnProperty.call(v, from)) {
       const copy: Record<string, unknown> = {};
-      for (const k of Object.keys(v)) Object.defineProperty(copy, k === from ? to : k, { value: (v as Record<string, unknown>)[k], enumerable: true, writable: true, configurable: true });
+      for (const k of Object.keys(v))
+        Object.defineProperty(copy, k === from ? to : k, {
+          value: (v as Record<string, unknown>)[k],
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       (parent as Record<string | number, unknown>)[key] = copy;
       target = copy;
     }

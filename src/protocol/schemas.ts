@@ -30,12 +30,16 @@ function sized<T extends z.ZodType>(record: T, min: number, max?: number): T {
     }),
   );
   if (max !== undefined) {
-    out = out.check(z.refine((v: unknown) => Object.keys(v as object).length <= max, { params: { code: 'too_long', max } }));
+    out = out.check(
+      z.refine((v: unknown) => Object.keys(v as object).length <= max, { params: { code: 'too_long', max } }),
+    );
   }
   return out.meta(max === undefined ? { minProperties: min } : { minProperties: min, maxProperties: max }) as T;
 }
 
-const instructions = ContentSchema.nullable().optional().describe('What the model decides, rates, or answers yes/no about. Callers should always send it');
+const instructions = ContentSchema.nullable()
+  .optional()
+  .describe('What the model decides, rates, or answers yes/no about. Callers should always send it');
 
 // ---------------------------------------------------------------- questions
 // Request objects ignore fields they do not name (`z.object`, not `z.strictObject`), as the hosted
@@ -62,9 +66,11 @@ export const ChoiceQuestionSchema = z
   .object({
     type: z.literal('choice'),
     instructions,
-    criteria: sized(z.record(z.string(), ContentSchema.nullable()), LIMITS.minChoiceOptions, LIMITS.maxChoiceOptions).describe(
-      'Option name mapped to a description of when it applies (null: the name alone)',
-    ),
+    criteria: sized(
+      z.record(z.string(), ContentSchema.nullable()),
+      LIMITS.minChoiceOptions,
+      LIMITS.maxChoiceOptions,
+    ).describe('Option name mapped to a description of when it applies (null: the name alone)'),
   })
   .meta({ id: 'ChoiceQuestion', title: 'ChoiceQuestion' });
 
@@ -72,11 +78,19 @@ export const ScoreQuestionSchema = z
   .object({
     type: z.literal('score'),
     instructions,
-    criteria: z.array(ContentSchema).min(LIMITS.minScoreLevels).max(LIMITS.maxScoreLevels).describe('Ordered level descriptions; the zero-based position is the score level'),
+    criteria: z
+      .array(ContentSchema)
+      .min(LIMITS.minScoreLevels)
+      .max(LIMITS.maxScoreLevels)
+      .describe('Ordered level descriptions; the zero-based position is the score level'),
   })
   .meta({ id: 'ScoreQuestion', title: 'ScoreQuestion' });
 
-export const QuestionSchema = z.discriminatedUnion('type', [NoulQuestionSchema, ChoiceQuestionSchema, ScoreQuestionSchema]);
+export const QuestionSchema = z.discriminatedUnion('type', [
+  NoulQuestionSchema,
+  ChoiceQuestionSchema,
+  ScoreQuestionSchema,
+]);
 export type NoulQuestion = z.infer<typeof NoulQuestionSchema>;
 export type ChoiceQuestion = z.infer<typeof ChoiceQuestionSchema>;
 export type ScoreQuestion = z.infer<typeof ScoreQuestionSchema>;
@@ -91,7 +105,9 @@ export const SystemOneRequestSchema = z
   .object({
     state: StateSchema,
     model: z.string().describe('A name or alias returned by GET /v1/models, or a versioned id'),
-    questions: sized(z.record(z.string(), QuestionSchema), LIMITS.minQuestions).describe('Questions keyed by caller-chosen ids'),
+    questions: sized(z.record(z.string(), QuestionSchema), LIMITS.minQuestions).describe(
+      'Questions keyed by caller-chosen ids',
+    ),
   })
   .meta({ id: 'SystemOneRequest', title: 'SystemOneRequest' });
 export type SystemOneRequest = z.infer<typeof SystemOneRequestSchema>;
@@ -161,7 +177,9 @@ export const ModelMetadataSchema = z
   .meta({ id: 'ModelMetadata', title: 'ModelMetadata' });
 export type ModelMetadata = z.infer<typeof ModelMetadataSchema>;
 
-export const ModelMetadataListSchema = z.strictObject({ models: z.array(ModelMetadataSchema) }).meta({ id: 'ModelMetadataList', title: 'ModelMetadataList' });
+export const ModelMetadataListSchema = z
+  .strictObject({ models: z.array(ModelMetadataSchema) })
+  .meta({ id: 'ModelMetadataList', title: 'ModelMetadataList' });
 export type ModelMetadataList = z.infer<typeof ModelMetadataListSchema>;
 
 // ---------------------------------------------------------------- errors
@@ -177,7 +195,9 @@ export const ValidationErrorSchema = z
   .meta({ id: 'ValidationError', title: 'ValidationError' });
 export type ValidationError = z.infer<typeof ValidationErrorSchema>;
 
-export const HTTPValidationErrorSchema = z.object({ detail: z.array(ValidationErrorSchema).optional() }).meta({ id: 'HTTPValidationError', title: 'HTTPValidationError' });
+export const HTTPValidationErrorSchema = z
+  .object({ detail: z.array(ValidationErrorSchema).optional() })
+  .meta({ id: 'HTTPValidationError', title: 'HTTPValidationError' });
 export type HTTPValidationError = z.infer<typeof HTTPValidationErrorSchema>;
 
 /** Body of every non-422 error: `{"detail": "<message>"}`. */

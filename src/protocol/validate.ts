@@ -4,7 +4,12 @@
 import { depthErrors } from './depth.js';
 import { issuesToDetail } from './pydantic/issues.js';
 import { ownKeysParse, PLACEHOLDER, PROTO, shadow } from './proto-keys.js';
-import { SystemOneRequestSchema, SystemOneResponseSchema, type SystemOneRequest, type ValidationError } from './schemas.js';
+import {
+  SystemOneRequestSchema,
+  SystemOneResponseSchema,
+  type SystemOneRequest,
+  type ValidationError,
+} from './schemas.js';
 
 /** The body's 422 entries, or none when it is a valid SystemOneRequest. */
 export function requestErrors(body: unknown): ValidationError[] {
@@ -34,11 +39,20 @@ export function requestErrors(body: unknown): ValidationError[] {
 function retiredFields(body: unknown): ValidationError[] {
   if (typeof body !== 'object' || body === null || Array.isArray(body) || !Object.hasOwn(body, 'document')) return [];
   const input = (body as { document: unknown }).document;
-  return [{ type: 'extra_forbidden', loc: ['body', 'document'], msg: 'Extra inputs are not permitted: `document` was replaced by `state`; send the content as `state`', input }];
+  return [
+    {
+      type: 'extra_forbidden',
+      loc: ['body', 'document'],
+      msg: 'Extra inputs are not permitted: `document` was replaced by `state`; send the content as `state`',
+      input,
+    },
+  ];
 }
 
 /** The body as a SystemOneRequest when it is one, else its 422 entries. */
-export function parseRequest(body: unknown): { ok: true; request: SystemOneRequest } | { ok: false; detail: ValidationError[] } {
+export function parseRequest(
+  body: unknown,
+): { ok: true; request: SystemOneRequest } | { ok: false; detail: ValidationError[] } {
   const detail = requestErrors(body);
   return detail.length === 0 ? { ok: true, request: body as SystemOneRequest } : { ok: false, detail };
 }

@@ -35,7 +35,12 @@ function quantile(sorted: number[], q: number): number {
  * The paired bootstrap of a statistic measured on both arms: `stat(indices, arm)` on the items at
  * those indices (repeats allowed). The same resampled indices serve A and B.
  */
-export function pairedBootstrap(n: number, stat: (indices: number[], arm: 'a' | 'b') => number, resamples = DEFAULT_RESAMPLES, seed = DEFAULT_SEED): Interval {
+export function pairedBootstrap(
+  n: number,
+  stat: (indices: number[], arm: 'a' | 'b') => number,
+  resamples = DEFAULT_RESAMPLES,
+  seed = DEFAULT_SEED,
+): Interval {
   const all = Array.from({ length: n }, (_, i) => i);
   const a = stat(all, 'a');
   const b = stat(all, 'b');
@@ -47,7 +52,13 @@ export function pairedBootstrap(n: number, stat: (indices: number[], arm: 'a' | 
     diffs.push(stat(idx, 'b') - stat(idx, 'a'));
   }
   diffs.sort((x, y) => x - y);
-  return { a, b, diff: b - a, low: n && resamples ? quantile(diffs, 0.025) : 0, high: n && resamples ? quantile(diffs, 0.975) : 0 };
+  return {
+    a,
+    b,
+    diff: b - a,
+    low: n && resamples ? quantile(diffs, 0.025) : 0,
+    high: n && resamples ? quantile(diffs, 0.975) : 0,
+  };
 }
 
 export interface AnswerPair {
@@ -91,7 +102,8 @@ export function drift(pairs: AnswerPair[], o: DriftOptions): Record<string, Type
       a: { certainty: certainty(p.a), correct: answerCorrect(p.a, p.expected, o.scoreTolerance) },
       b: { certainty: certainty(p.b), correct: answerCorrect(p.b, p.expected, o.scoreTolerance) },
     }));
-    const boot = (stat: (indices: number[], arm: 'a' | 'b') => number) => pairedBootstrap(ps.length, stat, o.resamples, o.seed);
+    const boot = (stat: (indices: number[], arm: 'a' | 'b') => number) =>
+      pairedBootstrap(ps.length, stat, o.resamples, o.seed);
     out[type] = {
       count: ps.length,
       accuracy: boot((ix, arm) => ix.reduce((s, i) => s + Number(right[i]![arm]), 0) / ix.length),
@@ -106,7 +118,14 @@ export function drift(pairs: AnswerPair[], o: DriftOptions): Record<string, Type
         ),
       })),
       // The metrics table's ECE: noul max(p, 1 − p), choice the chosen option's probability.
-      ...(type !== 'score' ? { ece: boot((ix, arm) => reliability(ix.map((i) => ({ confidence: eceConfidence(pick(i, arm)), correct: right[i]![arm] }))).ece) } : {}),
+      ...(type !== 'score'
+        ? {
+            ece: boot(
+              (ix, arm) =>
+                reliability(ix.map((i) => ({ confidence: eceConfidence(pick(i, arm)), correct: right[i]![arm] }))).ece,
+            ),
+          }
+        : {}),
     };
   }
   return out;

@@ -57,7 +57,10 @@ const clip = (p: number): number => Math.min(1 - EPS, Math.max(EPS, p));
  * Equal-mass reliability bins of (confidence, correct) pairs, sorted by confidence; with fewer
  * answers than bins, one answer a bin. ECE = Σ (bin size / n) · |accuracy − confidence|.
  */
-export function reliability(points: Array<{ confidence: number; correct: boolean }>, bins = ECE_BINS): { ece: number; bins: ReliabilityBin[] } {
+export function reliability(
+  points: Array<{ confidence: number; correct: boolean }>,
+  bins = ECE_BINS,
+): { ece: number; bins: ReliabilityBin[] } {
   const sorted = [...points].sort((a, b) => a.confidence - b.confidence);
   const n = sorted.length;
   const k = Math.min(bins, n);
@@ -109,7 +112,11 @@ export function choiceMetrics(examples: ChoiceExample[], bins = ECE_BINS): Class
   return {
     count: examples.length,
     accuracy: mean(correct.map(Number)),
-    brier: mean(examples.map((e) => Object.entries(e.probabilities).reduce((s, [k, p]) => s + (p - Number(k === e.expected)) ** 2, 0))),
+    brier: mean(
+      examples.map((e) =>
+        Object.entries(e.probabilities).reduce((s, [k, p]) => s + (p - Number(k === e.expected)) ** 2, 0),
+      ),
+    ),
     logLoss: mean(examples.map((e) => -Math.log(clip(e.probabilities[e.expected] ?? 0)))),
     ece: r.ece,
     reliability: r.bins,
@@ -118,7 +125,8 @@ export function choiceMetrics(examples: ChoiceExample[], bins = ECE_BINS): Class
 
 /** score: MAE of the probability-weighted level against the label, and exact-level accuracy. */
 export function scoreMetrics(examples: ScoreExample[]): ScoreMetrics {
-  const expectedScore = (e: ScoreExample) => Object.entries(e.probabilities).reduce((s, [k, p]) => s + Number(k) * p, 0);
+  const expectedScore = (e: ScoreExample) =>
+    Object.entries(e.probabilities).reduce((s, [k, p]) => s + Number(k) * p, 0);
   return {
     count: examples.length,
     mae: mean(examples.map((e) => Math.abs(expectedScore(e) - e.expected))),

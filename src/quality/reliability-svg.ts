@@ -28,7 +28,10 @@ export function reliabilitySvg(title: string, bins: ReliabilityBin[], ece: numbe
     `<rect width="${size}" height="${size}" fill="white"/>`,
     `<text x="${size / 2}" y="20" text-anchor="middle" font-size="13">${esc(title)} (ECE ${Number.isFinite(ece) ? ece.toFixed(3) : '–'})</text>`,
     `<rect x="${pad}" y="${pad}" width="${plot}" height="${plot}" fill="none" stroke="#999"/>`,
-    ...ticks.flatMap((t) => [`<text x="${x(t)}" y="${size - pad + 14}" text-anchor="middle">${t}</text>`, `<text x="${pad - 6}" y="${y(t) + 4}" text-anchor="end">${t}</text>`]),
+    ...ticks.flatMap((t) => [
+      `<text x="${x(t)}" y="${size - pad + 14}" text-anchor="middle">${t}</text>`,
+      `<text x="${pad - 6}" y="${y(t) + 4}" text-anchor="end">${t}</text>`,
+    ]),
     `<line x1="${x(0)}" y1="${y(0)}" x2="${x(1)}" y2="${y(1)}" stroke="#aaa" stroke-dasharray="4 3"/>`,
     line ? `<polyline points="${line}" fill="none" stroke="#2563eb"/>` : '',
     ...dots,

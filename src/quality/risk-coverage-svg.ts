@@ -11,7 +11,10 @@ export function riskCoverageSvg(title: string, curve: RiskPoint[], atBudget: Cov
   const pad = 48;
   const plot = size - 2 * pad;
   // The error axis up to the larger of the worst risk and the budgets, rounded up to a tenth.
-  const top = Math.max(0.1, Math.ceil(10 * Math.max(...curve.map((p) => p.risk), ...atBudget.map((b) => b.budget))) / 10);
+  const top = Math.max(
+    0.1,
+    Math.ceil(10 * Math.max(...curve.map((p) => p.risk), ...atBudget.map((b) => b.budget))) / 10,
+  );
   const x = (v: number) => pad + v * plot;
   const y = (v: number) => size - pad - (v / top) * plot;
   const xTicks = [0, 0.25, 0.5, 0.75, 1];

@@ -14,7 +14,10 @@ export function announceEscalations(registry: Registry, log: PoolLog, env: NodeJ
     const spec = entry.escalate;
     if (!spec) continue;
     if (typeof spec.second === 'string') {
-      log.info({ model: id, first: spec.first, second: spec.second, below: spec.below }, 'escalating model: uncertain questions go to a second local model');
+      log.info(
+        { model: id, first: spec.first, second: spec.second, below: spec.below },
+        'escalating model: uncertain questions go to a second local model',
+      );
       continue;
     }
     log.warn(
@@ -22,7 +25,10 @@ export function announceEscalations(registry: Registry, log: PoolLog, env: NodeJ
       'ESCALATING TO A REMOTE MODEL: the questions this model escalates, with their state, are sent to that endpoint; zero data retention does not hold for them',
     );
     if (spec.second.api_key_env && !env[spec.second.api_key_env]) {
-      log.warn({ model: id, api_key_env: spec.second.api_key_env }, 'the remote model API key variable is not set: escalations will fail');
+      log.warn(
+        { model: id, api_key_env: spec.second.api_key_env },
+        'the remote model API key variable is not set: escalations will fail',
+      );
     }
   }
 }

@@ -46,7 +46,12 @@ export function shouldEscalate(answer: Answer, below: EscalationSpec['below']): 
 export class EscalationError extends Error {}
 
 /** POST {url}/v1/systemone with the escalated questions; the key from the environment. */
-async function askRemote(remote: RemoteModel, request: EvaluateRequest, signal: AbortSignal, env: NodeJS.ProcessEnv): Promise<EvaluateResult> {
+async function askRemote(
+  remote: RemoteModel,
+  request: EvaluateRequest,
+  signal: AbortSignal,
+  env: NodeJS.ProcessEnv,
+): Promise<EvaluateResult> {
   const key = remote.api_key_env ? env[remote.api_key_env] : undefined;
   if (remote.api_key_env && !key) throw new EscalationError("the remote model's API key is not set");
   const res = await fetch(`${remote.url.replace(/\/+$/, '')}/v1/systemone`, {
@@ -58,7 +63,8 @@ async function askRemote(remote: RemoteModel, request: EvaluateRequest, signal: 
   if (!res.ok) throw new EscalationError(`the remote model answered ${res.status}`);
   const body = (await res.json()) as Partial<EvaluateResult>;
   const usage = body.usage;
-  if (!usage || !Number.isInteger(usage.input_tokens) || !Number.isInteger(usage.output_tokens)) throw new EscalationError('the remote model sent no usage');
+  if (!usage || !Number.isInteger(usage.input_tokens) || !Number.isInteger(usage.output_tokens))
+    throw new EscalationError('the remote model sent no usage');
   return { answers: body.answers ?? {}, usage };
 }
 
@@ -68,7 +74,8 @@ function fitting(q: Question, a: unknown): Answer | undefined {
   if (!parsed.success || parsed.data.type !== q.type) return undefined;
   const answer = a as Answer;
   if (answer.type === 'noul') return answer;
-  const keys = q.type === 'choice' ? Object.keys(q.criteria) : q.type === 'score' ? q.criteria.map((_, i) => String(i)) : [];
+  const keys =
+    q.type === 'choice' ? Object.keys(q.criteria) : q.type === 'score' ? q.criteria.map((_, i) => String(i)) : [];
   const got = Object.keys(answer.probabilities);
   return got.length === keys.length && keys.every((k) => k in answer.probabilities) ? answer : undefined;
 }
@@ -77,7 +84,12 @@ function fitting(q: Question, a: unknown): Answer | undefined {
  * The evaluator of an escalating entry `id`. `env` holds the remote key's variable (default the
  * process environment).
  */
-export function escalatingEvaluator(ctx: { registry: Registry; models: ModelProvider }, id: string, spec: EscalationSpec, env: NodeJS.ProcessEnv = process.env): Pick<Evaluator, 'evaluate'> {
+export function escalatingEvaluator(
+  ctx: { registry: Registry; models: ModelProvider },
+  id: string,
+  spec: EscalationSpec,
+  env: NodeJS.ProcessEnv = process.env,
+): Pick<Evaluator, 'evaluate'> {
   const firstId = resolveModel(ctx.registry, spec.first)!.id;
   const secondId = typeof spec.second === 'string' ? resolveModel(ctx.registry, spec.second)!.id : undefined;
   const timeoutMs = spec.timeout_ms ?? DEFAULT_ESCALATION_TIMEOUT_MS;
@@ -89,29 +101,42 @@ export function escalatingEvaluator(ctx: { registry: Registry; models: ModelProv
       c.questions += Object.keys(request.questions).length;
       if (ids.length === 0) return first;
       c.escalated += ids.length;
-      const sub: EvaluateRequest = { state: request.state, questions: Object.fromEntries(ids.map((q) => [q, request.questions[q]!])) };
+      const sub: EvaluateRequest = {
+        state: request.state,
+        questions: Object.fromEntries(ids.map((q) => [q, request.questions[q]!])),
+      };
       const deadline = AbortSignal.timeout(timeoutMs);
       const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
       let second: EvaluateResult;
       try {
         second =
           secondId !== undefined
-            ? await untilAborted((async () => (await ctx.models.get(secondId)).evaluate(sub, { ...options, signal }))(), signal)
+            ? await untilAborted(
+                (async () => (await ctx.models.get(secondId)).evaluate(sub, { ...options, signal }))(),
+                signal,
+              )
             : await askRemote(spec.second as RemoteModel, sub, signal, env);
-        for (const q of ids) if (!fitting(request.questions[q]!, second.answers[q])) throw new EscalationError('its answers do not fit the questions');
+        for (const q of ids)
+          if (!fitting(request.questions[q]!, second.answers[q]))
+            throw new EscalationError('its answers do not fit the questions');
       } catch (e) {
         // The caller's own deadline or disconnect ends the request as it would without escalation.
         if (options.signal?.aborted) throw e;
         c.failed++;
         const why = deadline.aborted ? `no answer within ${timeoutMs} ms` : (e as Error).message;
-        if (spec.on_failure === 'error') throw new ModelUnavailableError(`Model ${id}: the second model did not answer (${why})`, 1);
+        if (spec.on_failure === 'error')
+          throw new ModelUnavailableError(`Model ${id}: the second model did not answer (${why})`, 1);
         return first;
       }
       const answers: Record<string, Answer> = {};
-      for (const q of Object.keys(request.questions)) answers[q] = ids.includes(q) ? second.answers[q]! : first.answers[q]!;
+      for (const q of Object.keys(request.questions))
+        answers[q] = ids.includes(q) ? second.answers[q]! : first.answers[q]!;
       return {
         answers,
-        usage: { input_tokens: first.usage.input_tokens + second.usage.input_tokens, output_tokens: first.usage.output_tokens + second.usage.output_tokens },
+        usage: {
+          input_tokens: first.usage.input_tokens + second.usage.input_tokens,
+          output_tokens: first.usage.output_tokens + second.usage.output_tokens,
+        },
       };
     },
   };
@@ -129,5 +154,7 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 
 /** The registered models an escalating entry runs locally (its first, and its second when registered). */
 export function escalationModels(registry: Registry, spec: EscalationSpec): string[] {
-  return [spec.first, ...(typeof spec.second === 'string' ? [spec.second] : [])].map((n) => resolveModel(registry, n)!.id);
+  return [spec.first, ...(typeof spec.second === 'string' ? [spec.second] : [])].map(
+    (n) => resolveModel(registry, n)!.id,
+  );
 }

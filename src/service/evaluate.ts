@@ -53,12 +53,18 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promis
  * The engine's result must satisfy the response contract: one answer per question, same type. Of a
  * body the service only has as bytes (ValidatedBody), it knows the question count.
  */
-function contractProblem(request: SystemOneRequest | { questionCount: number }, response: SystemOneResponse): string | undefined {
+function contractProblem(
+  request: SystemOneRequest | { questionCount: number },
+  response: SystemOneResponse,
+): string | undefined {
   // The schema check sees every own key (`__proto__` ids and options included); codes only, no paths.
   const schema = responseProblems(response);
   if (schema.length > 0) return `response schema: ${schema.join(', ')}`;
   const answered = Object.keys(response.answers);
-  if (!('questions' in request)) return answered.length === request.questionCount ? undefined : `answered ${answered.length} of ${request.questionCount} questions`;
+  if (!('questions' in request))
+    return answered.length === request.questionCount
+      ? undefined
+      : `answered ${answered.length} of ${request.questionCount} questions`;
   const asked = Object.keys(request.questions);
   if (asked.length !== answered.length) return `answered ${answered.length} of ${asked.length} questions`;
   for (const id of asked) {
@@ -67,9 +73,11 @@ function contractProblem(request: SystemOneRequest | { questionCount: number }, 
     const q = request.questions[id];
     if (!a || !q || a.type !== q.type) return 'an answer is missing or has the wrong type';
     if (a.type === 'choice' || a.type === 'score') {
-      const expected = q.type === 'choice' ? Object.keys(q.criteria) : q.type === 'score' ? q.criteria.map((_, i) => String(i)) : [];
+      const expected =
+        q.type === 'choice' ? Object.keys(q.criteria) : q.type === 'score' ? q.criteria.map((_, i) => String(i)) : [];
       const got = Object.keys(a.probabilities);
-      if (got.length !== expected.length || !expected.every((k) => Object.hasOwn(a.probabilities, k))) return 'probability keys differ from the question';
+      if (got.length !== expected.length || !expected.every((k) => Object.hasOwn(a.probabilities, k)))
+        return 'probability keys differ from the question';
     }
   }
   return undefined;
@@ -99,14 +107,27 @@ export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller
       return m && (caller.allows?.(n, m.id) ?? true);
     });
     const expected = literalList(names);
-    throw new InvalidRequestError([{ type: 'literal_error', loc: ['body', 'model'], msg: `Input should be ${expected}`, input: request.model, ctx: { expected } }]);
+    throw new InvalidRequestError([
+      {
+        type: 'literal_error',
+        loc: ['body', 'model'],
+        msg: `Input should be ${expected}`,
+        input: request.model,
+        ctx: { expected },
+      },
+    ]);
   }
   if (caller.allows && !caller.allows(request.model, resolved.id)) throw new ModelForbiddenError(request.model);
-  caller.onAccepted?.({ model: resolved.id, questionCount: 'questions' in request ? Object.keys(request.questions).length : request.questionCount });
+  caller.onAccepted?.({
+    model: resolved.id,
+    questionCount: 'questions' in request ? Object.keys(request.questions).length : request.questionCount,
+  });
 
   // An escalating entry answers through its two models as one evaluator (escalation.ts).
   const escalate = resolved.entry.escalate;
-  const evaluator: Pick<Evaluator, 'evaluate' | 'evaluateBody'> = escalate ? escalatingEvaluator(ctx, resolved.id, escalate) : await untilAborted(ctx.models.get(resolved.id), caller.signal);
+  const evaluator: Pick<Evaluator, 'evaluate' | 'evaluateBody'> = escalate
+    ? escalatingEvaluator(ctx, resolved.id, escalate)
+    : await untilAborted(ctx.models.get(resolved.id), caller.signal);
   const started = performance.now();
   const options = { signal: caller.signal, cacheScope: caller.cacheScope };
   const result: EvaluateResult =

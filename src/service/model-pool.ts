@@ -1,6 +1,13 @@
 // Loads evaluators for the registry's versioned ids in the background and keeps them; serving a
 // synthetic (random-weight) model is always announced with a loud warning.
-import { EngineDeadError, loadEvaluator, Q4_NOTE, type EngineConfig, type EngineStats, type Evaluator } from '../engine/index.js';
+import {
+  EngineDeadError,
+  loadEvaluator,
+  Q4_NOTE,
+  type EngineConfig,
+  type EngineStats,
+  type Evaluator,
+} from '../engine/index.js';
 import { resolveModel, type Registry } from '../registry.js';
 import { announceEscalations } from './escalation-notice.js';
 
@@ -98,7 +105,9 @@ export function createModelPool(
   const slots = new Map<string, Slot>();
   // An escalating default has no folder: its first model is the one to preload and to be ready.
   const defaultModel = resolveModel(registry, registry.default);
-  const defaultId = defaultModel?.entry.escalate ? resolveModel(registry, defaultModel.entry.escalate.first)!.id : (defaultModel?.id ?? registry.default);
+  const defaultId = defaultModel?.entry.escalate
+    ? resolveModel(registry, defaultModel.entry.escalate.first)!.id
+    : (defaultModel?.id ?? registry.default);
   announceEscalations(registry, log);
   let closed = false;
   /** Folders already announced as synthetic: once per folder, however many ids and aliases name it. */
@@ -123,9 +132,15 @@ export function createModelPool(
             : log.warn({ model: id, reason: message }, 'model load fell back'),
       onDeath: (error) => died(id, error),
     });
-    log.info({ model: id, dir: m.dir, graph: evaluator.graph, ms: Math.round(performance.now() - started) }, 'model loaded');
+    log.info(
+      { model: id, dir: m.dir, graph: evaluator.graph, ms: Math.round(performance.now() - started) },
+      'model loaded',
+    );
     // A registry entry generated from trained weights is not random: its manifest says so.
-    if (((m.entry.synthetic && m.entry.synthetic.weights === undefined) || evaluator.synthetic) && !announced.has(m.dir)) {
+    if (
+      ((m.entry.synthetic && m.entry.synthetic.weights === undefined) || evaluator.synthetic) &&
+      !announced.has(m.dir)
+    ) {
       announced.add(m.dir);
       log.warn({ model: id }, SYNTHETIC_WARNING);
     }
@@ -154,7 +169,10 @@ export function createModelPool(
     const delay = slot.deathsInARow === 0 ? 0 : Math.min(MAX_BACKOFF_MS, 1000 * 2 ** (slot.deathsInARow - 1));
     slot.deathsInARow++;
     slot.failure = { error, attempts: 0, retryAt: now() + delay };
-    log.warn({ model: id, reason: error.message, restart_in_ms: delay, restarts: slot.restarts }, 'engine thread died; restarting the model');
+    log.warn(
+      { model: id, reason: error.message, restart_in_ms: delay, restarts: slot.restarts },
+      'engine thread died; restarting the model',
+    );
     setTimeout(() => {
       if (!closed) load(id).catch(() => {}); // the outcome is remembered in the slot
     }, delay).unref();
@@ -196,7 +214,10 @@ export function createModelPool(
       const failure = slot?.failure;
       if (failure && !slot.loading && now() < failure.retryAt) {
         const seconds = (failure.retryAt - now()) / 1000;
-        const what = failure.error instanceof EngineDeadError ? `Model ${id} stopped (${failure.error.message})` : `Model ${id} failed to load (${failure.error.message})`;
+        const what =
+          failure.error instanceof EngineDeadError
+            ? `Model ${id} stopped (${failure.error.message})`
+            : `Model ${id} failed to load (${failure.error.message})`;
         throw new ModelUnavailableError(`${what}; retrying in ${Math.ceil(seconds)} s`, seconds, true);
       }
       // A model that is loading (or starts loading now) is waited for: the caller's deadline bounds
@@ -204,7 +225,11 @@ export function createModelPool(
       return load(id).catch((error: Error) => {
         const retryAt = slots.get(id)?.failure?.retryAt ?? now();
         const seconds = Math.max(1, (retryAt - now()) / 1000);
-        throw new ModelUnavailableError(`Model ${id} failed to load (${error.message}); retrying in ${Math.ceil(seconds)} s`, seconds, true);
+        throw new ModelUnavailableError(
+          `Model ${id} failed to load (${error.message}); retrying in ${Math.ceil(seconds)} s`,
+          seconds,
+          true,
+        );
       });
     },
     load,

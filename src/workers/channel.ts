@@ -8,7 +8,8 @@ import type { MessagePort, Transferable, Worker } from 'node:worker_threads';
 export type CallMap = Record<string, [unknown, unknown]>;
 
 type ToWorker = { t: 'call'; id: number; method: string; arg: unknown } | { t: 'abort'; id: number };
-type FromWorker = { t: 'ok'; id: number; value: unknown } | { t: 'err'; id: number; error: unknown } | { t: 'event'; event: unknown };
+type FromWorker =
+  { t: 'ok'; id: number; value: unknown } | { t: 'err'; id: number; error: unknown } | { t: 'event'; event: unknown };
 
 export interface CallOptions {
   /** Aborting sends the worker an abort for this call (its handler's signal fires). */
@@ -98,10 +99,16 @@ export interface CallContext {
   transfer(list: Transferable[]): void;
 }
 
-export type Handlers<Calls extends CallMap> = { [K in keyof Calls]: (arg: Calls[K][0], ctx: CallContext) => Promise<Calls[K][1]> | Calls[K][1] };
+export type Handlers<Calls extends CallMap> = {
+  [K in keyof Calls]: (arg: Calls[K][0], ctx: CallContext) => Promise<Calls[K][1]> | Calls[K][1];
+};
 
 /** The worker's end: answers calls with `handlers`, errors encoded by `encodeError`; `emit` sends an event. */
-export function serveChannel<Calls extends CallMap, Event = never>(port: MessagePort, handlers: Handlers<Calls>, encodeError: (error: unknown) => unknown): { emit(event: Event): void } {
+export function serveChannel<Calls extends CallMap, Event = never>(
+  port: MessagePort,
+  handlers: Handlers<Calls>,
+  encodeError: (error: unknown) => unknown,
+): { emit(event: Event): void } {
   const running = new Map<number, AbortController>();
   port.on('message', (m: ToWorker | { t?: undefined }) => {
     if (m.t === 'abort') return running.get(m.id)?.abort();
@@ -110,7 +117,8 @@ export function serveChannel<Calls extends CallMap, Event = never>(port: Message
     running.set(m.id, controller);
     const transfer: Transferable[] = [];
     const handler = handlers[m.method as keyof Calls];
-    void (async () => handler(m.arg as never, { signal: controller.signal, transfer: (list) => transfer.push(...list) }))()
+    void (async () =>
+      handler(m.arg as never, { signal: controller.signal, transfer: (list) => transfer.push(...list) }))()
       .then(
         (value) => port.postMessage({ t: 'ok', id: m.id, value } satisfies FromWorker, transfer),
         (error: unknown) => port.postMessage({ t: 'err', id: m.id, error: encodeError(error) } satisfies FromWorker),

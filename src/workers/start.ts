@@ -12,10 +12,17 @@ export const TS_ENTRY = '__assayTsEntry';
  * else the one shared entry that registers tsx in the new thread (workers do not inherit the main
  * thread's registration: tests, `npx tsx`) and loads `<name>.ts`, named in the worker's data.
  */
-export function workerEntry(name: string, base: string | URL, workerData: Record<string, unknown> = {}): { filename: string; workerData: Record<string, unknown> } {
+export function workerEntry(
+  name: string,
+  base: string | URL,
+  workerData: Record<string, unknown> = {},
+): { filename: string; workerData: Record<string, unknown> } {
   const js = fileURLToPath(new URL(`./${name}.js`, base));
   if (existsSync(js)) return { filename: js, workerData };
-  return { filename: fileURLToPath(new URL('./tsx-entry.mjs', import.meta.url)), workerData: { ...workerData, [TS_ENTRY]: new URL(`./${name}.ts`, base).href } };
+  return {
+    filename: fileURLToPath(new URL('./tsx-entry.mjs', import.meta.url)),
+    workerData: { ...workerData, [TS_ENTRY]: new URL(`./${name}.ts`, base).href },
+  };
 }
 
 /**

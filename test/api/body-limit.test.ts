@@ -64,7 +64,9 @@ function sendThenRead(total: number): Promise<{ response: string; error?: string
     socket.on('close', () => resolve({ response }));
     socket.on('connect', () => {
       socket.pause(); // read nothing until the whole body is written
-      socket.write(`POST /v1/systemone HTTP/1.1\r\nHost: localhost\r\nAuthorization: ${auth().authorization}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`);
+      socket.write(
+        `POST /v1/systemone HTTP/1.1\r\nHost: localhost\r\nAuthorization: ${auth().authorization}\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`,
+      );
       const chunk = Buffer.alloc(1 << 20, 0x20);
       let sent = 0;
       const pump = (): void => {

@@ -18,7 +18,8 @@ afterAll(async () => {
 });
 
 const noul = { type: 'noul', instructions: 'Is it paid?' };
-const valid = (state: unknown, questions: Record<string, unknown> = { n: noul }) => JSON.stringify({ state, model: 'svc-latest', questions });
+const valid = (state: unknown, questions: Record<string, unknown> = { n: noul }) =>
+  JSON.stringify({ state, model: 'svc-latest', questions });
 
 const BODIES: Record<string, string> = {
   'truncated JSON': '{"state": "x", "model": "svc-latest", "questions": {',
@@ -35,19 +36,31 @@ const BODIES: Record<string, string> = {
   'missing type': valid('x', { q: { instructions: 'x' } }),
   'choice without criteria': valid('x', { q: { type: 'choice', instructions: 'x' } }),
   'score with a null level': valid('x', { q: { type: 'score', criteria: ['a', null] } }),
-  '__proto__ keys': '{"state": {"__proto__": {"x": 1}}, "model": "svc-latest", "questions": {"__proto__": {"type": "nope"}}}',
+  '__proto__ keys':
+    '{"state": {"__proto__": {"x": 1}}, "model": "svc-latest", "questions": {"__proto__": {"type": "nope"}}}',
   'too deep': `{"state": ${'['.repeat(80)}${']'.repeat(80)}, "model": "svc-latest", "questions": {"n": {"type": "noul"}}}`,
   'unknown model': JSON.stringify({ state: 'x', model: 'svc-nope', questions: { n: noul } }),
   'model not a string': JSON.stringify({ state: 'x', model: 7, questions: { n: noul } }),
   'over the token budget': valid('token '.repeat(70_000)),
-  'many small objects, invalid questions': JSON.stringify({ state: Array.from({ length: 20_000 }, () => ({})), model: 'svc-latest', questions: { q: 5 } }),
-  'a valid request': valid({ title: 'Ünïcode 日本語 🦊', body: 'The invoice was paid.' }, { n: noul, c: { type: 'choice', instructions: 'How?', criteria: { card: null, cash: 'in notes' } } }),
-  'a valid large request': valid('The invoice was paid late, in cash. '.repeat(3_000), { n: noul, s: { type: 'score', instructions: 'How late?', criteria: ['on time', 'late', 'very late'] } }),
+  'many small objects, invalid questions': JSON.stringify({
+    state: Array.from({ length: 20_000 }, () => ({})),
+    model: 'svc-latest',
+    questions: { q: 5 },
+  }),
+  'a valid request': valid(
+    { title: 'Ünïcode 日本語 🦊', body: 'The invoice was paid.' },
+    { n: noul, c: { type: 'choice', instructions: 'How?', criteria: { card: null, cash: 'in notes' } } },
+  ),
+  'a valid large request': valid('The invoice was paid late, in cash. '.repeat(3_000), {
+    n: noul,
+    s: { type: 'score', instructions: 'How late?', criteria: ['on time', 'late', 'very late'] },
+  }),
 };
 
 describe('the body worker answers as the inline parser does', () => {
   it.each(Object.entries(BODIES))('%s', async (_name, body) => {
-    const send = (s: TestServer) => s.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: body });
+    const send = (s: TestServer) =>
+      s.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: body });
     const [a, b] = [await send(inline), await send(worker)];
     expect(b.statusCode).toBe(a.statusCode);
     expect(b.body).toBe(a.body);

@@ -22,12 +22,21 @@ describe('deep bodies', () => {
     const worker = new BodyWorker();
     const bytes = (text: string) => new TextEncoder().encode(text);
     try {
-      const deep = await worker.check(bytes(`{"state": ${'['.repeat(70)}"x"${']'.repeat(70)}, "model": "m", "questions": {}}`));
+      const deep = await worker.check(
+        bytes(`{"state": ${'['.repeat(70)}"x"${']'.repeat(70)}, "model": "m", "questions": {}}`),
+      );
       expect('detail' in deep.verdict && deep.verdict.detail[0]?.type).toBe('json_too_deep');
       expect(deep.bytes).toBeUndefined();
       const broken = await worker.check(bytes(`${'['.repeat(100)}`));
-      expect('detail' in broken.verdict && broken.verdict.detail[0]).toMatchObject({ type: 'json_invalid', loc: ['body', 100] });
-      const text = JSON.stringify({ state: 'x'.repeat(100_000), model: 'svc-latest', questions: { a: { type: 'noul' }, b: { type: 'noul' } } });
+      expect('detail' in broken.verdict && broken.verdict.detail[0]).toMatchObject({
+        type: 'json_invalid',
+        loc: ['body', 100],
+      });
+      const text = JSON.stringify({
+        state: 'x'.repeat(100_000),
+        model: 'svc-latest',
+        questions: { a: { type: 'noul' }, b: { type: 'noul' } },
+      });
       const sent = bytes(text);
       const valid = await worker.check(sent);
       expect(valid.verdict).toEqual({ model: 'svc-latest', questionCount: 2 });

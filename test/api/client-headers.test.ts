@@ -17,8 +17,16 @@ const bytes = (text: string) => new TextEncoder().encode(text);
 describe('request id', () => {
   it('is sent under x-request-id and x-typesafe-request-id alike, on answers and on errors', async () => {
     const responses = [
-      await fetch(`${base}/v1/systemone`, { method: 'POST', headers: { ...bearer, 'content-type': 'application/json' }, body: JSON.stringify(mixedRequest()) }),
-      await fetch(`${base}/v1/systemone`, { method: 'POST', headers: { ...bearer, 'content-type': 'application/json' }, body: '{}' }),
+      await fetch(`${base}/v1/systemone`, {
+        method: 'POST',
+        headers: { ...bearer, 'content-type': 'application/json' },
+        body: JSON.stringify(mixedRequest()),
+      }),
+      await fetch(`${base}/v1/systemone`, {
+        method: 'POST',
+        headers: { ...bearer, 'content-type': 'application/json' },
+        body: '{}',
+      }),
       await fetch(`${base}/v1/models`),
       await fetch(`${base}/nowhere`),
     ];
@@ -43,22 +51,50 @@ describe('GET /health', () => {
 
 describe('a body without Content-Type', () => {
   it('is read as JSON (FastAPI does), inline and past 64 KiB', async () => {
-    const small = await fetch(`${base}/v1/systemone`, { method: 'POST', headers: bearer, body: bytes(JSON.stringify(mixedRequest())) });
+    const small = await fetch(`${base}/v1/systemone`, {
+      method: 'POST',
+      headers: bearer,
+      body: bytes(JSON.stringify(mixedRequest())),
+    });
     expect(small.status).toBe(200);
-    expect(Object.keys(((await small.json()) as { answers: object }).answers).sort()).toEqual(['channel', 'paid', 'punctuality']);
-    const large = await fetch(`${base}/v1/systemone`, { method: 'POST', headers: bearer, body: bytes(JSON.stringify(mixedRequest()).replace('{', `{${' '.repeat(70 * 1024)}`)) });
+    expect(Object.keys(((await small.json()) as { answers: object }).answers).sort()).toEqual([
+      'channel',
+      'paid',
+      'punctuality',
+    ]);
+    const large = await fetch(`${base}/v1/systemone`, {
+      method: 'POST',
+      headers: bearer,
+      body: bytes(JSON.stringify(mixedRequest()).replace('{', `{${' '.repeat(70 * 1024)}`)),
+    });
     expect(large.status).toBe(200);
   });
 
   it('that is not JSON gets json_invalid, as with application/json', async () => {
-    const r = await fetch(`${base}/v1/systemone`, { method: 'POST', headers: bearer, body: bytes('{"state": "x", "model": }') });
+    const r = await fetch(`${base}/v1/systemone`, {
+      method: 'POST',
+      headers: bearer,
+      body: bytes('{"state": "x", "model": }'),
+    });
     expect(r.status).toBe(422);
-    expect(((await r.json()) as { detail: unknown[] }).detail).toEqual([{ type: 'json_invalid', loc: ['body', 24], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }]);
+    expect(((await r.json()) as { detail: unknown[] }).detail).toEqual([
+      {
+        type: 'json_invalid',
+        loc: ['body', 24],
+        msg: 'JSON decode error',
+        input: {},
+        ctx: { error: 'Expecting value' },
+      },
+    ]);
   });
 
   it('other media types stay 415', async () => {
     for (const type of ['text/plain', 'application/xml', 'application/vnd.api+json']) {
-      const r = await fetch(`${base}/v1/systemone`, { method: 'POST', headers: { ...bearer, 'content-type': type }, body: JSON.stringify(mixedRequest()) });
+      const r = await fetch(`${base}/v1/systemone`, {
+        method: 'POST',
+        headers: { ...bearer, 'content-type': type },
+        body: JSON.stringify(mixedRequest()),
+      });
       expect(r.status, type).toBe(415);
       expect(r.headers.get('x-typesafe-request-id')).toMatch(/^req_/);
     }

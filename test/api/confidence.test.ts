@@ -15,9 +15,17 @@ const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/j
 describe('--confidence hosted', () => {
   it("answers choice and score with the hosted service's formulas", async () => {
     const res = await fetch(`${base}/v1/systemone`, { method: 'POST', headers, body: JSON.stringify(mixedRequest()) });
-    const { answers } = (await res.json()) as { answers: Record<string, { probabilities: Record<string, number>; confidence: number }> };
-    expect(answers.channel!.confidence).toBeCloseTo(hostedChoiceConfidence(Object.values(answers.channel!.probabilities)), 9);
-    expect(answers.punctuality!.confidence).toBeCloseTo(hostedScoreConfidence(Object.values(answers.punctuality!.probabilities)), 9);
+    const { answers } = (await res.json()) as {
+      answers: Record<string, { probabilities: Record<string, number>; confidence: number }>;
+    };
+    expect(answers.channel!.confidence).toBeCloseTo(
+      hostedChoiceConfidence(Object.values(answers.channel!.probabilities)),
+      9,
+    );
+    expect(answers.punctuality!.confidence).toBeCloseTo(
+      hostedScoreConfidence(Object.values(answers.punctuality!.probabilities)),
+      9,
+    );
   });
 
   it('the playground lists each model with its confidence formula', async () => {

@@ -21,11 +21,19 @@ let plain: Tokenizer;
 beforeAll(async () => {
   inline = await startServer({ logging: false });
   worker = await startServer({ logging: false, inlineBodyBytes: 0, evaluator: inline.evaluator });
-  base = { inline: await inline.app.listen({ port: 0, host: '127.0.0.1' }), worker: await worker.app.listen({ port: 0, host: '127.0.0.1' }) };
+  base = {
+    inline: await inline.app.listen({ port: 0, host: '127.0.0.1' }),
+    worker: await worker.app.listen({ port: 0, host: '127.0.0.1' }),
+  };
   const dir = inline.evaluator.modelDir;
-  const json = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as { added_tokens: Array<{ id: number; content: string }> };
+  const json = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as {
+    added_tokens: Array<{ id: number; content: string }>;
+  };
   added = json.added_tokens.map((t) => t.content);
-  plain = new Tokenizer({ ...json, added_tokens: [] }, JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as object);
+  plain = new Tokenizer(
+    { ...json, added_tokens: [] },
+    JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as object,
+  );
 });
 afterAll(async () => {
   await worker.app.close();
@@ -64,12 +72,26 @@ function expectedInputTokens(request: Body): number {
   let total = prefix;
   for (const q of Object.values(request.questions)) {
     // \n <|im_start|> user turn <|im_end|> \n <|im_start|> assistant\n <think> \n\n </think> \n\n
-    total += text('\n') + 1 + text(`user\n${prompts.user(q)}`) + 1 + text('\n') + 1 + text('assistant\n') + 1 + text('\n\n') + 1 + text('\n\n');
+    total +=
+      text('\n') +
+      1 +
+      text(`user\n${prompts.user(q)}`) +
+      1 +
+      text('\n') +
+      1 +
+      text('assistant\n') +
+      1 +
+      text('\n\n') +
+      1 +
+      text('\n\n');
   }
   return total;
 }
 
-async function post(url: string, request: Body): Promise<{ status: number; json: { usage: { input_tokens: number }; answers: Record<string, unknown> } }> {
+async function post(
+  url: string,
+  request: Body,
+): Promise<{ status: number; json: { usage: { input_tokens: number }; answers: Record<string, unknown> } }> {
   const res = await fetch(`${url}/v1/systemone`, { method: 'POST', headers: auth(), body: JSON.stringify(request) });
   return { status: res.status, json: (await res.json()) as never };
 }
@@ -97,8 +119,15 @@ describe('content is data, through the API', () => {
   });
 
   it('<|im_end|> in a state costs the tokens of its text, not one', async () => {
-    const request = (state: string): Body => ({ state, model: 'svc-latest', questions: { q: { type: 'noul', instructions: 'Is it paid?' } } });
-    const [plainState, withToken] = await Promise.all([post(base.inline, request('Paid.')), post(base.inline, request('Paid.<|im_end|>'))]);
+    const request = (state: string): Body => ({
+      state,
+      model: 'svc-latest',
+      questions: { q: { type: 'noul', instructions: 'Is it paid?' } },
+    });
+    const [plainState, withToken] = await Promise.all([
+      post(base.inline, request('Paid.')),
+      post(base.inline, request('Paid.<|im_end|>')),
+    ]);
     const cost = withToken.json.usage.input_tokens - plainState.json.usage.input_tokens;
     expect(cost).toBe(text('Paid.<|im_end|>') - text('Paid.'));
     expect(cost).toBeGreaterThan(1);

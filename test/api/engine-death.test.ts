@@ -61,7 +61,8 @@ describe.each(['exit', 'throw'] as const)('an engine thread that dies (%s) under
       );
     await waitFor(
       () => {
-        if (settled === inFlight.length) throw new Error('all requests ended before two were in the engine thread at once');
+        if (settled === inFlight.length)
+          throw new Error('all requests ended before two were in the engine thread at once');
         return evaluator.stats().queueDepth + evaluator.stats().running >= 2;
       },
       'two requests in the engine thread',

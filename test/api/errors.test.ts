@@ -3,7 +3,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keysFromList, sha256 } from '../../src/api/auth.js';
 import type { Evaluator } from '../../src/engine/index.js';
-import { auth, KEY, mixedRequest, OTHER_KEY, startServer, tinyEvaluator, withEvaluate, type TestServer } from './helpers.js';
+import {
+  auth,
+  KEY,
+  mixedRequest,
+  OTHER_KEY,
+  startServer,
+  tinyEvaluator,
+  withEvaluate,
+  type TestServer,
+} from './helpers.js';
 
 let shared: Evaluator;
 let s: TestServer;
@@ -13,7 +22,10 @@ beforeAll(async () => {
     evaluator: shared,
     bodyLimit: 64 * 1024,
     // A fault injected around the real engine: a state of "explode" makes it throw.
-    wrap: (e) => withEvaluate(e, (req, o, real) => (req.state === 'explode' ? Promise.reject(new Error('engine blew up on: explode')) : real.evaluate(req, o))),
+    wrap: (e) =>
+      withEvaluate(e, (req, o, real) =>
+        req.state === 'explode' ? Promise.reject(new Error('engine blew up on: explode')) : real.evaluate(req, o),
+      ),
   });
 });
 afterAll(async () => {
@@ -22,12 +34,22 @@ afterAll(async () => {
 });
 
 const post = (payload: unknown, headers: Record<string, string> = auth()) =>
-  s.app.inject({ method: 'POST', url: '/v1/systemone', headers, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
+  s.app.inject({
+    method: 'POST',
+    url: '/v1/systemone',
+    headers,
+    payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+  });
 
 describe('authentication and access', () => {
   it('401 without a key, with WWW-Authenticate: Bearer', async () => {
     for (const res of [
-      await s.app.inject({ method: 'POST', url: '/v1/systemone', headers: { 'content-type': 'application/json' }, payload: '{}' }),
+      await s.app.inject({
+        method: 'POST',
+        url: '/v1/systemone',
+        headers: { 'content-type': 'application/json' },
+        payload: '{}',
+      }),
       await s.app.inject({ method: 'GET', url: '/v1/models' }),
     ]) {
       expect(res.statusCode).toBe(401);
@@ -45,7 +67,12 @@ describe('authentication and access', () => {
   });
 
   it('401 comes before body checks', async () => {
-    const res = await s.app.inject({ method: 'POST', url: '/v1/systemone', headers: { 'content-type': 'text/plain' }, payload: 'x' });
+    const res = await s.app.inject({
+      method: 'POST',
+      url: '/v1/systemone',
+      headers: { 'content-type': 'text/plain' },
+      payload: 'x',
+    });
     expect(res.statusCode).toBe(401);
   });
 
@@ -98,7 +125,10 @@ describe('routing and transport', () => {
       expect(res.statusCode, type).toBe(415);
       expect(res.json().detail).toMatch(/application\/json/);
     }
-    const charset = await post(mixedRequest(), { authorization: `Bearer ${KEY}`, 'content-type': 'application/json; charset=utf-8' });
+    const charset = await post(mixedRequest(), {
+      authorization: `Bearer ${KEY}`,
+      'content-type': 'application/json; charset=utf-8',
+    });
     expect(charset.statusCode).toBe(200);
   });
 
@@ -111,14 +141,26 @@ describe('routing and transport', () => {
   });
 
   it('x-request-id on every response: a well-formed one is echoed, others replaced', async () => {
-    const echoed = await s.app.inject({ method: 'GET', url: '/nowhere', headers: { 'x-request-id': 'client-abc.123' } });
+    const echoed = await s.app.inject({
+      method: 'GET',
+      url: '/nowhere',
+      headers: { 'x-request-id': 'client-abc.123' },
+    });
     expect(echoed.headers['x-request-id']).toBe('client-abc.123');
-    const bad = await s.app.inject({ method: 'GET', url: '/v1/models', headers: { 'x-request-id': 'has spaces and "quotes"' } });
+    const bad = await s.app.inject({
+      method: 'GET',
+      url: '/v1/models',
+      headers: { 'x-request-id': 'has spaces and "quotes"' },
+    });
     expect(bad.statusCode).toBe(401);
     expect(bad.headers['x-request-id']).toMatch(/^req_[0-9a-f]{32}$/);
     const long = await s.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'a'.repeat(200) } });
     expect(long.headers['x-request-id']).toMatch(/^req_/);
-    for (const res of [await post('{bad'), await post({ ...mixedRequest(), state: 'explode' }), await post(mixedRequest())]) {
+    for (const res of [
+      await post('{bad'),
+      await post({ ...mixedRequest(), state: 'explode' }),
+      await post(mixedRequest()),
+    ]) {
       expect(res.headers['x-request-id']).toMatch(/^req_[0-9a-f]{32}$/);
     }
   });
@@ -163,7 +205,8 @@ describe('rate limits (per key, 429 with retry-after and retry-after-ms)', () =>
   });
 
   it('429 once a key has used its input tokens per second, charged from usage.input_tokens', async () => {
-    const send = () => limited.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(OTHER_KEY), payload: mixedRequest() });
+    const send = () =>
+      limited.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(OTHER_KEY), payload: mixedRequest() });
     const first = await send();
     expect(first.statusCode).toBe(200);
     const used = first.json().usage.input_tokens as number;
@@ -185,12 +228,26 @@ describe('overload and deadlines', () => {
   it('529 with retry-after when the engine queue is full (maxQueue 0)', async () => {
     const busy = await startServer({ engine: { maxQueue: 0 } });
     try {
-      const many = { ...mixedRequest(), questions: Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`q${i}`, { type: 'noul', instructions: `Question ${i}?` }])) };
+      const many = {
+        ...mixedRequest(),
+        questions: Object.fromEntries(
+          Array.from({ length: 12 }, (_, i) => [`q${i}`, { type: 'noul', instructions: `Question ${i}?` }]),
+        ),
+      };
       // Hold the engine with a long evaluation (planned in a worker, then admitted), then ask.
       const state = Array.from({ length: 300 }, (_, i) => `Line ${i}: shipment ${i} was inspected.`).join('\n');
-      const blocker = busy.evaluator.evaluate({ state, questions: Object.fromEntries(Array.from({ length: 24 }, (_, i) => [`b${i}`, { type: 'noul' as const, instructions: `Item ${i}?` }])) });
+      const blocker = busy.evaluator.evaluate({
+        state,
+        questions: Object.fromEntries(
+          Array.from({ length: 24 }, (_, i) => [`b${i}`, { type: 'noul' as const, instructions: `Item ${i}?` }]),
+        ),
+      });
       while (busy.evaluator.stats().running < 1) await new Promise((r) => setTimeout(r, 2));
-      const results = await Promise.all(Array.from({ length: 3 }, () => busy.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: many })));
+      const results = await Promise.all(
+        Array.from({ length: 3 }, () =>
+          busy.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: many }),
+        ),
+      );
       await blocker;
       const codes = results.map((r) => r.statusCode);
       expect(codes.filter((c) => c === 529).length).toBeGreaterThan(0);
@@ -203,7 +260,9 @@ describe('overload and deadlines', () => {
         expect(r.headers['retry-after']).toBe(String(Math.max(1, Math.ceil(ms / 1000))));
       }
       // the server recovers once the queue drains
-      expect((await busy.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: many })).statusCode).toBe(200);
+      expect(
+        (await busy.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: many })).statusCode,
+      ).toBe(200);
     } finally {
       await busy.close();
     }
@@ -212,7 +271,12 @@ describe('overload and deadlines', () => {
   it('408 when a request exceeds its deadline, and the engine keeps serving', async () => {
     const slow = await startServer({ evaluator: shared, deadlineMs: 1 });
     try {
-      const questions = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`q${i}`, { type: 'score', instructions: `Aspect ${i}`, criteria: ['low', 'mid', 'high'] }]));
+      const questions = Object.fromEntries(
+        Array.from({ length: 40 }, (_, i) => [
+          `q${i}`,
+          { type: 'score', instructions: `Aspect ${i}`, criteria: ['low', 'mid', 'high'] },
+        ]),
+      );
       const res = await slow.app.inject({
         method: 'POST',
         url: '/v1/systemone',

@@ -36,7 +36,8 @@ function checkAnswers(req: Req, res: SystemOneResponse): void {
       expect(a.noul).toBeLessThanOrEqual(1);
       continue;
     }
-    const expectedKeys = a.type === 'choice' ? Object.keys(q.criteria) : q.criteria.map((_: unknown, i: number) => String(i));
+    const expectedKeys =
+      a.type === 'choice' ? Object.keys(q.criteria) : q.criteria.map((_: unknown, i: number) => String(i));
     expect(Object.keys(a.probabilities).sort()).toEqual([...expectedKeys].sort());
     const values = Object.values(a.probabilities);
     for (const p of values) {
@@ -75,7 +76,10 @@ describe('POST /v1/systemone', () => {
       },
       objchoice: { type: 'choice', instructions: ['pick', 'one'], criteria: { a: { when: 'first' }, b: ['second'] } },
     };
-    for (const state of [{ invoice: 'INV-1', status: 'paid', amount: 120.5, lines: [1, 2] }, ['first note', 'second note', { nested: true }]]) {
+    for (const state of [
+      { invoice: 'INV-1', status: 'paid', amount: 120.5, lines: [1, 2] },
+      ['first note', 'second note', { nested: true }],
+    ]) {
       const req = { state, model: 'svc-latest', questions };
       checkAnswers(req, await evaluate(req));
     }
@@ -101,12 +105,20 @@ describe('POST /v1/systemone', () => {
     // and asked one at a time, each question gets the same answer again
     const alone = await evaluate({ state: req.state, model: req.model, questions: { only: q.channel } });
     expect(alone.answers.only!.type).toBe('choice');
-    expect(Object.keys((alone.answers.only as { probabilities: object }).probabilities).sort()).toEqual(['card', 'cash', 'transfer']);
+    expect(Object.keys((alone.answers.only as { probabilities: object }).probabilities).sort()).toEqual([
+      'card',
+      'cash',
+      'transfer',
+    ]);
   });
 
   it('keeps option names exactly, including unicode and spaces', async () => {
     const criteria = { 'Ja, bitte': null, 是: 'yes in Chinese', '  padded  ': null, '🙂': 'an emoji' };
-    const req = { state: '支払いは済みました。', model: 'svc-latest', questions: { q: { type: 'choice', instructions: 'Which?', criteria } } };
+    const req = {
+      state: '支払いは済みました。',
+      model: 'svc-latest',
+      questions: { q: { type: 'choice', instructions: 'Which?', criteria } },
+    };
     const res = await evaluate(req);
     checkAnswers(req, res);
   });
@@ -126,9 +138,15 @@ describe('over a real socket', () => {
         [`pick-${i}`]: {
           type: 'choice',
           instructions: 'What happened?',
-          criteria: Object.fromEntries(Array.from({ length: 2 + (i % 5) }, (_, j) => [`r${i}-option-${j}`, j % 2 ? null : `case ${j}`])),
+          criteria: Object.fromEntries(
+            Array.from({ length: 2 + (i % 5) }, (_, j) => [`r${i}-option-${j}`, j % 2 ? null : `case ${j}`]),
+          ),
         },
-        [`rate-${i}`]: { type: 'score', instructions: 'How bad?', criteria: Array.from({ length: 2 + (i % 9) }, (_, j) => `level ${j} of ${i}`) },
+        [`rate-${i}`]: {
+          type: 'score',
+          instructions: 'How bad?',
+          criteria: Array.from({ length: 2 + (i % 9) }, (_, j) => `level ${j} of ${i}`),
+        },
         [`ok-${i}`]: { type: 'noul', instructions: 'Did it arrive?' },
       },
     }));
@@ -192,7 +210,9 @@ describe('operational endpoints', () => {
     expect(res.statusCode).toBe(200);
     const text = res.body;
     expect(text).toMatch(/assay_http_requests_total\{method="POST",route="\/v1\/systemone",status="200"\} \d+/);
-    expect(text).toContain('assay_http_request_duration_seconds_bucket{le="0.005",method="POST",route="/v1/systemone",status="200"}');
+    expect(text).toContain(
+      'assay_http_request_duration_seconds_bucket{le="0.005",method="POST",route="/v1/systemone",status="200"}',
+    );
     expect(text).toMatch(new RegExp(`assay_engine_tokens_evaluated_total\\{model="${MODEL_ID}"\\} [1-9]`));
     expect(text).toMatch(new RegExp(`assay_engine_passes_total\\{model="${MODEL_ID}"\\} [1-9]`));
     expect(text).toMatch(new RegExp(`assay_input_tokens_total\\{model="${MODEL_ID}"\\} [1-9]`));

@@ -84,7 +84,9 @@ export async function startServer(
 }
 
 /** startServer, listening on a free loopback port (real sockets, as clients use it); `base` is its URL. */
-export async function startListening(opts: Parameters<typeof startServer>[0] = {}): Promise<TestServer & { base: string }> {
+export async function startListening(
+  opts: Parameters<typeof startServer>[0] = {},
+): Promise<TestServer & { base: string }> {
   const s = await startServer(opts);
   return { ...s, base: await s.app.listen({ host: '127.0.0.1', port: 0 }) };
 }
@@ -92,9 +94,19 @@ export async function startListening(opts: Parameters<typeof startServer>[0] = {
 /** The real evaluator with its evaluate() replaced (fault injection); `real` is the original. */
 export function withEvaluate(
   e: Evaluator,
-  evaluate: (req: Parameters<Evaluator['evaluate']>[0], o: Parameters<Evaluator['evaluate']>[1], real: Evaluator) => ReturnType<Evaluator['evaluate']>,
+  evaluate: (
+    req: Parameters<Evaluator['evaluate']>[0],
+    o: Parameters<Evaluator['evaluate']>[1],
+    real: Evaluator,
+  ) => ReturnType<Evaluator['evaluate']>,
 ): Evaluator {
-  return { modelDir: e.modelDir, synthetic: e.synthetic, stats: () => e.stats(), close: () => e.close(), evaluate: (req, o) => evaluate(req, o, e) };
+  return {
+    modelDir: e.modelDir,
+    synthetic: e.synthetic,
+    stats: () => e.stats(),
+    close: () => e.close(),
+    evaluate: (req, o) => evaluate(req, o, e),
+  };
 }
 
 export const auth = (key = KEY) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });

@@ -16,11 +16,16 @@ afterAll(async () => {
 });
 
 async function post(body: string | object): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${base}/v1/systemone`, { method: 'POST', headers: auth(), body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = await fetch(`${base}/v1/systemone`, {
+    method: 'POST',
+    headers: auth(),
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   return { status: res.status, json: await res.json() };
 }
 
-const nested = (depth: number) => `{"state": ${'['.repeat(depth)}"x"${']'.repeat(depth)}, "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`;
+const nested = (depth: number) =>
+  `{"state": ${'['.repeat(depth)}"x"${']'.repeat(depth)}, "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`;
 
 describe('hostile inputs', () => {
   it('content nested deeper than 64 levels is a pinned 422 naming where, at any depth', async () => {
@@ -38,10 +43,14 @@ describe('hostile inputs', () => {
     }
     // 64 levels are fine, in the state, in instructions and in criteria.
     const ok = mixedRequest(JSON.parse(`${'['.repeat(64)}"deep"${']'.repeat(64)}`));
-    (ok.questions.paid as Record<string, unknown>).instructions = JSON.parse(`${'{"a":'.repeat(63)}"x"${'}'.repeat(63)}`);
+    (ok.questions.paid as Record<string, unknown>).instructions = JSON.parse(
+      `${'{"a":'.repeat(63)}"x"${'}'.repeat(63)}`,
+    );
     expect((await post(ok)).status).toBe(200);
     const deepCriteria = mixedRequest();
-    (deepCriteria.questions.channel.criteria as Record<string, unknown>).cash = JSON.parse(`${'['.repeat(65)}1${']'.repeat(65)}`);
+    (deepCriteria.questions.channel.criteria as Record<string, unknown>).cash = JSON.parse(
+      `${'['.repeat(65)}1${']'.repeat(65)}`,
+    );
     const r = await post(deepCriteria);
     expect(r.status).toBe(422);
     expect(r.json.detail[0].loc.slice(0, 6)).toEqual(['body', 'questions', 'channel', 'criteria', 'cash', 0]);
@@ -52,12 +61,22 @@ describe('hostile inputs', () => {
       const body = `{"state": ${'['.repeat(depth)}x, "model": "svc-latest", "questions": {"q": {"type": "noul"}}}`;
       const r = await post(body);
       expect(r.status).toBe(422);
-      expect(r.json.detail).toEqual([{ type: 'json_invalid', loc: ['body', 10 + depth], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }]);
+      expect(r.json.detail).toEqual([
+        {
+          type: 'json_invalid',
+          loc: ['body', 10 + depth],
+          msg: 'JSON decode error',
+          input: {},
+          ctx: { error: 'Expecting value' },
+        },
+      ]);
     }
   });
 
   it("assay eval's validation (requestErrors) bounds the nesting too, under a __proto__ key as well", () => {
-    const body = JSON.parse(`{"state": {"__proto__": ${'['.repeat(100_000)}${']'.repeat(100_000)}}, "model": "m", "questions": {"q": {"type": "noul"}}}`);
+    const body = JSON.parse(
+      `{"state": {"__proto__": ${'['.repeat(100_000)}${']'.repeat(100_000)}}, "model": "m", "questions": {"q": {"type": "noul"}}}`,
+    );
     const detail = requestErrors(body);
     expect(detail).toHaveLength(1);
     expect(detail[0]).toMatchObject({ type: 'json_too_deep', ctx: { max_depth: 64 } });
@@ -75,16 +94,24 @@ describe('hostile inputs', () => {
   });
 
   it('200 questions on a 120 KB state are counted against the token budget (in a planner worker)', async () => {
-    const state = Array.from({ length: 2_500 }, (_, i) => `Line ${i}: an ordinary sentence about item ${i}.`).join('\n');
+    const state = Array.from({ length: 2_500 }, (_, i) => `Line ${i}: an ordinary sentence about item ${i}.`).join(
+      '\n',
+    );
     expect(state.length).toBeGreaterThan(100_000);
-    const questions = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`q${i}`, { type: 'noul', instructions: `Is item ${i} listed?` }]));
+    const questions = Object.fromEntries(
+      Array.from({ length: 200 }, (_, i) => [`q${i}`, { type: 'noul', instructions: `Is item ${i} listed?` }]),
+    );
     const r = await post({ state, model: 'svc-latest', questions });
     expect(r.status).toBe(422); // 200 × the state's suffix is far over 64k tokens, counted in a worker
     expect(r.json.detail[0].type).toBe('token_budget_exceeded');
   });
   it('a 6 MB state of 2,000,000 empty arrays and one of 200,000 small objects (body worker) are counted and refused with the token budget', async () => {
     const flat = `{"state": [${'[],'.repeat(1_999_999)}[]], "model": "svc-latest", "questions": {"q": {"type": "noul", "instructions": "Empty?"}}}`;
-    const objects = JSON.stringify({ state: Array.from({ length: 200_000 }, (_, i) => ({ id: i, ok: true })), model: 'svc-latest', questions: { q: { type: 'noul', instructions: 'All ok?' } } });
+    const objects = JSON.stringify({
+      state: Array.from({ length: 200_000 }, (_, i) => ({ id: i, ok: true })),
+      model: 'svc-latest',
+      questions: { q: { type: 'noul', instructions: 'All ok?' } },
+    });
     expect(flat.length).toBeGreaterThan(6_000_000);
     for (const body of [flat, objects]) {
       const r = await post(body);

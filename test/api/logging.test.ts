@@ -12,7 +12,12 @@ beforeAll(async () => {
     logLevel: 'trace',
     bodyLimit: 32 * 1024,
     // An engine failure whose message quotes the request, as a careless error might.
-    wrap: (e) => withEvaluate(e, (req, o, real) => (JSON.stringify(req.state).includes('fail') ? Promise.reject(new Error(`cannot evaluate ${JSON.stringify(req)}`)) : real.evaluate(req, o))),
+    wrap: (e) =>
+      withEvaluate(e, (req, o, real) =>
+        JSON.stringify(req.state).includes('fail')
+          ? Promise.reject(new Error(`cannot evaluate ${JSON.stringify(req)}`))
+          : real.evaluate(req, o),
+      ),
   });
 });
 afterAll(async () => {
@@ -24,15 +29,29 @@ function request(state: unknown) {
     state,
     model: 'svc-latest',
     questions: {
-      [`key-${CANARY}`]: { type: 'noul', instructions: `instructions ${CANARY}`, criteria: { true: `yes ${CANARY}`, false: `no ${CANARY}` } },
-      pick: { type: 'choice', instructions: { text: CANARY }, criteria: { [`option ${CANARY}`]: `description ${CANARY}`, plain: null } },
+      [`key-${CANARY}`]: {
+        type: 'noul',
+        instructions: `instructions ${CANARY}`,
+        criteria: { true: `yes ${CANARY}`, false: `no ${CANARY}` },
+      },
+      pick: {
+        type: 'choice',
+        instructions: { text: CANARY },
+        criteria: { [`option ${CANARY}`]: `description ${CANARY}`, plain: null },
+      },
       rate: { type: 'score', instructions: [CANARY], criteria: [`low ${CANARY}`, { level: CANARY }] },
     },
   };
 }
 
 it('never logs state, instructions, criteria or question ids, at trace level, for any outcome', async () => {
-  const send = (payload: unknown, headers = auth(), url = '/v1/systemone') => s.app.inject({ method: 'POST', url, headers, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
+  const send = (payload: unknown, headers = auth(), url = '/v1/systemone') =>
+    s.app.inject({
+      method: 'POST',
+      url,
+      headers,
+      payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+    });
 
   const outcomes = [
     await send(request(`state ${CANARY}`)), // 200
@@ -88,14 +107,27 @@ const THROWN: Record<string, { error: () => Error; status: number; code: string;
   overloaded: { error: () => new OverloadedError(2), status: 529, code: 'overloaded' },
   budget: { error: () => new BudgetError('request', 70_000, 65_536), status: 422, code: 'token_budget_exceeded' },
   loading: {
-    error: () => new ModelUnavailableError('model svc-1.13.0 failed to load: /models/x/model.onnx is truncated; retrying in 4 s', 4, true),
+    error: () =>
+      new ModelUnavailableError(
+        'model svc-1.13.0 failed to load: /models/x/model.onnx is truncated; retrying in 4 s',
+        4,
+        true,
+      ),
     status: 503,
     code: 'model_unavailable',
     logged: 'model.onnx is truncated',
   },
-  load: { error: () => new ModelLoadError('/models/x/model.onnx: protobuf parsing failed'), status: 503, code: 'model_load_failed', logged: 'protobuf parsing failed' },
+  load: {
+    error: () => new ModelLoadError('/models/x/model.onnx: protobuf parsing failed'),
+    status: 503,
+    code: 'model_load_failed',
+    logged: 'protobuf parsing failed',
+  },
   engine: {
-    error: () => new EngineError('onnxruntime failed a pass of 12 tokens: Non-zero status code returned while running MatMul node'),
+    error: () =>
+      new EngineError(
+        'onnxruntime failed a pass of 12 tokens: Non-zero status code returned while running MatMul node',
+      ),
     status: 500,
     code: 'engine_failure',
     logged: 'Non-zero status code',
@@ -114,7 +146,12 @@ it('logs each engine error class by type (and its content-free message), never t
   try {
     for (const [kind, { status, code, logged }] of Object.entries(THROWN)) {
       const before = t.logs.length;
-      const r = await t.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: JSON.stringify(request(`${kind} ${CANARY}`)) });
+      const r = await t.app.inject({
+        method: 'POST',
+        url: '/v1/systemone',
+        headers: auth(),
+        payload: JSON.stringify(request(`${kind} ${CANARY}`)),
+      });
       expect(r.statusCode, kind).toBe(status);
       expect(r.body, kind).not.toContain(CANARY);
       const lines = t.logs.slice(before);

@@ -13,7 +13,24 @@ beforeAll(async () => {
 afterAll(() => s.close());
 
 /** Names that collide with something in JavaScript, or are odd strings in JSON. */
-const HOSTILE = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'prototype', '', ' ', '0', '-1', '日本語', '🦊', 'e\u0301', '\u0000', '"quoted"'];
+const HOSTILE = [
+  '__proto__',
+  'constructor',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  '__defineGetter__',
+  'prototype',
+  '',
+  ' ',
+  '0',
+  '-1',
+  '日本語',
+  '🦊',
+  'e\u0301',
+  '\u0000',
+  '"quoted"',
+];
 
 /** A small deterministic PRNG (mulberry32), so a failing case can be replayed from its seed. */
 function prng(seed: number): () => number {
@@ -33,7 +50,10 @@ function names(random: () => number, n: number): string[] {
   return [...out];
 }
 
-type Question = { type: 'noul'; instructions: string } | { type: 'choice'; instructions: string; criteria: Record<string, null> } | { type: 'score'; instructions: string; criteria: string[] };
+type Question =
+  | { type: 'noul'; instructions: string }
+  | { type: 'choice'; instructions: string; criteria: Record<string, null> }
+  | { type: 'score'; instructions: string; criteria: string[] };
 
 /** JSON of an object whose keys are written literally (JSON.stringify of an object literal would lose `__proto__`). */
 function objectJson(entries: Array<[string, unknown]>): string {
@@ -63,7 +83,11 @@ function choice(options: string[]): Question {
 }
 
 async function post(text: string): Promise<{ status: number; json: Record<string, unknown>; text: string }> {
-  const res = await fetch(`${base}/v1/systemone`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: text });
+  const res = await fetch(`${base}/v1/systemone`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: text,
+  });
   const raw = await res.text();
   return { status: res.status, json: JSON.parse(raw) as Record<string, unknown>, text: raw };
 }
@@ -81,7 +105,10 @@ async function expectAnswered(ids: string[], questions: Question[], large: boole
   const answers = res.json.answers as Record<string, { type: string; probabilities?: Record<string, number> }>;
   expect(own(answers).sort()).toEqual([...ids].sort());
   ids.forEach((id, i) => {
-    const a = Object.getOwnPropertyDescriptor(answers, id)!.value as { type: string; probabilities?: Record<string, number> };
+    const a = Object.getOwnPropertyDescriptor(answers, id)!.value as {
+      type: string;
+      probabilities?: Record<string, number>;
+    };
     const q = questions[i]!;
     expect(a.type).toBe(q.type);
     if (q.type === 'choice') {
@@ -121,7 +148,9 @@ describe.each([
 
   it('1,000 ids, the hostile ones among them, each answered under its own id', async () => {
     const ids = names(prng(1000), 1000);
-    const questions = ids.map((_, i): Question => (i % 50 === 0 ? choice(names(prng(i), 4)) : { type: 'noul', instructions: 'Is it paid?' }));
+    const questions = ids.map((_, i): Question =>
+      i % 50 === 0 ? choice(names(prng(i), 4)) : { type: 'noul', instructions: 'Is it paid?' },
+    );
     await expectAnswered(ids, questions, large);
   });
 });

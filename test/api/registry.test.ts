@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generateKey, KeyStore, keysFromList, parseKeysFile, sha256 } from '../../src/api/auth.js';
 import { serveConfig } from '../../src/commands/serve.js';
-import { acceptedModelNames, DEFAULT_REGISTRY_FILE, listModelNames, loadRegistry, registerModel, resolveModel } from '../../src/registry.js';
+import {
+  acceptedModelNames,
+  DEFAULT_REGISTRY_FILE,
+  listModelNames,
+  loadRegistry,
+  registerModel,
+  resolveModel,
+} from '../../src/registry.js';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'assay-registry-'));
 
@@ -21,9 +28,15 @@ describe('registry', () => {
   it('resolves paths relative to the registry file and rejects unknown names', () => {
     const dir = tmp();
     const file = join(dir, 'registry.json');
-    registerModel(file, 'svc-2.0.0', { path: 'exports/m2', description: 'two', release_date: '2027-01-02' }, ['svc-latest']);
+    registerModel(file, 'svc-2.0.0', { path: 'exports/m2', description: 'two', release_date: '2027-01-02' }, [
+      'svc-latest',
+    ]);
     const r = loadRegistry(file);
-    expect(resolveModel(r, 'svc-latest')).toEqual({ id: 'svc-2.0.0', dir: join(dir, 'exports/m2'), entry: r.models['svc-2.0.0'] });
+    expect(resolveModel(r, 'svc-latest')).toEqual({
+      id: 'svc-2.0.0',
+      dir: join(dir, 'exports/m2'),
+      entry: r.models['svc-2.0.0'],
+    });
     expect(resolveModel(r, 'svc-9')).toBeUndefined();
     expect(resolveModel(r, 'toString')).toBeUndefined();
     expect(acceptedModelNames(r)).toEqual(['svc-latest', 'svc-2.0.0']);
@@ -32,22 +45,43 @@ describe('registry', () => {
   it('registerModel adds a version and moves aliases atomically, keeping the rest', () => {
     const dir = tmp();
     const file = join(dir, 'registry.json');
-    registerModel(file, 'svc-1.0.0', { path: '/abs/one', description: 'one', release_date: '2026-01-01' }, ['svc-latest', 'svc-preview']);
-    registerModel(file, 'svc-1.1.0', { path: 'two', description: 'two', release_date: '2026-02-01', listed: true }, ['svc-preview']);
+    registerModel(file, 'svc-1.0.0', { path: '/abs/one', description: 'one', release_date: '2026-01-01' }, [
+      'svc-latest',
+      'svc-preview',
+    ]);
+    registerModel(file, 'svc-1.1.0', { path: 'two', description: 'two', release_date: '2026-02-01', listed: true }, [
+      'svc-preview',
+    ]);
     const r = loadRegistry(file);
     expect(r.default).toBe('svc-1.0.0');
     expect(r.aliases).toEqual({ 'svc-latest': 'svc-1.0.0', 'svc-preview': 'svc-1.1.0' });
     expect(listModelNames(r)).toEqual(['svc-latest', 'svc-preview', 'svc-1.1.0']);
     expect(readdirSync(dir)).toEqual(['registry.json']); // no temp files left behind
-    expect(() => registerModel(file, 'svc-latest', { path: 'x', description: '', release_date: '2026-01-01' })).toThrow(/alias/);
+    expect(() => registerModel(file, 'svc-latest', { path: 'x', description: '', release_date: '2026-01-01' })).toThrow(
+      /alias/,
+    );
     expect(JSON.parse(readFileSync(file, 'utf8')).models['svc-latest']).toBeUndefined(); // a refused write changes nothing
   });
 
   it('reports a broken registry by field', () => {
     const file = join(tmp(), 'registry.json');
-    writeFileSync(file, JSON.stringify({ default: 'a', models: { a: { path: 'p', description: 'd', release_date: '2026-1-1' } }, aliases: {} }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        default: 'a',
+        models: { a: { path: 'p', description: 'd', release_date: '2026-1-1' } },
+        aliases: {},
+      }),
+    );
     expect(() => loadRegistry(file)).toThrow(/release_date/);
-    writeFileSync(file, JSON.stringify({ default: 'a', models: { a: { path: 'p', description: 'd', release_date: '2026-01-01' } }, aliases: { x: 'b' } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        default: 'a',
+        models: { a: { path: 'p', description: 'd', release_date: '2026-01-01' } },
+        aliases: { x: 'b' },
+      }),
+    );
     expect(() => loadRegistry(file)).toThrow(/unknown model "b"/);
   });
 });
@@ -56,11 +90,26 @@ describe('keys', () => {
   it('stores only hashes and finds a presented key', () => {
     const store = new KeyStore([
       ...keysFromList(' k-one , k-two ,'),
-      ...parseKeysFile(JSON.stringify({ keys: [{ name: 'team', sha256: sha256('k-three').toString('hex'), models: ['svc-latest'], requests_per_minute: 10 }] })),
+      ...parseKeysFile(
+        JSON.stringify({
+          keys: [
+            {
+              name: 'team',
+              sha256: sha256('k-three').toString('hex'),
+              models: ['svc-latest'],
+              requests_per_minute: 10,
+            },
+          ],
+        }),
+      ),
     ]);
     expect(store.keys).toHaveLength(3);
     expect(store.authenticate('Bearer k-two')?.name).toBe('env-2');
-    expect(store.authenticate('bearer k-three')).toMatchObject({ name: 'team', models: ['svc-latest'], requestsPerMinute: 10 });
+    expect(store.authenticate('bearer k-three')).toMatchObject({
+      name: 'team',
+      models: ['svc-latest'],
+      requestsPerMinute: 10,
+    });
     expect(store.authenticate('Bearer k-four')).toBeUndefined();
     expect(store.authenticate('k-one')).toBeUndefined();
     expect(store.authenticate(undefined)).toBeUndefined();
@@ -69,7 +118,9 @@ describe('keys', () => {
 
   it('rejects a keys file with a plain key or a bad limit', () => {
     expect(() => parseKeysFile(JSON.stringify({ keys: [{ sha256: 'k-plain' }] }))).toThrow(/64 hex/);
-    expect(() => parseKeysFile(JSON.stringify({ keys: [{ sha256: 'a'.repeat(64), input_tokens_per_second: -1 }] }))).toThrow(/positive/);
+    expect(() =>
+      parseKeysFile(JSON.stringify({ keys: [{ sha256: 'a'.repeat(64), input_tokens_per_second: -1 }] })),
+    ).toThrow(/positive/);
   });
 
   it('generates long random keys', () => {
@@ -83,7 +134,13 @@ describe('serve configuration', () => {
   it('defaults to 127.0.0.1:8080 and a generated key', () => {
     const c = serveConfig([], {});
     if (c === 'help') throw new Error('unexpected help');
-    expect([c.host, c.port, c.requestsPerMinute, c.inputTokensPerSecond, c.bodyLimit]).toEqual(['127.0.0.1', 8080, 1200, 250_000, 8 * 1024 * 1024]);
+    expect([c.host, c.port, c.requestsPerMinute, c.inputTokensPerSecond, c.bodyLimit]).toEqual([
+      '127.0.0.1',
+      8080,
+      1200,
+      250_000,
+      8 * 1024 * 1024,
+    ]);
     expect(c.generatedKey).toMatch(/^sk-assay-/);
     expect(c.keys).toHaveLength(1);
   });
@@ -97,7 +154,16 @@ describe('serve configuration', () => {
       ASSAY_DEADLINE_MS: '500',
     });
     if (c === 'help') throw new Error('unexpected help');
-    expect([c.host, c.port, c.prefixCacheBytes, c.provider, c.maxQueue, c.deadlineMs, c.keys.length, c.generatedKey]).toEqual(['0.0.0.0', 9000, 0, 'cuda', 3, 500, 2, undefined]);
+    expect([
+      c.host,
+      c.port,
+      c.prefixCacheBytes,
+      c.provider,
+      c.maxQueue,
+      c.deadlineMs,
+      c.keys.length,
+      c.generatedKey,
+    ]).toEqual(['0.0.0.0', 9000, 0, 'cuda', 3, 500, 2, undefined]);
   });
 
   it('refuses bad values', () => {

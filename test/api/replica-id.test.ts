@@ -19,7 +19,12 @@ it('x-assay-replica on every response (answers, errors, /healthz) only when the 
     [named, 'r7'],
     [plain, undefined],
   ] as const) {
-    const answered = await s.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: mixedRequest() });
+    const answered = await s.app.inject({
+      method: 'POST',
+      url: '/v1/systemone',
+      headers: auth(),
+      payload: mixedRequest(),
+    });
     const refused = await s.app.inject({ method: 'POST', url: '/v1/systemone', payload: mixedRequest() });
     const health = await s.app.inject({ method: 'GET', url: '/healthz' });
     expect([answered.statusCode, refused.statusCode, health.statusCode]).toEqual([200, 401, 200]);

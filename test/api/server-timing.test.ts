@@ -29,7 +29,12 @@ describe('server-timing by default', () => {
   it('reports the total only: the engine time would tell a cache hit from a miss', async () => {
     const s = await startServer();
     try {
-      const res = await s.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: mixedRequest() });
+      const res = await s.app.inject({
+        method: 'POST',
+        url: '/v1/systemone',
+        headers: auth(),
+        payload: mixedRequest(),
+      });
       expect(res.statusCode).toBe(200);
       expect(String(res.headers['server-timing'])).toMatch(/^total;dur=[\d.]+$/);
     } finally {

@@ -46,7 +46,10 @@ describe('tenant isolation of the prefix cache', () => {
 describe('charging', () => {
   it('a request refused for its token budget is charged its counted tokens', async () => {
     const LIMITED = 'test-key-budget';
-    const s = await startServer({ logging: false, keys: [...testKeys(), { name: 'limited', hash: sha256(LIMITED), inputTokensPerSecond: 5_000 }] });
+    const s = await startServer({
+      logging: false,
+      keys: [...testKeys(), { name: 'limited', hash: sha256(LIMITED), inputTokensPerSecond: 5_000 }],
+    });
     try {
       const base = await listen(s);
       const over = await post(base, { ...mixedRequest('word '.repeat(70_000)) }, LIMITED);
@@ -64,11 +67,24 @@ describe('charging', () => {
 describe('model loading off the request path', () => {
   it('a model that fails to load is answered 503 with retry-after, and not retried by every request', async () => {
     const registry = checkRegistry(
-      { default: 'svc-broken', models: { 'svc-broken': { path: '/nonexistent/model-folder', description: 'missing', release_date: '2026-11-22' } }, aliases: {} },
+      {
+        default: 'svc-broken',
+        models: {
+          'svc-broken': { path: '/nonexistent/model-folder', description: 'missing', release_date: '2026-11-22' },
+        },
+        aliases: {},
+      },
       '/tmp/assay-broken-registry.json',
     );
     const attempts: string[] = [];
-    const pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: (o, m) => void (m === 'model failed to load' && attempts.push(String((o as { reason: string }).reason))) });
+    const pool = createModelPool(
+      registry,
+      { threads: 1 },
+      {
+        info: () => {},
+        warn: (o, m) => void (m === 'model failed to load' && attempts.push(String((o as { reason: string }).reason))),
+      },
+    );
     const s = await startServer({ registry, models: pool });
     try {
       const base = await listen(s);
@@ -92,14 +108,20 @@ describe('model loading off the request path', () => {
 
   it('an engine failure is a 500 whose log keeps the runtime message', async () => {
     const s = await startServer({
-      wrap: (e) => withEvaluate(e, () => Promise.reject(new EngineError('onnxruntime failed a pass of 12 tokens after 0: Non-zero status code'))),
+      wrap: (e) =>
+        withEvaluate(e, () =>
+          Promise.reject(new EngineError('onnxruntime failed a pass of 12 tokens after 0: Non-zero status code')),
+        ),
     });
     try {
       const r = await s.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: mixedRequest() });
       expect(r.statusCode).toBe(500);
       expect(r.json()).toEqual({ detail: 'Internal Server Error' });
       const failure = s.logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'request failed');
-      expect(failure.err).toMatchObject({ type: 'EngineError', message: expect.stringContaining('Non-zero status code') });
+      expect(failure.err).toMatchObject({
+        type: 'EngineError',
+        message: expect.stringContaining('Non-zero status code'),
+      });
     } finally {
       await s.close();
     }
@@ -119,10 +141,16 @@ describe('fairness over HTTP', () => {
     // Behaviour only: the light request overtakes the heavy ones and /healthz keeps answering. How
     // fast (p99 < 1.5 s, /healthz max < 250 ms) is a timing, measured by the serving bench.
     const options = Object.fromEntries(Array.from({ length: 255 }, (_, i) => [`option number ${i} of the list`, null]));
-    const many = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`q${i}`, { type: 'noul', instructions: `Is item ${i} mentioned?` }]));
+    const many = Object.fromEntries(
+      Array.from({ length: 400 }, (_, i) => [`q${i}`, { type: 'noul', instructions: `Is item ${i} mentioned?` }]),
+    );
     const state = Array.from({ length: 60 }, (_, i) => `Line ${i}: a shipment was logged.`).join('\n');
     const heavy = [
-      post(base, { state, model: 'svc-latest', questions: { c: { type: 'choice', instructions: 'Pick one', criteria: options } } }),
+      post(base, {
+        state,
+        model: 'svc-latest',
+        questions: { c: { type: 'choice', instructions: 'Pick one', criteria: options } },
+      }),
       post(base, { state, model: 'svc-latest', questions: many }),
     ];
     let heavyDone = false;
@@ -136,7 +164,11 @@ describe('fairness over HTTP', () => {
     try {
       while (s.evaluator.stats().running < 2) await new Promise((r) => setTimeout(r, 5));
       const answeredWhile = healthAnswers;
-      const small = await post(base, { state: 'The parcel was late.', model: 'svc-latest', questions: { late: { type: 'noul', instructions: 'Late?' } } });
+      const small = await post(base, {
+        state: 'The parcel was late.',
+        model: 'svc-latest',
+        questions: { late: { type: 'noul', instructions: 'Late?' } },
+      });
       expect(small.status).toBe(200);
       expect(s.evaluator.stats().running).toBeGreaterThanOrEqual(1); // the heavy ones are still going
       expect((await Promise.all(heavy)).map((r) => r.status)).toEqual([200, 200]);

@@ -26,7 +26,11 @@ describe('in-process close()', () => {
         }),
     });
     const base = await s.app.listen({ port: 0, host: '127.0.0.1' });
-    const inFlight = fetch(`${base}/v1/systemone`, { method: 'POST', headers: auth(), body: JSON.stringify(mixedRequest()) });
+    const inFlight = fetch(`${base}/v1/systemone`, {
+      method: 'POST',
+      headers: auth(),
+      body: JSON.stringify(mixedRequest()),
+    });
     await inside;
 
     let closed = false;
@@ -73,10 +77,14 @@ describe('the assay serve process', () => {
         aliases: { 'svc-latest': 'svc-1.13.0' },
       }),
     );
-    const child = spawn(process.execPath, ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry], {
-      env: { ...process.env, ASSAY_API_KEYS: 'proc-key', HOST: '127.0.0.1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry],
+      {
+        env: { ...process.env, ASSAY_API_KEYS: 'proc-key', HOST: '127.0.0.1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -98,10 +106,19 @@ describe('the assay serve process', () => {
       expect(out).not.toContain('generated for this run'); // a key was configured
       // The startup log and /metrics name the int8 path, and it is exact (exact int8 is the default).
       expect(out).toMatch(/cpu kernels: int8 \S+ \(exact/);
-      expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^assay_cpu_kernels_info\{cpu="[^"]+",flags="[^"]*",int8="[^"]+\(exact[^"]*",q4="[^"]+",int8_exact="1"\} 1$/m);
+      expect(await (await fetch(`${base}/metrics`)).text()).toMatch(
+        /^assay_cpu_kernels_info\{cpu="[^"]+",flags="[^"]*",int8="[^"]+\(exact[^"]*",q4="[^"]+",int8_exact="1"\} 1$/m,
+      );
       // A heavy request, then SIGTERM as soon as the server reports it in flight.
       const questions = Object.fromEntries(
-        Array.from({ length: 150 }, (_, i) => [`q${i}`, { type: 'choice', instructions: `Aspect ${i} of the text?`, criteria: { yes: null, no: null, unclear: 'not said' } }]),
+        Array.from({ length: 150 }, (_, i) => [
+          `q${i}`,
+          {
+            type: 'choice',
+            instructions: `Aspect ${i} of the text?`,
+            criteria: { yes: null, no: null, unclear: 'not said' },
+          },
+        ]),
       );
       const pending = fetch(`${base}/v1/systemone`, {
         method: 'POST',

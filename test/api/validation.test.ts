@@ -21,12 +21,17 @@ async function post(payload: unknown) {
   return { status: res.statusCode, body: res.json() as { detail: Detail[] } & Record<string, unknown> };
 }
 
-const base = () => ({ state: 'Some text.', model: 'svc-latest', questions: { q: { type: 'noul', instructions: 'Is it text?' } } });
+const base = () => ({
+  state: 'Some text.',
+  model: 'svc-latest',
+  questions: { q: { type: 'noul', instructions: 'Is it text?' } },
+});
 const withQuestion = (q: unknown) => ({ ...base(), questions: { q } });
 const options = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`opt${i}`, null]));
 
 describe('request body', () => {
-  const DOCUMENT_MSG = 'Extra inputs are not permitted: `document` was replaced by `state`; send the content as `state`';
+  const DOCUMENT_MSG =
+    'Extra inputs are not permitted: `document` was replaced by `state`; send the content as `state`';
 
   it('rejects `document` (extra_forbidden, saying to send `state`) and reports the missing state', async () => {
     const body = { document: 'Some text.', model: 'svc-latest', questions: base().questions };
@@ -41,11 +46,20 @@ describe('request body', () => {
   it('rejects `document` even when `state` is present', async () => {
     const r = await post({ ...base(), document: 'x' });
     expect(r.status).toBe(422);
-    expect(r.body.detail).toEqual([{ type: 'extra_forbidden', loc: ['body', 'document'], msg: DOCUMENT_MSG, input: 'x' }]);
+    expect(r.body.detail).toEqual([
+      { type: 'extra_forbidden', loc: ['body', 'document'], msg: DOCUMENT_MSG, input: 'x' },
+    ]);
   });
 
   it('ignores fields it does not know at the top level, as pydantic does (OpenRouter sends user, session_id, provider, trace)', async () => {
-    const r = await post({ ...base(), user: 'u-1', session_id: 's-1', provider: { order: ['assay'] }, trace: { trace_id: 't' }, extra: [1, 2] });
+    const r = await post({
+      ...base(),
+      user: 'u-1',
+      session_id: 's-1',
+      provider: { order: ['assay'] },
+      trace: { trace_id: 't' },
+      extra: [1, 2],
+    });
     expect(r.status).toBe(200);
     expect(Object.keys(r.body.answers as object)).toEqual(['q']);
   });
@@ -93,7 +107,12 @@ describe('request body', () => {
     expect(r.status).toBe(422);
     expect(r.body.detail).toEqual([
       { type: 'string_type', loc: ['body', 'state', 'str'], msg: 'Input should be a valid string', input: state },
-      { type: 'dict_type', loc: ['body', 'state', 'dict[str,any]'], msg: 'Input should be a valid dictionary', input: state },
+      {
+        type: 'dict_type',
+        loc: ['body', 'state', 'dict[str,any]'],
+        msg: 'Input should be a valid dictionary',
+        input: state,
+      },
       { type: 'list_type', loc: ['body', 'state', 'list[any]'], msg: 'Input should be a valid list', input: state },
     ]);
   });
@@ -111,7 +130,14 @@ describe('request body', () => {
   it('rejects a body that is not an object, and a missing body', async () => {
     const arr = await post([]);
     expect(arr.status).toBe(422);
-    expect(arr.body.detail).toEqual([{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: [] }]);
+    expect(arr.body.detail).toEqual([
+      {
+        type: 'model_attributes_type',
+        loc: ['body'],
+        msg: 'Input should be a valid dictionary or object to extract fields from',
+        input: [],
+      },
+    ]);
     const none = await s.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth() });
     expect(none.statusCode).toBe(422);
     expect(none.json().detail).toEqual([{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
@@ -120,9 +146,20 @@ describe('request body', () => {
   it('rejects malformed JSON with json_invalid at the character offset', async () => {
     const r = await post('{"state": "x", "model": }');
     expect(r.status).toBe(422);
-    expect(r.body.detail).toEqual([{ type: 'json_invalid', loc: ['body', 24], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }]);
+    expect(r.body.detail).toEqual([
+      {
+        type: 'json_invalid',
+        loc: ['body', 24],
+        msg: 'JSON decode error',
+        input: {},
+        ctx: { error: 'Expecting value' },
+      },
+    ]);
     const trailing = await post('{"state": "x",}');
-    expect(trailing.body.detail[0]).toMatchObject({ loc: ['body', 14], ctx: { error: 'Expecting property name enclosed in double quotes' } });
+    expect(trailing.body.detail[0]).toMatchObject({
+      loc: ['body', 14],
+      ctx: { error: 'Expecting property name enclosed in double quotes' },
+    });
     const extra = await post('{} {}');
     expect(extra.body.detail[0]).toMatchObject({ loc: ['body', 3], ctx: { error: 'Extra data' } });
   });
@@ -139,12 +176,18 @@ describe('request body', () => {
     const answers = ok.body.answers as Record<string, { type: string; probabilities?: Record<string, number> }>;
     expect(Object.keys(answers).sort()).toEqual(['__proto__', 'constructor']);
     expect(answers['__proto__']!.type).toBe('noul');
-    expect(Object.keys(answers['constructor']!.probabilities!).sort()).toEqual(['__proto__', 'constructor', 'toString']);
+    expect(Object.keys(answers['constructor']!.probabilities!).sort()).toEqual([
+      '__proto__',
+      'constructor',
+      'toString',
+    ]);
   });
 
   it('rejects a model that is not a string, and an unknown model at ["body","model"]', async () => {
     const num = await post({ ...base(), model: 7 });
-    expect(num.body.detail).toEqual([{ type: 'string_type', loc: ['body', 'model'], msg: 'Input should be a valid string', input: 7 }]);
+    expect(num.body.detail).toEqual([
+      { type: 'string_type', loc: ['body', 'model'], msg: 'Input should be a valid string', input: 7 },
+    ]);
     const r = await post({ ...base(), model: 'svc-9.9.9' });
     expect(r.status).toBe(422);
     expect(r.body.detail).toHaveLength(1);
@@ -173,27 +216,47 @@ describe('questions', () => {
     const q = { instructions: 'x' };
     const r = await post(withQuestion(q));
     expect(r.body.detail).toEqual([
-      { type: 'union_tag_not_found', loc: ['body', 'questions', 'q'], msg: "Unable to extract tag using discriminator 'type'", input: q, ctx: { discriminator: "'type'" } },
+      {
+        type: 'union_tag_not_found',
+        loc: ['body', 'questions', 'q'],
+        msg: "Unable to extract tag using discriminator 'type'",
+        input: q,
+        ctx: { discriminator: "'type'" },
+      },
     ]);
   });
 
   it('puts the tag in the location of a field error inside a question', async () => {
     const q = { type: 'choice', instructions: 'Pick' };
     const r = await post(withQuestion(q));
-    expect(r.body.detail).toEqual([{ type: 'missing', loc: ['body', 'questions', 'q', 'choice', 'criteria'], msg: 'Field required', input: q }]);
+    expect(r.body.detail).toEqual([
+      { type: 'missing', loc: ['body', 'questions', 'q', 'choice', 'criteria'], msg: 'Field required', input: q },
+    ]);
     const score = await post(withQuestion({ type: 'score', instructions: 'Rate' }));
     expect(score.body.detail[0]!.loc).toEqual(['body', 'questions', 'q', 'score', 'criteria']);
   });
 
   it('rejects a question that is not an object', async () => {
     const r = await post(withQuestion('Is it?'));
-    expect(r.body.detail).toEqual([{ type: 'model_attributes_type', loc: ['body', 'questions', 'q'], msg: 'Input should be a valid dictionary or object to extract fields from', input: 'Is it?' }]);
+    expect(r.body.detail).toEqual([
+      {
+        type: 'model_attributes_type',
+        loc: ['body', 'questions', 'q'],
+        msg: 'Input should be a valid dictionary or object to extract fields from',
+        input: 'Is it?',
+      },
+    ]);
   });
 
   it('ignores fields it does not know on a question (answered from the fields it knows)', async () => {
-    const r = await post(withQuestion({ type: 'choice', instructions: 'x', options: [{ option: 'a' }], weight: 2, criteria: options(2) }));
+    const r = await post(
+      withQuestion({ type: 'choice', instructions: 'x', options: [{ option: 'a' }], weight: 2, criteria: options(2) }),
+    );
     expect(r.status).toBe(200);
-    expect(Object.keys((r.body.answers as Record<string, { probabilities: object }>).q!.probabilities)).toEqual(['opt0', 'opt1']);
+    expect(Object.keys((r.body.answers as Record<string, { probabilities: object }>).q!.probabilities)).toEqual([
+      'opt0',
+      'opt1',
+    ]);
   });
 
   it('rejects a choice with no options', async () => {
@@ -213,7 +276,12 @@ describe('questions', () => {
   it('answers a choice with one option: that option, probability 1, confidence 1', async () => {
     const r = await post(withQuestion({ type: 'choice', instructions: 'Pick', criteria: { only: 'the one option' } }));
     expect(r.status).toBe(200);
-    expect((r.body.answers as Record<string, unknown>).q).toEqual({ type: 'choice', choice: 'only', probabilities: { only: 1 }, confidence: 1 });
+    expect((r.body.answers as Record<string, unknown>).q).toEqual({
+      type: 'choice',
+      choice: 'only',
+      probabilities: { only: 1 },
+      confidence: 1,
+    });
   });
 
   it('rejects a choice with 256 options and accepts 255', async () => {
@@ -228,17 +296,26 @@ describe('questions', () => {
     });
     const ok = await post(withQuestion({ type: 'choice', instructions: 'Pick', criteria: options(255) }));
     expect(ok.status).toBe(200);
-    expect(Object.keys((ok.body.answers as Record<string, { probabilities: object }>).q!.probabilities)).toHaveLength(255);
+    expect(Object.keys((ok.body.answers as Record<string, { probabilities: object }>).q!.probabilities)).toHaveLength(
+      255,
+    );
   });
 
   it('answers a choice whose option name is the empty string (any string is a key, as in pydantic)', async () => {
-    const r = await post(withQuestion({ type: 'choice', instructions: 'Pick', criteria: { '': 'nothing applies', b: null } }));
+    const r = await post(
+      withQuestion({ type: 'choice', instructions: 'Pick', criteria: { '': 'nothing applies', b: null } }),
+    );
     expect(r.status).toBe(200);
-    expect(Object.keys((r.body.answers as Record<string, { probabilities: object }>).q!.probabilities).sort()).toEqual(['', 'b']);
+    expect(Object.keys((r.body.answers as Record<string, { probabilities: object }>).q!.probabilities).sort()).toEqual([
+      '',
+      'b',
+    ]);
   });
 
   it('accepts null choice descriptions', async () => {
-    const r = await post(withQuestion({ type: 'choice', instructions: 'Pick', criteria: { yes: null, no: null, maybe: 'unclear' } }));
+    const r = await post(
+      withQuestion({ type: 'choice', instructions: 'Pick', criteria: { yes: null, no: null, maybe: 'unclear' } }),
+    );
     expect(r.status).toBe(200);
   });
 
@@ -251,16 +328,26 @@ describe('questions', () => {
       {
         type: min ? 'too_short' : 'too_long',
         loc: ['body', 'questions', 'q', 'score', 'criteria'],
-        msg: min ? `List should have at least 2 items after validation, not ${n}` : 'List should have at most 10 items after validation, not 11',
+        msg: min
+          ? `List should have at least 2 items after validation, not ${n}`
+          : 'List should have at most 10 items after validation, not 11',
         input: levels,
-        ctx: min ? { field_type: 'List', min_length: 2, actual_length: n } : { field_type: 'List', max_length: 10, actual_length: 11 },
+        ctx: min
+          ? { field_type: 'List', min_length: 2, actual_length: n }
+          : { field_type: 'List', max_length: 10, actual_length: 11 },
       },
     ]);
   });
 
   it('accepts 2 and 10 score levels', async () => {
     for (const n of [2, 10]) {
-      const r = await post(withQuestion({ type: 'score', instructions: 'Rate', criteria: Array.from({ length: n }, (_, i) => `level ${i}`) }));
+      const r = await post(
+        withQuestion({
+          type: 'score',
+          instructions: 'Rate',
+          criteria: Array.from({ length: n }, (_, i) => `level ${i}`),
+        }),
+      );
       expect(r.status).toBe(200);
     }
   });
@@ -275,7 +362,9 @@ describe('questions', () => {
   });
 
   it('ignores noul criteria keys other than true/false, and still checks the two it knows', async () => {
-    const r = await post(withQuestion({ type: 'noul', instructions: 'Is it?', criteria: { true: 'yes', yes: 'y', no: 'n' } }));
+    const r = await post(
+      withQuestion({ type: 'noul', instructions: 'Is it?', criteria: { true: 'yes', yes: 'y', no: 'n' } }),
+    );
     expect(r.status).toBe(200);
     const bad = await post(withQuestion({ type: 'noul', instructions: 'Is it?', criteria: { true: 5, yes: 'y' } }));
     expect(bad.status).toBe(422);
@@ -287,21 +376,30 @@ describe('questions', () => {
   });
 
   it('accepts noul criteria with only one side, or null', async () => {
-    expect((await post(withQuestion({ type: 'noul', instructions: 'Is it?', criteria: { false: 'no' } }))).status).toBe(200);
+    expect((await post(withQuestion({ type: 'noul', instructions: 'Is it?', criteria: { false: 'no' } }))).status).toBe(
+      200,
+    );
     expect((await post(withQuestion({ type: 'noul', instructions: 'Is it?', criteria: null }))).status).toBe(200);
   });
 
   it('accepts a question without instructions (the machine schema makes it optional)', async () => {
     const r = await post({
       ...base(),
-      questions: { a: { type: 'noul' }, b: { type: 'choice', criteria: options(2) }, c: { type: 'score', criteria: ['lo', 'hi'] } },
+      questions: {
+        a: { type: 'noul' },
+        b: { type: 'choice', criteria: options(2) },
+        c: { type: 'score', criteria: ['lo', 'hi'] },
+      },
     });
     expect(r.status).toBe(200);
     expect(Object.keys(r.body.answers as object).sort()).toEqual(['a', 'b', 'c']);
   });
 
   it('collects errors from several questions in one response', async () => {
-    const r = await post({ ...mixedRequest(), questions: { a: { type: 'choice', criteria: {} }, b: { type: 'score', criteria: 'x' } } });
+    const r = await post({
+      ...mixedRequest(),
+      questions: { a: { type: 'choice', criteria: {} }, b: { type: 'score', criteria: 'x' } },
+    });
     expect(r.body.detail.map((d) => [d.type, d.loc])).toEqual([
       ['too_short', ['body', 'questions', 'a', 'choice', 'criteria']],
       ['list_type', ['body', 'questions', 'b', 'score', 'criteria']],

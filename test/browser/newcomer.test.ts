@@ -19,7 +19,9 @@ const KEY = 'newcomer-test-key';
 /** A key allowed two requests a minute (the model list takes one, like any call): its third is a 429. */
 const LIMITED = 'newcomer-limited-key';
 const SHOTS = resolve('.test-output/browser');
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser', process.env.CHROMIUM_PATH].find((p) => p && existsSync(p));
+const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser', process.env.CHROMIUM_PATH].find(
+  (p) => p && existsSync(p),
+);
 const HELDOUT = readFileSync('examples/tiny-tasks-heldout.jsonl', 'utf8')
   .split('\n')
   .filter(Boolean)
@@ -34,7 +36,12 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     const tiny = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
-    const trained = await ensureSynthModel({ shape: 'tiny', dtype: 'int8', weights: 'models/trained/tiny-tasks.safetensors', out: 'models/generated/tiny-tasks-int8' });
+    const trained = await ensureSynthModel({
+      shape: 'tiny',
+      dtype: 'int8',
+      weights: 'models/trained/tiny-tasks.safetensors',
+      out: 'models/generated/tiny-tasks-int8',
+    });
     const synthetic = await loadEvaluator({ modelDir: tiny, variant: 'fp32', threads: 1 });
     const tasks = await loadEvaluator({ modelDir: trained, threads: 1 });
     evaluators.push(synthetic, tasks);
@@ -72,7 +79,10 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
     const problems: string[] = [];
     const sent: Request[] = [];
     // Chromium logs every non-2xx answer as a console error: these tests cause them on purpose.
-    page.on('console', (m) => m.type() === 'error' && !/status of (401|422|429)/.test(m.text()) && problems.push(m.text()));
+    page.on(
+      'console',
+      (m) => m.type() === 'error' && !/status of (401|422|429)/.test(m.text()) && problems.push(m.text()),
+    );
     page.on('pageerror', (e) => problems.push(e.message));
     page.on('request', (r) => r.url().endsWith('/v1/systemone') && sent.push(r));
     await page.goto(`${base}/playground`);
@@ -102,7 +112,8 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
     await page.keyboard.insertText(key);
   }
 
-  const errorLines = async (page: Page, selector = '#request-error') => ((await page.locator(selector).textContent()) ?? '').split('\n').filter(Boolean);
+  const errorLines = async (page: Page, selector = '#request-error') =>
+    ((await page.locator(selector).textContent()) ?? '').split('\n').filter(Boolean);
 
   it('the first Send after an error is sent: the press on Send ends on Send, and the answers come', async () => {
     const { page, problems, sent } = await open();
@@ -151,7 +162,9 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
       await pressSend(page);
       await answered;
     }
-    await expect.poll(() => errorLines(page)).toEqual([expect.stringMatching(/^HTTP 401: Invalid API key\. Check the API key\.$/)]);
+    await expect
+      .poll(() => errorLines(page))
+      .toEqual([expect.stringMatching(/^HTTP 401: Invalid API key\. Check the API key\.$/)]);
     expect(problems).toEqual([]);
     await page.close();
   });
@@ -171,7 +184,9 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
     expect(limited[0]!.match(/retry/gi)).toHaveLength(1); // the wait, said once
     expect(await page.locator('#answers .answer').count()).toBe(0);
     // The error box sits beside the form, in the answers panel: where the answers would be.
-    expect(await page.locator('#request-error').evaluate((e) => e.closest('section')?.getAttribute('aria-labelledby'))).toBe('answers-heading');
+    expect(
+      await page.locator('#request-error').evaluate((e) => e.closest('section')?.getAttribute('aria-labelledby')),
+    ).toBe('answers-heading');
     const box = (await page.locator('#request-error').boundingBox())!;
     expect(box.y).toBeLessThan(400);
 
@@ -223,7 +238,9 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
     const { page, problems, sent } = await open();
     await pasteKey(page, KEY);
     await page.keyboard.press('Tab');
-    await expect.poll(() => page.locator('#model option').allTextContents()).toContain('tiny-tasks-1 (knows only its training task)');
+    await expect
+      .poll(() => page.locator('#model option').allTextContents())
+      .toContain('tiny-tasks-1 (knows only its training task)');
     await page.click('#example');
     expect(await page.locator('#model').inputValue()).toBe('tiny-tasks-1');
     expect(await page.locator('#state').inputValue()).toBe(HELDOUT[0]!.state);
@@ -235,7 +252,9 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
     const { fact, pick, level } = HELDOUT[0]!.expected;
     expect(Number(await page.locator('.answer[data-question="fact"]').getAttribute('data-noul')) > 0.5).toBe(fact);
     expect(await page.locator('.answer[data-question="pick"]').getAttribute('data-choice')).toBe(pick);
-    expect(await page.locator('.answer[data-question="level"] .bar-row.picked').getAttribute('data-label')).toMatch(new RegExp(`^${level}:`));
+    expect(await page.locator('.answer[data-question="level"] .bar-row.picked').getAttribute('data-label')).toMatch(
+      new RegExp(`^${level}:`),
+    );
     await page.screenshot({ path: join(SHOTS, 'newcomer-tiny-tasks.png'), fullPage: false });
     expect(problems).toEqual([]);
     await page.close();

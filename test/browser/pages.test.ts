@@ -23,8 +23,13 @@ import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 
 const KEY = 'browser-test-key';
 const SHOTS = resolve('.test-output/browser');
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser', process.env.CHROMIUM_PATH].find((p) => p && existsSync(p));
-if (!CHROMIUM) console.warn('\n  !! chromium is not installed: the browser tests are SKIPPED (apt-get install chromium; .ci/run installs it)\n');
+const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser', process.env.CHROMIUM_PATH].find(
+  (p) => p && existsSync(p),
+);
+if (!CHROMIUM)
+  console.warn(
+    '\n  !! chromium is not installed: the browser tests are SKIPPED (apt-get install chromium; .ci/run installs it)\n',
+  );
 
 // The README's example request (the OpenAPI document's example): what the playground starts with.
 const example = REQUEST_EXAMPLE;
@@ -43,12 +48,24 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
     const registry = checkRegistry(
       {
         default: 'svc-1.13.0',
-        models: { 'svc-1.13.0': { path: dir, synthetic: { shape: 'tiny', dtype: 'fp32' }, description: 'Synthetic tiny decoder', release_date: '2026-11-22' } },
+        models: {
+          'svc-1.13.0': {
+            path: dir,
+            synthetic: { shape: 'tiny', dtype: 'fp32' },
+            description: 'Synthetic tiny decoder',
+            release_date: '2026-11-22',
+          },
+        },
         aliases: { 'svc-latest': 'svc-1.13.0' },
       },
       '(browser test registry)',
     );
-    app = await buildServer({ registry, models: staticModels({ 'svc-1.13.0': evaluator }), keys: keysFromList(KEY), logging: false });
+    app = await buildServer({
+      registry,
+      models: staticModels({ 'svc-1.13.0': evaluator }),
+      keys: keysFromList(KEY),
+      logging: false,
+    });
     base = await app.listen({ host: '127.0.0.1', port: 0 });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   }, 120_000);
@@ -60,7 +77,11 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
   });
 
   async function direct(body: unknown): Promise<{ status: number; json: any }> {
-    const res = await fetch(`${base}/v1/systemone`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${base}/v1/systemone`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: res.status, json: await res.json() };
   }
 
@@ -95,22 +116,36 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
       const a = api.json.answers[id];
       const rows = page.locator(`.answer[data-question="${id}"] .bar-row`);
       const drawn = await rows.evaluateAll((els) =>
-        els.map((e) => [e.getAttribute('data-label'), Number(e.getAttribute('data-p')), e.querySelector('.bar-value')!.textContent, e.classList.contains('picked')]),
+        els.map((e) => [
+          e.getAttribute('data-label'),
+          Number(e.getAttribute('data-p')),
+          e.querySelector('.bar-value')!.textContent,
+          e.classList.contains('picked'),
+        ]),
       );
       const keys = Object.keys(a.probabilities);
       expect(drawn.map((d) => Number(d[1]))).toEqual(keys.map((k) => a.probabilities[k]));
       expect(drawn.map((d) => d[2])).toEqual(keys.map((k) => `${(a.probabilities[k] * 100).toFixed(1)}%`));
-      expect(Number(await page.locator(`.answer[data-question="${id}"] .confidence`).getAttribute('data-confidence'))).toBe(a.confidence);
+      expect(
+        Number(await page.locator(`.answer[data-question="${id}"] .confidence`).getAttribute('data-confidence')),
+      ).toBe(a.confidence);
       if (id === 'topic') expect(drawn.filter((d) => d[3]).map((d) => d[0])).toEqual([a.choice]);
     }
-    expect(Number(await page.locator('.answer[data-question="severity"]').getAttribute('data-score'))).toBe(api.json.answers.severity.score);
+    expect(Number(await page.locator('.answer[data-question="severity"]').getAttribute('data-score'))).toBe(
+      api.json.answers.severity.score,
+    );
     expect(await page.locator('[data-input-tokens]').textContent()).toBe(String(api.json.usage.input_tokens));
 
     const sent = requests.find((r) => r.url().endsWith('/v1/systemone'))!;
     expect(JSON.parse(sent.postData()!)).toEqual(example);
-    expect(sent.headers()['x-assay-state-hash']).toBe(createHash('sha256').update(JSON.stringify(example.state)).digest('hex'));
+    expect(sent.headers()['x-assay-state-hash']).toBe(
+      createHash('sha256').update(JSON.stringify(example.state)).digest('hex'),
+    );
     // The key lives in this tab's sessionStorage only.
-    expect(await page.evaluate(() => [sessionStorage.getItem('assay-playground-key'), localStorage.length])).toEqual([KEY, 0]);
+    expect(await page.evaluate(() => [sessionStorage.getItem('assay-playground-key'), localStorage.length])).toEqual([
+      KEY,
+      0,
+    ]);
     await page.screenshot({ path: join(SHOTS, 'playground.png'), fullPage: true });
 
     // Copy as curl: the same request, the key left to the environment.
@@ -135,7 +170,10 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
     await page.locator('#state').focus();
     await page.keyboard.press('Control+Enter');
     await card.locator('.field-error').waitFor({ state: 'visible' });
-    const api = await direct({ ...example, questions: { ...example.questions, scale: { type: 'score', instructions: 'How much?', criteria: [''] } } });
+    const api = await direct({
+      ...example,
+      questions: { ...example.questions, scale: { type: 'score', instructions: 'How much?', criteria: [''] } },
+    });
     expect(api.status).toBe(422);
     expect(api.json.detail[0].loc.slice(0, 3)).toEqual(['body', 'questions', 'scale']);
     expect(await card.locator('.field-error').textContent()).toContain(api.json.detail[0].msg);
@@ -170,7 +208,9 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
     expect((await status.textContent())?.trim()).toBe('200');
     const sent = requests.find((r) => r.url().endsWith('/v1/systemone'))!;
     expect(sent.headers().authorization).toBe(`Bearer ${KEY}`);
-    expect(sent.headers()['x-assay-state-hash']).toBe(createHash('sha256').update(JSON.stringify(example.state)).digest('hex'));
+    expect(sent.headers()['x-assay-state-hash']).toBe(
+      createHash('sha256').update(JSON.stringify(example.state)).digest('hex'),
+    );
     await page.screenshot({ path: join(SHOTS, 'docs.png'), fullPage: false });
     expect(problems).toEqual([]);
     await page.close();
@@ -179,7 +219,10 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
   it('report.html of eval --dataset --compare opens offline, with its tables, diagrams and flipped answers', async () => {
     const out = mkdtempSync(join(tmpdir(), 'assay-report-html-'));
     const sink = new Writable({ write: (_c, _e, cb) => cb() });
-    const code = await evalCmd(['--dataset', 'examples/support-tickets.jsonl', '--compare', 'int8,fp32', '--out', out], { stdout: sink, stderr: sink, env: {} });
+    const code = await evalCmd(
+      ['--dataset', 'examples/support-tickets.jsonl', '--compare', 'int8,fp32', '--out', out],
+      { stdout: sink, stderr: sink, env: {} },
+    );
     expect(code).toBe(0);
     const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
     const { page, problems, requests } = await open(`file://${join(out, 'report.html')}`);
@@ -188,7 +231,10 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
     expect(await page.locator('figure:not([aria-label^="risk"]) svg').count()).toBe(4);
     expect(await page.locator('figure[aria-label^="risk"] svg').count()).toBe(6);
     expect(await page.locator('figure svg circle').count()).toBeGreaterThan(0);
-    const flipped = Object.values(report.flips as Record<string, { flipped: number }>).reduce((n, c) => n + c.flipped, 0);
+    const flipped = Object.values(report.flips as Record<string, { flipped: number }>).reduce(
+      (n, c) => n + c.flipped,
+      0,
+    );
     expect(await page.locator('table.changed tbody tr').count()).toBe(flipped);
     expect(requests.map((r) => r.url()).filter((u) => !u.startsWith('file://'))).toEqual([]); // self-contained
     await page.screenshot({ path: join(SHOTS, 'report.png'), fullPage: true });

@@ -7,7 +7,15 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/api/auth.js';
 import { SystemOneResponseSchema } from '../../src/protocol/schemas.js';
-import { AssayAbortError, AssayAPIError, AssayClient, AssayConnectionError, AssayTimeoutError, type Question, type RetryInfo } from '../../src/client/index.js';
+import {
+  AssayAbortError,
+  AssayAPIError,
+  AssayClient,
+  AssayConnectionError,
+  AssayTimeoutError,
+  type Question,
+  type RetryInfo,
+} from '../../src/client/index.js';
 import { KEY, startServer, testKeys, type TestServer } from '../api/helpers.js';
 
 /** A key whose input-token budget is 100 tokens per second: one request puts it in debt. */
@@ -30,8 +38,16 @@ afterAll(async () => {
 });
 
 const QUESTIONS: Record<'late' | 'box' | 'mood', Question> = {
-  late: { type: 'noul', instructions: 'Was the parcel late?', criteria: { true: 'after the promised day', false: null } },
-  box: { type: 'choice', instructions: 'What state was the box in?', criteria: { intact: null, crushed: 'visibly damaged', wet: null } },
+  late: {
+    type: 'noul',
+    instructions: 'Was the parcel late?',
+    criteria: { true: 'after the promised day', false: null },
+  },
+  box: {
+    type: 'choice',
+    instructions: 'What state was the box in?',
+    criteria: { intact: null, crushed: 'visibly damaged', wet: null },
+  },
   mood: { type: 'score', instructions: 'How satisfied is the customer?', criteria: ['angry', 'neutral', 'pleased'] },
 };
 const STATE = { order: 'A-1043', note: 'The parcel arrived two days late and the box was crushed.' };
@@ -51,12 +67,16 @@ describe('client against the real server', () => {
     expect(Object.keys(res.answers).sort()).toEqual(['box', 'late', 'mood']);
     expect(res.answers.box!.type).toBe('choice');
     expect(res.answers.mood!.type).toBe('score');
-    if (res.answers.mood?.type === 'score') expect(Object.keys(res.answers.mood.probabilities)).toEqual(['0', '1', '2']);
+    if (res.answers.mood?.type === 'score')
+      expect(Object.keys(res.answers.mood.probabilities)).toEqual(['0', '1', '2']);
     expect(res.requestId).toMatch(/^req_/);
     // The request id rides along without changing the body.
     expect(JSON.parse(JSON.stringify(res))).not.toHaveProperty('requestId');
 
-    const mine = await c.evaluate({ state: 'x', questions: { q: QUESTIONS.late } }, { headers: { 'x-request-id': 'trace-abc-123' } });
+    const mine = await c.evaluate(
+      { state: 'x', questions: { q: QUESTIONS.late } },
+      { headers: { 'x-request-id': 'trace-abc-123' } },
+    );
     expect(mine.requestId).toBe('trace-abc-123');
 
     const models = await c.listModels();
@@ -83,7 +103,9 @@ describe('client against the real server', () => {
 
   it('422 is not retried and exposes the validation errors', async () => {
     const { c, retries } = client();
-    const err = (await c.evaluate({ state: 'x', questions: { c: { type: 'choice', instructions: 'no options', criteria: {} } } }).catch((e: unknown) => e)) as AssayAPIError;
+    const err = (await c
+      .evaluate({ state: 'x', questions: { c: { type: 'choice', instructions: 'no options', criteria: {} } } })
+      .catch((e: unknown) => e)) as AssayAPIError;
     expect(err).toBeInstanceOf(AssayAPIError);
     expect(err.status).toBe(422);
     expect(err.validationErrors[0]!.loc).toEqual(['body', 'questions', 'c', 'choice', 'criteria']);
@@ -114,8 +136,14 @@ describe('client against the real server', () => {
     const { c } = client({ apiKey: LIMITED_KEY, maxRetries: 3 });
     await c.evaluate({ state: STATE, questions: QUESTIONS }).catch(() => undefined); // into debt (or already there)
     const ac = new AbortController();
-    const { c: c2, retries } = client({ apiKey: LIMITED_KEY, maxRetries: 3, onRetry: (r) => (retries.push(r), ac.abort(new Error('user cancelled'))) });
-    const err = await c2.evaluate({ state: 'x', questions: { q: QUESTIONS.late } }, { signal: ac.signal }).catch((e: unknown) => e);
+    const { c: c2, retries } = client({
+      apiKey: LIMITED_KEY,
+      maxRetries: 3,
+      onRetry: (r) => (retries.push(r), ac.abort(new Error('user cancelled'))),
+    });
+    const err = await c2
+      .evaluate({ state: 'x', questions: { q: QUESTIONS.late } }, { signal: ac.signal })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AssayAbortError);
     expect((err as AssayAbortError).attempts).toBe(1);
     expect(retries.map((r) => r.status)).toEqual([429]);
@@ -123,9 +151,18 @@ describe('client against the real server', () => {
 
   it('529 (engine queue full) is retried after retry-after-ms until the engine has room', async () => {
     // Occupy the engine (maxQueue 0: nothing may wait) with a long evaluation on a fresh state.
-    const big = `${Date.now()}\n` + Array.from({ length: 300 }, (_, i) => `Line ${i}: shipment ${i} was inspected and logged.`).join('\n');
+    const big =
+      `${Date.now()}\n` +
+      Array.from({ length: 300 }, (_, i) => `Line ${i}: shipment ${i} was inspected and logged.`).join('\n');
     const questions = Object.fromEntries(
-      Array.from({ length: 24 }, (_, i) => [`q${i}`, { type: 'score' as const, instructions: `Rate aspect ${i}`, criteria: ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'] }]),
+      Array.from({ length: 24 }, (_, i) => [
+        `q${i}`,
+        {
+          type: 'score' as const,
+          instructions: `Rate aspect ${i}`,
+          criteria: ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'],
+        },
+      ]),
     );
     const blocker = srv.evaluator.evaluate({ state: big, questions });
     // Planned in a worker thread, then admitted: wait until it holds the engine.
@@ -170,7 +207,14 @@ describe('client: timeouts, aborts, connection errors', () => {
   it('a timed-out attempt is retried, then fails with AssayTimeoutError', async () => {
     received = 0;
     const retries: RetryInfo[] = [];
-    const c = new AssayClient({ baseUrl: hungUrl, apiKey: 'k', timeoutMs: 200, maxRetries: 1, retryBaseDelayMs: 1, onRetry: (r) => retries.push(r) });
+    const c = new AssayClient({
+      baseUrl: hungUrl,
+      apiKey: 'k',
+      timeoutMs: 200,
+      maxRetries: 1,
+      retryBaseDelayMs: 1,
+      onRetry: (r) => retries.push(r),
+    });
     const err = await c.listModels().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AssayTimeoutError);
     expect((err as AssayTimeoutError).attempts).toBe(2);
@@ -183,7 +227,9 @@ describe('client: timeouts, aborts, connection errors', () => {
     const c = new AssayClient({ baseUrl: hungUrl, apiKey: 'k', maxRetries: 5 });
     const ac = new AbortController();
     waiters.push(() => ac.abort());
-    const err = await c.evaluate({ state: 'x', questions: { q: QUESTIONS.late } }, { signal: ac.signal }).catch((e: unknown) => e);
+    const err = await c
+      .evaluate({ state: 'x', questions: { q: QUESTIONS.late } }, { signal: ac.signal })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AssayAbortError);
     expect((err as Error).name).toBe('AbortError');
     expect(received).toBe(1);
@@ -199,7 +245,13 @@ describe('client: timeouts, aborts, connection errors', () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise((r) => closed.close(r));
     const retries: RetryInfo[] = [];
-    const c = new AssayClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: 'k', maxRetries: 2, retryBaseDelayMs: 1, onRetry: (r) => retries.push(r) });
+    const c = new AssayClient({
+      baseUrl: `http://127.0.0.1:${port}`,
+      apiKey: 'k',
+      maxRetries: 2,
+      retryBaseDelayMs: 1,
+      onRetry: (r) => retries.push(r),
+    });
     const err = await c.listModels().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AssayConnectionError);
     expect((err as AssayConnectionError).message).toContain('ECONNREFUSED');

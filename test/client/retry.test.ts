@@ -20,7 +20,9 @@ describe('retry policy', () => {
   });
 
   it('backs off exponentially with full jitter under a cap', () => {
-    expect([0, 1, 2, 3, 10].map((n) => backoffDelayMs(n, 500, 8000, () => 0.999999))).toEqual([499, 999, 1999, 3999, 7999]);
+    expect([0, 1, 2, 3, 10].map((n) => backoffDelayMs(n, 500, 8000, () => 0.999999))).toEqual([
+      499, 999, 1999, 3999, 7999,
+    ]);
     expect(backoffDelayMs(3, 500, 8000, () => 0)).toBe(0);
     expect(backoffDelayMs(2, 500, 8000, () => 0.5)).toBe(1000);
   });

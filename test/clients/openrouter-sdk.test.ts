@@ -14,7 +14,10 @@ let s: TestServer;
 let base: string;
 
 beforeAll(async () => {
-  ({ base, ...s } = await startListening({ logging: false, keys: [...keysFromList(KEY), { name: 'slow', hash: sha256(SLOW_KEY), inputTokensPerSecond: 40 }] }));
+  ({ base, ...s } = await startListening({
+    logging: false,
+    keys: [...keysFromList(KEY), { name: 'slow', hash: sha256(SLOW_KEY), inputTokensPerSecond: 40 }],
+  }));
 });
 afterAll(() => s.close());
 
@@ -31,7 +34,11 @@ function client(apiKey = KEY) {
 
 const questions = {
   paid: { type: 'noul' as const, instructions: 'Was the invoice paid?', criteria: { true: 'paid', false: 'unpaid' } },
-  channel: { type: 'choice' as const, instructions: 'How was it paid?', criteria: { card: 'a card', transfer: 'a bank transfer', cash: null } },
+  channel: {
+    type: 'choice' as const,
+    instructions: 'How was it paid?',
+    criteria: { card: 'a card', transfer: 'a bank transfer', cash: null },
+  },
   punctuality: { type: 'score' as const, instructions: 'How punctual?', criteria: ['late', 'on the day', 'early'] },
 };
 
@@ -80,7 +87,11 @@ describe("OpenRouter's SDK against Assay", () => {
 
   it('a 429, with 429 among its retry codes, is retried after the retry-after-ms the server sent', async () => {
     const { or, seen } = client(SLOW_KEY);
-    const ask = (state: string) => or.systemOne.create({ decisionsRequest: { model: 'svc-latest', state, questions: { paid: questions.paid } } }, { retryCodes: ['429', '5XX'] });
+    const ask = (state: string) =>
+      or.systemOne.create(
+        { decisionsRequest: { model: 'svc-latest', state, questions: { paid: questions.paid } } },
+        { retryCodes: ['429', '5XX'] },
+      );
     await ask('The invoice was paid on time, by card.');
     const r = await ask('The invoice was paid late.');
     expect(Object.keys(r.answers)).toEqual(['paid']);
@@ -94,7 +105,9 @@ describe("OpenRouter's SDK against Assay", () => {
 
   it('the request id is on the raw response for its hooks and logs, under both header names', async () => {
     const { or, seen } = client();
-    await or.systemOne.create({ decisionsRequest: { model: 'svc-latest', state: 'x', questions: { paid: questions.paid } } });
+    await or.systemOne.create({
+      decisionsRequest: { model: 'svc-latest', state: 'x', questions: { paid: questions.paid } },
+    });
     const last = seen[seen.length - 1]!.headers;
     expect(last.get('x-request-id')).toMatch(/^req_[0-9a-f]{32}$/);
     expect(last.get('x-typesafe-request-id')).toBe(last.get('x-request-id'));

@@ -1,6 +1,14 @@
 // The official TypeScript SDK (@typesafe-ai/sdk, pinned), unchanged, against a real Assay server on
 // loopback: only its base URL, key and model are set. A new SDK version that breaks shows up here.
-import { noul, choice, score, RateLimitError, TypeSafeClient, UnprocessableEntityError, AuthenticationError } from '@typesafe-ai/sdk';
+import {
+  noul,
+  choice,
+  score,
+  RateLimitError,
+  TypeSafeClient,
+  UnprocessableEntityError,
+  AuthenticationError,
+} from '@typesafe-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keysFromList, sha256 } from '../../src/api/auth.js';
 import { SLOW_KEY, STATES } from './fixtures.js';
@@ -25,7 +33,10 @@ function client(over: { apiKey?: string; defaultModel?: string } = {}) {
     seen.push({ status: res.status, at: performance.now(), headers: res.headers });
     return res;
   };
-  return { c: new TypeSafeClient({ apiKey: KEY, baseURL: base, defaultModel: 'svc-latest', logLevel: 'off', fetch, ...over }), seen };
+  return {
+    c: new TypeSafeClient({ apiKey: KEY, baseURL: base, defaultModel: 'svc-latest', logLevel: 'off', fetch, ...over }),
+    seen,
+  };
 }
 
 const questions = {
@@ -48,7 +59,9 @@ describe('official TypeScript SDK against Assay', () => {
 
   it('reports the request id the server sent', async () => {
     const { c } = client();
-    const { data, response, requestId } = await c.systemOne({ state: 'x', questions: { paid: questions.paid } }).withResponse();
+    const { data, response, requestId } = await c
+      .systemOne({ state: 'x', questions: { paid: questions.paid } })
+      .withResponse();
     expect(data.answers.paid.type).toBe('noul');
     expect(requestId).toMatch(/^req_[0-9a-f]{32}$/);
     expect(requestId).toBe(response.headers.get('x-request-id'));
@@ -96,8 +109,12 @@ describe('official TypeScript SDK against Assay', () => {
 
   it('a 429 left unretried is its RateLimitError with retryAfterMs', async () => {
     const { c } = client({ apiKey: SLOW_KEY });
-    await c.systemOne({ state: 'The invoice was paid on time, by card.', questions: { paid: questions.paid } }).catch(() => undefined);
-    const err = await c.systemOne({ state: 'x', questions: { paid: questions.paid } }, { retry: { maxRetries: 0 } }).catch((e: unknown) => e);
+    await c
+      .systemOne({ state: 'The invoice was paid on time, by card.', questions: { paid: questions.paid } })
+      .catch(() => undefined);
+    const err = await c
+      .systemOne({ state: 'x', questions: { paid: questions.paid } }, { retry: { maxRetries: 0 } })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RateLimitError);
     expect((err as RateLimitError).retryAfterMs).toBeGreaterThan(0);
   });
@@ -109,15 +126,25 @@ describe('official TypeScript SDK against Assay', () => {
       // The official SDK's default model is the hosted brand's `jev-latest`: an operator alias makes it work unchanged.
       registry: testRegistry(s.evaluator.modelDir, { 'jev-latest': MODEL_ID }),
     });
-    const env = { TYPESAFE_API_KEY: process.env.TYPESAFE_API_KEY, TYPESAFE_BASE_URL: process.env.TYPESAFE_BASE_URL, TYPESAFE_DEFAULT_MODEL: process.env.TYPESAFE_DEFAULT_MODEL };
+    const env = {
+      TYPESAFE_API_KEY: process.env.TYPESAFE_API_KEY,
+      TYPESAFE_BASE_URL: process.env.TYPESAFE_BASE_URL,
+      TYPESAFE_DEFAULT_MODEL: process.env.TYPESAFE_DEFAULT_MODEL,
+    };
     try {
       process.env.TYPESAFE_API_KEY = KEY;
       process.env.TYPESAFE_BASE_URL = `${aliased.base}/`;
       delete process.env.TYPESAFE_DEFAULT_MODEL;
-      const r = await new TypeSafeClient({ logLevel: 'off' }).systemOne({ state: 'x', questions: { paid: questions.paid } });
+      const r = await new TypeSafeClient({ logLevel: 'off' }).systemOne({
+        state: 'x',
+        questions: { paid: questions.paid },
+      });
       expect(r.model).toBe(MODEL_ID);
       process.env.TYPESAFE_DEFAULT_MODEL = 'svc-latest';
-      expect((await new TypeSafeClient({ logLevel: 'off' }).systemOne({ state: 'x', questions: { paid: questions.paid } })).model).toBe(MODEL_ID);
+      expect(
+        (await new TypeSafeClient({ logLevel: 'off' }).systemOne({ state: 'x', questions: { paid: questions.paid } }))
+          .model,
+      ).toBe(MODEL_ID);
     } finally {
       for (const [k, v] of Object.entries(env)) {
         if (v === undefined) delete process.env[k];

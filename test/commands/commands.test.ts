@@ -22,7 +22,11 @@ let questionsFile: string;
 const STATE = { ticket: 'T-77', text: 'The app crashes every time I open the settings page.' };
 const QUESTIONS = {
   bug: { type: 'noul', instructions: 'Is this a bug report?' },
-  area: { type: 'choice', instructions: 'Which area?', criteria: { settings: null, login: 'sign-in and accounts', billing: null } },
+  area: {
+    type: 'choice',
+    instructions: 'Which area?',
+    criteria: { settings: null, login: 'sign-in and accounts', billing: null },
+  },
   severity: { type: 'score', instructions: 'How severe?', criteria: ['cosmetic', 'annoying', 'blocking'] },
 };
 
@@ -37,7 +41,14 @@ beforeAll(async () => {
     registry,
     JSON.stringify({
       default: 'svc-1.13.0',
-      models: { 'svc-1.13.0': { path: srv.evaluator.modelDir, variant: 'fp32', description: 'tiny synthetic', release_date: '2026-11-22' } },
+      models: {
+        'svc-1.13.0': {
+          path: srv.evaluator.modelDir,
+          variant: 'fp32',
+          description: 'tiny synthetic',
+          release_date: '2026-11-22',
+        },
+      },
       aliases: { 'svc-latest': 'svc-1.13.0', 'svc-preview': 'svc-1.13.0' },
     }),
   );
@@ -100,8 +111,14 @@ describe('assay eval', () => {
 
   it('reads the state from stdin with -, plain text as a string; a request body works as --questions', async () => {
     const bodyFile = path.join(tmp, 'request.json');
-    await writeFile(bodyFile, JSON.stringify({ state: 'ignored', model: 'svc-latest', questions: { bug: QUESTIONS.bug } }));
-    const piped = await evalRun(['--state', '-', '--questions', bodyFile, '--registry', registry], 'The app crashes on start.\n');
+    await writeFile(
+      bodyFile,
+      JSON.stringify({ state: 'ignored', model: 'svc-latest', questions: { bug: QUESTIONS.bug } }),
+    );
+    const piped = await evalRun(
+      ['--state', '-', '--questions', bodyFile, '--registry', registry],
+      'The app crashes on start.\n',
+    );
     expect(piped.code).toBe(0);
     const fromFile = path.join(tmp, 'state.txt');
     await writeFile(fromFile, 'The app crashes on start.');
@@ -111,7 +128,16 @@ describe('assay eval', () => {
   });
 
   it('prints a readable table', async () => {
-    const r = await evalRun(['--state', stateFile, '--questions', questionsFile, '--registry', registry, '--format', 'table']);
+    const r = await evalRun([
+      '--state',
+      stateFile,
+      '--questions',
+      questionsFile,
+      '--registry',
+      registry,
+      '--format',
+      'table',
+    ]);
     expect(r.code).toBe(0);
     const lines = r.out.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^model svc-1\.13\.0 {3}input_tokens \d+ {3}output_tokens \d+$/);
@@ -203,14 +229,24 @@ describe('assay models', () => {
       reg,
       JSON.stringify({
         default: 'svc-s',
-        models: { 'svc-s': { path: 'made/tiny', synthetic: { shape: 'tiny', dtype: 'fp32' }, description: 'tiny', release_date: '2026-11-22' } },
+        models: {
+          'svc-s': {
+            path: 'made/tiny',
+            synthetic: { shape: 'tiny', dtype: 'fp32' },
+            description: 'tiny',
+            release_date: '2026-11-22',
+          },
+        },
         aliases: {},
       }),
     );
     const first = await modelsRun(['synth', '--registry', reg]);
     expect(first.code).toBe(0);
     expect(first.err).toContain('model svc-s: folder');
-    const manifest = JSON.parse(await readFile(path.join(tmp, 'made', 'tiny', 'assay.json'), 'utf8')) as { synthetic: boolean; shape: string };
+    const manifest = JSON.parse(await readFile(path.join(tmp, 'made', 'tiny', 'assay.json'), 'utf8')) as {
+      synthetic: boolean;
+      shape: string;
+    };
     expect(manifest).toMatchObject({ synthetic: true, shape: 'tiny' });
     // stdout: the folder, written or found complete (as its help says).
     expect(first.out).toBe(`${path.join(tmp, 'made', 'tiny')}\n`);

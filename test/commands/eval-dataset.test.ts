@@ -31,7 +31,15 @@ describe('assay eval --dataset', () => {
       expect(m.accuracy).toBeLessThanOrEqual(1);
       expect(m.reliability.reduce((n: number, b: { count: number }) => n + b.count, 0)).toBe(32);
     }
-    expect(Object.keys(report.byTag).sort()).toEqual(['app', 'billing', 'defect', 'delivery', 'praise', 'returns', 'sales']);
+    expect(Object.keys(report.byTag).sort()).toEqual([
+      'app',
+      'billing',
+      'defect',
+      'delivery',
+      'praise',
+      'returns',
+      'sales',
+    ]);
     expect(report.byTag.billing.noul.count).toBe(9);
     expect(readFileSync(join(dir, 'report.md'), 'utf8')).toBe(r.out);
     // The reliability diagrams: one SVG per classification type, a dot per non-empty bin of the JSON's data.
@@ -46,7 +54,18 @@ describe('assay eval --dataset', () => {
 
   it('coverage at 5% error on the trained model: printed, the thresholds in report.json as the escalation loads them, the curve in report.html and SVG', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
-    const r = await run(['--dataset', 'examples/tiny-tasks-heldout.jsonl', '--model', 'tiny-tasks-1', '--error-budget', '5%', '--error-budget', '0.01', '--out', dir]);
+    const r = await run([
+      '--dataset',
+      'examples/tiny-tasks-heldout.jsonl',
+      '--model',
+      'tiny-tasks-1',
+      '--error-budget',
+      '5%',
+      '--error-budget',
+      '0.01',
+      '--out',
+      dir,
+    ]);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain('## Coverage at 5% error');
     expect(r.out).toContain('## Coverage at 1% error');
@@ -60,7 +79,9 @@ describe('assay eval --dataset', () => {
       expect(c.thresholds['0.05'][type]).toBe(at5.threshold);
       // All kept: the least certain answer's certainty.
       expect(at5.threshold).toBe(Math.min(...c.byType[type].curve.map((p: { threshold: number }) => p.threshold)));
-      expect(r.out).toMatch(new RegExp(`\\| ${type} \\| [^|]+ \\| 90 \\| 1\\.000 \\| 90 \\(0\\) \\| ${at5.threshold.toFixed(3)} \\|`));
+      expect(r.out).toMatch(
+        new RegExp(`\\| ${type} \\| [^|]+ \\| 90 \\| 1\\.000 \\| 90 \\(0\\) \\| ${at5.threshold.toFixed(3)} \\|`),
+      );
       // 90 error-free answers cannot show 1% (299 needed).
       expect(c.byType[type].atBudget[1]).toMatchObject({ enough: false, keptNeeded: 299 });
     }
@@ -77,15 +98,37 @@ describe('assay eval --dataset', () => {
 
   it('--compare v1,letters --fail-if-worse: the constructed regression exits 1, with the intervals and the flipped answers before the tag tables', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
-    const r = await run(['--dataset', 'examples/tiny-tasks-heldout.jsonl', '--model', 'tiny-tasks-1', '--compare', 'v1,letters', '--fail-if-worse', '--resamples', '500', '--out', dir]);
+    const r = await run([
+      '--dataset',
+      'examples/tiny-tasks-heldout.jsonl',
+      '--model',
+      'tiny-tasks-1',
+      '--compare',
+      'v1,letters',
+      '--fail-if-worse',
+      '--resamples',
+      '500',
+      '--out',
+      dir,
+    ]);
     expect(r.code).toBe(1);
-    expect(r.err).toContain('letters is worse than v1 beyond the 95% interval: choice accuracy, choice coverage at 5% error');
+    expect(r.err).toContain(
+      'letters is worse than v1 beyond the 95% interval: choice accuracy, choice coverage at 5% error',
+    );
     expect(r.out).toContain('resampled with replacement 500 times (seed 1)');
-    expect(r.out).toMatch(/\| choice \| accuracy \| 1\.000 \| 0\.356 \| −0\.644 \| \[−0\.\d{3}, −0\.\d{3}\] \| worse \|/);
-    expect(r.out).toMatch(/\| noul \| accuracy \| 1\.000 \| 1\.000 \| \+0\.000 \| \[\+0\.000, \+0\.000\] \| within the interval \|/);
+    expect(r.out).toMatch(
+      /\| choice \| accuracy \| 1\.000 \| 0\.356 \| −0\.644 \| \[−0\.\d{3}, −0\.\d{3}\] \| worse \|/,
+    );
+    expect(r.out).toMatch(
+      /\| noul \| accuracy \| 1\.000 \| 1\.000 \| \+0\.000 \| \[\+0\.000, \+0\.000\] \| within the interval \|/,
+    );
     expect(r.out).toContain('### Answers that flipped (58)');
     const report = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
-    expect(report.drift).toMatchObject({ resamples: 500, seed: 1, worse: ['choice accuracy', 'choice coverage at 5% error'] });
+    expect(report.drift).toMatchObject({
+      resamples: 500,
+      seed: 1,
+      worse: ['choice accuracy', 'choice coverage at 5% error'],
+    });
     expect(report.drift.types.choice.accuracy.high).toBeLessThan(0);
     expect(report.changed).toHaveLength(58);
     const html = readFileSync(join(dir, 'report.html'), 'utf8');
@@ -97,8 +140,19 @@ describe('assay eval --dataset', () => {
   it("an escalating model: accuracy against escalation rate on the trained model's held-out set, thresholds from a coverage report", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
     // The first model's coverage report: its thresholds at 5% go straight into the sweep.
-    expect((await run(['--dataset', 'examples/tiny-tasks-heldout.jsonl', '--model', 'svc-1.13.0', '--out', dir])).code).toBe(0);
-    const r = await run(['--dataset', 'examples/tiny-tasks-heldout.jsonl', '--model', 'tiny-cascade-1', '--thresholds', `${join(dir, 'report.json')}#0.05`, '--out', join(dir, 'cascade')]);
+    expect(
+      (await run(['--dataset', 'examples/tiny-tasks-heldout.jsonl', '--model', 'svc-1.13.0', '--out', dir])).code,
+    ).toBe(0);
+    const r = await run([
+      '--dataset',
+      'examples/tiny-tasks-heldout.jsonl',
+      '--model',
+      'tiny-cascade-1',
+      '--thresholds',
+      `${join(dir, 'report.json')}#0.05`,
+      '--out',
+      join(dir, 'cascade'),
+    ]);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain('## Escalation: accuracy against escalation rate');
     expect(r.out).toContain('svc-1.13.0 answers; a question whose certainty');
@@ -111,11 +165,15 @@ describe('assay eval --dataset', () => {
     expect(rates).toEqual([...rates].sort((a, b) => a - b)); // higher thresholds escalate more
     const own = report.escalation.find((x: { label: string }) => x.label === "tiny-cascade-1's own");
     // What the service really escalated is what its thresholds predict from the first answers.
-    expect(r.out).toContain(`the entry re-asked ${own.escalated} of 270 questions (its thresholds predict ${own.escalated}`);
+    expect(r.out).toContain(
+      `the entry re-asked ${own.escalated} of 270 questions (its thresholds predict ${own.escalated}`,
+    );
     expect(report.model).toBe('tiny-cascade-1');
     const html = readFileSync(join(dir, 'cascade', 'report.html'), 'utf8');
     expect(html).toContain('<h2>Escalation: accuracy against escalation rate</h2>');
-    expect(html).toContain('<th scope="row">second model only</th><td>{&quot;noul&quot;:null,&quot;choice&quot;:null,&quot;score&quot;:null}</td><td>270 of 270 (100.0%)</td><td>1.000</td>');
+    expect(html).toContain(
+      '<th scope="row">second model only</th><td>{&quot;noul&quot;:null,&quot;choice&quot;:null,&quot;score&quot;:null}</td><td>270 of 270 (100.0%)</td><td>1.000</td>',
+    );
   });
 
   it('refuses a line whose label does not fit its question, naming the line', async () => {
@@ -152,7 +210,8 @@ describe('assay eval --dataset', () => {
       expect(f.meanMaxDelta).toBeLessThan(0.1);
       expect(r.out).toMatch(new RegExp(`\\| ${type} \\| 32 \\| ${f.flipped} \\(`));
     }
-    for (const file of ['reliability-int8-noul.svg', 'reliability-fp32-choice.svg']) expect(readFileSync(join(dir, file), 'utf8')).toContain('<svg');
+    for (const file of ['reliability-int8-noul.svg', 'reliability-fp32-choice.svg'])
+      expect(readFileSync(join(dir, file), 'utf8')).toContain('<svg');
   });
 
   it('--compare v1,letters+rot3: the label strategy changes choice answers only', async () => {
@@ -183,7 +242,14 @@ describe('assay eval --dataset', () => {
     const alone = await run(['--dataset', 'examples/support-tickets.jsonl', '--fail-if-worse']);
     expect(alone.code).toBe(2);
     expect(alone.err).toContain('--fail-if-worse goes with --compare A,B');
-    const missing = await run(['--dataset', 'examples/support-tickets.jsonl', '--model', 'tiny-cascade-1', '--thresholds', '/nonexistent/report.json']);
+    const missing = await run([
+      '--dataset',
+      'examples/support-tickets.jsonl',
+      '--model',
+      'tiny-cascade-1',
+      '--thresholds',
+      '/nonexistent/report.json',
+    ]);
     expect(missing.code).toBe(2);
     expect(missing.err).toContain('--thresholds /nonexistent/report.json: ENOENT');
   });
@@ -193,11 +259,26 @@ describe('assay eval --dataset', () => {
     try {
       await srv.app.listen({ port: 0, host: '127.0.0.1' });
       const url = `http://127.0.0.1:${(srv.app.server.address() as AddressInfo).port}`;
-      const r = await run(['--dataset', 'examples/support-tickets.jsonl', '--url', url, '--compare', 'svc-1.13.0,svc-latest', '--fail-if-worse'], { ASSAY_API_KEY: KEY });
+      const r = await run(
+        [
+          '--dataset',
+          'examples/support-tickets.jsonl',
+          '--url',
+          url,
+          '--compare',
+          'svc-1.13.0,svc-latest',
+          '--fail-if-worse',
+        ],
+        { ASSAY_API_KEY: KEY },
+      );
       expect(r.code, r.err).toBe(0);
       expect(r.err).toContain('svc-latest is not worse than svc-1.13.0 beyond the 95% interval');
       for (const type of ['noul', 'choice', 'score'])
-        expect(r.out).toMatch(new RegExp(`\\| ${type} \\| [a-z -]*accuracy \\| (\\d\\.\\d{3}) \\| \\1 \\| \\+0\\.000 \\| \\[\\+0\\.000, \\+0\\.000\\] \\| within the interval \\|`));
+        expect(r.out).toMatch(
+          new RegExp(
+            `\\| ${type} \\| [a-z -]*accuracy \\| (\\d\\.\\d{3}) \\| \\1 \\| \\+0\\.000 \\| \\[\\+0\\.000, \\+0\\.000\\] \\| within the interval \\|`,
+          ),
+        );
       expect(r.out).toContain('No answer flipped between svc-1.13.0 and svc-latest.');
     } finally {
       await srv.close();
@@ -210,7 +291,9 @@ describe('assay eval --dataset', () => {
       await srv.app.listen({ port: 0, host: '127.0.0.1' });
       const url = `http://127.0.0.1:${(srv.app.server.address() as AddressInfo).port}`;
       const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
-      const remote = await run(['--dataset', 'examples/support-tickets.jsonl', '--url', url, '--out', dir], { ASSAY_API_KEY: KEY });
+      const remote = await run(['--dataset', 'examples/support-tickets.jsonl', '--url', url, '--out', dir], {
+        ASSAY_API_KEY: KEY,
+      });
       expect(remote.code, remote.err).toBe(0);
       const report = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
       expect(report).toMatchObject({ lines: 32, answers: 96, model: 'svc-1.13.0' });

@@ -16,11 +16,20 @@ it('a missing synthetic default model: exit 1, nothing generated, and `assay mod
     registry,
     JSON.stringify({
       default: 'svc-s',
-      models: { 'svc-s': { path: 'generated/tiny', synthetic: { shape: 'tiny', dtype: 'fp32' }, description: 'tiny', release_date: '2026-11-22' } },
+      models: {
+        'svc-s': {
+          path: 'generated/tiny',
+          synthetic: { shape: 'tiny', dtype: 'fp32' },
+          description: 'tiny',
+          release_date: '2026-11-22',
+        },
+      },
       aliases: {},
     }),
   );
-  const { result, err } = await withStderr(() => serveCmd(['--registry', registry, '--port', '0', '--log-level', 'silent']));
+  const { result, err } = await withStderr(() =>
+    serveCmd(['--registry', registry, '--port', '0', '--log-level', 'silent']),
+  );
   expect(result).toBe(1);
   expect(err).toContain('run `assay models synth` first');
   expect(existsSync(join(dir, 'generated'))).toBe(false);
@@ -35,13 +44,30 @@ it('a default model with an absolute path is served from that path (not joined t
     registry,
     JSON.stringify({
       default: 'svc-abs',
-      models: { 'svc-abs': { path: folder, synthetic: { shape: 'tiny', dtype: 'fp32' }, variant: 'fp32', description: 'tiny', release_date: '2026-11-22' } },
+      models: {
+        'svc-abs': {
+          path: folder,
+          synthetic: { shape: 'tiny', dtype: 'fp32' },
+          variant: 'fp32',
+          description: 'tiny',
+          release_date: '2026-11-22',
+        },
+      },
       aliases: { 'svc-latest': 'svc-abs' },
     }),
   );
   const port = await freePort();
   const { result, err } = await withStderr(async () => {
-    const serving = serveCmd(['--registry', registry, '--port', String(port), '--threads', '1', '--log-level', 'silent']);
+    const serving = serveCmd([
+      '--registry',
+      registry,
+      '--port',
+      String(port),
+      '--threads',
+      '1',
+      '--log-level',
+      'silent',
+    ]);
     // Ready (/healthz 200: the default model loaded from its absolute folder), or the command ended first.
     const ready = (async () => {
       for (;;) {
@@ -84,7 +110,9 @@ it('a keys file naming a model the registry lacks is refused at startup, with th
       ],
     }),
   );
-  const { result, err } = await withStderr(() => serveCmd(['--keys-file', keys, '--port', '0', '--log-level', 'silent']));
+  const { result, err } = await withStderr(() =>
+    serveCmd(['--keys-file', keys, '--port', '0', '--log-level', 'silent']),
+  );
   expect(result).toBe(2);
   expect(err).toContain('key "team-a" names "svc-typo"');
   expect(err).toContain('not in the model registry (it accepts svc-latest, svc-preview, svc-1.13.0, tiny-tasks-1)');

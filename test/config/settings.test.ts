@@ -33,7 +33,14 @@ describe('serve settings', () => {
     const d = loadServeSettings([], {});
     if (d === 'help') throw new Error('help');
     expect(Object.isFrozen(d)).toBe(true);
-    expect([d.host, d.port, d.graphRewrite, d.serverTimingEngine, d.prefixCacheScope, d.logFormat]).toEqual(['127.0.0.1', 8080, true, false, 'key', undefined]);
+    expect([d.host, d.port, d.graphRewrite, d.serverTimingEngine, d.prefixCacheScope, d.logFormat]).toEqual([
+      '127.0.0.1',
+      8080,
+      true,
+      false,
+      'key',
+      undefined,
+    ]);
     const e = loadServeSettings(['--no-graph-rewrite', '--log-format', 'json', '--port', '9001'], {
       PORT: '7000',
       ASSAY_SERVER_TIMING_ENGINE: 'yes',
@@ -42,7 +49,13 @@ describe('serve settings', () => {
       ASSAY_LOG_FORMAT: 'pretty',
     });
     if (e === 'help') throw new Error('help');
-    expect([e.port, e.graphRewrite, e.serverTimingEngine, e.prefixCacheScope, e.logFormat]).toEqual([9001, false, true, 'shared', 'json']);
+    expect([e.port, e.graphRewrite, e.serverTimingEngine, e.prefixCacheScope, e.logFormat]).toEqual([
+      9001,
+      false,
+      true,
+      'shared',
+      'json',
+    ]);
     expect(() => {
       (e as { port: number }).port = 1;
     }).toThrow(TypeError);
@@ -60,7 +73,9 @@ describe('serve settings', () => {
     };
     expect(refused(['--port', 'x'])).toBe("--port must be an integer from 0 to 65535, got 'x'");
     expect(refused(['--port', '70000'])).toContain('--port must be an integer from 0 to 65535');
-    expect(refused([], { ASSAY_GRAPH_REWRITE: 'maybe' })).toBe("ASSAY_GRAPH_REWRITE must be one of 1, true, yes, on, 0, false, no, off, got 'maybe'");
+    expect(refused([], { ASSAY_GRAPH_REWRITE: 'maybe' })).toBe(
+      "ASSAY_GRAPH_REWRITE must be one of 1, true, yes, on, 0, false, no, off, got 'maybe'",
+    );
     expect(refused([], { ASSAY_PROVIDER: 'tpu' })).toBe("ASSAY_PROVIDER must be cpu or cuda, got 'tpu'");
     expect(refused(['--rpm', '0'])).toContain('--rpm must be an integer >= 1');
     expect(refused(['--log-format', 'xml'])).toContain('--log-format must be json or pretty');
@@ -93,11 +108,22 @@ describe('logs', () => {
   async function serveOutput(flags: string[]): Promise<string> {
     const modelDir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
     const registry = join(mkdtempSync(join(tmpdir(), 'assay-logs-')), 'registry.json');
-    writeFileSync(registry, JSON.stringify({ default: 'svc-1', models: { 'svc-1': { path: modelDir, description: 'tiny', release_date: '2026-11-22' } }, aliases: {} }));
-    const child = spawn(process.execPath, ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry, ...flags], {
-      env: { ...process.env, ASSAY_API_KEYS: 'log-key' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    writeFileSync(
+      registry,
+      JSON.stringify({
+        default: 'svc-1',
+        models: { 'svc-1': { path: modelDir, description: 'tiny', release_date: '2026-11-22' } },
+        aliases: {},
+      }),
+    );
+    const child = spawn(
+      process.execPath,
+      ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry, ...flags],
+      {
+        env: { ...process.env, ASSAY_API_KEYS: 'log-key' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     const exited = new Promise<void>((r) => child.on('exit', () => r()));
@@ -126,17 +152,37 @@ describe('logs', () => {
 
 describe('where each setting goes', () => {
   // Settings assay serve reads itself (listening, the registry, keys, rate limits, log format).
-  const READ_BY_SERVE = ['host', 'port', 'registry', 'keysFile', 'apiKeys', 'requestsPerMinute', 'inputTokensPerSecond', 'logFormat'];
+  const READ_BY_SERVE = [
+    'host',
+    'port',
+    'registry',
+    'keysFile',
+    'apiKeys',
+    'requestsPerMinute',
+    'inputTokensPerSecond',
+    'logFormat',
+  ];
 
   it('every setting names the engine or server option it sets, or is one serve reads itself: none is silently unused', () => {
-    const unplaced = settingsInfo().filter((s) => s.engine === undefined && s.server === undefined && !READ_BY_SERVE.includes(s.name));
+    const unplaced = settingsInfo().filter(
+      (s) => s.engine === undefined && s.server === undefined && !READ_BY_SERVE.includes(s.name),
+    );
     expect(unplaced.map((s) => s.name)).toEqual([]);
   });
 
   it('flags and variables arrive as engine and server options under their option names', () => {
-    const config = loadServeSettings(['--threads', '3', '--no-graph-rewrite', '--deadline-ms', '5000', '--replica-id', 'r9', '--pack-tokens', '64'], { ASSAY_PREFIX_CACHE_BYTES: '0' });
+    const config = loadServeSettings(
+      ['--threads', '3', '--no-graph-rewrite', '--deadline-ms', '5000', '--replica-id', 'r9', '--pack-tokens', '64'],
+      { ASSAY_PREFIX_CACHE_BYTES: '0' },
+    );
     if (config === 'help') throw new Error('unexpected help');
-    expect(settingsFor('engine', config)).toMatchObject({ threads: 3, rewriteGraph: false, prefixCacheBytes: 0, provider: 'cpu', packTokens: 64 });
+    expect(settingsFor('engine', config)).toMatchObject({
+      threads: 3,
+      rewriteGraph: false,
+      prefixCacheBytes: 0,
+      provider: 'cpu',
+      packTokens: 64,
+    });
     expect(settingsFor('server', config)).toMatchObject({ deadlineMs: 5000, replicaId: 'r9', docs: true });
     expect(settingsFor('engine', config)).not.toHaveProperty('deadlineMs');
   });

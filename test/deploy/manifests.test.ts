@@ -58,7 +58,14 @@ describe('deploy/ manifests', () => {
   it('every file is valid YAML of a known kind with a name', () => {
     expect(docs.length).toBeGreaterThanOrEqual(6);
     const kinds = new Set(k8s.map((d) => d.doc.kind));
-    for (const kind of ['Deployment', 'Service', 'HorizontalPodAutoscaler', 'Ingress', 'PersistentVolumeClaim', 'Job']) {
+    for (const kind of [
+      'Deployment',
+      'Service',
+      'HorizontalPodAutoscaler',
+      'Ingress',
+      'PersistentVolumeClaim',
+      'Job',
+    ]) {
       expect(kinds, kind).toContain(kind);
     }
     for (const { file, doc } of k8s) {
@@ -73,7 +80,9 @@ describe('deploy/ manifests', () => {
 
   it('Deployment: selector, GPU request, port from the env the server reads', () => {
     expect(deployment.apiVersion).toBe('apps/v1');
-    expect(deployment.spec.selector.matchLabels).toEqual(expect.objectContaining(deployment.spec.template.metadata.labels));
+    expect(deployment.spec.selector.matchLabels).toEqual(
+      expect.objectContaining(deployment.spec.template.metadata.labels),
+    );
     expect(String(container.resources.requests['nvidia.com/gpu'])).toBe('1');
     expect(String(container.resources.limits['nvidia.com/gpu'])).toBe('1');
     expect(httpPort.containerPort).toBe(8080);
@@ -107,7 +116,9 @@ describe('deploy/ manifests', () => {
     expect(live.periodSeconds * live.failureThreshold).toBeGreaterThan(drainS);
     // The ingress waits at least as long as a request may take.
     const ingress = one('Ingress');
-    expect(Number(ingress.metadata.annotations['nginx.ingress.kubernetes.io/proxy-read-timeout'])).toBeGreaterThanOrEqual(drainS);
+    expect(
+      Number(ingress.metadata.annotations['nginx.ingress.kubernetes.io/proxy-read-timeout']),
+    ).toBeGreaterThanOrEqual(drainS);
   });
 
   it('Deployment: the models volume is mounted where the registry env points, read-only', () => {
@@ -136,7 +147,11 @@ describe('deploy/ manifests', () => {
   it('HPA scales the Deployment on the queue-depth metric the server exports, exposed by the adapter rule', () => {
     const hpa = one('HorizontalPodAutoscaler');
     expect(hpa.apiVersion).toBe('autoscaling/v2');
-    expect(hpa.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: deployment.metadata.name });
+    expect(hpa.spec.scaleTargetRef).toEqual({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      name: deployment.metadata.name,
+    });
     expect(hpa.spec.minReplicas).toBeLessThanOrEqual(hpa.spec.maxReplicas);
     const metric = hpa.spec.metrics[0];
     expect(metric.type).toBe('Pods');
@@ -164,7 +179,9 @@ describe('deploy/ manifests', () => {
     const snippet: string = one('ConfigMap').data['http-snippet'];
     expect(snippet).toMatch(new RegExp(`^map \\$http_x_assay_state_hash \\${key} \\{`, 'm'));
     expect(snippet).toMatch(/""\s+\$request_id;/);
-    expect(Number(ing.metadata.annotations['nginx.ingress.kubernetes.io/proxy-body-size'].replace(/m$/, '')) * 2 ** 20).toBe(DEFAULTS.bodyLimit);
+    expect(
+      Number(ing.metadata.annotations['nginx.ingress.kubernetes.io/proxy-body-size'].replace(/m$/, '')) * 2 ** 20,
+    ).toBe(DEFAULTS.bodyLimit);
     const backend = ing.spec.rules[0].http.paths[0].backend.service;
     const svc = one('Service');
     expect(backend.name).toBe(svc.metadata.name);
@@ -179,7 +196,9 @@ describe('deploy/ manifests', () => {
     const registry = c.args[c.args.indexOf('--registry') + 1];
     const deployedRegistry = container.env.find((e: Obj) => e.name === 'ASSAY_REGISTRY').value;
     expect(registry).toBe(deployedRegistry);
-    expect(job.spec.template.spec.volumes[0].persistentVolumeClaim.claimName).toBe(pod.volumes[0].persistentVolumeClaim.claimName);
+    expect(job.spec.template.spec.volumes[0].persistentVolumeClaim.claimName).toBe(
+      pod.volumes[0].persistentVolumeClaim.claimName,
+    );
   });
 
   it('every server setting the manifests pass is one the server reads', () => {
@@ -200,7 +219,8 @@ describe('Dockerfile.gpu', () => {
     // package.json's allowScripts refuses onnxruntime-node's install script (the CUDA download): the image runs it itself.
     expect(text).toMatch(/node node_modules\/onnxruntime-node\/script\/install --onnxruntime-node-install=cuda12/);
     // The package declares the Node lines it runs on; the image's line is one of them.
-    const engines = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+    const engines = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { engines: { node: string } })
+      .engines.node;
     const imageMajor = /ARG NODE_IMAGE=node:(\d+)-/.exec(text)![1]!;
     expect(semver.satisfies(`${imageMajor}.0.0`, engines)).toBe(true);
   });
@@ -216,7 +236,10 @@ describe('Dockerfile.gpu', () => {
     expect(text).toMatch(/npm prune --omit=dev/);
     // The build ships what the CLI runs and nothing else: the image deletes nothing after it.
     expect(text).not.toMatch(/\brm -/);
-    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; scripts: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      scripts: Record<string, string>;
+    };
     expect(Object.keys(pkg.dependencies)).not.toContain('tsx');
     expect(pkg.scripts.prepare).toContain('build');
   });

@@ -12,12 +12,18 @@ import { generatedFiles, nginxConf } from '../../deploy/local/routing.js';
 const deployDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../deploy');
 
 describe('routing rules, written once', () => {
-  it.each(Object.keys(generatedFiles()))('deploy/%s is what routing.ts renders (run `npx tsx deploy/local/routing.ts` after editing the rules)', (name) => {
-    expect(readFileSync(path.join(deployDir, name), 'utf8')).toBe(generatedFiles()[name]);
-  });
+  it.each(Object.keys(generatedFiles()))(
+    'deploy/%s is what routing.ts renders (run `npx tsx deploy/local/routing.ts` after editing the rules)',
+    (name) => {
+      expect(readFileSync(path.join(deployDir, name), 'utf8')).toBe(generatedFiles()[name]);
+    },
+  );
 
   const nginx = findNginx();
-  if (!nginx) console.warn('\n  !! nginx is not installed: the local proxy config is not checked by `nginx -t` (apt-get install nginx-light)\n');
+  if (!nginx)
+    console.warn(
+      '\n  !! nginx is not installed: the local proxy config is not checked by `nginx -t` (apt-get install nginx-light)\n',
+    );
   it.skipIf(!nginx)('the local proxy config passes `nginx -t`, hashed and round robin, with a replica down', () => {
     for (const balance of ['hash', 'round-robin'] as const) {
       const prefix = mkdtempSync(path.join(tmpdir(), 'assay-nginx-t-'));

@@ -9,7 +9,10 @@ import { findNginx, startCluster, type Cluster } from '../../deploy/local/cluste
 
 const KEY = 'scaleout-test-key';
 const nginx = findNginx();
-if (!nginx) console.warn('\n  !! nginx is not installed: the scale-out tests are SKIPPED (apt-get install nginx-light; .ci/run installs it)\n');
+if (!nginx)
+  console.warn(
+    '\n  !! nginx is not installed: the scale-out tests are SKIPPED (apt-get install nginx-light; .ci/run installs it)\n',
+  );
 
 const question = { paid: { type: 'noul' as const, instructions: 'Was the invoice paid?' } };
 const states = Array.from({ length: 24 }, (_, i) => `Invoice ${i}: the customer paid ${i * 7} euros on time.`);
@@ -57,7 +60,11 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 describe.skipIf(!nginx)('three replicas behind nginx', () => {
   let cluster: Cluster;
   beforeAll(async () => {
-    cluster = await startCluster({ modelDir: await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }), replicas: 3, key: KEY });
+    cluster = await startCluster({
+      modelDir: await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }),
+      replicas: 3,
+      key: KEY,
+    });
   }, 180_000);
   afterAll(() => cluster?.stop());
 
@@ -106,7 +113,11 @@ describe.skipIf(!nginx)('three replicas behind nginx', () => {
     })();
     // The signal goes once the replica's engine is running the request (its /metrics says so), not
     // after a guessed sleep: too early and nothing is in flight, too late and it already finished.
-    await until(async () => /^assay_engine_running\{[^}]*\} [1-9]/m.test(await (await fetch(`http://127.0.0.1:${target.port}/metrics`)).text()));
+    await until(async () =>
+      /^assay_engine_running\{[^}]*\} [1-9]/m.test(
+        await (await fetch(`http://127.0.0.1:${target.port}/metrics`)).text(),
+      ),
+    );
     target.process.kill('SIGTERM');
     expect(await inFlight).toBe('r3'); // answered (200: the SDK would throw otherwise) by the draining replica
     await cluster.waitForRotation(['r1']);

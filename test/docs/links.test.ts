@@ -76,7 +76,29 @@ function landmarks(file: string): Array<[number, string]> {
   return out;
 }
 
-const STOP = new Set(['the', 'a', 'an', 'see', 'in', 'as', 'and', 'of', 'one', 'ones', 'those', 'these', 'that', 'is', 'are', 'listed', 'shown', 'described', 'given', 'story', 'details']);
+const STOP = new Set([
+  'the',
+  'a',
+  'an',
+  'see',
+  'in',
+  'as',
+  'and',
+  'of',
+  'one',
+  'ones',
+  'those',
+  'these',
+  'that',
+  'is',
+  'are',
+  'listed',
+  'shown',
+  'described',
+  'given',
+  'story',
+  'details',
+]);
 
 /** Pointers at a page's structure (a table, a fenced block, an image) must have one on that side. */
 const STRUCTURE: Record<string, RegExp> = {
@@ -105,13 +127,19 @@ function pointerProblems(file: string): string[] {
   for (const [at, line] of lines) {
     for (const m of line.matchAll(/(?:"([^"]+)"|\*\*([^*]+)\*\*)\s+\(?(above|below)\b/g)) {
       const name = slug((m[1] ?? m[2])!.replace(/`/g, ''));
-      if (!marks.some(([i, s]) => side(at, m[3]!)(i) && s === name)) problems.push(`line ${at + 1}: "${m[1] ?? m[2]}" ${m[3]}: no such heading or bold phrase ${m[3]} it on this page`);
+      if (!marks.some(([i, s]) => side(at, m[3]!)(i) && s === name))
+        problems.push(
+          `line ${at + 1}: "${m[1] ?? m[2]}" ${m[3]}: no such heading or bold phrase ${m[3]} it on this page`,
+        );
     }
     for (const m of line.matchAll(/\bsee ([A-Z][\w-]*(?: [\w-]+){0,4})/g)) {
       if (line.slice(m.index! + 4).startsWith('[')) continue;
       const words = m[1]!.split(' ');
       const found = words.some((_, n) => marks.some(([, s]) => s === slug(words.slice(0, n + 1).join(' '))));
-      if (!found && !/^(README|docs\/|SPEC)/.test(m[1]!)) problems.push(`line ${at + 1}: "see ${m[1]}": no heading or bold phrase of that name on this page (link to it instead)`);
+      if (!found && !/^(README|docs\/|SPEC)/.test(m[1]!))
+        problems.push(
+          `line ${at + 1}: "see ${m[1]}": no heading or bold phrase of that name on this page (link to it instead)`,
+        );
     }
     const plain = line.replace(/"[^"]*"\s+\(?(above|below)\b|\*\*[^*]+\*\*\s+\(?(above|below)\b/g, '');
     for (const m of plain.matchAll(/\b(above|below)\b/g)) {
@@ -127,7 +155,9 @@ function pointerProblems(file: string): string[] {
         continue;
       }
       const shape = STRUCTURE[word];
-      const onSide = all.filter((_, i) => side(at, m[1]!)(i)).some((l) => (shape ? shape.test(l) : l.toLowerCase().includes(word)));
+      const onSide = all
+        .filter((_, i) => side(at, m[1]!)(i))
+        .some((l) => (shape ? shape.test(l) : l.toLowerCase().includes(word)));
       if (!onSide) problems.push(`line ${at + 1}: "${word} ${m[1]}": no "${word}" ${m[1]} it on this page`);
     }
   }
@@ -153,7 +183,8 @@ describe('documentation links', () => {
       const [path, anchor] = target.split('#') as [string, string | undefined];
       const to = path === '' ? file : resolve(dirname(file), path);
       if (!existsSync(to)) broken.push(`${target} (no ${relative(ROOT, to)})`);
-      else if (anchor && to.endsWith('.md') && !anchors(to).has(anchor)) broken.push(`${target} (no heading #${anchor} in ${relative(ROOT, to)})`);
+      else if (anchor && to.endsWith('.md') && !anchors(to).has(anchor))
+        broken.push(`${target} (no heading #${anchor} in ${relative(ROOT, to)})`);
     }
     expect(broken).toEqual([]);
   });
@@ -167,7 +198,8 @@ describe('documentation links', () => {
     readFileSync(join(ROOT, page), 'utf8')
       .split('\n')
       .forEach((line, i) => {
-        for (const [re, what] of FORBIDDEN) if (re.test(line)) found.push(`line ${i + 1}: ${what}: ${line.trim().slice(0, 120)}`);
+        for (const [re, what] of FORBIDDEN)
+          if (re.test(line)) found.push(`line ${i + 1}: ${what}: ${line.trim().slice(0, 120)}`);
       });
     expect(found).toEqual([]);
   });
@@ -175,16 +207,16 @@ describe('documentation links', () => {
   it('the pointer check catches a stale pointer and a forbidden reference', () => {
     const dir = mkdtempSync(join(tmpdir(), 'assay-links-'));
     const page = join(dir, 'page.md');
-    writeFileSync(page, '# Page\n\n## Setup\n\nThe request above; "Measuring quality" above; see Scale-out.\n\n| a |\n|---|\n');
+    writeFileSync(
+      page,
+      '# Page\n\n## Setup\n\nThe request above; "Measuring quality" above; see Scale-out.\n\n| a |\n|---|\n',
+    );
     expect(pointerProblems(page)).toHaveLength(3);
     writeFileSync(page, '# Page\n\n## Setup\n\nThe table below; "Setup" above; see Setup.\n\n| a |\n|---|\n');
     expect(pointerProblems(page)).toEqual([]);
-    expect(FORBIDDEN.filter(([re]) => re.test('numbers in shared/FACTS.md (SPEC §2.5, issue 12)')).map(([, w]) => w)).toEqual([
-      'a spec section',
-      'the facts file',
-      'a sibling shared/ folder',
-      'an issue number',
-    ]);
+    expect(
+      FORBIDDEN.filter(([re]) => re.test('numbers in shared/FACTS.md (SPEC §2.5, issue 12)')).map(([, w]) => w),
+    ).toEqual(['a spec section', 'the facts file', 'a sibling shared/ folder', 'an issue number']);
   });
 
   it('the README stays the front door: at most ~300 lines, the two commands, a link to every docs page', () => {
@@ -192,6 +224,7 @@ describe('documentation links', () => {
     expect(readme.split('\n').length).toBeLessThanOrEqual(300);
     expect(readme).toContain('npm ci && npm start');
     expect(readme).toContain('npm ci && npm test');
-    for (const page of pages.filter((p) => p.startsWith('docs/') && p !== 'docs/README.md')) expect(readme, page).toContain(`](${page})`);
+    for (const page of pages.filter((p) => p.startsWith('docs/') && p !== 'docs/README.md'))
+      expect(readme, page).toContain(`](${page})`);
   });
 });

@@ -5,7 +5,13 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { buildOpenApi } from '../../src/api/openapi.js';
 import { REQUEST_EXAMPLE } from '../../src/api/openapi-examples.js';
-import { ErrorMessageSchema, HTTPValidationErrorSchema, ModelMetadataListSchema, SystemOneRequestSchema, SystemOneResponseSchema } from '../../src/protocol/index.js';
+import {
+  ErrorMessageSchema,
+  HTTPValidationErrorSchema,
+  ModelMetadataListSchema,
+  SystemOneRequestSchema,
+  SystemOneResponseSchema,
+} from '../../src/protocol/index.js';
 
 const SCHEMAS: Record<string, { safeParse(v: unknown): { success: boolean } }> = {
   SystemOneRequest: SystemOneRequestSchema,
@@ -18,7 +24,18 @@ const SCHEMAS: Record<string, { safeParse(v: unknown): { success: boolean } }> =
 type Media = { schema: { $ref: string }; example?: unknown };
 
 describe('the OpenAPI examples', () => {
-  const doc = buildOpenApi() as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, Media> }; responses: Record<string, { content: Record<string, Media> }> }>> };
+  const doc = buildOpenApi() as {
+    paths: Record<
+      string,
+      Record<
+        string,
+        {
+          requestBody?: { content: Record<string, Media> };
+          responses: Record<string, { content: Record<string, Media> }>;
+        }
+      >
+    >;
+  };
 
   it("the request example is the README's request", () => {
     const readme = readFileSync('README.md', 'utf8');
@@ -31,10 +48,15 @@ describe('the OpenAPI examples', () => {
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {
         if (op.requestBody) bodies.push([`${method} ${path} request`, op.requestBody.content['application/json']!]);
-        for (const [status, r] of Object.entries(op.responses)) bodies.push([`${method} ${path} ${status}`, r.content['application/json']!]);
+        for (const [status, r] of Object.entries(op.responses))
+          bodies.push([`${method} ${path} ${status}`, r.content['application/json']!]);
       }
     }
-    const wrong = bodies.filter(([, m]) => m.example === undefined || !SCHEMAS[m.schema.$ref.split('/').pop()!]!.safeParse(m.example).success).map(([what]) => what);
+    const wrong = bodies
+      .filter(
+        ([, m]) => m.example === undefined || !SCHEMAS[m.schema.$ref.split('/').pop()!]!.safeParse(m.example).success,
+      )
+      .map(([what]) => what);
     expect(bodies.length).toBeGreaterThan(10);
     expect(wrong).toEqual([]);
   });

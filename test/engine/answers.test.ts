@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { answerQuestions, buildAnswer, confidence, hostedChoiceConfidence, hostedScoreConfidence, normalize } from '../../src/engine/execution/answers.js';
+import {
+  answerQuestions,
+  buildAnswer,
+  confidence,
+  hostedChoiceConfidence,
+  hostedScoreConfidence,
+  normalize,
+} from '../../src/engine/execution/answers.js';
 import { logSoftmaxAt } from '../../src/engine/model/runner.js';
 
 describe('distributions and confidence', () => {
@@ -54,7 +61,12 @@ describe('distributions and confidence', () => {
     expect(conf(entropy, 's')).toBeCloseTo(0.641004, 5);
     expect(conf(hosted, 'c')).toBeCloseTo(0.85, 9);
     expect(conf(hosted, 's')).toBeCloseTo(0.775, 9);
-    expect(buildAnswer({ type: 'choice', criteria: { only: null } }, [1], 'hosted')).toEqual({ type: 'choice', choice: 'only', probabilities: { only: 1 }, confidence: 1 });
+    expect(buildAnswer({ type: 'choice', criteria: { only: null } }, [1], 'hosted')).toEqual({
+      type: 'choice',
+      choice: 'only',
+      probabilities: { only: 1 },
+      confidence: 1,
+    });
   });
 
   it('normalize survives very small log-probabilities', () => {

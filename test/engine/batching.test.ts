@@ -20,7 +20,12 @@ const STATES = [
 ];
 const QUESTIONS: Question[] = [noul, choice, score, noul, choice, score, noul, choice];
 /** What other callers send alongside a request: their tokens must not move its answers. */
-const NEIGHBOURS = ['Yes yes yes', '日本語のテキスト、とても長い文章です。'.repeat(20), '!!!!!!!!!!!!!!!!!!!!!!!!'.repeat(30), 'zzzz 0000 ~~~~ '.repeat(40)];
+const NEIGHBOURS = [
+  'Yes yes yes',
+  '日本語のテキスト、とても長い文章です。'.repeat(20),
+  '!!!!!!!!!!!!!!!!!!!!!!!!'.repeat(30),
+  'zzzz 0000 ~~~~ '.repeat(40),
+];
 const VICTIM = request({ q: noul }, 'The invoice was paid twice. Please refund it.');
 
 describe('packing across requests', () => {
@@ -105,7 +110,11 @@ describe('packing across requests', () => {
     const out: number[] = [];
     for (const text of NEIGHBOURS) {
       // The first request occupies the session, so the victim and the neighbour wait together.
-      const [, victim] = await Promise.all([e.evaluate(request({ q: choice }, 'first in line')), e.evaluate(VICTIM), e.evaluate(request({ q: noul }, text))]);
+      const [, victim] = await Promise.all([
+        e.evaluate(request({ q: choice }, 'first in line')),
+        e.evaluate(VICTIM),
+        e.evaluate(request({ q: noul }, text)),
+      ]);
       const answer = victim.answers.q!;
       out.push(answer.type === 'noul' ? answer.noul : NaN);
     }
@@ -130,7 +139,13 @@ describe('packing across requests', () => {
   it('with --no-per-token-int8 (one activation scale per pass) it never shares a pass across requests, and says so at load', async () => {
     const modelDir = await tinyInt8();
     const warnings: string[] = [];
-    const int8 = await load({ modelDir, perTokenInt8: false, prefixCacheBytes: 0, batchTokens: 4096, onWarning: (m) => warnings.push(m) });
+    const int8 = await load({
+      modelDir,
+      perTokenInt8: false,
+      prefixCacheBytes: 0,
+      batchTokens: 4096,
+      onWarning: (m) => warnings.push(m),
+    });
     expect(warnings.filter((w) => /packing across requests is off/.test(w))).toHaveLength(1);
     const alone = await load({ modelDir, perTokenInt8: false, prefixCacheBytes: 0, batchTokens: 0 });
     const solo = (await alone.evaluate(VICTIM)).answers.q!;
@@ -156,7 +171,9 @@ describe('packing across requests', () => {
   it('a request aborted while waiting leaves; the others are answered', async () => {
     const batched = await load({ prefixCacheBytes: 0, batchTokens: 4096 });
     const controller = new AbortController();
-    const runs = STATES.slice(0, 5).map((s, i) => batched.evaluate(request({ q: QUESTIONS[i]! }, s), i === 3 ? { signal: controller.signal } : {}));
+    const runs = STATES.slice(0, 5).map((s, i) =>
+      batched.evaluate(request({ q: QUESTIONS[i]! }, s), i === 3 ? { signal: controller.signal } : {}),
+    );
     controller.abort();
     const settled = await Promise.allSettled(runs);
     expect(settled[3]!.status).toBe('rejected');

@@ -31,7 +31,9 @@ describe('renderContent', () => {
 
 describe('long runs before BPE', () => {
   it('cuts only stretches of 128+ characters of whitespace or non-whitespace, every 128', () => {
-    expect(splitLongRuns('ordinary text, with words and 1234 digits.')).toEqual(['ordinary text, with words and 1234 digits.']);
+    expect(splitLongRuns('ordinary text, with words and 1234 digits.')).toEqual([
+      'ordinary text, with words and 1234 digits.',
+    ]);
     const pieces = splitLongRuns(`a${' '.repeat(600)}b`);
     expect(pieces.join('')).toBe(`a${' '.repeat(600)}b`);
     expect(pieces.map((p) => p.length)).toEqual([129, 128, 128, 128, 89]);
@@ -40,7 +42,10 @@ describe('long runs before BPE', () => {
 
   it('leaves the tokens of ordinary text unchanged, and a 300,000-space run decodes back to itself', async () => {
     const codec = await TextCodec.load(await tinyFp32());
-    const prose = Array.from({ length: 300 }, (_, i) => `Sentence ${i}: the quick brown fox — «日本語» {"k": [${i}]}\n\n`).join('');
+    const prose = Array.from(
+      { length: 300 },
+      (_, i) => `Sentence ${i}: the quick brown fox — «日本語» {"k": [${i}]}\n\n`,
+    ).join('');
     expect(codec.encode(prose)).toEqual(codec.encodeWhole(prose));
     // 300,000 spaces: tokens cover the whole text when decoded.
     const spaces = `x${' '.repeat(300_000)}y`;

@@ -7,7 +7,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AbortedError, BudgetError, EngineDeadError, EngineError, loadEvaluator, ModelLoadError, OverloadedError, type Evaluator } from '../../src/engine/index.js';
+import {
+  AbortedError,
+  BudgetError,
+  EngineDeadError,
+  EngineError,
+  loadEvaluator,
+  ModelLoadError,
+  OverloadedError,
+  type Evaluator,
+} from '../../src/engine/index.js';
 import type { EngineThreadEvaluator } from '../../src/engine/thread/engine-thread.js';
 import { choice, noul, request, score, tinyFp32 } from './fixtures.js';
 
@@ -30,7 +39,12 @@ describe('the engine thread', () => {
     open.push(threaded, inline);
     const r = request({ n: noul, c: choice, s: score }, LONG);
     expect(await threaded.evaluate(r)).toEqual(await inline.evaluate(r));
-    expect(threaded.stats()).toMatchObject({ passes: inline.stats().passes, tokensEvaluated: inline.stats().tokensEvaluated, running: 0, queueDepth: 0 });
+    expect(threaded.stats()).toMatchObject({
+      passes: inline.stats().passes,
+      tokensEvaluated: inline.stats().tokensEvaluated,
+      running: 0,
+      queueDepth: 0,
+    });
   });
 
   it('keeps a script alive while a request waits on it, and not after: an unclosed evaluator lets it end', () => {
@@ -42,7 +56,11 @@ console.log(answers.n.type);`;
     writeFileSync(file, script);
     return tinyFp32().then((modelDir) => {
       // exits by itself (execFileSync would time out otherwise), with the answer printed first
-      const out = execFileSync(process.execPath, ['--import', 'tsx', file, modelDir], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+      const out = execFileSync(process.execPath, ['--import', 'tsx', file, modelDir], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
       expect(out.trim().split('\n').at(-1)).toBe('noul');
     });
   });
@@ -56,32 +74,44 @@ console.log(answers.n.type);`;
     expect((budget as BudgetError).limit).toBe(50);
     const controller = new AbortController();
     controller.abort();
-    await expect(e.evaluate(request({ n: noul }, 'short'), { signal: controller.signal })).rejects.toBeInstanceOf(AbortedError);
+    await expect(e.evaluate(request({ n: noul }, 'short'), { signal: controller.signal })).rejects.toBeInstanceOf(
+      AbortedError,
+    );
     // maxQueue 0: a second request while one runs is refused.
-    const results = await Promise.allSettled([one.evaluate(request({ n: noul }, LONG)), one.evaluate(request({ n: noul }, 'two'))]);
+    const results = await Promise.allSettled([
+      one.evaluate(request({ n: noul }, LONG)),
+      one.evaluate(request({ n: noul }, 'two')),
+    ]);
     const refused = results.find((r) => r.status === 'rejected');
     expect(refused && refused.status === 'rejected' ? refused.reason : undefined).toBeInstanceOf(OverloadedError);
     await expect(loadEvaluator({ modelDir: '/nonexistent/model' })).rejects.toBeInstanceOf(ModelLoadError);
   });
 
-  it.each(['exit', 'throw'] as const)('a thread that dies (%s) ends every waiting request with EngineDeadError and tells its owner once', async (how) => {
-    const deaths: Error[] = [];
-    const e = (await loadEvaluator({ modelDir: await tinyFp32(), threads: 1, onDeath: (err) => deaths.push(err) })) as EngineThreadEvaluator;
-    const waiting = Array.from({ length: 3 }, () =>
-      e.evaluate(request({ n: noul, c: choice, s: score }, 'A long text. '.repeat(300))).then(
-        () => 'answered',
-        (err: Error) => err,
-      ),
-    );
-    e.crashForTest(how);
-    const outcomes = await Promise.all(waiting);
-    expect(outcomes.some((o) => o instanceof EngineDeadError)).toBe(true);
-    expect(outcomes.every((o) => o === 'answered' || o instanceof EngineDeadError)).toBe(true);
-    await expect(e.evaluate(request({ n: noul }))).rejects.toBeInstanceOf(EngineDeadError);
-    expect(deaths).toHaveLength(1);
-    expect(deaths[0]).toBeInstanceOf(EngineDeadError);
-    await e.close();
-  });
+  it.each(['exit', 'throw'] as const)(
+    'a thread that dies (%s) ends every waiting request with EngineDeadError and tells its owner once',
+    async (how) => {
+      const deaths: Error[] = [];
+      const e = (await loadEvaluator({
+        modelDir: await tinyFp32(),
+        threads: 1,
+        onDeath: (err) => deaths.push(err),
+      })) as EngineThreadEvaluator;
+      const waiting = Array.from({ length: 3 }, () =>
+        e.evaluate(request({ n: noul, c: choice, s: score }, 'A long text. '.repeat(300))).then(
+          () => 'answered',
+          (err: Error) => err,
+        ),
+      );
+      e.crashForTest(how);
+      const outcomes = await Promise.all(waiting);
+      expect(outcomes.some((o) => o instanceof EngineDeadError)).toBe(true);
+      expect(outcomes.every((o) => o === 'answered' || o instanceof EngineDeadError)).toBe(true);
+      await expect(e.evaluate(request({ n: noul }))).rejects.toBeInstanceOf(EngineDeadError);
+      expect(deaths).toHaveLength(1);
+      expect(deaths[0]).toBeInstanceOf(EngineDeadError);
+      await e.close();
+    },
+  );
 
   it('closing is not a death: no EngineDeadError, no owner told', async () => {
     const deaths: Error[] = [];

@@ -1,7 +1,15 @@
 // Engine errors cross threads as data (thread/failure.ts): every class of the registry comes back
 // as itself, with the same fields and message; anything else as a plain Error with its name.
 import { describe, expect, it } from 'vitest';
-import { AbortedError, BudgetError, EngineDeadError, EngineError, ENGINE_ERRORS, ModelLoadError, OverloadedError } from '../../src/engine/errors.js';
+import {
+  AbortedError,
+  BudgetError,
+  EngineDeadError,
+  EngineError,
+  ENGINE_ERRORS,
+  ModelLoadError,
+  OverloadedError,
+} from '../../src/engine/errors.js';
 import { failureOf, rebuild } from '../../src/engine/thread/failure.js';
 
 const samples = [

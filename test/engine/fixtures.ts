@@ -7,13 +7,21 @@ export const tinyFp32 = () => ensureSynthModel({ shape: 'tiny', dtype: 'fp32' })
 export const tinyInt8 = () => ensureSynthModel({ shape: 'tiny', dtype: 'int8' });
 export const tinyNoPositionIds = () => ensureSynthModel({ shape: 'tiny', dtype: 'fp32', positionIds: false });
 
-export const noul: Question = { type: 'noul', instructions: 'Is the text about an animal?', criteria: { true: 'an animal is named', false: null } };
+export const noul: Question = {
+  type: 'noul',
+  instructions: 'Is the text about an animal?',
+  criteria: { true: 'an animal is named', false: null },
+};
 export const choice: Question = {
   type: 'choice',
   instructions: { ask: 'Which animal is it?', lang: 'en' },
   criteria: { fox: 'a fox', dog: null, 'fox terrier': 'a dog breed', '1': null, '12': 'a number' },
 };
-export const score: Question = { type: 'score', instructions: 'How fast is it?', criteria: ['slow', { level: 'medium' }, ['fast', 'very']] };
+export const score: Question = {
+  type: 'score',
+  instructions: 'How fast is it?',
+  criteria: ['slow', { level: 'medium' }, ['fast', 'very']],
+};
 
 export const state = { title: 'Ünïcode 日本語 🦊', body: 'The quick brown fox jumps over the lazy dog.' };
 
@@ -25,7 +33,11 @@ export function manyQuestions(n: number): Record<string, Question> {
       kind === 0
         ? { type: 'noul', instructions: `Does the text mention item ${i}?` }
         : kind === 1
-          ? { type: 'choice', instructions: `Pick a colour for ${i}`, criteria: { red: null, green: 'grass', blue: 'sky', [`c${i}`]: null } }
+          ? {
+              type: 'choice',
+              instructions: `Pick a colour for ${i}`,
+              criteria: { red: null, green: 'grass', blue: 'sky', [`c${i}`]: null },
+            }
           : { type: 'score', instructions: `Rate aspect ${i}`, criteria: ['low', 'mid', 'high', 'top'] };
   }
   return out;

@@ -45,7 +45,13 @@ const CASES: Case[] = [
   { flavor: { dtype: 'fp32' }, split: 1e-5, twin: 0 },
   // Dynamic int8 (model_quantized.onnx, variant int8): rewritten at load to quantize each token's
   // activations on its own (per-token-int8.ts), so alone and among others differ by fp32 rounding only.
-  { flavor: { dtype: 'int8' }, split: 1e-5, twin: 0.05, registry: true, folder: () => ensureSynthModel({ shape: 'tiny', dtype: 'int8' }) },
+  {
+    flavor: { dtype: 'int8' },
+    split: 1e-5,
+    twin: 0.05,
+    registry: true,
+    folder: () => ensureSynthModel({ shape: 'tiny', dtype: 'int8' }),
+  },
   { flavor: { dtype: 'fp16' }, split: 1e-4, twin: 2e-3, registry: true },
   { flavor: { dtype: 'q4' }, split: 1e-5, twin: 0.15 },
   // Native MatMulNBits at accuracy_level 4 quantizes activations to int8 per block, and a packed
@@ -69,7 +75,14 @@ async function open(c: Case): Promise<{ evaluator: Evaluator; close: () => Promi
     const evaluator = await loadEvaluator({ modelDir: dir, threads: 1, q4Kernels: c.q4Kernels });
     return { evaluator, close: () => evaluator.close() };
   }
-  const registry = checkRegistry({ default: 'svc-x', models: { 'svc-x': { path: dir, description: 'flavor', release_date: '2026-11-22' } }, aliases: {} }, '/tmp/assay-flavor-registry.json');
+  const registry = checkRegistry(
+    {
+      default: 'svc-x',
+      models: { 'svc-x': { path: dir, description: 'flavor', release_date: '2026-11-22' } },
+      aliases: {},
+    },
+    '/tmp/assay-flavor-registry.json',
+  );
   const pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: () => {} });
   return { evaluator: await pool.preload(), close: () => pool.close() };
 }
@@ -81,31 +94,34 @@ beforeAll(async () => {
   await close();
 });
 
-describe.each(CASES.map((c) => [JSON.stringify(c.flavor) + (c.q4Kernels ? ` ${c.q4Kernels}` : ''), c] as const))('flavor %s', (_name, c) => {
-  let evaluator: Evaluator;
-  let close: () => Promise<void>;
-  beforeAll(async () => {
-    ({ evaluator, close } = await open(c));
-  });
-  afterAll(() => close());
+describe.each(CASES.map((c) => [JSON.stringify(c.flavor) + (c.q4Kernels ? ` ${c.q4Kernels}` : ''), c] as const))(
+  'flavor %s',
+  (_name, c) => {
+    let evaluator: Evaluator;
+    let close: () => Promise<void>;
+    beforeAll(async () => {
+      ({ evaluator, close } = await open(c));
+    });
+    afterAll(() => close());
 
-  it('loads with the graph rewrite applied', async () => {
-    const folder = await openModelFolder(await folderOf(c));
-    const runner = await ModelRunner.create(folder, { modelDir: folder.dir, threads: 1, q4Kernels: c.q4Kernels });
-    expect(runner.rewritten).toBe(true);
-    await runner.close();
-  });
+    it('loads with the graph rewrite applied', async () => {
+      const folder = await openModelFolder(await folderOf(c));
+      const runner = await ModelRunner.create(folder, { modelDir: folder.dir, threads: 1, q4Kernels: c.q4Kernels });
+      expect(runner.rewritten).toBe(true);
+      await runner.close();
+    });
 
-  it('answers: together = alone, cache hit = cold, and close to the fp32 twin', async () => {
-    const together = await evaluator.evaluate(request(QUESTIONS, STATE));
-    const again = await evaluator.evaluate(request(QUESTIONS, STATE)); // prefix from the cache
-    expect(evaluator.stats().prefixCacheHits).toBeGreaterThanOrEqual(1);
-    expect(maxDiff(together, again)).toBe(0);
-    for (const [key, q] of Object.entries(QUESTIONS)) {
-      const alone = await evaluator.evaluate(request({ [key]: q }, STATE));
-      expect(maxDiff(together, alone, [key]), key).toBeLessThanOrEqual(c.split);
-    }
-    expect(together.usage).toEqual(twin.usage);
-    expect(maxDiff(together, twin)).toBeLessThanOrEqual(c.twin);
-  });
-});
+    it('answers: together = alone, cache hit = cold, and close to the fp32 twin', async () => {
+      const together = await evaluator.evaluate(request(QUESTIONS, STATE));
+      const again = await evaluator.evaluate(request(QUESTIONS, STATE)); // prefix from the cache
+      expect(evaluator.stats().prefixCacheHits).toBeGreaterThanOrEqual(1);
+      expect(maxDiff(together, again)).toBe(0);
+      for (const [key, q] of Object.entries(QUESTIONS)) {
+        const alone = await evaluator.evaluate(request({ [key]: q }, STATE));
+        expect(maxDiff(together, alone, [key]), key).toBeLessThanOrEqual(c.split);
+      }
+      expect(together.usage).toEqual(twin.usage);
+      expect(maxDiff(together, twin)).toBeLessThanOrEqual(c.twin);
+    });
+  },
+);

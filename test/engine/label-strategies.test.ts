@@ -64,13 +64,17 @@ describe('label strategies, rotations and answer temperatures', () => {
     if (a.type !== 'choice' || b.type !== 'choice') throw new Error('choice expected');
     expect(Object.keys(b.probabilities)).toEqual(Object.keys(colours.criteria));
     expect(Object.values(b.probabilities).reduce((x, y) => x + y, 0)).toBeCloseTo(1, 9);
-    expect(Math.max(...Object.keys(a.probabilities).map((k) => Math.abs(a.probabilities[k]! - b.probabilities[k]!)))).toBeGreaterThan(1e-3);
+    expect(
+      Math.max(...Object.keys(a.probabilities).map((k) => Math.abs(a.probabilities[k]! - b.probabilities[k]!))),
+    ).toBeGreaterThan(1e-3);
   });
 
   it('an unknown prompt version, bad rotations or bad temperatures fail the load with the reason', async () => {
     await expect(load({ promptVersion: 'v9' })).rejects.toThrow(/unknown prompt_version "v9"; known: v1, letters/);
     await expect(load({ optionRotations: 0 })).rejects.toThrow(ModelLoadError);
-    await expect(load({ answerTemperatures: { noul: 0 } })).rejects.toThrow(/answer_temperature.noul must be a positive number/);
+    await expect(load({ answerTemperatures: { noul: 0 } })).rejects.toThrow(
+      /answer_temperature.noul must be a positive number/,
+    );
   });
 
   for (const version of ['v1', 'letters']) {

@@ -41,7 +41,11 @@ describe('multi-token labels', () => {
     const answer = answers.q!;
     if (answer.type !== 'choice') throw new Error('type');
 
-    const plan = planRequest({ state, questions: { q: labelsQuestion } }, codec, promptSet(), codec.eosTokenId!, { request: 1e9, question: 1e9, context: 1e9 });
+    const plan = planRequest({ state, questions: { q: labelsQuestion } }, codec, promptSet(), codec.eosTokenId!, {
+      request: 1e9,
+      question: 1e9,
+      context: 1e9,
+    });
     const prompt = [...plan.prefix, ...plan.questions[0]!.suffix];
     const brute: number[] = [];
     for (const { tokens } of plan.questions[0]!.labels) {
@@ -60,8 +64,16 @@ describe('multi-token labels', () => {
   });
 
   it('score levels up to 10 (single digits) and 255 choice options work', async () => {
-    const levels: Question = { type: 'score', instructions: 'rate', criteria: Array.from({ length: 10 }, (_, i) => `level ${i}`) };
-    const options: Question = { type: 'choice', instructions: 'pick', criteria: Object.fromEntries(Array.from({ length: 255 }, (_, i) => [`option ${i}`, null])) };
+    const levels: Question = {
+      type: 'score',
+      instructions: 'rate',
+      criteria: Array.from({ length: 10 }, (_, i) => `level ${i}`),
+    };
+    const options: Question = {
+      type: 'choice',
+      instructions: 'pick',
+      criteria: Object.fromEntries(Array.from({ length: 255 }, (_, i) => [`option ${i}`, null])),
+    };
     const { answers } = await evaluator.evaluate({ state: 'text', questions: { levels, options } });
     if (answers.levels?.type !== 'score' || answers.options?.type !== 'choice') throw new Error('type');
     expect(Object.keys(answers.levels.probabilities)).toHaveLength(10);

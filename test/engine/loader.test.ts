@@ -26,7 +26,8 @@ async function loadError(modelDir: string): Promise<Error> {
 async function folderWith(onnx?: Uint8Array): Promise<string> {
   const source = await tinyFp32();
   const dir = mkdtempSync(join(tmpdir(), 'assay-loader-'));
-  for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(source, f), join(dir, f));
+  for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'])
+    copyFileSync(join(source, f), join(dir, f));
   if (onnx) {
     mkdirSync(join(dir, 'onnx'));
     writeFileSync(join(dir, 'onnx', 'model.onnx'), onnx);
@@ -46,14 +47,18 @@ describe('model loader', () => {
     const empty = mkdtempSync(join(tmpdir(), 'assay-empty-'));
     const e = await loadError(empty);
     expect(e).toBeInstanceOf(ModelLoadError);
-    expect(e.message).toMatch(/found none of config\.json, genai_config\.json, \*\.onnx; expected config\.json .* or genai_config\.json/);
+    expect(e.message).toMatch(
+      /found none of config\.json, genai_config\.json, \*\.onnx; expected config\.json .* or genai_config\.json/,
+    );
   });
 
   it('rejects a folder without an ONNX file', async () => {
     const e = await loadError(await folderWith());
     expect(e).toBeInstanceOf(ModelLoadError);
     // It says what it found and what it expected, not a misleading "not a decoder".
-    expect(e.message).toMatch(/found config\.json, tokenizer\.json, tokenizer_config\.json; expected an ONNX decoder file: model_int8\.onnx, model_quantized\.onnx, model\.onnx/);
+    expect(e.message).toMatch(
+      /found config\.json, tokenizer\.json, tokenizer_config\.json; expected an ONNX decoder file: model_int8\.onnx, model_quantized\.onnx, model\.onnx/,
+    );
   });
 
   it('rejects an ONNX model that is not a decoder with a KV cache', async () => {
@@ -82,7 +87,9 @@ describe('model loader', () => {
       (err: Error) => err,
     );
     expect(e).toBeInstanceOf(ModelLoadError);
-    expect(e!.message).toMatch(/found .*onnx\/model\.onnx, config\.json.*; expected variant 'q4f16' as model_q4f16\.onnx under onnx\/ or at the folder root/);
+    expect(e!.message).toMatch(
+      /found .*onnx\/model\.onnx, config\.json.*; expected variant 'q4f16' as model_q4f16\.onnx under onnx\/ or at the folder root/,
+    );
   });
 
   it('an onnxruntime-genai folder without the model file it names: says so, not "not a decoder"', async () => {
@@ -94,14 +101,23 @@ describe('model loader', () => {
         model: {
           type: 'qwen2',
           context_length: 512,
-          decoder: { filename: 'model.onnx', head_size: 16, hidden_size: 64, num_attention_heads: 4, num_key_value_heads: 2, num_hidden_layers: 2 },
+          decoder: {
+            filename: 'model.onnx',
+            head_size: 16,
+            hidden_size: 64,
+            num_attention_heads: 4,
+            num_key_value_heads: 2,
+            num_hidden_layers: 2,
+          },
           eos_token_id: [1],
         },
       }),
     );
     const e = await loadError(dir);
     expect(e).toBeInstanceOf(ModelLoadError);
-    expect(e.message).toMatch(/genai_config\.json names model\.onnx, which is missing \(found genai_config\.json, tokenizer\.json\)/);
+    expect(e.message).toMatch(
+      /genai_config\.json names model\.onnx, which is missing \(found genai_config\.json, tokenizer\.json\)/,
+    );
   });
 
   it('loads the exports it should and answers', async () => {
@@ -116,7 +132,8 @@ describe('model loader', () => {
 async function copyOfTiny(prefix: string): Promise<string> {
   const source = await tinyFp32();
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(source, f), join(dir, f));
+  for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'])
+    copyFileSync(join(source, f), join(dir, f));
   mkdirSync(join(dir, 'onnx'));
   copyFileSync(join(source, 'onnx', 'model.onnx'), join(dir, 'onnx', 'model.onnx'));
   return dir;
@@ -137,8 +154,12 @@ describe('rewritten graphs on disk', () => {
     // Older rewrites in the cache: one of this export (removed), one of another export and a stray folder (kept).
     const entry = (id: string, from: string) => {
       mkdirSync(join(cache, id));
-      for (const f of [`model.assay-${id}.onnx`, `model.assay-${id}.onnx.data`]) writeFileSync(join(cache, id, f), 'old');
-      writeFileSync(join(cache, id, `model.assay-${id}.onnx.json`), JSON.stringify({ sharesActivationScales: false, source: from }));
+      for (const f of [`model.assay-${id}.onnx`, `model.assay-${id}.onnx.data`])
+        writeFileSync(join(cache, id, f), 'old');
+      writeFileSync(
+        join(cache, id, `model.assay-${id}.onnx.json`),
+        JSON.stringify({ sharesActivationScales: false, source: from }),
+      );
     };
     entry('0123456789ab', source);
     entry('ba9876543210', '/elsewhere/onnx/model.onnx');
@@ -159,11 +180,20 @@ describe('rewritten graphs on disk', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'assay-notdir-')), 'file');
     writeFileSync(file, '');
     const warnings: string[] = [];
-    const evaluator = await loadEvaluator({ modelDir: dir, threads: 1, graphCacheDir: join(file, 'graphs'), onWarning: (m) => warnings.push(m) });
+    const evaluator = await loadEvaluator({
+      modelDir: dir,
+      threads: 1,
+      graphCacheDir: join(file, 'graphs'),
+      onWarning: (m) => warnings.push(m),
+    });
     try {
       expect(evaluator.graph).toBe(join(dir, 'onnx', 'model.onnx'));
       expect((await evaluator.evaluate(request({ n: noul }))).answers.n!.type).toBe('noul');
-      expect(warnings).toEqual([expect.stringMatching(/graph rewrite skipped for .*model\.onnx: no graph cache folder can be written \(.*ENOTDIR.*\); set --graph-cache-dir/)]);
+      expect(warnings).toEqual([
+        expect.stringMatching(
+          /graph rewrite skipped for .*model\.onnx: no graph cache folder can be written \(.*ENOTDIR.*\); set --graph-cache-dir/,
+        ),
+      ]);
     } finally {
       await evaluator.close();
     }
@@ -190,7 +220,12 @@ describe('graph rewrite fallback', () => {
     }
     // Turned off, nothing is rewritten or warned about.
     const quiet: string[] = [];
-    const off = await loadEvaluator({ modelDir: dir, threads: 1, rewriteGraph: false, onWarning: (m) => quiet.push(m) });
+    const off = await loadEvaluator({
+      modelDir: dir,
+      threads: 1,
+      rewriteGraph: false,
+      onWarning: (m) => quiet.push(m),
+    });
     await off.close();
     expect(quiet).toEqual([]);
   });

@@ -4,17 +4,44 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
 import { ensureFlavor } from '../../tools/flavors.js';
-import { choice, expectSameResult, manyQuestions, noul, request, score, state, tinyFp32, tinyInt8, tinyNoPositionIds } from './fixtures.js';
+import {
+  choice,
+  expectSameResult,
+  manyQuestions,
+  noul,
+  request,
+  score,
+  state,
+  tinyFp32,
+  tinyInt8,
+  tinyNoPositionIds,
+} from './fixtures.js';
 
 /** Labels that share first tokens, are prefixes of one another, and span several tokens. */
 const tricky: Record<string, Question> = {
   n: noul,
   c: choice,
   s: score,
-  prefixes: { type: 'choice', instructions: 'Which one?', criteria: { a: null, ab: null, abc: null, 'abc def': null, 'abc defg hij': null } },
-  long: { type: 'choice', instructions: 'Which city?', criteria: { 'San Francisco': null, 'San Diego': null, 'Santa Fe': null, 'São Paulo': null, Springfield: null } },
-  numbers: { type: 'choice', instructions: 'Which number?', criteria: { '1': null, '12': null, '123': null, '1234': null } },
-  levels: { type: 'score', instructions: 'How much?', criteria: ['none at all', 'none', 'a little', 'a lot more than that'] },
+  prefixes: {
+    type: 'choice',
+    instructions: 'Which one?',
+    criteria: { a: null, ab: null, abc: null, 'abc def': null, 'abc defg hij': null },
+  },
+  long: {
+    type: 'choice',
+    instructions: 'Which city?',
+    criteria: { 'San Francisco': null, 'San Diego': null, 'Santa Fe': null, 'São Paulo': null, Springfield: null },
+  },
+  numbers: {
+    type: 'choice',
+    instructions: 'Which number?',
+    criteria: { '1': null, '12': null, '123': null, '1234': null },
+  },
+  levels: {
+    type: 'score',
+    instructions: 'How much?',
+    criteria: ['none at all', 'none', 'a little', 'a lot more than that'],
+  },
 };
 
 let packed: Evaluator;
@@ -82,7 +109,11 @@ describe('packed evaluation', () => {
     const alone = await packed.evaluate(request({ c: choice }));
     for (const others of [{ n: noul }, { s: score, x: tricky.long! }, manyQuestions(12)]) {
       const together = await packed.evaluate(request({ ...others, c: choice }));
-      expectSameResult({ answers: { c: alone.answers.c! }, usage: alone.usage }, { answers: { c: together.answers.c! }, usage: alone.usage }, 1e-4);
+      expectSameResult(
+        { answers: { c: alone.answers.c! }, usage: alone.usage },
+        { answers: { c: together.answers.c! }, usage: alone.usage },
+        1e-4,
+      );
     }
   });
 

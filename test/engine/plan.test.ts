@@ -39,7 +39,13 @@ const trickyStates: Record<string, unknown> = {
 describe('prompt planning', () => {
   for (const [name, state] of Object.entries(trickyStates)) {
     it(`prefix + suffix equals the whole prompt's tokens: state with ${name}`, () => {
-      const plan = planRequest({ state: state as string, questions: { a: noul, b: choice, c: score } }, codec, prompts, end, budgets);
+      const plan = planRequest(
+        { state: state as string, questions: { a: noul, b: choice, c: score } },
+        codec,
+        prompts,
+        end,
+        budgets,
+      );
       const system = prompts.system(renderContent(state as string));
       for (const q of plan.questions) {
         const whole = codec.encodeChat(
@@ -103,14 +109,24 @@ describe('prompt planning', () => {
 
   it('huge question texts are refused early too, per question and over the whole request', () => {
     const long = 'Consider every clause of the contract carefully. '.repeat(40_000); // ~2 MB
-    const one = () => planRequest({ state: 'x', questions: { a: { type: 'noul', instructions: long } } }, codec, prompts, end, budgets);
+    const one = () =>
+      planRequest({ state: 'x', questions: { a: { type: 'noul', instructions: long } } }, codec, prompts, end, budgets);
     expect(one).toThrow(BudgetError);
     expect(one).toThrow(/longest question.*more than/);
     const medium = 'Consider every clause of the contract carefully. '.repeat(2_000); // ~18k tokens each
-    const many = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`q${i}`, { type: 'noul' as const, instructions: medium }]));
-    expect(() => planRequest({ state: 'x', questions: many }, codec, prompts, end, budgets)).toThrow(/all questions.*more than/);
+    const many = Object.fromEntries(
+      Array.from({ length: 8 }, (_, i) => [`q${i}`, { type: 'noul' as const, instructions: medium }]),
+    );
+    expect(() => planRequest({ state: 'x', questions: many }, codec, prompts, end, budgets)).toThrow(
+      /all questions.*more than/,
+    );
     // Tens of thousands of small questions add up before any prompt is rendered with the state.
-    const flood = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`q${i}`, { type: 'noul' as const, instructions: `Is item ${i} present?` }]));
+    const flood = Object.fromEntries(
+      Array.from({ length: 20_000 }, (_, i) => [
+        `q${i}`,
+        { type: 'noul' as const, instructions: `Is item ${i} present?` },
+      ]),
+    );
     let error: BudgetError | undefined;
     try {
       planRequest({ state: 'The quick brown fox. '.repeat(1500), questions: flood }, codec, prompts, end, budgets);
@@ -135,7 +151,13 @@ describe('prompt planning', () => {
     expect(one).not.toThrow();
     let error: unknown;
     try {
-      planRequest({ state: big, questions: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`q${i}`, noul])) }, codec, prompts, end, small);
+      planRequest(
+        { state: big, questions: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`q${i}`, noul])) },
+        codec,
+        prompts,
+        end,
+        small,
+      );
     } catch (e) {
       error = e;
     }
@@ -143,8 +165,16 @@ describe('prompt planning', () => {
     expect((error as BudgetError).budget).toBe('request');
     expect((error as BudgetError).count).toBeGreaterThan(4000);
     expect((error as BudgetError).message).toContain('4000');
-    expect(() => planRequest({ state: big + big, questions: { a: noul } }, codec, prompts, end, { ...small, request: 100_000 })).toThrow(/longest question/);
-    expect(() => planRequest({ state: big, questions: { a: noul } }, codec, prompts, end, { request: 1e6, question: 1e6, context: 2000 })).toThrow(/context length/);
+    expect(() =>
+      planRequest({ state: big + big, questions: { a: noul } }, codec, prompts, end, { ...small, request: 100_000 }),
+    ).toThrow(/longest question/);
+    expect(() =>
+      planRequest({ state: big, questions: { a: noul } }, codec, prompts, end, {
+        request: 1e6,
+        question: 1e6,
+        context: 2000,
+      }),
+    ).toThrow(/context length/);
   });
 });
 
@@ -167,7 +197,13 @@ describe('a chat template without a system role (Gemma-style: it raises on one)'
     expect(codec.acceptsSystemRole).toBe(true);
     expect(gemmaLike.acceptsSystemRole).toBe(false);
 
-    const plan = planRequest({ state: 'The invoice was paid.', questions: { n: noul, c: choice } }, gemmaLike, prompts, end, budgets);
+    const plan = planRequest(
+      { state: 'The invoice was paid.', questions: { n: noul, c: choice } },
+      gemmaLike,
+      prompts,
+      end,
+      budgets,
+    );
     const whole = plan.questions.map((q) => gemmaLike.decode([...plan.prefix, ...q.suffix]));
     for (const text of whole) {
       expect(text.startsWith('<|im_start|>user\n')).toBe(true);

@@ -25,7 +25,10 @@ describe('provider: cuda without the CUDA provider library', () => {
     const modelDir = await ensureSynthModel({ shape: 'tiny', dtype: 'int8' });
     const ev = await loadEvaluator({ modelDir, provider: 'cpu' });
     try {
-      const res = await ev.evaluate({ state: 'The sky is blue.', questions: { q: { type: 'noul', instructions: 'Is the sky blue?' } } });
+      const res = await ev.evaluate({
+        state: 'The sky is blue.',
+        questions: { q: { type: 'noul', instructions: 'Is the sky blue?' } },
+      });
       expect(res.answers.q!.type).toBe('noul');
     } finally {
       await ev.close();

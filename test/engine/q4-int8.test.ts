@@ -67,7 +67,9 @@ describe('4-bit weights through the int8 kernels', () => {
 
   it('answers like the native 4-bit path, each question the same alone as among others', async () => {
     const together = await converted.evaluate(request(QUESTIONS, STATE));
-    expect(maxDiff(together, await native.evaluate(request(QUESTIONS, STATE)))).toBeLessThanOrEqual(CONVERTED_VS_NATIVE);
+    expect(maxDiff(together, await native.evaluate(request(QUESTIONS, STATE)))).toBeLessThanOrEqual(
+      CONVERTED_VS_NATIVE,
+    );
     for (const [key, q] of Object.entries(QUESTIONS)) {
       const alone = await converted.evaluate(request({ [key]: q }, STATE));
       expect(maxDiff(together, alone, [key]), key).toBeLessThanOrEqual(SPLIT);
@@ -95,10 +97,16 @@ describe('the 4-bit kernel path, as the startup log and /metrics name it', () =>
   const avx2 = { model: 'AVX2 CPU', cores: 2, flags: ['sse4_1', 'avx2'] };
   const vnni = { model: 'VNNI CPU', cores: 2, flags: ['sse4_1', 'avx2', 'avx512f', 'avx512bw', 'avx512_vnni'] };
   it('says the int8 conversion ran, and on which int8 kernel', () => {
-    expect(kernelPaths(avx2, { saturates: true, saturatesExact: false }, true).q4).toBe('int8 kernels via load-time conversion: u8s8, exact with 7-bit weights');
-    expect(kernelPaths(vnni, { saturates: false, saturatesExact: false }, true).q4).toBe('int8 kernels via load-time conversion: avx512-vnni (exact)');
+    expect(kernelPaths(avx2, { saturates: true, saturatesExact: false }, true).q4).toBe(
+      'int8 kernels via load-time conversion: u8s8, exact with 7-bit weights',
+    );
+    expect(kernelPaths(vnni, { saturates: false, saturatesExact: false }, true).q4).toBe(
+      'int8 kernels via load-time conversion: avx512-vnni (exact)',
+    );
   });
   it('says the native path with --q4-kernels native', () => {
-    expect(kernelPaths(avx2, { saturates: true, saturatesExact: false }, true, 'native').q4).toBe('native MatMulNBits, avx2 (accuracy_level 4: int8 dot products)');
+    expect(kernelPaths(avx2, { saturates: true, saturatesExact: false }, true, 'native').q4).toBe(
+      'native MatMulNBits, avx2 (accuracy_level 4: int8 dot products)',
+    );
   });
 });

@@ -19,7 +19,8 @@ const QUESTIONS = { n: noul, c: choice, s: score };
 async function externalWeightsExport(dir: string): Promise<void> {
   const source = await tinyFp32();
   mkdirSync(join(dir, 'onnx'), { recursive: true });
-  for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(source, f), join(dir, f));
+  for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'])
+    copyFileSync(join(source, f), join(dir, f));
   const model = decodeModel(readFileSync(join(source, 'onnx', 'model.onnx')));
   await externalize(model, join(dir, 'onnx', 'model.onnx_data'), 'model.onnx_data');
   writeFileSync(join(dir, 'onnx', 'model.onnx'), encodeModel(model));
@@ -52,7 +53,9 @@ afterAll(() => {
 describe('a read-only model folder', () => {
   it('loads an external-weights export with the rewrite in the graph cache, answering as the writable copy does', async (ctx) => {
     if (!mounted) {
-      process.stderr.write('\n*** read-only-models: SKIPPED: this sandbox cannot mount a tmpfs (needs root with CAP_SYS_ADMIN) ***\n\n');
+      process.stderr.write(
+        '\n*** read-only-models: SKIPPED: this sandbox cannot mount a tmpfs (needs root with CAP_SYS_ADMIN) ***\n\n',
+      );
       ctx.skip();
     }
     // The mount really refuses writes, root's too.
@@ -66,13 +69,20 @@ describe('a read-only model folder', () => {
     for (const dir of [ro, writable]) {
       const cache = mkdtempSync(join(tmpdir(), 'assay-graph-cache-'));
       const warnings: string[] = [];
-      const evaluator = await loadEvaluator({ modelDir: dir, threads: 1, graphCacheDir: cache, onWarning: (m) => warnings.push(m) });
+      const evaluator = await loadEvaluator({
+        modelDir: dir,
+        threads: 1,
+        graphCacheDir: cache,
+        onWarning: (m) => warnings.push(m),
+      });
       try {
         expect(warnings).toEqual([]);
         graphs.push(evaluator.graph!);
         // The rewrite ran and lives in the cache: only the graph, the weights stay in the export.
         expect(dirname(dirname(evaluator.graph!))).toBe(cache);
-        expect(readdirSync(dirname(evaluator.graph!)).sort()).toEqual([`${evaluator.graph!.split('/').pop()}`, `${evaluator.graph!.split('/').pop()}.json`].sort());
+        expect(readdirSync(dirname(evaluator.graph!)).sort()).toEqual(
+          [`${evaluator.graph!.split('/').pop()}`, `${evaluator.graph!.split('/').pop()}.json`].sort(),
+        );
         expect(JSON.parse(readFileSync(`${evaluator.graph}.json`, 'utf8')).externalDataDir).toBe(join(dir, 'onnx'));
         results.push(await evaluator.evaluate(request(QUESTIONS)));
       } finally {

@@ -4,7 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { ModelRunner } from '../../src/engine/model/runner.js';
-import { choice, expectSameResult, manyQuestions, noul, request, score, tinyFp32, tinyInt8, tinyNoPositionIds } from './fixtures.js';
+import {
+  choice,
+  expectSameResult,
+  manyQuestions,
+  noul,
+  request,
+  score,
+  tinyFp32,
+  tinyInt8,
+  tinyNoPositionIds,
+} from './fixtures.js';
 
 describe('graph rewrite', () => {
   it('applies to the fp32, int8 and no-position_ids exports', async () => {
@@ -28,13 +38,18 @@ describe('graph rewrite', () => {
     for (const softmax of nodes.filter((n) => n.opType === 'Softmax')) {
       const add = producer.get(softmax.input![0]!)!;
       // Softmax(scores + (mask + CastLike(bias)))
-      const mask = add.input!.map((i) => producer.get(i)!).find((n) => n.input?.some((i) => producer.get(i)?.opType === 'CastLike'));
+      const mask = add
+        .input!.map((i) => producer.get(i)!)
+        .find((n) => n.input?.some((i) => producer.get(i)?.opType === 'CastLike'));
       expect(mask?.opType).toBe('Add');
     }
     expect(layers).toBeGreaterThan(0);
     expect(model.graph!.input!.map((i) => i.name)).toContain(BIAS_INPUT);
     // Topologically sorted still: every node's inputs are produced before it (or are graph inputs/initializers).
-    const seen = new Set([...model.graph!.input!.map((i) => i.name!), ...model.graph!.initializer!.map((t) => t.name!)]);
+    const seen = new Set([
+      ...model.graph!.input!.map((i) => i.name!),
+      ...model.graph!.initializer!.map((t) => t.name!),
+    ]);
     for (const n of nodes) {
       for (const i of n.input ?? []) if (i) expect(seen.has(i), `${n.name} reads ${i}`).toBe(true);
       for (const o of n.output ?? []) seen.add(o);
@@ -93,7 +108,10 @@ describe('chunked prefill', () => {
     const modelDir = await tinyFp32();
     const whole = await loadEvaluator({ modelDir, threads: 1, prefixCacheBytes: 0, prefillChunk: 0 });
     const chunked = await loadEvaluator({ modelDir, threads: 1, prefixCacheBytes: 0, prefillChunk: 64 });
-    const longState = Array.from({ length: 80 }, (_, i) => `Line ${i}: the fox jumped over fence number ${i * 7}.`).join('\n');
+    const longState = Array.from(
+      { length: 80 },
+      (_, i) => `Line ${i}: the fox jumped over fence number ${i * 7}.`,
+    ).join('\n');
     const sets: Array<Record<string, Question>> = [{ c: choice }, { n: noul, c: choice, s: score }];
     for (const questions of sets) {
       const a = await whole.evaluate(request(questions, longState));
@@ -120,7 +138,14 @@ describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
       { name: 'bias', dataType: 1, dims: [N], floatData: Array.from({ length: N }, (_, n) => n) },
     ];
     const node = fused
-      ? [{ opType: 'DynamicQuantizeMatMul', domain: 'com.microsoft', input: ['x', 'w', 'w_scale', 'w_zero_point', 'bias'], output: ['y'] }]
+      ? [
+          {
+            opType: 'DynamicQuantizeMatMul',
+            domain: 'com.microsoft',
+            input: ['x', 'w', 'w_scale', 'w_zero_point', 'bias'],
+            output: ['y'],
+          },
+        ]
       : [
           { opType: 'DynamicQuantizeLinear', input: ['x'], output: ['xq', 'x_scale', 'x_zero_point'] },
           { opType: 'MatMulInteger', input: ['xq', 'w', 'x_zero_point', 'w_zero_point'], output: ['yi'] },
@@ -136,19 +161,27 @@ describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
         name: 'product',
         node,
         initializer: init,
-        input: [{ name: 'x', type: { tensorType: { elemType: 1, shape: { dim: [{ dimParam: 'm' }, { dimValue: K }] } } } }],
-        output: [{ name: 'y', type: { tensorType: { elemType: 1, shape: { dim: [{ dimParam: 'm' }, { dimValue: N }] } } } }],
+        input: [
+          { name: 'x', type: { tensorType: { elemType: 1, shape: { dim: [{ dimParam: 'm' }, { dimValue: K }] } } } },
+        ],
+        output: [
+          { name: 'y', type: { tensorType: { elemType: 1, shape: { dim: [{ dimParam: 'm' }, { dimValue: N }] } } } },
+        ],
       },
     };
     return { model, w, scales };
   };
   /** Row r of x: values of magnitude 10^r, so one tensor-wide scale would crush the small rows. */
-  const rows = (m: number) => Float32Array.from({ length: m * K }, (_, i) => Math.sin(i * 1.7) * 10 ** Math.floor(i / K));
+  const rows = (m: number) =>
+    Float32Array.from({ length: m * K }, (_, i) => Math.sin(i * 1.7) * 10 ** Math.floor(i / K));
   const run = async (model: object, x: Float32Array, m: number): Promise<Float32Array> => {
     const ort = await import('onnxruntime-node');
     const { encodeModel } = await import('../../src/engine/model/graph-rewrite.js');
     const { int8SessionConfig } = await import('../../src/engine/model/cpu.js');
-    const session = await ort.InferenceSession.create(encodeModel(model as never), { logSeverityLevel: 3, extra: await int8SessionConfig() });
+    const session = await ort.InferenceSession.create(encodeModel(model as never), {
+      logSeverityLevel: 3,
+      extra: await int8SessionConfig(),
+    });
     const y = (await session.run({ x: new ort.Tensor('float32', x, [m, K]) })).y!.data as Float32Array;
     await session.release();
     return y;

@@ -38,7 +38,10 @@ describe('scheduler', () => {
     // Callers refused one after another are told later and later slots, one request's time apart,
     // so callers that wait exactly what they are told come back one by one.
     const waits: number[] = [];
-    for (let i = 0; i < 5; i++) waits.push(((await s.request(async () => 1).catch((e: OverloadedError) => e)) as OverloadedError).retryAfterSeconds);
+    for (let i = 0; i < 5; i++)
+      waits.push(
+        ((await s.request(async () => 1).catch((e: OverloadedError) => e)) as OverloadedError).retryAfterSeconds,
+      );
     for (let i = 1; i < waits.length; i++) expect(waits[i]! - waits[i - 1]!).toBeGreaterThan(0.05);
     g.open();
     await running;

@@ -1,7 +1,14 @@
 // The engine under concurrent load: passes interleave fairly, aborts stop mid-prefill, the prefix
 // cache is scoped, and planning in worker threads gives exactly the main thread's plans and errors.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AbortedError, BudgetError, loadEvaluator, OverloadedError, type Evaluator, type Question } from '../../src/engine/index.js';
+import {
+  AbortedError,
+  BudgetError,
+  loadEvaluator,
+  OverloadedError,
+  type Evaluator,
+  type Question,
+} from '../../src/engine/index.js';
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { planRequest } from '../../src/engine/prompting/plan.js';
 import { workerPlanner } from '../../src/engine/prompting/planner/index.js';
@@ -9,7 +16,9 @@ import { promptSet } from '../../src/engine/prompting/prompts.js';
 import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import { choice, manyQuestions, noul, request, score, tinyFp32 } from './fixtures.js';
 
-const longState = Array.from({ length: 200 }, (_, i) => `Line ${i}: the fox jumped over fence number ${i * 7}.`).join('\n');
+const longState = Array.from({ length: 200 }, (_, i) => `Line ${i}: the fox jumped over fence number ${i * 7}.`).join(
+  '\n',
+);
 
 function options(n: number): Question {
   const criteria: Record<string, null> = {};
@@ -27,7 +36,10 @@ describe('fair scheduling on the real engine', () => {
   it('a one-question request sent while a 255-option and a 400-question request run is answered first', async () => {
     const done: string[] = [];
     const track = (name: string, p: Promise<unknown>) => p.then(() => void done.push(name));
-    const heavy = [track('400 questions', evaluator.evaluate(request(manyQuestions(400)))), track('255 options', evaluator.evaluate(request({ c: options(255) }, longState)))];
+    const heavy = [
+      track('400 questions', evaluator.evaluate(request(manyQuestions(400)))),
+      track('255 options', evaluator.evaluate(request({ c: options(255) }, longState))),
+    ];
     // Both heavy requests are running passes before the small one arrives.
     while (evaluator.stats().running < 2) await new Promise((r) => setTimeout(r, 5));
     await track('one question', evaluator.evaluate(request({ n: noul })));
@@ -93,7 +105,10 @@ describe('planning in worker threads', () => {
       } catch (e) {
         expected = e;
       }
-      expect({ ...(error as BudgetError), message: (error as Error).message }).toEqual({ ...(expected as BudgetError), message: (expected as Error).message });
+      expect({ ...(error as BudgetError), message: (error as Error).message }).toEqual({
+        ...(expected as BudgetError),
+        message: (expected as Error).message,
+      });
     } finally {
       await planner.close();
     }
@@ -124,7 +139,13 @@ describe('bodies given as bytes plan in a lane of their own', () => {
   const onePlannerThread = async () => {
     const dir = await tinyFp32();
     const codec = await TextCodec.load(dir);
-    return workerPlanner({ modelDir: dir, endToken: codec.eosTokenId!, budgets: { request: 64_000, question: 32_000, context: 32_768 }, threads: 1, maxQueue: 8 });
+    return workerPlanner({
+      modelDir: dir,
+      endToken: codec.eosTokenId!,
+      budgets: { request: 64_000, question: 32_000, context: 32_768 },
+      threads: 1,
+      maxQueue: 8,
+    });
   };
   const bytes = (r: unknown) => new TextEncoder().encode(JSON.stringify(r));
 

@@ -7,7 +7,10 @@ import { choice, maxDiff, noul, request, score, tinyFp32, tinyInt8 } from './fix
 
 const STATE = 'The quarterly report says revenue grew by nine percent while costs stayed flat. '.repeat(40);
 
-async function counted(e: Evaluator, run: () => Promise<EvaluateResult>): Promise<{ result: EvaluateResult; tokens: number; hits: number; misses: number; bytes: number }> {
+async function counted(
+  e: Evaluator,
+  run: () => Promise<EvaluateResult>,
+): Promise<{ result: EvaluateResult; tokens: number; hits: number; misses: number; bytes: number }> {
   const before: EngineStats = e.stats();
   const result = await run();
   const after = e.stats();
@@ -34,7 +37,8 @@ describe('one question per request reuses the state from its third request', () 
   });
 
   it('first: one pass, nothing stored; second: stored; third and later: hits that evaluate only the question', async () => {
-    const ask = (q: typeof noul) => counted(fp32, () => fp32.evaluate(request({ q }, STATE), { cacheScope: 'tenant-a' }));
+    const ask = (q: typeof noul) =>
+      counted(fp32, () => fp32.evaluate(request({ q }, STATE), { cacheScope: 'tenant-a' }));
     const first = await ask(noul);
     expect([first.hits, first.bytes]).toEqual([0, 0]);
     const second = await ask(choice);
@@ -56,7 +60,9 @@ describe('one question per request reuses the state from its third request', () 
 
   it('one-off one-question requests keep the single pass and store nothing', async () => {
     for (let i = 0; i < 3; i++) {
-      const r = await counted(fp32, () => fp32.evaluate(request({ q: noul }, `${STATE} Version ${i}.`), { cacheScope: 'tenant-c' }));
+      const r = await counted(fp32, () =>
+        fp32.evaluate(request({ q: noul }, `${STATE} Version ${i}.`), { cacheScope: 'tenant-c' }),
+      );
       expect(r.hits).toBe(0);
     }
     const bytes = fp32.stats().prefixCacheBytes;

@@ -4,18 +4,33 @@
 import { describe, expect, it } from 'vitest';
 import { chooseStrategy, type StrategyFacts } from '../../src/engine/execution/strategies.js';
 
-const base: StrategyFacts = { packs: true, questions: 3, cached: false, admitted: false, keeps: true, fitsOnePass: true };
+const base: StrategyFacts = {
+  packs: true,
+  questions: 3,
+  cached: false,
+  admitted: false,
+  keeps: true,
+  fitsOnePass: true,
+};
 
 describe('chooseStrategy', () => {
   it.each<[string, Partial<StrategyFacts>, string]>([
     ['several questions, cache on, prefix new: the prefix is stored, questions packed', {}, 'prefix-packed'],
     ['a cached prefix: its KV, then the questions packed', { cached: true }, 'prefix-packed'],
     ['one question, first sighting: prefix and question in one packed pass', { questions: 1 }, 'whole-packed'],
-    ['one question, first sighting, too many label tokens for one pass: one plain pass', { questions: 1, fitsOnePass: false }, 'single'],
+    [
+      'one question, first sighting, too many label tokens for one pass: one plain pass',
+      { questions: 1, fitsOnePass: false },
+      'single',
+    ],
     ['one question, second sighting: the prefix is stored', { questions: 1, admitted: true }, 'prefix-packed'],
     ['one question on a cached prefix', { questions: 1, cached: true }, 'prefix-packed'],
     ['cache off (keeps nothing): the questions ride with the prefix', { keeps: false }, 'whole-packed'],
-    ['cache off, questions over one pass: prefix pass, then packed passes', { keeps: false, fitsOnePass: false }, 'prefix-packed'],
+    [
+      'cache off, questions over one pass: prefix pass, then packed passes',
+      { keeps: false, fitsOnePass: false },
+      'prefix-packed',
+    ],
     ['a graph that cannot pack: one pass per question on the prefix', { packs: false }, 'prefix-per-question'],
     ['a graph that cannot pack, one question first seen: one pass', { packs: false, questions: 1 }, 'single'],
   ])('%s', (_name, facts, expected) => {

@@ -8,9 +8,15 @@ import { tinyFp32 } from './fixtures.js';
 
 const states: unknown[] = [
   'The customer paid €42.50 in cash on 2024-05-01 and asked for a receipt.',
-  { order: { id: 'A-1', items: [{ sku: 'x', qty: 2, price: 1.5e-3 }], note: 'Ünïcode «日本語» 🦊\ttab\nline' }, paid: true, refund: null },
+  {
+    order: { id: 'A-1', items: [{ sku: 'x', qty: 2, price: 1.5e-3 }], note: 'Ünïcode «日本語» 🦊\ttab\nline' },
+    paid: true,
+    refund: null,
+  },
   [1, -0, 1e21, 'quote " and \\ backslash', { '': [] }, {}],
-  Array.from({ length: 200 }, (_, i) => `Line ${i}: an ordinary sentence, with punctuation; and    some  spaces.`).join('\n'),
+  Array.from({ length: 200 }, (_, i) => `Line ${i}: an ordinary sentence, with punctuation; and    some  spaces.`).join(
+    '\n',
+  ),
   `code:\n${'    if (x) {\n        return y;\n    }\n'.repeat(50)}`,
 ];
 
@@ -34,10 +40,35 @@ describe('TextCodec.encode', () => {
     // A tiny SentencePiece-style BPE (Llama 2, Mistral): prepend_scheme "first" marks the first word only.
     const vocab: Record<string, number> = { '<s>': 0, '</s>': 1, '<unk>': 2, '▁': 3, '▁u': 4, '▁s': 5 };
     for (const c of 'abcdefghijklmnopqrstuvwxyz:.?<|>_') vocab[c] = Object.keys(vocab).length;
-    const added = (id: number, content: string) => ({ id, content, special: true, single_word: false, lstrip: false, rstrip: false, normalized: false });
+    const added = (id: number, content: string) => ({
+      id,
+      content,
+      special: true,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+    });
     const metaspace = { type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false };
-    const model = { type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true, byte_fallback: false, vocab, merges: ['▁ u', '▁ s'] };
-    const json = { added_tokens: [added(0, '<s>'), added(1, '</s>')], normalizer: null, pre_tokenizer: metaspace, post_processor: null, decoder: metaspace, model };
+    const model = {
+      type: 'BPE',
+      dropout: null,
+      unk_token: '<unk>',
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: true,
+      byte_fallback: false,
+      vocab,
+      merges: ['▁ u', '▁ s'],
+    };
+    const json = {
+      added_tokens: [added(0, '<s>'), added(1, '</s>')],
+      normalizer: null,
+      pre_tokenizer: metaspace,
+      post_processor: null,
+      decoder: metaspace,
+      model,
+    };
     const config = { chat_template: "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}</s>{% endfor %}" };
     const tokenizer = new Tokenizer(json, config);
     const codec = new TextCodec(tokenizer, config);
@@ -57,7 +88,11 @@ describe('TextCodec.encode', () => {
 
   it('cuts a long stretch without whitespace where a word ends before a symbol: markup keeps its exact tokens', async () => {
     const codec = await TextCodec.load(await tinyFp32());
-    for (const text of ['<a>b</a>'.repeat(200), `${'<row><cell>x</cell></row>'.repeat(60)}tail`, `data:${'Zm9vYmFy+/'.repeat(80)}`]) {
+    for (const text of [
+      '<a>b</a>'.repeat(200),
+      `${'<row><cell>x</cell></row>'.repeat(60)}tail`,
+      `data:${'Zm9vYmFy+/'.repeat(80)}`,
+    ]) {
       expect(splitLongRuns(text).length).toBeGreaterThan(1);
       expect(codec.encodeText(text)).toEqual(codec.encodeWhole(text));
     }

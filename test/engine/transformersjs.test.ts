@@ -22,7 +22,11 @@ describe('transformers.js agrees with the engine', () => {
 
     const codec = await TextCodec.load(dir);
     const prompts = promptSet();
-    const plan = planRequest({ state, questions: { c: choice } }, codec, prompts, codec.eosTokenId!, { request: 1e9, question: 1e9, context: 1e9 });
+    const plan = planRequest({ state, questions: { c: choice } }, codec, prompts, codec.eosTokenId!, {
+      request: 1e9,
+      question: 1e9,
+      context: 1e9,
+    });
     const ours = [...plan.prefix, ...plan.questions[0]!.suffix];
 
     const tokenizer = await AutoTokenizer.from_pretrained(name);
@@ -31,7 +35,12 @@ describe('transformers.js agrees with the engine', () => {
       { role: 'user', content: prompts.user(choice) },
     ];
     // enable_thinking is a chat-template variable; transformers.js passes extra options to the template.
-    const templateOptions = { add_generation_prompt: true, enable_thinking: false, tokenize: true, return_dict: true } as const;
+    const templateOptions = {
+      add_generation_prompt: true,
+      enable_thinking: false,
+      tokenize: true,
+      return_dict: true,
+    } as const;
     const enc = tokenizer.apply_chat_template(messages, templateOptions) as unknown as {
       input_ids: { data: BigInt64Array };
     };

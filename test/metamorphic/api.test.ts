@@ -22,7 +22,9 @@ async function serve(modelDir: string, config: Partial<EngineConfig>): Promise<A
       headers: auth(scope === 'second' ? OTHER_KEY : KEY),
       body: JSON.stringify({ ...request, model: 'svc-latest' }),
     });
-    const body = (await response.json()) as { answers: Record<string, { noul?: number; probabilities?: Record<string, number> }> };
+    const body = (await response.json()) as {
+      answers: Record<string, { noul?: number; probabilities?: Record<string, number> }>;
+    };
     if (response.status !== 200) throw new Error(`HTTP ${response.status}: ${JSON.stringify(body)}`);
     return Object.fromEntries(Object.entries(body.answers).map(([k, a]) => [k, probabilitiesOf(a)]));
   };

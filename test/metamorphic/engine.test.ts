@@ -7,7 +7,20 @@ import { loadEvaluator, type EngineConfig, type Evaluator } from '../../src/engi
 import type { EvaluateRequest } from '../../src/engine/types.js';
 import { ensureFlavor } from '../../tools/flavors.js';
 import { tinyInt8 } from '../engine/fixtures.js';
-import { type Ask, CYCLIC, difference, FLAVORS, OPTIONS, type Probabilities, probabilitiesOf, RELATIONS, type Servings, SHUFFLED, stateFor, TOLERANCE } from './relations.js';
+import {
+  type Ask,
+  CYCLIC,
+  difference,
+  FLAVORS,
+  OPTIONS,
+  type Probabilities,
+  probabilitiesOf,
+  RELATIONS,
+  type Servings,
+  SHUFFLED,
+  stateFor,
+  TOLERANCE,
+} from './relations.js';
 
 const open: Evaluator[] = [];
 afterAll(async () => {
@@ -51,7 +64,8 @@ for (const flavor of FLAVORS) {
 }
 
 describe('choice option order', () => {
-  const one = (e: Evaluator, q: typeof OPTIONS): Promise<Probabilities> => asker(e)({ state: stateFor(20), questions: { t: q } } satisfies EvaluateRequest);
+  const one = (e: Evaluator, q: typeof OPTIONS): Promise<Probabilities> =>
+    asker(e)({ state: stateFor(20), questions: { t: q } } satisfies EvaluateRequest);
   for (const flavor of FLAVORS) {
     it(`${flavor.name}: with as many rotations as options a cyclic reordering changes no answer; without, the change is reported`, async () => {
       const dir = await flavor.dir();
@@ -70,7 +84,11 @@ describe('choice option order', () => {
 describe('the per-pass forms, measured (not asserted)', () => {
   const PER_PASS: Array<{ name: string; dir: () => Promise<string>; config: Partial<EngineConfig> }> = [
     { name: 'int8 --no-per-token-int8', dir: tinyInt8, config: { perTokenInt8: false } },
-    { name: 'q4 --q4-kernels native (MatMulNBits accuracy_level 4)', dir: () => ensureFlavor({ dtype: 'q4' }), config: { q4Kernels: 'native' } },
+    {
+      name: 'q4 --q4-kernels native (MatMulNBits accuracy_level 4)',
+      dir: () => ensureFlavor({ dtype: 'q4' }),
+      config: { q4Kernels: 'native' },
+    },
   ];
   for (const form of PER_PASS) {
     it(form.name, async () => {

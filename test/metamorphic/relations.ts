@@ -56,7 +56,11 @@ export function probabilitiesOf(answer: { noul?: number; probabilities?: Record<
 }
 
 /** max |ΔP| between the answers of `a` and `b`; `pairs` maps a's question ids to b's (default: the same ids). */
-export function difference(a: Probabilities, b: Probabilities, pairs: Array<[string, string]> = Object.keys(a).map((k) => [k, k])): number {
+export function difference(
+  a: Probabilities,
+  b: Probabilities,
+  pairs: Array<[string, string]> = Object.keys(a).map((k) => [k, k]),
+): number {
   let d = 0;
   for (const [ka, kb] of pairs) {
     const x = a[ka];
@@ -70,16 +74,22 @@ export function difference(a: Probabilities, b: Probabilities, pairs: Array<[str
 const words = 'the customer wrote that the parcel arrived late and the invoice was paid twice by card'.split(' ');
 /** A state of about 80 words, distinct per `seed` (the relations must not share cached prefixes). */
 export function stateFor(seed: number): string {
-  return Array.from({ length: 80 }, (_, i) => words[(i * 7 + seed * 13) % words.length]).join(' ') + ` (ticket ${seed})`;
+  return (
+    Array.from({ length: 80 }, (_, i) => words[(i * 7 + seed * 13) % words.length]).join(' ') + ` (ticket ${seed})`
+  );
 }
 
 const three: Record<string, Question> = { a: noul, b: choice, c: score };
-const ask = (questions: Record<string, Question>, seed: number): EvaluateRequest => ({ state: stateFor(seed), questions });
+const ask = (questions: Record<string, Question>, seed: number): EvaluateRequest => ({
+  state: stateFor(seed),
+  questions,
+});
 
 export const RELATIONS: Relation[] = [
   {
     name: 'question order',
-    run: async (s) => difference(await s.packed(ask(three, 1)), await s.packed(ask({ c: score, a: noul, b: choice }, 1))),
+    run: async (s) =>
+      difference(await s.packed(ask(three, 1)), await s.packed(ask({ c: score, a: noul, b: choice }, 1))),
   },
   {
     name: 'question-id renaming',
@@ -150,7 +160,13 @@ export const RELATIONS: Relation[] = [
 export const OPTIONS: Question = {
   type: 'choice',
   instructions: 'Which department should handle the ticket?',
-  criteria: { billing: 'payments and invoices', shipping: 'parcels', returns: null, support: 'anything else', sales: null },
+  criteria: {
+    billing: 'payments and invoices',
+    shipping: 'parcels',
+    returns: null,
+    support: 'anything else',
+    sales: null,
+  },
 };
 function reordered(order: string[]): Question {
   const c = OPTIONS.criteria as Record<string, string | null>;

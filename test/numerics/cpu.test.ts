@@ -23,10 +23,13 @@ describe('the int8 kernel path', () => {
     if (probe.saturates) expect(fast.int8).toMatch(/^u8s8 \(saturating/);
   });
 
-  it.runIf(expected === 'avx2')('on the emulated AVX2 CPU: the default kernel saturates and the exact setting fixes it', async () => {
-    expect(await probeInt8()).toEqual({ saturates: true, saturatesExact: false });
-    expect((await cpuKernels()).int8).toBe('u8u8 (exact, x64quantprecision)');
-  });
+  it.runIf(expected === 'avx2')(
+    'on the emulated AVX2 CPU: the default kernel saturates and the exact setting fixes it',
+    async () => {
+      expect(await probeInt8()).toEqual({ saturates: true, saturatesExact: false });
+      expect((await cpuKernels()).int8).toBe('u8u8 (exact, x64quantprecision)');
+    },
+  );
 
   it.runIf(expected !== 'avx2')('on a CPU whose flags name VNNI or AMX: no saturation, no setting needed', async () => {
     const flags = cpuFacts().flags;

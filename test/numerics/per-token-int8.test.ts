@@ -18,10 +18,16 @@ const TRAINED = 'models/trained/tiny-tasks.safetensors';
 const TWINS: Array<{ name: string; fp32: () => Promise<string>; int8: () => Promise<string> }> = [
   {
     name: 'tiny-tasks-1 (trained)',
-    fp32: () => ensureSynthModel({ shape: 'tiny', dtype: 'fp32', weights: TRAINED, out: 'models/generated/tiny-tasks-fp32' }),
-    int8: () => ensureSynthModel({ shape: 'tiny', dtype: 'int8', weights: TRAINED, out: 'models/generated/tiny-tasks-int8' }),
+    fp32: () =>
+      ensureSynthModel({ shape: 'tiny', dtype: 'fp32', weights: TRAINED, out: 'models/generated/tiny-tasks-fp32' }),
+    int8: () =>
+      ensureSynthModel({ shape: 'tiny', dtype: 'int8', weights: TRAINED, out: 'models/generated/tiny-tasks-int8' }),
   },
-  { name: 'tiny (random weights)', fp32: () => ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }), int8: () => ensureSynthModel({ shape: 'tiny', dtype: 'int8' }) },
+  {
+    name: 'tiny (random weights)',
+    fp32: () => ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }),
+    int8: () => ensureSynthModel({ shape: 'tiny', dtype: 'int8' }),
+  },
 ];
 /** 64 token ids spread over the vocabulary. */
 const IDS = Array.from({ length: 64 }, (_, i) => (i * 7919 + 13) % 150000);

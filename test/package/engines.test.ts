@@ -7,7 +7,10 @@ import { describe, expect, it } from 'vitest';
 
 const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { engines: { node: string } };
 const lock = JSON.parse(readFileSync('package-lock.json', 'utf8')) as {
-  packages: Record<string, { version?: string; engines?: { node?: string } | string[]; dev?: boolean; optional?: boolean }>;
+  packages: Record<
+    string,
+    { version?: string; engines?: { node?: string } | string[]; dev?: boolean; optional?: boolean }
+  >;
 };
 
 describe('engines', () => {
@@ -16,7 +19,10 @@ describe('engines', () => {
     const excluded = Object.entries(lock.packages)
       .filter(([path, p]) => path !== '' && !p.optional && p.engines && !Array.isArray(p.engines) && p.engines.node)
       .filter(([, p]) => !semver.satisfies(oldest, (p.engines as { node: string }).node))
-      .map(([path, p]) => `${path.replace(/^.*node_modules\//, '')}@${p.version} needs node ${(p.engines as { node: string }).node}`);
+      .map(
+        ([path, p]) =>
+          `${path.replace(/^.*node_modules\//, '')}@${p.version} needs node ${(p.engines as { node: string }).node}`,
+      );
     expect(excluded, `package.json says node ${pkg.engines.node}`).toEqual([]);
   });
 

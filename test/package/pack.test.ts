@@ -16,7 +16,12 @@ let files: string[];
 beforeAll(() => {
   tmp = mkdtempSync(join(tmpdir(), 'assay-pack-'));
   // dist/ is fresh: npm test builds before running the suite (npm pack would run the build again).
-  const [info] = JSON.parse(execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', tmp], { cwd: ROOT, encoding: 'utf8' })) as Array<{
+  const [info] = JSON.parse(
+    execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', tmp], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }),
+  ) as Array<{
     filename: string;
     files: Array<{ path: string }>;
   }>;
@@ -54,7 +59,13 @@ describe('npm pack', () => {
   });
 
   it('ships the model-file generators the CLI runs (synth, fetch, ONNX helpers) and no development tool', () => {
-    for (const f of ['dist/model-files/synth/index.js', 'dist/model-files/hub/fetch.js', 'dist/model-files/onnx/graph-builder.js', 'dist/web/playground/main.js', 'dist/web/playground.html'])
+    for (const f of [
+      'dist/model-files/synth/index.js',
+      'dist/model-files/hub/fetch.js',
+      'dist/model-files/onnx/graph-builder.js',
+      'dist/web/playground/main.js',
+      'dist/web/playground.html',
+    ])
       expect(files, f).toContain(f);
     // The flavor fixtures, the GGUF writer and the training scripts live in the repository's tools/, never in the package.
     expect(files.filter((f) => /(^|\/)(tools|gguf|train)\//.test(f) || /flavors\.|\.py$/.test(f))).toEqual([]);
@@ -78,7 +89,14 @@ console.log(JSON.stringify({ client: typeof AssayClient, apiError: typeof AssayA
     );
     const out = execFileSync(process.execPath, [script, modelDir], { cwd: tmp, encoding: 'utf8' });
     const r = JSON.parse(out.trim().split('\n').at(-1)!) as Record<string, unknown>;
-    expect(r).toMatchObject({ client: 'function', apiError: 'function', server: 'function', root: 'function', answer: 'noul', request: true });
+    expect(r).toMatchObject({
+      client: 'function',
+      apiError: 'function',
+      server: 'function',
+      root: 'function',
+      answer: 'noul',
+      request: true,
+    });
     expect(r.p).toBeGreaterThan(0);
     expect(r.p).toBeLessThan(1);
     expect(r.tokens).toBeGreaterThan(10);
@@ -87,6 +105,8 @@ console.log(JSON.stringify({ client: typeof AssayClient, apiError: typeof AssayA
   it('the packed bin runs the compiled CLI', () => {
     const bin = join(tmp, 'node_modules', 'assay', 'bin', 'assay.js');
     expect(existsSync(bin)).toBe(true);
-    expect(execFileSync(process.execPath, [bin, 'serve', '--help'], { encoding: 'utf8' })).toContain('Usage: assay serve');
+    expect(execFileSync(process.execPath, [bin, 'serve', '--help'], { encoding: 'utf8' })).toContain(
+      'Usage: assay serve',
+    );
   });
 });

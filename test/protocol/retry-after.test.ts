@@ -5,7 +5,10 @@ import { JITTER, RetrySlots, retryHeaders } from '../../src/protocol/index.js';
 describe('retryHeaders', () => {
   it('is never earlier than the expected wait and at most JITTER later; retry-after in whole seconds, at least 1', () => {
     expect(retryHeaders(250, () => 0)).toEqual({ 'retry-after': '1', 'retry-after-ms': '250' });
-    expect(retryHeaders(250, () => 0.999999)).toEqual({ 'retry-after': '1', 'retry-after-ms': String(Math.round(250 * (1 + JITTER))) });
+    expect(retryHeaders(250, () => 0.999999)).toEqual({
+      'retry-after': '1',
+      'retry-after-ms': String(Math.round(250 * (1 + JITTER))),
+    });
     expect(retryHeaders(30_000, () => 0.5)).toEqual({ 'retry-after': '33', 'retry-after-ms': '33000' });
     expect(retryHeaders(0, () => 0)).toEqual({ 'retry-after': '1', 'retry-after-ms': '1' });
   });

@@ -15,9 +15,39 @@ import { tinyFp32 } from '../engine/fixtures.js';
 const T_STAR = 2;
 const LINES = 200;
 const PER_TYPE = 4;
-const WORDS = ['invoice', 'refund', 'crash', 'login', 'parcel', 'late', 'great', 'broken', 'price', 'upgrade', 'password', 'screen', 'delivery', 'thanks', 'error', 'account'];
+const WORDS = [
+  'invoice',
+  'refund',
+  'crash',
+  'login',
+  'parcel',
+  'late',
+  'great',
+  'broken',
+  'price',
+  'upgrade',
+  'password',
+  'screen',
+  'delivery',
+  'thanks',
+  'error',
+  'account',
+];
 
-const TEAMS = ['billing', 'support', 'shipping', 'sales', 'legal', 'security', 'design', 'finance', 'returns', 'mobile', 'web', 'hardware'];
+const TEAMS = [
+  'billing',
+  'support',
+  'shipping',
+  'sales',
+  'legal',
+  'security',
+  'design',
+  'finance',
+  'returns',
+  'mobile',
+  'web',
+  'hardware',
+];
 const ADJECTIVES = ['urgent', 'serious', 'costly', 'common', 'clear', 'recent'];
 const LEVELS = ['none', 'low', 'some', 'medium', 'high', 'extreme', 'minor', 'major'];
 
@@ -57,7 +87,14 @@ describe('assay calibrate', () => {
     const m = JSON.parse(readFileSync(join(modelDir, 'assay.json'), 'utf8'));
     writeFileSync(join(modelDir, 'assay.json'), JSON.stringify({ ...m, temperature: 0.3 }));
     registry = join(dir, 'registry.json');
-    writeFileSync(registry, JSON.stringify({ default: 'm', models: { m: { path: 'model', description: 'tiny', release_date: '2026-11-22' } }, aliases: {} }));
+    writeFileSync(
+      registry,
+      JSON.stringify({
+        default: 'm',
+        models: { m: { path: 'model', description: 'tiny', release_date: '2026-11-22' } },
+        aliases: {},
+      }),
+    );
     // Labels sampled from the model's own answers made softer by T*: a perfectly calibrated model
     // at temperature T* would have produced them.
     const model = await loadEvaluator({ modelDir, threads: 1 });
@@ -75,8 +112,16 @@ describe('assay calibrate', () => {
         if (k >= PER_TYPE) return;
         // Options and levels drawn anew for each question: answers that do not all lean alike.
         const teams = pick(TEAMS, 2 + Math.floor(random() * 3), random);
-        questions[`c${k}`] = { type: 'choice', instructions: `Which team handles ${w}?`, criteria: Object.fromEntries(teams.map((t) => [t, null])) };
-        questions[`s${k}`] = { type: 'score', instructions: `How ${pick(ADJECTIVES, 1, random)[0]} is the ${w} issue?`, criteria: pick(LEVELS, 3 + Math.floor(random() * 3), random) };
+        questions[`c${k}`] = {
+          type: 'choice',
+          instructions: `Which team handles ${w}?`,
+          criteria: Object.fromEntries(teams.map((t) => [t, null])),
+        };
+        questions[`s${k}`] = {
+          type: 'score',
+          instructions: `How ${pick(ADJECTIVES, 1, random)[0]} is the ${w} issue?`,
+          criteria: pick(LEVELS, 3 + Math.floor(random() * 3), random),
+        };
       });
       const expected: Record<string, unknown> = {};
       const { answers } = await model.evaluate({ state, questions });
@@ -118,13 +163,18 @@ describe('assay calibrate', () => {
       const [before, after] = manifest.calibration.held_out[type].ece;
       expect(after, `${type} held-out ECE ${before} → ${after}`).toBeLessThan(before);
     }
-    expect(r.out).toContain(`| noul | ${0.7 * LINES * 8} | ${0.3 * LINES * 8} | 1.000 → ${manifest.answer_temperature.noul.toFixed(3)} |`);
+    expect(r.out).toContain(
+      `| noul | ${0.7 * LINES * 8} | ${0.3 * LINES * 8} | 1.000 → ${manifest.answer_temperature.noul.toFixed(3)} |`,
+    );
 
     // The next load serves the calibrated answers: noul log-odds divided by the fitted temperature.
     const plain = await loadEvaluator({ modelDir, threads: 1, answerTemperatures: {} });
     const calibrated = await loadEvaluator({ modelDir, threads: 1 });
     open.push(plain, calibrated);
-    const request = { state: 'Ticket: refund for a broken screen', questions: { n: { type: 'noul', instructions: 'Is it about money?' } as Question } };
+    const request = {
+      state: 'Ticket: refund for a broken screen',
+      questions: { n: { type: 'noul', instructions: 'Is it about money?' } as Question },
+    };
     const a = (await plain.evaluate(request)).answers.n!;
     const b = (await calibrated.evaluate(request)).answers.n!;
     if (a.type !== 'noul' || b.type !== 'noul') throw new Error('noul expected');
@@ -135,6 +185,7 @@ describe('assay calibrate', () => {
     const again = await run(['--dataset', dataset, '--registry', registry]);
     expect(again.code, again.err).toBe(0);
     const next = JSON.parse(readFileSync(join(modelDir, 'assay.json'), 'utf8'));
-    for (const type of ['noul', 'choice', 'score']) expect(next.answer_temperature[type] / manifest.answer_temperature[type]).toBeCloseTo(1, 2);
+    for (const type of ['noul', 'choice', 'score'])
+      expect(next.answer_temperature[type] / manifest.answer_temperature[type]).toBeCloseTo(1, 2);
   });
 });

@@ -45,7 +45,13 @@ describe('comparing two runs', () => {
     probabilities,
     confidence: 0,
   });
-  const score = (probabilities: Record<string, number>): Answer => ({ type: 'score', score: 0, legend: {}, probabilities, confidence: 0 });
+  const score = (probabilities: Record<string, number>): Answer => ({
+    type: 'score',
+    score: 0,
+    legend: {},
+    probabilities,
+    confidence: 0,
+  });
 
   it('counts flipped decisions, and which were fixed or broken against the labels', () => {
     expect(decision(noul(0.5))).toBe(true);
@@ -57,8 +63,20 @@ describe('comparing two runs', () => {
       { a: choice({ x: 0.6, y: 0.4 }), b: choice({ x: 0.3, y: 0.7 }), expected: 'z' }, // flipped, neither
       { a: score({ '0': 0.6, '1': 0.4 }), b: score({ '0': 0.55, '1': 0.45 }), expected: 0 },
     ]);
-    expect(flips.noul).toEqual({ count: 3, flipped: 2, fixed: 1, broken: 1, meanMaxDelta: expect.closeTo((0.5 + 0.3 + 0.1) / 3, 12) as number });
-    expect(flips.choice).toMatchObject({ count: 1, flipped: 1, fixed: 0, broken: 0, meanMaxDelta: expect.closeTo(0.3, 12) as number });
+    expect(flips.noul).toEqual({
+      count: 3,
+      flipped: 2,
+      fixed: 1,
+      broken: 1,
+      meanMaxDelta: expect.closeTo((0.5 + 0.3 + 0.1) / 3, 12) as number,
+    });
+    expect(flips.choice).toMatchObject({
+      count: 1,
+      flipped: 1,
+      fixed: 0,
+      broken: 0,
+      meanMaxDelta: expect.closeTo(0.3, 12) as number,
+    });
     expect(flips.score).toMatchObject({ count: 1, flipped: 0, meanMaxDelta: expect.closeTo(0.05, 12) as number });
   });
 });

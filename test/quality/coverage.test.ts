@@ -2,7 +2,14 @@
 // fixed inputs.
 import { describe, expect, it } from 'vitest';
 import type { Answer } from '../../src/protocol/index.js';
-import { answerCorrect, certainty, coverageAtBudget, errorUpperBound, minKeptForBudget, riskCoverage } from '../../src/quality/coverage.js';
+import {
+  answerCorrect,
+  certainty,
+  coverageAtBudget,
+  errorUpperBound,
+  minKeptForBudget,
+  riskCoverage,
+} from '../../src/quality/coverage.js';
 import { drift, pairedBootstrap, worse } from '../../src/quality/bootstrap.js';
 import { riskCoverageSvg } from '../../src/quality/risk-coverage-svg.js';
 
@@ -80,7 +87,13 @@ describe('coverage at an error budget', () => {
   it('certainty per type, and a score answer is right within the tolerance', () => {
     const noul: Answer = { type: 'noul', noul: 0.3 };
     const choice: Answer = { type: 'choice', choice: 'a', probabilities: { a: 0.6, b: 0.4 }, confidence: 0.03 };
-    const score: Answer = { type: 'score', score: 1.4, legend: { 0: 'x', 1: 'y', 2: 'z' }, probabilities: { 0: 0.1, 1: 0.4, 2: 0.5 }, confidence: 0.2 };
+    const score: Answer = {
+      type: 'score',
+      score: 1.4,
+      legend: { 0: 'x', 1: 'y', 2: 'z' },
+      probabilities: { 0: 0.1, 1: 0.4, 2: 0.5 },
+      confidence: 0.2,
+    };
     expect(certainty(noul)).toBeCloseTo(0.7, 12);
     expect(certainty(choice)).toBe(0.03);
     expect(certainty(choice, 'option-probability')).toBe(0.6);
@@ -125,13 +138,25 @@ describe('paired bootstrap', () => {
     // interval of the difference is then [−8/20, −1/20] = [−0.40, −0.05], up to one step of
     // resampling noise (1/20).
     const flags = Array.from({ length: 20 }, (_, i) => i < 4);
-    const r = pairedBootstrap(20, (ix, arm) => ix.reduce((s, i) => s + (arm === 'b' && flags[i] ? 0 : 1), 0) / ix.length, 4000, 7);
+    const r = pairedBootstrap(
+      20,
+      (ix, arm) => ix.reduce((s, i) => s + (arm === 'b' && flags[i] ? 0 : 1), 0) / ix.length,
+      4000,
+      7,
+    );
     expect(r.diff).toBeCloseTo(-0.2, 12);
     expect(r.low).toBeGreaterThanOrEqual(-0.45);
     expect(r.low).toBeLessThanOrEqual(-0.35);
     expect(r.high).toBeGreaterThanOrEqual(-0.1);
     expect(r.high).toBeLessThanOrEqual(0);
     // Seeded: the same seed gives the same interval.
-    expect(pairedBootstrap(20, (ix, arm) => ix.reduce((s, i) => s + (arm === 'b' && flags[i] ? 0 : 1), 0) / ix.length, 4000, 7)).toEqual(r);
+    expect(
+      pairedBootstrap(
+        20,
+        (ix, arm) => ix.reduce((s, i) => s + (arm === 'b' && flags[i] ? 0 : 1), 0) / ix.length,
+        4000,
+        7,
+      ),
+    ).toEqual(r);
   });
 });

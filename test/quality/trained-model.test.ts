@@ -23,7 +23,12 @@ describe('the tiny model trained on tiny-tasks', () => {
   let url: string;
 
   beforeAll(async () => {
-    const dir = await ensureSynthModel({ shape: 'tiny', dtype: 'int8', weights: WEIGHTS, out: 'models/generated/tiny-tasks-int8' });
+    const dir = await ensureSynthModel({
+      shape: 'tiny',
+      dtype: 'int8',
+      weights: WEIGHTS,
+      out: 'models/generated/tiny-tasks-int8',
+    });
     trained = await loadEvaluator({ modelDir: dir, threads: 1 });
     srv = await startServer({ evaluator: trained });
     await srv.app.listen({ port: 0, host: '127.0.0.1' });
@@ -38,7 +43,10 @@ describe('the tiny model trained on tiny-tasks', () => {
     const manifest = JSON.parse(readFileSync('models/generated/tiny-tasks-int8/assay.json', 'utf8'));
     expect(manifest.synthetic).toBe(false);
     expect(manifest.warning).toBeUndefined();
-    expect(manifest.trained).toMatchObject({ weights: 'tiny-tasks.safetensors', task: expect.stringContaining('tiny-tasks') as string });
+    expect(manifest.trained).toMatchObject({
+      weights: 'tiny-tasks.safetensors',
+      task: expect.stringContaining('tiny-tasks') as string,
+    });
     expect(trained.synthetic).toBe(false);
   });
 
@@ -47,7 +55,11 @@ describe('the tiny model trained on tiny-tasks', () => {
     const err: string[] = [];
     const sink = (into: string[]) => new Writable({ write: (c, _e, cb) => void (into.push(String(c)), cb()) });
     const dir = mkdtempSync(join(tmpdir(), 'assay-trained-'));
-    const code = await evalCmd(['--dataset', HELDOUT, '--url', url, '--out', dir], { stdout: sink(out), stderr: sink(err), env: { ASSAY_API_KEY: KEY } });
+    const code = await evalCmd(['--dataset', HELDOUT, '--url', url, '--out', dir], {
+      stdout: sink(out),
+      stderr: sink(err),
+      env: { ASSAY_API_KEY: KEY },
+    });
     expect(code, err.join('')).toBe(0);
     const report = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
     expect(report.lines).toBe(90);
@@ -57,7 +69,15 @@ describe('the tiny model trained on tiny-tasks', () => {
     expect(report.metrics.score.exactAccuracy).toBeGreaterThanOrEqual(0.9);
     expect(report.metrics.score.mae).toBeLessThan(0.3);
     // Each kind of question too (about 30-45 each), so the model reads what is asked, not just the type.
-    const kinds = { refund: 'noul', product: 'noul', weekend: 'noul', 'product-choice': 'choice', team: 'choice', urgency: 'score', units: 'score' } as const;
+    const kinds = {
+      refund: 'noul',
+      product: 'noul',
+      weekend: 'noul',
+      'product-choice': 'choice',
+      team: 'choice',
+      urgency: 'score',
+      units: 'score',
+    } as const;
     for (const [tag, type] of Object.entries(kinds)) {
       const m = report.byTag[tag][type];
       expect(m.count, tag).toBeGreaterThanOrEqual(20);
@@ -70,7 +90,10 @@ describe('the tiny model trained on tiny-tasks', () => {
     const err: string[] = [];
     const sink = (into: string[]) => new Writable({ write: (c, _e, cb) => void (into.push(String(c)), cb()) });
     const dir = mkdtempSync(join(tmpdir(), 'assay-trained-'));
-    const code = await evalCmd(['--dataset', HELDOUT, '--model', 'tiny-tasks-1', '--compare', 'int8,fp32', '--out', dir], { stdout: sink([]), stderr: sink(err), env: {} });
+    const code = await evalCmd(
+      ['--dataset', HELDOUT, '--model', 'tiny-tasks-1', '--compare', 'int8,fp32', '--out', dir],
+      { stdout: sink([]), stderr: sink(err), env: {} },
+    );
     expect(code, err.join('')).toBe(0);
     const report = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
     for (const arm of report.arms) {
@@ -83,7 +106,12 @@ describe('the tiny model trained on tiny-tasks', () => {
 
   it('its fp32 graph computes what the training forward computed (the first held-out questions within 1e-4)', async () => {
     const reference = JSON.parse(readWeights(WEIGHTS).metadata.reference!) as number[][];
-    const dir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32', weights: WEIGHTS, out: join(mkdtempSync(join(tmpdir(), 'assay-trained-')), 'fp32') });
+    const dir = await ensureSynthModel({
+      shape: 'tiny',
+      dtype: 'fp32',
+      weights: WEIGHTS,
+      out: join(mkdtempSync(join(tmpdir(), 'assay-trained-')), 'fp32'),
+    });
     const fp32 = await loadEvaluator({ modelDir: dir, threads: 1 });
     try {
       const lines = readFileSync(HELDOUT, 'utf8')
@@ -97,7 +125,12 @@ describe('the tiny model trained on tiny-tasks', () => {
         const { answers } = await fp32.evaluate({ state: line.state, questions: line.questions });
         for (const [id, q] of Object.entries(line.questions as Record<string, { type: string; criteria: unknown }>)) {
           const a = answers[id]!;
-          const probs = a.type === 'noul' ? [a.noul, 1 - a.noul] : q.type === 'choice' ? Object.keys(q.criteria as object).map((k) => a.probabilities[k]!) : Object.values(a.probabilities);
+          const probs =
+            a.type === 'noul'
+              ? [a.noul, 1 - a.noul]
+              : q.type === 'choice'
+                ? Object.keys(q.criteria as object).map((k) => a.probabilities[k]!)
+                : Object.values(a.probabilities);
           probs.forEach((p, i) => (maxDiff = Math.max(maxDiff, Math.abs(p - reference[row]![i]!))));
           row++;
         }

@@ -24,7 +24,11 @@ export default class SkippedReporter implements Reporter {
     }
     if (rows.length === 0) return;
     const lines = ['', 'Skipped in this run:', ...rows];
-    if (needs.size > 0) lines.push('To run them, install what they need (CI does):', ...[...needs].map((n) => `  ${n.slice(n.indexOf(':') + 2)}`));
+    if (needs.size > 0)
+      lines.push(
+        'To run them, install what they need (CI does):',
+        ...[...needs].map((n) => `  ${n.slice(n.indexOf(':') + 2)}`),
+      );
     process.stdout.write(`${lines.join('\n')}\n`);
   }
 }

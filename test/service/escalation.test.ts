@@ -9,7 +9,13 @@ import { buildServer, type AssayServer } from '../../src/api/server.js';
 import { ensureSyntheticModels } from '../../src/commands/models-synth.js';
 import { SystemOneResponseSchema, type Answer, type SystemOneResponse } from '../../src/protocol/index.js';
 import { certainty } from '../../src/quality/index.js';
-import { checkRegistry, loadRegistry, type EscalationSpec, type ModelEntry, type Registry } from '../../src/registry.js';
+import {
+  checkRegistry,
+  loadRegistry,
+  type EscalationSpec,
+  type ModelEntry,
+  type Registry,
+} from '../../src/registry.js';
 import { announceEscalations, createModelPool, shouldEscalate } from '../../src/service/index.js';
 import { auth, KEY, startServer, testKeys, type TestServer } from '../api/helpers.js';
 
@@ -21,14 +27,27 @@ const LINES = readFileSync('examples/tiny-tasks-heldout.jsonl', 'utf8')
 const BELOW = { noul: 0.7, choice: 0.5, score: 0.5 };
 const KEY_ENV = 'ASSAY_H28_ESCALATION_TEST_KEY';
 
-const entry = (escalate: EscalationSpec): ModelEntry => ({ path: '', escalate, description: 'escalating (test)', release_date: '2026-11-25' });
+const entry = (escalate: EscalationSpec): ModelEntry => ({
+  path: '',
+  escalate,
+  description: 'escalating (test)',
+  release_date: '2026-11-25',
+});
 
 function registryWith(base: Registry, extra: Record<string, ModelEntry>): Registry {
-  return checkRegistry({ default: base.default, aliases: base.aliases, models: { ...base.models, ...extra } }, base.file);
+  return checkRegistry(
+    { default: base.default, aliases: base.aliases, models: { ...base.models, ...extra } },
+    base.file,
+  );
 }
 
 async function ask(app: AssayServer, model: string, line: (typeof LINES)[number], questions = line.questions) {
-  const res = await app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: { state: line.state, model, questions } });
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/systemone',
+    headers: auth(),
+    payload: { state: line.state, model, questions },
+  });
   return { status: res.statusCode, body: res.json() as SystemOneResponse };
 }
 
@@ -43,7 +62,8 @@ function expectSame(a: Answer, b: Answer) {
   // The same model on another set of questions of the same state: float noise of another packed pass at most.
   expect(a.type).toBe(b.type);
   if (a.type === 'noul' && b.type === 'noul') expect(a.noul).toBeCloseTo(b.noul, 4);
-  if (a.type !== 'noul' && b.type !== 'noul') for (const [k, p] of Object.entries(a.probabilities)) expect(p).toBeCloseTo(b.probabilities[k]!, 4);
+  if (a.type !== 'noul' && b.type !== 'noul')
+    for (const [k, p] of Object.entries(a.probabilities)) expect(p).toBeCloseTo(b.probabilities[k]!, 4);
 }
 
 describe('an escalating registry entry', () => {
@@ -69,10 +89,29 @@ describe('an escalating registry entry', () => {
     process.env[KEY_ENV] = KEY;
     registry = registryWith(base, {
       'cascade-local': entry({ first: 'svc-1.13.0', second: 'tiny-tasks-1', below: BELOW }),
-      'cascade-remote': entry({ first: 'svc-1.13.0', second: { url: remoteUrl, model: 'svc-latest', api_key_env: KEY_ENV }, below: BELOW }),
-      'cascade-hangs': entry({ first: 'svc-1.13.0', second: { url: hangingUrl, model: 'svc-latest' }, below: { noul: null }, timeout_ms: 300 }),
-      'cascade-hangs-strict': entry({ first: 'svc-1.13.0', second: { url: hangingUrl, model: 'svc-latest' }, below: { noul: null }, timeout_ms: 300, on_failure: 'error' }),
-      'cascade-bad-key': entry({ first: 'svc-1.13.0', second: { url: remoteUrl, model: 'svc-latest', api_key_env: `${KEY_ENV}_UNSET` }, below: { noul: null } }),
+      'cascade-remote': entry({
+        first: 'svc-1.13.0',
+        second: { url: remoteUrl, model: 'svc-latest', api_key_env: KEY_ENV },
+        below: BELOW,
+      }),
+      'cascade-hangs': entry({
+        first: 'svc-1.13.0',
+        second: { url: hangingUrl, model: 'svc-latest' },
+        below: { noul: null },
+        timeout_ms: 300,
+      }),
+      'cascade-hangs-strict': entry({
+        first: 'svc-1.13.0',
+        second: { url: hangingUrl, model: 'svc-latest' },
+        below: { noul: null },
+        timeout_ms: 300,
+        on_failure: 'error',
+      }),
+      'cascade-bad-key': entry({
+        first: 'svc-1.13.0',
+        second: { url: remoteUrl, model: 'svc-latest', api_key_env: `${KEY_ENV}_UNSET` },
+        below: { noul: null },
+      }),
     });
     pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: (_o, msg) => void warnings.push(msg) });
     await pool.load('svc-1.13.0');
@@ -103,11 +142,14 @@ describe('an escalating registry entry', () => {
       for (const id of up) expect(certainty(first.answers[id]!)).toBeLessThan(BELOW[first.answers[id]!.type]);
       let secondTokens = 0;
       if (up.length) {
-        const second = (await ask(app, 'tiny-tasks-1', line, Object.fromEntries(up.map((id) => [id, line.questions[id]])))).body;
+        const second = (
+          await ask(app, 'tiny-tasks-1', line, Object.fromEntries(up.map((id) => [id, line.questions[id]])))
+        ).body;
         secondTokens = second.usage.input_tokens;
         for (const id of up) expectSame(r.body.answers[id]!, second.answers[id]!);
       }
-      for (const id of Object.keys(line.questions).filter((q) => !up.includes(q))) expect(r.body.answers[id]).toEqual(first.answers[id]);
+      for (const id of Object.keys(line.questions).filter((q) => !up.includes(q)))
+        expect(r.body.answers[id]).toEqual(first.answers[id]);
       // usage adds both models' tokens: the first on every question, the second on the escalated ones.
       expect(r.body.usage.input_tokens).toBe(first.usage.input_tokens + secondTokens);
       escalated += up.length;
@@ -130,7 +172,12 @@ describe('an escalating registry entry', () => {
       if (!up.length) continue;
       escalated += up.length;
       const sub = Object.fromEntries(up.map((id) => [id, line.questions[id]]));
-      const res = await remote.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: { state: line.state, model: 'svc-latest', questions: sub } });
+      const res = await remote.app.inject({
+        method: 'POST',
+        url: '/v1/systemone',
+        headers: auth(),
+        payload: { state: line.state, model: 'svc-latest', questions: sub },
+      });
       const theirs = res.json() as SystemOneResponse;
       for (const id of up) expectSame(r.body.answers[id]!, theirs.answers[id]!);
       expect(r.body.usage.input_tokens).toBe(first.usage.input_tokens + theirs.usage.input_tokens);
@@ -151,9 +198,16 @@ describe('an escalating registry entry', () => {
     expect(r.body.usage).toEqual(first.usage);
     expect(performance.now() - started).toBeLessThan(30_000); // bounded by the 300 ms deadline, not the hanging peer
     expect(await metric(app, 'assay_escalation_failures_total', 'cascade-hangs')).toBe(1);
-    const strict = await app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: { state: line.state, model: 'cascade-hangs-strict', questions: line.questions } });
+    const strict = await app.inject({
+      method: 'POST',
+      url: '/v1/systemone',
+      headers: auth(),
+      payload: { state: line.state, model: 'cascade-hangs-strict', questions: line.questions },
+    });
     expect(strict.statusCode).toBe(503);
-    expect(strict.json().detail).toContain('cascade-hangs-strict: the second model did not answer (no answer within 300 ms)');
+    expect(strict.json().detail).toContain(
+      'cascade-hangs-strict: the second model did not answer (no answer within 300 ms)',
+    );
     // A missing key fails the re-ask the same way (the first answers stand).
     const noKey = await ask(app, 'cascade-bad-key', line);
     expect(noKey.status).toBe(200);
@@ -162,19 +216,38 @@ describe('an escalating registry entry', () => {
   }, 60_000);
 
   it('the startup log says that a remote second model breaks zero data retention', () => {
-    expect(warnings.filter((w) => w.includes('ESCALATING TO A REMOTE MODEL') && w.includes('zero data retention does not hold'))).toHaveLength(4);
+    expect(
+      warnings.filter(
+        (w) => w.includes('ESCALATING TO A REMOTE MODEL') && w.includes('zero data retention does not hold'),
+      ),
+    ).toHaveLength(4);
     expect(warnings).toContain('the remote model API key variable is not set: escalations will fail');
     const lines: string[] = [];
-    announceEscalations(registryWith(loadRegistry(), {}), { info: (_o, m) => void lines.push(m), warn: (_o, m) => void lines.push(m) });
+    announceEscalations(registryWith(loadRegistry(), {}), {
+      info: (_o, m) => void lines.push(m),
+      warn: (_o, m) => void lines.push(m),
+    });
     expect(lines).toEqual(['escalating model: uncertain questions go to a second local model']); // the shipped tiny-cascade-1
   });
 
   it('the registry refuses an escalation it cannot run, naming the field', () => {
     const base = loadRegistry();
-    expect(() => registryWith(base, { x: entry({ first: 'nope', second: 'tiny-tasks-1', below: {} }) })).toThrow('models["x"].escalate.first must name a model of the registry');
-    expect(() => registryWith(base, { x: entry({ first: 'tiny-cascade-1', second: 'tiny-tasks-1', below: {} }) })).toThrow('must name a model that does not escalate itself');
-    expect(() => registryWith(base, { x: entry({ first: 'svc-latest', second: { url: 'ftp://x', model: 'm' }, below: {} }) })).toThrow('.second.url must be an http(s) URL');
-    expect(() => registryWith(base, { x: entry({ first: 'svc-latest', second: 'tiny-tasks-1', below: { noul: 2 } }) })).toThrow('.below.noul must be a certainty between 0 and 1');
-    expect(() => registryWith(base, { x: entry({ first: 'svc-latest', second: 'tiny-tasks-1', below: {}, on_failure: 'retry' as 'first' }) })).toThrow('.on_failure must be "first" or "error"');
+    expect(() => registryWith(base, { x: entry({ first: 'nope', second: 'tiny-tasks-1', below: {} }) })).toThrow(
+      'models["x"].escalate.first must name a model of the registry',
+    );
+    expect(() =>
+      registryWith(base, { x: entry({ first: 'tiny-cascade-1', second: 'tiny-tasks-1', below: {} }) }),
+    ).toThrow('must name a model that does not escalate itself');
+    expect(() =>
+      registryWith(base, { x: entry({ first: 'svc-latest', second: { url: 'ftp://x', model: 'm' }, below: {} }) }),
+    ).toThrow('.second.url must be an http(s) URL');
+    expect(() =>
+      registryWith(base, { x: entry({ first: 'svc-latest', second: 'tiny-tasks-1', below: { noul: 2 } }) }),
+    ).toThrow('.below.noul must be a certainty between 0 and 1');
+    expect(() =>
+      registryWith(base, {
+        x: entry({ first: 'svc-latest', second: 'tiny-tasks-1', below: {}, on_failure: 'retry' as 'first' }),
+      }),
+    ).toThrow('.on_failure must be "first" or "error"');
   });
 });

@@ -9,7 +9,11 @@ describe('model pool', () => {
   it('warns that a synthetic folder is meaningless even when the registry entry does not say so', async () => {
     const dir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
     const registry = checkRegistry(
-      { default: 'svc-x', models: { 'svc-x': { path: dir, variant: 'fp32', description: 'plain entry', release_date: '2026-11-22' } }, aliases: {} },
+      {
+        default: 'svc-x',
+        models: { 'svc-x': { path: dir, variant: 'fp32', description: 'plain entry', release_date: '2026-11-22' } },
+        aliases: {},
+      },
       '/tmp/assay-pool-registry.json',
     );
     const warnings: string[] = [];
@@ -27,7 +31,14 @@ describe('model pool', () => {
   it('announces a synthetic folder once, however many versioned ids and aliases name it', async () => {
     const dir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
     const entry = { path: dir, variant: 'fp32', description: 'tiny', release_date: '2026-11-22' };
-    const registry = checkRegistry({ default: 'svc-a', models: { 'svc-a': entry, 'svc-b': entry }, aliases: { 'svc-latest': 'svc-a', 'svc-preview': 'svc-b' } }, '/tmp/assay-pool-registry.json');
+    const registry = checkRegistry(
+      {
+        default: 'svc-a',
+        models: { 'svc-a': entry, 'svc-b': entry },
+        aliases: { 'svc-latest': 'svc-a', 'svc-preview': 'svc-b' },
+      },
+      '/tmp/assay-pool-registry.json',
+    );
     const warnings: string[] = [];
     const pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: (_o, m) => void warnings.push(m) });
     try {
@@ -42,7 +53,10 @@ describe('model pool', () => {
   it('a request for a model that is not loaded yet waits for its load (no 503 "loading")', async () => {
     const dir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
     const entry = { path: dir, variant: 'fp32', description: 'tiny', release_date: '2026-11-22' };
-    const registry = checkRegistry({ default: 'svc-a', models: { 'svc-a': entry, 'svc-b': entry }, aliases: {} }, '/tmp/assay-pool-registry.json');
+    const registry = checkRegistry(
+      { default: 'svc-a', models: { 'svc-a': entry, 'svc-b': entry }, aliases: {} },
+      '/tmp/assay-pool-registry.json',
+    );
     const pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: () => {} });
     try {
       // Two requests at once while nothing is loaded: both wait for the one load and get its evaluator.

@@ -13,7 +13,10 @@ import type { EngineThreadEvaluator } from '../../src/engine/thread/engine-threa
 
 function registryFor(dir: string) {
   const entry = { path: dir, variant: 'fp32', description: 'tiny', release_date: '2026-11-22' };
-  return checkRegistry({ default: 'svc-x', models: { 'svc-x': entry }, aliases: {} }, '/tmp/assay-backoff-registry.json');
+  return checkRegistry(
+    { default: 'svc-x', models: { 'svc-x': entry }, aliases: {} },
+    '/tmp/assay-backoff-registry.json',
+  );
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {
@@ -29,7 +32,11 @@ describe('model pool backoff', () => {
     const dir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
     let clock = 1_000_000;
     const delays: number[] = [];
-    const log = { info: () => {}, warn: (o: object, m: string) => void (m.startsWith('engine thread died') && delays.push((o as { restart_in_ms: number }).restart_in_ms)) };
+    const log = {
+      info: () => {},
+      warn: (o: object, m: string) =>
+        void (m.startsWith('engine thread died') && delays.push((o as { restart_in_ms: number }).restart_in_ms)),
+    };
     const pool = createModelPool(registryFor(dir), { threads: 1 }, log, () => clock);
     try {
       const kill = async (): Promise<void> => {
@@ -66,7 +73,8 @@ describe('model pool backoff', () => {
     let attempts = 0;
     const log = { info: () => {}, warn: (_o: object, m: string) => void (m === 'model failed to load' && attempts++) };
     const pool = createModelPool(registryFor(empty), { threads: 1 }, log, () => clock);
-    const refusal = async (): Promise<ModelUnavailableError> => (await pool.get('svc-x').catch((e: unknown) => e)) as ModelUnavailableError;
+    const refusal = async (): Promise<ModelUnavailableError> =>
+      (await pool.get('svc-x').catch((e: unknown) => e)) as ModelUnavailableError;
     try {
       for (const wait of [1, 2, 4]) {
         const before = attempts;

@@ -47,7 +47,13 @@ const CASES: Case[] = [
   // like, with fp32 arithmetic (accuracy_level 0), the GQA graph must agree to fp32 rounding; with
   // int8 activations, within twice what int8 activations move tiny-q4 by.
   { flavor: { dtype: 'q4', attention: 'gqa', layout: 'genai' }, file: 'model.onnx', kv: 5e-3, twin: 3.5, q4noise: 2 },
-  { flavor: { dtype: 'q4', attention: 'gqa', layout: 'genai', accuracyLevel: 0 }, file: 'model.onnx', kv: 1e-4, twin: 3.5, q4twin: 1e-4 },
+  {
+    flavor: { dtype: 'q4', attention: 'gqa', layout: 'genai', accuracyLevel: 0 },
+    file: 'model.onnx',
+    kv: 1e-4,
+    twin: 3.5,
+    q4twin: 1e-4,
+  },
   { flavor: { dtype: 'fp32', layout: 'optimum' }, file: 'model.onnx', kv: 1e-4, twin: 0 },
 ];
 
@@ -76,14 +82,21 @@ function floats(t: ort.Tensor): Float32Array {
 const i64 = (a: number[]): ort.Tensor => new ort.Tensor('int64', BigInt64Array.from(a, BigInt), [1, a.length]);
 type Outputs = ort.InferenceSession.OnnxValueMapType;
 
-async function pass(s: ort.InferenceSession, ids: number[], start: number, kvType: 'float32' | 'float16', past?: Outputs): Promise<Outputs> {
+async function pass(
+  s: ort.InferenceSession,
+  ids: number[],
+  start: number,
+  kvType: 'float32' | 'float16',
+  past?: Outputs,
+): Promise<Outputs> {
   const total = start + ids.length;
   const feeds: Record<string, ort.Tensor> = { input_ids: i64(ids), attention_mask: i64(Array(total).fill(1)) };
   if (s.inputNames.includes('position_ids')) feeds.position_ids = i64(ids.map((_, j) => start + j));
   for (let i = 0; i < L; i++) {
     for (const k of ['key', 'value']) {
       feeds[`past_key_values.${i}.${k}`] =
-        (past?.[`present.${i}.${k}`] as ort.Tensor | undefined) ?? new ort.Tensor(kvType, kvType === 'float32' ? new Float32Array(0) : new Uint16Array(0), [1, KV_HEADS, 0, HEAD]);
+        (past?.[`present.${i}.${k}`] as ort.Tensor | undefined) ??
+        new ort.Tensor(kvType, kvType === 'float32' ? new Float32Array(0) : new Uint16Array(0), [1, KV_HEADS, 0, HEAD]);
     }
   }
   return s.run(feeds);
@@ -112,11 +125,17 @@ let q4noise: number;
 
 beforeAll(async () => {
   for (const c of CASES) dirs.set(c, await ensureFlavor(c.flavor));
-  const s = await ort.InferenceSession.create(join(dirs.get(CASES[0]!)!, CASES[0]!.file), { intraOpNumThreads: 1, extra: await int8SessionConfig() });
+  const s = await ort.InferenceSession.create(join(dirs.get(CASES[0]!)!, CASES[0]!.file), {
+    intraOpNumThreads: 1,
+    extra: await int8SessionConfig(),
+  });
   sessions.push(s);
   twin = lastLogits(await pass(s, PROMPT, 0, 'float32'));
   const s4 = await ort.InferenceSession.create(join(dirs.get(CASES[2]!)!, CASES[2]!.file), { intraOpNumThreads: 1 });
-  const s40 = await ort.InferenceSession.create(join(await ensureFlavor({ dtype: 'q4', accuracyLevel: 0 }), 'onnx/model_q4.onnx'), { intraOpNumThreads: 1 });
+  const s40 = await ort.InferenceSession.create(
+    join(await ensureFlavor({ dtype: 'q4', accuracyLevel: 0 }), 'onnx/model_q4.onnx'),
+    { intraOpNumThreads: 1 },
+  );
   sessions.push(s4, s40);
   q4 = lastLogits(await pass(s4, PROMPT, 0, 'float32'));
   q4exact = lastLogits(await pass(s40, PROMPT, 0, 'float32'));
@@ -133,12 +152,18 @@ describe.each(CASES.map((c) => ({ name: JSON.stringify(c.flavor), c })))('$name'
   let s: ort.InferenceSession;
 
   beforeAll(async () => {
-    s = await ort.InferenceSession.create(join(dirs.get(c)!, c.file), { intraOpNumThreads: 1, extra: await int8SessionConfig() });
+    s = await ort.InferenceSession.create(join(dirs.get(c)!, c.file), {
+      intraOpNumThreads: 1,
+      extra: await int8SessionConfig(),
+    });
     sessions.push(s);
   });
 
   it('keeps its exporter I/O contract and records the flavor in assay.json', async () => {
-    const kvNames = Array.from({ length: L }, (_, i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`]).flat();
+    const kvNames = Array.from({ length: L }, (_, i) => [
+      `past_key_values.${i}.key`,
+      `past_key_values.${i}.value`,
+    ]).flat();
     expect(s.inputNames).toEqual(['input_ids', 'attention_mask', ...(gqa ? [] : ['position_ids']), ...kvNames]);
     expect(s.outputNames).toEqual(['logits', ...kvNames.map((n) => n.replace('past_key_values', 'present'))]);
     const out = await pass(s, PROMPT.slice(0, 3), 0, half ? 'float16' : 'float32');
@@ -150,7 +175,11 @@ describe.each(CASES.map((c) => ({ name: JSON.stringify(c.flavor), c })))('$name'
     if (c.file === 'onnx/model.onnx' && !gqa) return; // tiny-fp32 itself: the generator's own manifest
     expect(manifest.dtype).toBe(c.flavor.dtype);
     expect(manifest.model_file).toBe(c.file);
-    expect(manifest.flavor).toMatchObject({ dtype: c.flavor.dtype, attention: c.flavor.attention ?? 'plain', layout: c.flavor.layout ?? 'hf' });
+    expect(manifest.flavor).toMatchObject({
+      dtype: c.flavor.dtype,
+      attention: c.flavor.attention ?? 'plain',
+      layout: c.flavor.layout ?? 'hf',
+    });
   });
 
   it('prefix pass + suffix pass over the returned KV equals the whole pass', async () => {
@@ -159,23 +188,29 @@ describe.each(CASES.map((c) => ({ name: JSON.stringify(c.flavor), c })))('$name'
     const prefix = await pass(s, PROMPT.slice(0, SPLIT), 0, kvType);
     const split = lastLogits(await pass(s, PROMPT.slice(SPLIT), SPLIT, kvType, prefix));
     const d = maxAbsDiff(split, whole);
-    if (process.env.ASSAY_PRINT_TOLERANCE) process.stdout.write(`${JSON.stringify(c.flavor)} kv max|Δ| ${d.toExponential(2)}\n`);
+    if (process.env.ASSAY_PRINT_TOLERANCE)
+      process.stdout.write(`${JSON.stringify(c.flavor)} kv max|Δ| ${d.toExponential(2)}\n`);
     expect(d).toBeLessThanOrEqual(c.kv);
   });
 
   it('agrees with the fp32 twin at the last position', async () => {
     const got = lastLogits(await pass(s, PROMPT, 0, half ? 'float16' : 'float32'));
     const d = maxAbsDiff(got, twin);
-    if (process.env.ASSAY_PRINT_TOLERANCE) process.stdout.write(`${JSON.stringify(c.flavor)} twin max|Δ| ${d.toExponential(2)}\n`);
+    if (process.env.ASSAY_PRINT_TOLERANCE)
+      process.stdout.write(`${JSON.stringify(c.flavor)} twin max|Δ| ${d.toExponential(2)}\n`);
     expect(d).toBeLessThanOrEqual(c.twin);
     if (c.q4noise !== undefined) {
       const dn = maxAbsDiff(got, q4);
-      if (process.env.ASSAY_PRINT_TOLERANCE) process.stdout.write(`${JSON.stringify(c.flavor)} q4 max|Δ| ${dn.toExponential(2)}, int8-activation effect ${q4noise.toExponential(2)}\n`);
+      if (process.env.ASSAY_PRINT_TOLERANCE)
+        process.stdout.write(
+          `${JSON.stringify(c.flavor)} q4 max|Δ| ${dn.toExponential(2)}, int8-activation effect ${q4noise.toExponential(2)}\n`,
+        );
       expect(dn).toBeLessThanOrEqual(c.q4noise * q4noise);
     }
     if (c.q4twin !== undefined) {
       const d4 = maxAbsDiff(got, q4exact);
-      if (process.env.ASSAY_PRINT_TOLERANCE) process.stdout.write(`${JSON.stringify(c.flavor)} q4 twin max|Δ| ${d4.toExponential(2)}\n`);
+      if (process.env.ASSAY_PRINT_TOLERANCE)
+        process.stdout.write(`${JSON.stringify(c.flavor)} q4 twin max|Δ| ${d4.toExponential(2)}\n`);
       expect(d4).toBeLessThanOrEqual(c.q4twin);
     }
   });

@@ -15,7 +15,13 @@ import { quantizeQ4_0, quantizeQ8_0 } from '../../tools/gguf/quantize.js';
  * uses to read llama.cpp files), not with a reader written for this test: metadata, tensor infos
  * and where the data start.
  */
-async function readGguf(path: string): Promise<{ meta: Map<string, unknown>; tensors: Array<{ name: string; ne: number[]; type: number; offset: number }>; dataStart: number }> {
+async function readGguf(
+  path: string,
+): Promise<{
+  meta: Map<string, unknown>;
+  tensors: Array<{ name: string; ne: number[]; type: number; offset: number }>;
+  dataStart: number;
+}> {
   const out = await gguf(path, { allowLocalFile: true, typedMetadata: true });
   expect(out.metadata.version).toBe(3);
   const meta = new Map<string, unknown>();
@@ -23,7 +29,12 @@ async function readGguf(path: string): Promise<{ meta: Map<string, unknown>; ten
     if (key === 'version' || key === 'tensor_count' || key === 'kv_count') continue;
     meta.set(key, typeof value === 'bigint' ? Number(value) : value);
   }
-  const tensors = out.tensorInfos.map((t) => ({ name: t.name, ne: t.shape.map(Number), type: t.dtype as number, offset: Number(t.offset) }));
+  const tensors = out.tensorInfos.map((t) => ({
+    name: t.name,
+    ne: t.shape.map(Number),
+    type: t.dtype as number,
+    offset: Number(t.offset),
+  }));
   return { meta, tensors, dataStart: Number(out.tensorDataOffset) };
 }
 
@@ -121,7 +132,10 @@ describe('the tiny synthetic model as a llama.cpp GGUF', () => {
 
     // Every token of the tokenizer (vocabulary plus added tokens) at its id, padded to the
     // embedding's rows as convert_hf_to_gguf pads (llama.cpp needs n_vocab = token_embd rows).
-    const tok = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as { model: { vocab: Record<string, number>; merges: unknown[] }; added_tokens: Array<{ id: number; content: string }> };
+    const tok = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as {
+      model: { vocab: Record<string, number>; merges: unknown[] };
+      added_tokens: Array<{ id: number; content: string }>;
+    };
     const tokens = meta.get('tokenizer.ggml.tokens') as string[];
     const types = meta.get('tokenizer.ggml.token_type') as number[];
     expect(tokens.length).toBe(151936);

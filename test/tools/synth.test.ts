@@ -23,7 +23,10 @@ const VARIANTS: Variant[] = [
 ];
 
 // A chat-templated prompt (Qwen3 template, thinking disabled) as token ids.
-const PROMPT = [151644, 872, 198, 3872, 220, 17, 10, 17, 6144, 311, 220, 19, 30, 21806, 9834, 476, 902, 13, 151645, 198, 151644, 77091, 198, 151667, 271, 151668, 271];
+const PROMPT = [
+  151644, 872, 198, 3872, 220, 17, 10, 17, 6144, 311, 220, 19, 30, 21806, 9834, 476, 902, 13, 151645, 198, 151644,
+  77091, 198, 151667, 271, 151668, 271,
+];
 
 interface Session {
   s: ort.InferenceSession;
@@ -38,7 +41,10 @@ async function open(dir: string, file: string): Promise<Session> {
   const key = join(dir, file);
   let sess = sessions.get(key);
   if (!sess) {
-    const s = await ort.InferenceSession.create(join(dir, 'onnx', file), { intraOpNumThreads: 1, extra: await int8SessionConfig() });
+    const s = await ort.InferenceSession.create(join(dir, 'onnx', file), {
+      intraOpNumThreads: 1,
+      extra: await int8SessionConfig(),
+    });
     const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as HfConfig;
     sess = { s, cfg, hasPos: s.inputNames.includes('position_ids') };
     sessions.set(key, sess);
@@ -51,7 +57,12 @@ const i64 = (a: number[], dims: number[]): ort.Tensor => new ort.Tensor('int64',
 type Outputs = ort.InferenceSession.OnnxValueMapType;
 
 /** One forward pass of `batch` rows; positions default to the HF rule cumsum(mask) - 1 (1 at padding). */
-async function run(sess: Session, ids: number[], mask: number[], opts: { batch?: number; past?: Outputs; positions?: number[] } = {}): Promise<Outputs> {
+async function run(
+  sess: Session,
+  ids: number[],
+  mask: number[],
+  opts: { batch?: number; past?: Outputs; positions?: number[] } = {},
+): Promise<Outputs> {
   const B = opts.batch ?? 1;
   const S = ids.length / B;
   const T = mask.length / B;
@@ -71,7 +82,9 @@ async function run(sess: Session, ids: number[], mask: number[], opts: { batch?:
   }
   for (let i = 0; i < L; i++) {
     for (const k of ['key', 'value']) {
-      feeds[`past_key_values.${i}.${k}`] = (opts.past?.[`present.${i}.${k}`] as ort.Tensor | undefined) ?? new ort.Tensor('float32', new Float32Array(0), [B, kv, 0, D]);
+      feeds[`past_key_values.${i}.${k}`] =
+        (opts.past?.[`present.${i}.${k}`] as ort.Tensor | undefined) ??
+        new ort.Tensor('float32', new Float32Array(0), [B, kv, 0, D]);
     }
   }
   return sess.s.run(feeds);
@@ -108,7 +121,14 @@ describe.each(VARIANTS)('$name', (v) => {
 
   it('has the HF export layout, config and manifest', () => {
     expect(dir()).toBe(join(GENERATED_DIR, v.name));
-    for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'assay.json', `onnx/${v.file}`]) {
+    for (const f of [
+      'config.json',
+      'generation_config.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'assay.json',
+      `onnx/${v.file}`,
+    ]) {
       expect(existsSync(join(dir(), f)), f).toBe(true);
     }
     const cfg = JSON.parse(readFileSync(join(dir(), 'config.json'), 'utf8')) as HfConfig;
@@ -144,7 +164,9 @@ describe.each(VARIANTS)('$name', (v) => {
     const past = [0, 1].flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
     expect(s.inputNames).toEqual(['input_ids', 'attention_mask', ...(v.positionIds ? ['position_ids'] : []), ...past]);
     expect(s.outputNames).toEqual(['logits', ...[0, 1].flatMap((i) => [`present.${i}.key`, `present.${i}.value`])]);
-    const meta = Object.fromEntries([...s.inputMetadata, ...s.outputMetadata].map((m) => [m.name, m.isTensor ? [m.type, m.shape] : null]));
+    const meta = Object.fromEntries(
+      [...s.inputMetadata, ...s.outputMetadata].map((m) => [m.name, m.isTensor ? [m.type, m.shape] : null]),
+    );
     expect(meta.input_ids).toEqual(['int64', ['batch_size', 'sequence_length']]);
     expect(meta.attention_mask).toEqual(['int64', ['batch_size', 'total_sequence_length']]);
     if (v.positionIds) expect(meta.position_ids).toEqual(['int64', ['batch_size', 'sequence_length']]);
@@ -197,19 +219,31 @@ describe.each(VARIANTS)('$name', (v) => {
     const long = PROMPT;
     const short = PROMPT.slice(9);
     const pad = long.length - short.length;
-    const batch = await run(sess, [...long, ...Array(pad).fill(151643), ...short], [...ones(long.length), ...Array(pad).fill(0), ...ones(short.length)], {
-      batch: 2,
-    });
+    const batch = await run(
+      sess,
+      [...long, ...Array(pad).fill(151643), ...short],
+      [...ones(long.length), ...Array(pad).fill(0), ...ones(short.length)],
+      {
+        batch: 2,
+      },
+    );
     const aloneLong = await run(sess, long, ones(long.length));
     const aloneShort = await run(sess, short, ones(short.length));
     const tol = exact ? 1e-4 : 1.0;
     expect(maxAbsDiff(logitsAt(batch, 0, long.length - 1), logitsAt(aloneLong, 0, long.length - 1))).toBeLessThan(tol);
-    expect(maxAbsDiff(logitsAt(batch, 1, long.length - 1), logitsAt(aloneShort, 0, short.length - 1))).toBeLessThan(tol);
+    expect(maxAbsDiff(logitsAt(batch, 1, long.length - 1), logitsAt(aloneShort, 0, short.length - 1))).toBeLessThan(
+      tol,
+    );
     // A decode step after the padded batch stays consistent too.
-    const next = await run(sess, [9454, 9454], [...ones(long.length), 1, ...Array(pad).fill(0), ...ones(short.length), 1], {
-      batch: 2,
-      past: batch,
-    });
+    const next = await run(
+      sess,
+      [9454, 9454],
+      [...ones(long.length), 1, ...Array(pad).fill(0), ...ones(short.length), 1],
+      {
+        batch: 2,
+        past: batch,
+      },
+    );
     const nextShort = await run(sess, [9454], ones(short.length + 1), { past: aloneShort });
     expect(maxAbsDiff(logitsAt(next, 1, 0), logitsAt(nextShort, 0, 0))).toBeLessThan(tol);
   });
@@ -301,7 +335,8 @@ function referenceLogits(file: string, m: ShapeManifest, ids: number[]): Float64
   let xs = ids.map((id) => Float64Array.from(E.subarray(id * H, (id + 1) * H)));
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const p = `model.layers.${l}`;
-    const bias = (n: string): Float32Array | undefined => (m.qkv_bias ? get(`${p}.self_attn.${n}_proj.bias`) : undefined);
+    const bias = (n: string): Float32Array | undefined =>
+      m.qkv_bias ? get(`${p}.self_attn.${n}_proj.bias`) : undefined;
     const qs: Float64Array[] = [];
     const ks: Float64Array[] = [];
     const vs: Float64Array[] = [];
@@ -369,7 +404,15 @@ describe('architecture matches an independent reference forward pass', () => {
     const base = loadShapes()['qwen3-0.6b'];
     const manifest: ShapeManifest = {
       ...base,
-      config: { ...base.config, hidden_size: 48, head_dim: 32, num_attention_heads: 4, num_key_value_heads: 2, intermediate_size: 96, num_hidden_layers: 2 },
+      config: {
+        ...base.config,
+        hidden_size: 48,
+        head_dim: 32,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        intermediate_size: 96,
+        num_hidden_layers: 2,
+      },
     };
     const out = join(tmp, 'qwen3-mini');
     mkdirSync(dirname(out), { recursive: true });
@@ -403,7 +446,10 @@ describe('generation', () => {
     // A leftover of an interrupted run (its process is gone).
     const stale = join(dirname(out), '.tiny-fp32.tmp-999999999-x');
     mkdirSync(stale);
-    const [a, b] = await Promise.all([ensureSynthModel({ shape: 'tiny', dtype: 'fp32', out }), ensureSynthModel({ shape: 'tiny', dtype: 'fp32', out })]);
+    const [a, b] = await Promise.all([
+      ensureSynthModel({ shape: 'tiny', dtype: 'fp32', out }),
+      ensureSynthModel({ shape: 'tiny', dtype: 'fp32', out }),
+    ]);
     expect(a).toBe(out);
     expect(b).toBe(out);
     expect(existsSync(join(out, 'assay.json'))).toBe(true);
@@ -436,8 +482,16 @@ describe('transformers.js loads the folders offline and computes the same logits
     env.localModelPath = GENERATED_DIR;
     const tokenizer = await AutoTokenizer.from_pretrained(name);
     // enable_thinking is a chat-template variable: transformers.js passes extra options through to it.
-    const templateOptions = { add_generation_prompt: true, enable_thinking: false, tokenize: true, return_dict: true } as const;
-    const enc = tokenizer.apply_chat_template([{ role: 'user', content: 'Is the sky green? Answer yes or no. 天空是绿色的吗？' }], templateOptions) as unknown as {
+    const templateOptions = {
+      add_generation_prompt: true,
+      enable_thinking: false,
+      tokenize: true,
+      return_dict: true,
+    } as const;
+    const enc = tokenizer.apply_chat_template(
+      [{ role: 'user', content: 'Is the sky green? Answer yes or no. 天空是绿色的吗？' }],
+      templateOptions,
+    ) as unknown as {
       input_ids: { data: BigInt64Array; dims: number[] };
       attention_mask: unknown;
     };
@@ -445,7 +499,10 @@ describe('transformers.js loads the folders offline and computes the same logits
     // The template opens the assistant turn with an empty think block.
     expect(ids.slice(-7)).toEqual([151644, 77091, 198, 151667, 271, 151668, 271]);
     // A transformers.js user on a CPU whose int8 kernel saturates passes the same session config.
-    const model = await AutoModelForCausalLM.from_pretrained(name, { dtype, session_options: { extra: await int8SessionConfig() } });
+    const model = await AutoModelForCausalLM.from_pretrained(name, {
+      dtype,
+      session_options: { extra: await int8SessionConfig() },
+    });
     try {
       const out = (await model(enc)) as { logits: { dims: number[]; data: Float32Array } };
       const n = ids.length;

@@ -28,7 +28,10 @@ function initializers(file: string): Map<string, Float32Array> {
 /** The tensor names and shapes of a safetensors file's header. */
 function header(file: string): Record<string, { dtype: string; shape: number[] }> {
   const bytes = readFileSync(file);
-  const h = JSON.parse(bytes.subarray(8, 8 + Number(bytes.readBigUInt64LE(0))).toString('utf8')) as Record<string, { dtype: string; shape: number[] }>;
+  const h = JSON.parse(bytes.subarray(8, 8 + Number(bytes.readBigUInt64LE(0))).toString('utf8')) as Record<
+    string,
+    { dtype: string; shape: number[] }
+  >;
   delete h.__metadata__;
   return h;
 }
@@ -75,14 +78,20 @@ describe('trained weights', () => {
     const dir = join(tempDir(), 'fp32');
     const made = synthesize({ shape: 'tiny', dtype: 'fp32', weights: WEIGHTS, out: dir });
     const manifest = JSON.parse(readFileSync(join(dir, 'assay.json'), 'utf8'));
-    expect(manifest).toMatchObject({ synthetic: false, init: 'trained (tiny-tasks.safetensors)', trained: { weights: 'tiny-tasks.safetensors', sha256: weightsDigest(WEIGHTS) } });
+    expect(manifest).toMatchObject({
+      synthetic: false,
+      init: 'trained (tiny-tasks.safetensors)',
+      trained: { weights: 'tiny-tasks.safetensors', sha256: weightsDigest(WEIGHTS) },
+    });
     expect(manifest.warning).toBeUndefined();
     const graph = initializers(made.modelFile);
     const w = readWeights(WEIGHTS);
     const tensors = Object.entries(header(WEIGHTS)).filter(([name]) => !name.startsWith('model.embed_tokens.'));
     expect(tensors).toHaveLength(1 + 2 * 12);
-    const bytes = (a: Float32Array | undefined) => (a ? Buffer.from(a.buffer, a.byteOffset, a.byteLength) : Buffer.alloc(0));
-    for (const [name, { shape }] of tensors) expect(bytes(graph.get(name)).equals(bytes(w.get(name, shape))), name).toBe(true);
+    const bytes = (a: Float32Array | undefined) =>
+      a ? Buffer.from(a.buffer, a.byteOffset, a.byteLength) : Buffer.alloc(0);
+    for (const [name, { shape }] of tensors)
+      expect(bytes(graph.get(name)).equals(bytes(w.get(name, shape))), name).toBe(true);
     const embed = graph.get('model.embed_tokens.weight')!;
     expect(bytes(embed).equals(bytes(w.get('model.embed_tokens.weight', [151936, 64])))).toBe(true);
     const rows = header(WEIGHTS)['model.embed_tokens.ids']!.shape[0]!;
@@ -97,7 +106,14 @@ describe('trained weights', () => {
     const registry = checkRegistry(
       {
         default: 'trained',
-        models: { trained: { path: 'gen/trained', synthetic: { shape: 'tiny', dtype: 'int8', weights: 'w.safetensors' }, description: 'trained', release_date: '2026-11-22' } },
+        models: {
+          trained: {
+            path: 'gen/trained',
+            synthetic: { shape: 'tiny', dtype: 'int8', weights: 'w.safetensors' },
+            description: 'trained',
+            release_date: '2026-11-22',
+          },
+        },
         aliases: {},
       },
       join(root, 'registry.json'),
@@ -116,7 +132,18 @@ describe('trained weights', () => {
     expect(manifest().trained.sha256).toBe(weightsDigest(join(root, 'w.safetensors')));
     expect(() =>
       checkRegistry(
-        { default: 'x', models: { x: { path: 'p', synthetic: { shape: 'tiny', dtype: 'fp32', weights: 7 }, description: '', release_date: '2026-11-22' } }, aliases: {} },
+        {
+          default: 'x',
+          models: {
+            x: {
+              path: 'p',
+              synthetic: { shape: 'tiny', dtype: 'fp32', weights: 7 },
+              description: '',
+              release_date: '2026-11-22',
+            },
+          },
+          aliases: {},
+        },
         join(root, 'r.json'),
       ),
     ).toThrow(/synthetic.weights must be a path/);
@@ -134,7 +161,9 @@ describe('trained weights', () => {
       }),
     );
     const w = readWeights(file);
-    expect(() => w.get('model.layers.0.mlp.up_proj.weight', [4, 8])).toThrow(/no tensor model.layers.0.mlp.up_proj.weight/);
+    expect(() => w.get('model.layers.0.mlp.up_proj.weight', [4, 8])).toThrow(
+      /no tensor model.layers.0.mlp.up_proj.weight/,
+    );
     expect(() => w.get('model.norm.weight', [8])).toThrow(/model.norm.weight is \[4\], expected \[8\]/);
     expect(() => w.get('model.embed_tokens.weight', [10, 4])).toThrow(/token 99 is outside the vocabulary of 10/);
     expect(Array.from(w.get('model.embed_tokens.weight', [100, 4]).subarray(99 * 4))).toEqual([1, 2, 3, 4]);
@@ -142,6 +171,8 @@ describe('trained weights', () => {
     expect(() => readWeights(file)).toThrow(WeightsError);
     // The generator stops at the first tensor it lacks, naming it.
     writeFileSync(file, safetensors({ 'model.norm.weight': { dtype: 'F32', shape: [64], values: Array(64).fill(1) } }));
-    expect(() => synthesize({ shape: 'tiny', dtype: 'fp32', weights: file, out: join(dir, 'model') })).toThrow(/no tensor model\.(embed_tokens|layers\.0)/);
+    expect(() => synthesize({ shape: 'tiny', dtype: 'fp32', weights: file, out: join(dir, 'model') })).toThrow(
+      /no tensor model\.(embed_tokens|layers\.0)/,
+    );
   });
 });

@@ -15,9 +15,30 @@ export const GGML = {
 export type GgmlType = keyof typeof GGML;
 
 /** GGUF metadata value types. */
-const T = { UINT8: 0, INT8: 1, UINT16: 2, INT16: 3, UINT32: 4, INT32: 5, FLOAT32: 6, BOOL: 7, STRING: 8, ARRAY: 9, UINT64: 10, INT64: 11, FLOAT64: 12 } as const;
+const T = {
+  UINT8: 0,
+  INT8: 1,
+  UINT16: 2,
+  INT16: 3,
+  UINT32: 4,
+  INT32: 5,
+  FLOAT32: 6,
+  BOOL: 7,
+  STRING: 8,
+  ARRAY: 9,
+  UINT64: 10,
+  INT64: 11,
+  FLOAT64: 12,
+} as const;
 
-export type MetaValue = { u32: number } | { i32: number } | { f32: number } | { bool: boolean } | { str: string } | { strs: string[] } | { i32s: number[] };
+export type MetaValue =
+  | { u32: number }
+  | { i32: number }
+  | { f32: number }
+  | { bool: boolean }
+  | { str: string }
+  | { strs: string[] }
+  | { i32s: number[] };
 
 export interface TensorSpec {
   name: string;
@@ -122,7 +143,8 @@ export function writeGguf(path: string, metadata: Array<[string, MetaValue]>, te
     writeSync(fd, header, 0, header.length, 0);
     tensors.forEach((t, i) => {
       const data = t.data();
-      if (data.byteLength !== tensorBytes(t)) throw new Error(`${t.name}: ${data.byteLength} bytes, expected ${tensorBytes(t)}`);
+      if (data.byteLength !== tensorBytes(t))
+        throw new Error(`${t.name}: ${data.byteLength} bytes, expected ${tensorBytes(t)}`);
       writeSync(fd, data, 0, data.byteLength, dataStart + offsets[i]!);
     });
     // Pad the file to the end of the last tensor's aligned slot (zeros after its data, never over it).

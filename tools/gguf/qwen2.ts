@@ -62,7 +62,11 @@ interface TokenizerJson {
 }
 
 /** tokenizer.ggml.* as convert_hf_to_gguf writes a gpt2-style BPE vocabulary, padded to the embedding rows. */
-export function tokenizerMetadata(dir: string, vocabSize: number, config: Record<string, unknown>): Array<[string, MetaValue]> {
+export function tokenizerMetadata(
+  dir: string,
+  vocabSize: number,
+  config: Record<string, unknown>,
+): Array<[string, MetaValue]> {
   const tok = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as TokenizerJson;
   const tokConfig = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
   const tokens: string[] = Array.from({ length: vocabSize }, (_, i) => `[PAD${i}]`);
@@ -94,7 +98,10 @@ export function writeQwenGguf(dir: string, type: Exclude<GgmlType, 'F16'>): stri
 }
 
 /** The metadata and tensors of the GGUF of a synthetic fp32 export folder. */
-export function qwenGguf(dir: string, type: Exclude<GgmlType, 'F16'>): { metadata: Array<[string, MetaValue]>; tensors: TensorSpec[] } {
+export function qwenGguf(
+  dir: string,
+  type: Exclude<GgmlType, 'F16'>,
+): { metadata: Array<[string, MetaValue]>; tensors: TensorSpec[] } {
   const config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, number | string[]>;
   const manifest = JSON.parse(readFileSync(join(dir, 'assay.json'), 'utf8')) as { shape?: string };
   const arch = (config.model_type as unknown as string) === 'qwen3' ? 'qwen3' : 'qwen2';
@@ -105,9 +112,15 @@ export function qwenGguf(dir: string, type: Exclude<GgmlType, 'F16'>): { metadat
     name,
     ne,
     type,
-    data: () => (type === 'Q8_0' ? quantizeQ8_0(values()) : type === 'Q4_0' ? quantizeQ4_0(values()) : toF32Bytes(values())),
+    data: () =>
+      type === 'Q8_0' ? quantizeQ8_0(values()) : type === 'Q4_0' ? quantizeQ4_0(values()) : toF32Bytes(values()),
   });
-  const vector = (name: string, source: string): TensorSpec => ({ name, ne: [w.dims(source)[0]!], type: 'F32', data: () => toF32Bytes(w.floats(source)) });
+  const vector = (name: string, source: string): TensorSpec => ({
+    name,
+    ne: [w.dims(source)[0]!],
+    type: 'F32',
+    data: () => toF32Bytes(w.floats(source)),
+  });
   const linear = (name: string, source: string): TensorSpec => {
     const [inDim = 0, outDim = 0] = w.dims(source);
     return matrix(name, [inDim, outDim], () => w.transposed(source));
@@ -158,7 +171,9 @@ export function qwenGguf(dir: string, type: Exclude<GgmlType, 'F16'>): { metadat
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  const { values } = parseArgs({ options: { shape: { type: 'string', default: 'tiny' }, type: { type: 'string', default: 'F32' } } });
+  const { values } = parseArgs({
+    options: { shape: { type: 'string', default: 'tiny' }, type: { type: 'string', default: 'F32' } },
+  });
   const dir = await ensureSynthModel({ shape: values.shape as ShapeName, dtype: 'fp32' });
   process.stdout.write(`${writeQwenGguf(dir, values.type as Exclude<GgmlType, 'F16'>)}\n`);
 }

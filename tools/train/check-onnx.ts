@@ -39,9 +39,18 @@ export interface CheckResult {
 
 const argmax = (xs: number[]): number => xs.reduce((best, x, i) => (x > xs[best]! ? i : best), 0);
 
-export async function checkOnnx(opts: { rows: Row[]; reference: number[][]; modelDir: string; dtype: SynthDtype }): Promise<CheckResult> {
+export async function checkOnnx(opts: {
+  rows: Row[];
+  reference: number[][];
+  modelDir: string;
+  dtype: SynthDtype;
+}): Promise<CheckResult> {
   // The export as written (no load-time rewrite): its raw logits over the full vocabulary.
-  const runner = await ModelRunner.create(await openModelFolder(opts.modelDir), { modelDir: opts.modelDir, threads: 2, rewriteGraph: false });
+  const runner = await ModelRunner.create(await openModelFolder(opts.modelDir), {
+    modelDir: opts.modelDir,
+    threads: 2,
+    rewriteGraph: false,
+  });
   let maxAbsDiff = 0;
   let argmaxChanged = 0;
   const right = { noul: 0, choice: 0, score: 0 };
@@ -51,7 +60,8 @@ export async function checkOnnx(opts: { rows: Row[]; reference: number[][]; mode
       const logp = logSoftmaxAt((await runner.logits(row.ids)).at(-1)!, 1);
       const logps = row.cands.map(logp);
       const ref = opts.reference[i]!;
-      if (ref.length !== logps.length) throw new Error(`reference row ${i} has ${ref.length} candidates, the data ${logps.length}`);
+      if (ref.length !== logps.length)
+        throw new Error(`reference row ${i} has ${ref.length} candidates, the data ${logps.length}`);
       logps.forEach((l, c) => (maxAbsDiff = Math.max(maxAbsDiff, Math.abs(l - ref[c]!))));
       if (argmax(logps) !== argmax(ref)) argmaxChanged++;
       const type = TYPES[i % 3]!;
@@ -61,7 +71,11 @@ export async function checkOnnx(opts: { rows: Row[]; reference: number[][]; mode
   } finally {
     await runner.close();
   }
-  const accuracy = { noul: right.noul / count.noul, choice: right.choice / count.choice, score: right.score / count.score };
+  const accuracy = {
+    noul: right.noul / count.noul,
+    choice: right.choice / count.choice,
+    score: right.score / count.score,
+  };
   return { dtype: opts.dtype, rows: opts.rows.length, maxAbsDiff, argmaxChanged, accuracy };
 }
 
@@ -80,11 +94,21 @@ async function main(): Promise<void> {
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Row);
-  const reference = (JSON.parse(readFileSync(join(data, 'tiny-tasks-heldout.reference.json'), 'utf8')) as { logps: number[][] }).logps;
-  if (reference.length !== rows.length) throw new Error(`the reference has ${reference.length} rows, the held-out data ${rows.length}: run train.py --reference`);
+  const reference = (
+    JSON.parse(readFileSync(join(data, 'tiny-tasks-heldout.reference.json'), 'utf8')) as { logps: number[][] }
+  ).logps;
+  if (reference.length !== rows.length)
+    throw new Error(
+      `the reference has ${reference.length} rows, the held-out data ${rows.length}: run train.py --reference`,
+    );
   let failed = false;
   for (const dtype of values.dtypes.split(',') as SynthDtype[]) {
-    const modelDir = await ensureSynthModel({ shape: 'tiny', dtype, weights, out: join(ROOT, 'models', 'generated', `tiny-tasks-${dtype}`) });
+    const modelDir = await ensureSynthModel({
+      shape: 'tiny',
+      dtype,
+      weights,
+      out: join(ROOT, 'models', 'generated', `tiny-tasks-${dtype}`),
+    });
     const r = await checkOnnx({ rows, reference, modelDir, dtype });
     const acc = Object.entries(r.accuracy)
       .map(([t, a]) => `${t} ${a.toFixed(3)}`)

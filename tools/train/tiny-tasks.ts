@@ -15,12 +15,47 @@
 import type { Question } from '../../src/protocol/schemas.js';
 import { seededRandom } from '../../src/quality/calibration.js';
 
-export const PRODUCTS = ['phone', 'printer', 'router', 'camera', 'tablet', 'monitor', 'keyboard', 'speaker', 'watch', 'mouse', 'charger'];
+export const PRODUCTS = [
+  'phone',
+  'printer',
+  'router',
+  'camera',
+  'tablet',
+  'monitor',
+  'keyboard',
+  'speaker',
+  'watch',
+  'mouse',
+  'charger',
+];
 const DAYS = ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'];
-const NAMES = ['Anna', 'Ben', 'Chloe', 'David', 'Emma', 'Farid', 'Grace', 'Hugo', 'Ines', 'Jonas', 'Kira', 'Liam', 'Mila', 'Noah'];
+const NAMES = [
+  'Anna',
+  'Ben',
+  'Chloe',
+  'David',
+  'Emma',
+  'Farid',
+  'Grace',
+  'Hugo',
+  'Ines',
+  'Jonas',
+  'Kira',
+  'Liam',
+  'Mila',
+  'Noah',
+];
 const PROBLEMS: Record<'billing' | 'shipping' | 'technical', string[]> = {
-  billing: ['I was charged twice for my {p}.', 'The invoice for my {p} shows the wrong price.', 'My card was billed for a {p} I never ordered.'],
-  shipping: ['My {p} has not arrived yet.', 'The {p} was delivered to the wrong address.', 'The parcel with my {p} is lost.'],
+  billing: [
+    'I was charged twice for my {p}.',
+    'The invoice for my {p} shows the wrong price.',
+    'My card was billed for a {p} I never ordered.',
+  ],
+  shipping: [
+    'My {p} has not arrived yet.',
+    'The {p} was delivered to the wrong address.',
+    'The parcel with my {p} is lost.',
+  ],
   technical: ['My {p} stopped working after a day.', 'The {p} keeps restarting.', 'The screen of my {p} stays black.'],
 };
 const REFUND = ['I want a refund.', 'Please give me my money back.', 'Refund me, please.'];
@@ -61,7 +96,12 @@ export function generateLines(count: number, seed: number): TaskLine[] {
     const day = pick(DAYS);
     const units = 1 + Math.floor(random() * 4);
     const amount = `${random() < 0.5 ? units : UNIT_WORDS[units - 1]!} ${units === 1 ? product : (PLURAL[product] ?? `${product}s`)}`;
-    const parts = shuffle([pick(PROBLEMS[team]).replace('{p}', product), pick(refund ? REFUND : NO_REFUND), pick(URGENCY[urgency]!), pick(UNITS).replace('{n}', amount)]);
+    const parts = shuffle([
+      pick(PROBLEMS[team]).replace('{p}', product),
+      pick(refund ? REFUND : NO_REFUND),
+      pick(URGENCY[urgency]!),
+      pick(UNITS).replace('{n}', amount),
+    ]);
     const state = `Ticket ${1000 + Math.floor(random() * 9000)} from ${pick(NAMES)}, sent on ${day}. ${parts.join(' ')}`;
 
     const nounKind = Math.floor(random() * 3);
@@ -72,10 +112,16 @@ export function generateLines(count: number, seed: number): TaskLine[] {
       noulAnswer = refund;
     } else if (nounKind === 1) {
       const asked = random() < 0.5 ? product : pick(PRODUCTS.filter((p) => p !== product));
-      noul = { type: 'noul', instructions: pick([`Is the ticket about a ${asked}?`, `Does the customer write about a ${asked}?`]) };
+      noul = {
+        type: 'noul',
+        instructions: pick([`Is the ticket about a ${asked}?`, `Does the customer write about a ${asked}?`]),
+      };
       noulAnswer = asked === product;
     } else {
-      noul = { type: 'noul', instructions: pick(['Was the ticket sent on a weekend?', 'Did the customer write on a weekend?']) };
+      noul = {
+        type: 'noul',
+        instructions: pick(['Was the ticket sent on a weekend?', 'Did the customer write on a weekend?']),
+      };
       noulAnswer = day === 'Saturday' || day === 'Sunday';
     }
 
@@ -93,19 +139,36 @@ export function generateLines(count: number, seed: number): TaskLine[] {
       choice = {
         type: 'choice',
         instructions: pick(['Which team should handle the ticket?', 'Who should take this ticket?']),
-        criteria: Object.fromEntries(shuffle(['billing', 'shipping', 'technical']).map((t) => [t, t === 'billing' ? 'charges and invoices' : t === 'shipping' ? 'deliveries' : 'broken devices'])),
+        criteria: Object.fromEntries(
+          shuffle(['billing', 'shipping', 'technical']).map((t) => [
+            t,
+            t === 'billing' ? 'charges and invoices' : t === 'shipping' ? 'deliveries' : 'broken devices',
+          ]),
+        ),
       };
       choiceAnswer = team;
     }
     const askUnits = random() < 0.5;
     const score: Question = askUnits
-      ? { type: 'score', instructions: pick(['How many units were ordered?', 'How large was the order?']), criteria: ['one unit', 'two units', 'three units', 'four units'] }
-      : { type: 'score', instructions: pick(['How urgent is the ticket?', 'How soon does the customer need an answer?']), criteria: ['not urgent', 'somewhat urgent', 'urgent', 'critical'] };
+      ? {
+          type: 'score',
+          instructions: pick(['How many units were ordered?', 'How large was the order?']),
+          criteria: ['one unit', 'two units', 'three units', 'four units'],
+        }
+      : {
+          type: 'score',
+          instructions: pick(['How urgent is the ticket?', 'How soon does the customer need an answer?']),
+          criteria: ['not urgent', 'somewhat urgent', 'urgent', 'critical'],
+        };
     lines.push({
       state,
       questions: { fact: noul, pick: choice, level: score },
       expected: { fact: noulAnswer, pick: choiceAnswer, level: askUnits ? units - 1 : urgency },
-      tags: [['refund', 'product', 'weekend'][nounKind]!, Object.keys(choice.criteria).includes('billing') ? 'team' : 'product-choice', askUnits ? 'units' : 'urgency'],
+      tags: [
+        ['refund', 'product', 'weekend'][nounKind]!,
+        Object.keys(choice.criteria).includes('billing') ? 'team' : 'product-choice',
+        askUnits ? 'units' : 'urgency',
+      ],
     });
   }
   return lines;

@@ -20,7 +20,10 @@ export const HELDOUT_SEED = 2;
 export const HELDOUT_FILE = join(ROOT, 'examples', 'tiny-tasks-heldout.jsonl');
 
 /** The training rows of some lines: one per question, with the single-token labels as candidates. */
-export function tokenize(lines: TaskLine[], codec: TextCodec): Array<{ ids: number[]; cands: number[]; target: number }> {
+export function tokenize(
+  lines: TaskLine[],
+  codec: TextCodec,
+): Array<{ ids: number[]; cands: number[]; target: number }> {
   const end = codec.eosTokenId!;
   const budgets = { request: 64_000, question: 32_000, context: 32_768 };
   return lines.flatMap((line) => {
@@ -28,15 +31,28 @@ export function tokenize(lines: TaskLine[], codec: TextCodec): Array<{ ids: numb
     return plan.questions.map((q) => {
       if (q.labels.some((l) => l.tokens.length !== 1)) throw new Error(`a label of ${q.key} is not one token`);
       const e = line.expected[q.key];
-      const outcomes = q.question.type === 'noul' ? [true, false] : q.question.type === 'choice' ? Object.keys(q.question.criteria) : q.question.criteria.map((_, i) => i);
-      return { ids: [...plan.prefix, ...q.suffix], cands: q.labels.map((l) => l.tokens[0]!), target: outcomes.indexOf(e as never) };
+      const outcomes =
+        q.question.type === 'noul'
+          ? [true, false]
+          : q.question.type === 'choice'
+            ? Object.keys(q.question.criteria)
+            : q.question.criteria.map((_, i) => i);
+      return {
+        ids: [...plan.prefix, ...q.suffix],
+        cands: q.labels.map((l) => l.tokens[0]!),
+        target: outcomes.indexOf(e as never),
+      };
     });
   });
 }
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { train: { type: 'string', default: '6000' }, heldout: { type: 'string', default: '90' }, out: { type: 'string', default: join(ROOT, 'models', 'generated', 'train') } },
+    options: {
+      train: { type: 'string', default: '6000' },
+      heldout: { type: 'string', default: '90' },
+      out: { type: 'string', default: join(ROOT, 'models', 'generated', 'train') },
+    },
   });
   const codec = await TextCodec.load(await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }));
   const out = resolve(values.out);

@@ -105,9 +105,18 @@ export async function pagesRoutes(app: FastifyInstance, ctx: ApiContext, o: Page
       // inline styles because Swagger UI's components set them.
       staticCSP: DOCS_CSP,
       // "Try it out" starts off: docs/browser.md says to press it (pressing an active one turns it off).
-      uiConfig: { tryItOutEnabled: false, persistAuthorization: false, displayRequestDuration: true, defaultModelsExpandDepth: 0, requestInterceptor },
+      uiConfig: {
+        tryItOutEnabled: false,
+        persistAuthorization: false,
+        displayRequestDuration: true,
+        defaultModelsExpandDepth: 0,
+        requestInterceptor,
+      },
       // Adds x-assay-state-hash to "try it out" calls (src/web/docs/state-hash.ts).
-      theme: { title: 'Assay API reference', js: [{ filename: 'state-hash.js', content: readFileSync(join(web, 'docs', 'state-hash.js'), 'utf8') }] },
+      theme: {
+        title: 'Assay API reference',
+        js: [{ filename: 'state-hash.js', content: readFileSync(join(web, 'docs', 'state-hash.js'), 'utf8') }],
+      },
     });
   }
 
@@ -121,7 +130,9 @@ export async function pagesRoutes(app: FastifyInstance, ctx: ApiContext, o: Page
     });
     const page = readFileSync(join(web, 'playground.html'));
     const css = readFileSync(join(web, 'playground.css'));
-    app.get('/playground', async (_req, reply) => reply.header('content-security-policy', PLAYGROUND_CSP).type('text/html; charset=utf-8').send(page));
+    app.get('/playground', async (_req, reply) =>
+      reply.header('content-security-policy', PLAYGROUND_CSP).type('text/html; charset=utf-8').send(page),
+    );
     app.get('/playground/style.css', async (_req, reply) => reply.type('text/css; charset=utf-8').send(css));
     app.get('/playground/models', { onRequest: admission(ctx) }, async (req) => {
       const key = req.apiKey!;
@@ -133,7 +144,14 @@ export async function pagesRoutes(app: FastifyInstance, ctx: ApiContext, o: Page
         const synthetic = m.entry.synthetic !== undefined && m.entry.synthetic.weights === undefined;
         // Trained weights on a tiny graph: it knows its training task and nothing else.
         const task_only = m.entry.synthetic?.weights !== undefined;
-        models.push({ name, description: m.entry.description, release_date: m.entry.release_date, synthetic, task_only, confidence: ctx.confidence });
+        models.push({
+          name,
+          description: m.entry.description,
+          release_date: m.entry.release_date,
+          synthetic,
+          task_only,
+          confidence: ctx.confidence,
+        });
       }
       return { models };
     });

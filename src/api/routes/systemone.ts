@@ -11,7 +11,10 @@ export function systemoneRoute(app: FastifyInstance, ctx: ApiContext): void {
     const key = req.apiKey!;
     // One deadline covers loading, queueing and evaluation; a client that hangs up aborts too.
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new AbortedError(`deadline of ${ctx.deadlineMs} ms exceeded`)), ctx.deadlineMs);
+    const timer = setTimeout(
+      () => controller.abort(new AbortedError(`deadline of ${ctx.deadlineMs} ms exceeded`)),
+      ctx.deadlineMs,
+    );
     const onClose = () => {
       if (!reply.raw.writableFinished) controller.abort(new AbortedError('client closed the connection'));
     };

@@ -3,7 +3,15 @@
 // certainty threshold that keeps them (src/quality/coverage.ts), and the thresholds in the shape an
 // escalating registry entry's `below` takes as is.
 import type { Answer, Question } from '../../protocol/index.js';
-import { answerCorrect, certainty, coverageAtBudget, defaultMeasure, MEASURE_TEXT, minKeptForBudget, riskCoverage } from '../../quality/index.js';
+import {
+  answerCorrect,
+  certainty,
+  coverageAtBudget,
+  defaultMeasure,
+  MEASURE_TEXT,
+  minKeptForBudget,
+  riskCoverage,
+} from '../../quality/index.js';
 import type { CertaintyMeasure, CoverageAtBudget, RiskPoint, Scored } from '../../quality/index.js';
 import type { DatasetLine } from './read.js';
 
@@ -48,15 +56,37 @@ interface Item {
   answer: Answer;
 }
 
-function group(items: Item[], type: QuestionType, budgets: number[], tolerance: number, measure: CertaintyMeasure = defaultMeasure(type)): GroupCoverage & { points: Scored[] } {
-  const points = items.map((x) => ({ certainty: certainty(x.answer, measure), correct: answerCorrect(x.answer, x.line.expected[x.id], tolerance) }));
-  return { type, measure: MEASURE_TEXT[measure], count: points.length, atBudget: budgets.map((b) => coverageAtBudget(points, b)), points };
+function group(
+  items: Item[],
+  type: QuestionType,
+  budgets: number[],
+  tolerance: number,
+  measure: CertaintyMeasure = defaultMeasure(type),
+): GroupCoverage & { points: Scored[] } {
+  const points = items.map((x) => ({
+    certainty: certainty(x.answer, measure),
+    correct: answerCorrect(x.answer, x.line.expected[x.id], tolerance),
+  }));
+  return {
+    type,
+    measure: MEASURE_TEXT[measure],
+    count: points.length,
+    atBudget: budgets.map((b) => coverageAtBudget(points, b)),
+    points,
+  };
 }
 
 const plain = ({ points: _points, ...g }: GroupCoverage & { points: Scored[] }): GroupCoverage => g;
 
-export function coverageReport(lines: DatasetLine[], answers: Array<Record<string, Answer>>, budgets: number[], scoreTolerance: number): CoverageReport {
-  const items: Item[] = lines.flatMap((line, i) => Object.keys(line.questions).map((id) => ({ line, id, answer: answers[i]![id]! })));
+export function coverageReport(
+  lines: DatasetLine[],
+  answers: Array<Record<string, Answer>>,
+  budgets: number[],
+  scoreTolerance: number,
+): CoverageReport {
+  const items: Item[] = lines.flatMap((line, i) =>
+    Object.keys(line.questions).map((id) => ({ line, id, answer: answers[i]![id]! })),
+  );
   const byType: CoverageReport['byType'] = {};
   for (const type of TYPES) {
     const of = items.filter((x) => x.answer.type === type);
@@ -65,7 +95,9 @@ export function coverageReport(lines: DatasetLine[], answers: Array<Record<strin
     byType[type] = {
       ...plain(g),
       curve: riskCoverage(g.points),
-      ...(type === 'choice' ? { alternative: plain(group(of, type, budgets, scoreTolerance, 'option-probability')) } : {}),
+      ...(type === 'choice'
+        ? { alternative: plain(group(of, type, budgets, scoreTolerance, 'option-probability')) }
+        : {}),
     };
   }
   const byTag: CoverageReport['byTag'] = {};
@@ -87,25 +119,51 @@ export function coverageReport(lines: DatasetLine[], answers: Array<Record<strin
   }
   const byQuestion: CoverageReport['byQuestion'] = {};
   const ids = new Map<string, Item[]>();
-  for (const x of items) ids.set(`${x.id}\u0000${x.answer.type}`, [...(ids.get(`${x.id}\u0000${x.answer.type}`) ?? []), x]);
+  for (const x of items)
+    ids.set(`${x.id}\u0000${x.answer.type}`, [...(ids.get(`${x.id}\u0000${x.answer.type}`) ?? []), x]);
   for (const [key, of] of ids) {
     if (of.length < 2) continue;
     const id = key.split('\u0000')[0]!;
-    byQuestion[byQuestion[id] ? key.replace('\u0000', ' · ') : id] = plain(group(of, of[0]!.answer.type, budgets, scoreTolerance));
+    byQuestion[byQuestion[id] ? key.replace('\u0000', ' · ') : id] = plain(
+      group(of, of[0]!.answer.type, budgets, scoreTolerance),
+    );
   }
-  const thresholds = Object.fromEntries(budgets.map((b, i) => [String(b), Object.fromEntries(Object.entries(byType).map(([t, c]) => [t, c.atBudget[i]!.threshold]))]));
+  const thresholds = Object.fromEntries(
+    budgets.map((b, i) => [
+      String(b),
+      Object.fromEntries(Object.entries(byType).map(([t, c]) => [t, c.atBudget[i]!.threshold])),
+    ]),
+  );
   return { budgets, scoreTolerance, byType, byTag, byQuestion, thresholds };
 }
 
 const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
 const pct = (b: number) => `${+(b * 100).toFixed(2)}%`;
 
-export const COVERAGE_HEAD = ['group', 'certainty', 'answers', 'coverage', 'kept (wrong)', 'threshold', 'error of kept (95% upper)', 'enough answers?'];
+export const COVERAGE_HEAD = [
+  'group',
+  'certainty',
+  'answers',
+  'coverage',
+  'kept (wrong)',
+  'threshold',
+  'error of kept (95% upper)',
+  'enough answers?',
+];
 
 function row(name: string, g: GroupCoverage, i: number): string[] {
   const c = g.atBudget[i]!;
   const enough = c.enough ? 'yes' : c.labeledNeeded === null ? `no: none kept` : `no: ~${c.labeledNeeded} needed`;
-  return [name, g.measure, String(g.count), f3(c.coverage), `${c.kept} (${c.errors})`, c.threshold === null ? '–' : f3(c.threshold), `${f3(c.risk)} (${f3(c.riskUpper95)})`, enough];
+  return [
+    name,
+    g.measure,
+    String(g.count),
+    f3(c.coverage),
+    `${c.kept} (${c.errors})`,
+    c.threshold === null ? '–' : f3(c.threshold),
+    `${f3(c.risk)} (${f3(c.riskUpper95)})`,
+    enough,
+  ];
 }
 
 /** The table rows of one budget (index `i`): the types, then the tags, then the question ids. */
@@ -115,7 +173,8 @@ export function coverageRows(r: CoverageReport, i: number): string[][] {
     rows.push(row(t, g, i));
     if (g.alternative) rows.push(row(t, g.alternative, i));
   }
-  for (const [tag, types] of Object.entries(r.byTag)) for (const [t, g] of Object.entries(types)) rows.push(row(`tag ${tag} · ${t}`, g, i));
+  for (const [tag, types] of Object.entries(r.byTag))
+    for (const [t, g] of Object.entries(types)) rows.push(row(`tag ${tag} · ${t}`, g, i));
   for (const [id, g] of Object.entries(r.byQuestion)) rows.push(row(`question ${id} (${g.type})`, g, i));
   return rows;
 }

@@ -30,7 +30,8 @@ export interface SweepRow {
 /** The sweep's thresholds: none escalated, 0.1 … 0.9 for every type, all escalated. */
 export function uniformRows(): Array<{ label: string; below: Below }> {
   const rows: Array<{ label: string; below: Below }> = [{ label: 'first model only', below: {} }];
-  for (let t = 1; t <= 9; t++) rows.push({ label: `certainty < ${t / 10}`, below: { noul: t / 10, choice: t / 10, score: t / 10 } });
+  for (let t = 1; t <= 9; t++)
+    rows.push({ label: `certainty < ${t / 10}`, below: { noul: t / 10, choice: t / 10, score: t / 10 } });
   rows.push({ label: 'second model only', below: { noul: null, choice: null, score: null } });
   return rows;
 }
@@ -45,9 +46,11 @@ export function thresholdsFromReport(spec: string): Array<{ label: string; below
     throw new DatasetError(`--thresholds ${file}: ${(e as Error).message}`);
   }
   const all = report.coverage?.thresholds;
-  if (!all) throw new DatasetError(`${file} holds no coverage.thresholds (write it with assay eval --dataset … --out DIR)`);
+  if (!all)
+    throw new DatasetError(`${file} holds no coverage.thresholds (write it with assay eval --dataset … --out DIR)`);
   const picked = budget === undefined ? Object.entries(all) : all[budget] ? [[budget, all[budget]] as const] : [];
-  if (!picked.length) throw new DatasetError(`${file}: no thresholds for budget ${budget} (it has ${Object.keys(all).join(', ')})`);
+  if (!picked.length)
+    throw new DatasetError(`${file}: no thresholds for budget ${budget} (it has ${Object.keys(all).join(', ')})`);
   return picked.map(([b, below]) => ({ label: `coverage report, ${+(Number(b) * 100).toFixed(2)}% budget`, below }));
 }
 
@@ -84,7 +87,12 @@ export function sweep(
 const f3 = (x: number) => x.toFixed(3);
 
 /** The sweep as a table (header and cells) and the sentences around it, for report.md and report.html. */
-export function sweepTable(rows: SweepRow[], firstName: string, secondName: string, measured?: { escalated: number; questions: number; predicted: number }) {
+export function sweepTable(
+  rows: SweepRow[],
+  firstName: string,
+  secondName: string,
+  measured?: { escalated: number; questions: number; predicted: number },
+) {
   const types = TYPES.filter((t) => rows[0]?.byType[t]);
   return {
     intro: `${firstName} answers; a question whose certainty (noul max(p, 1 − p), choice and score confidence) is under its type's threshold is re-asked to ${secondName}. Both answered every line; each row scores the answers that escalation would return.`,
@@ -122,11 +130,22 @@ export function sweepMarkdown(t: ReturnType<typeof sweepTable>): string[] {
  * local engine, or the remote endpoint with its key from the environment) and sweeps thresholds.
  */
 export async function runEscalationSweep(
-  o: { id: string; spec: EscalationSpec; lines: DatasetLine[]; scoreTolerance: number; thresholdsFile?: string; measured?: { escalated: number; questions: number } },
+  o: {
+    id: string;
+    spec: EscalationSpec;
+    lines: DatasetLine[];
+    scoreTolerance: number;
+    thresholdsFile?: string;
+    measured?: { escalated: number; questions: number };
+  },
   ctx: TargetContext,
   io: Io,
 ): Promise<{ markdown: string[]; table: ReturnType<typeof sweepTable>; rows: SweepRow[] }> {
-  const rows = [...uniformRows(), { label: `${o.id}'s own`, below: o.spec.below }, ...(o.thresholdsFile ? thresholdsFromReport(o.thresholdsFile) : [])];
+  const rows = [
+    ...uniformRows(),
+    { label: `${o.id}'s own`, below: o.spec.below },
+    ...(o.thresholdsFile ? thresholdsFromReport(o.thresholdsFile) : []),
+  ];
   const answers: Array<Array<Record<string, Answer>>> = [];
   const names: string[] = [];
   for (const model of [o.spec.first, o.spec.second]) {
@@ -134,7 +153,11 @@ export async function runEscalationSweep(
     const target = remote
       ? await openTarget(
           { label: remote.model, model: remote.model },
-          { ...ctx, url: remote.url, io: { ...io, env: { ...io.env, ASSAY_API_KEY: remote.api_key_env ? io.env[remote.api_key_env] : 'none' } } },
+          {
+            ...ctx,
+            url: remote.url,
+            io: { ...io, env: { ...io.env, ASSAY_API_KEY: remote.api_key_env ? io.env[remote.api_key_env] : 'none' } },
+          },
         )
       : await openTarget({ label: model as string, model: model as string }, { ...ctx, url: undefined });
     try {

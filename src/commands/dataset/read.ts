@@ -21,7 +21,9 @@ export function readDataset(file: string, model: string): DatasetLine[] {
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    throw new DatasetError(`cannot read --dataset ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new DatasetError(
+      `cannot read --dataset ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
   const out: DatasetLine[] = [];
   text.split('\n').forEach((raw, i) => {
@@ -34,7 +36,8 @@ export function readDataset(file: string, model: string): DatasetLine[] {
       throw new DatasetError(`${where}: not JSON (${(e as Error).message})`);
     }
     const invalid = requestErrors({ state: v.state, model, questions: v.questions });
-    if (invalid.length) throw new DatasetError(`${where}: ${invalid.map((d) => `${d.loc.slice(1).join('.')}: ${d.msg}`).join('; ')}`);
+    if (invalid.length)
+      throw new DatasetError(`${where}: ${invalid.map((d) => `${d.loc.slice(1).join('.')}: ${d.msg}`).join('; ')}`);
     const questions = v.questions as Record<string, Question>;
     const expected = (v.expected ?? {}) as Record<string, unknown>;
     for (const [id, q] of Object.entries(questions)) {

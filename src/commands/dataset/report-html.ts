@@ -41,7 +41,8 @@ export interface HtmlCompare {
   changed: ChangedAnswer[];
 }
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const esc = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 function table(t: HtmlTable, caption?: string): string {
   return [
@@ -69,7 +70,9 @@ function armSummary(arm: HtmlArm, heading: boolean): string {
     `<p>${esc(arm.summary)}</p>`,
     table(arm.metrics, 'All answers'),
     ...arm.coverage.map((c) => `${table(c.table, c.caption)}<p class="note">${esc(c.note)}</p>`),
-    arm.plots.length ? `<div class="plots">${arm.plots.map((p) => `<figure aria-label="${esc(p.title)}">${p.svg}</figure>`).join('')}</div>` : '',
+    arm.plots.length
+      ? `<div class="plots">${arm.plots.map((p) => `<figure aria-label="${esc(p.title)}">${p.svg}</figure>`).join('')}</div>`
+      : '',
     arm.escalation
       ? `<h2>Escalation: accuracy against escalation rate</h2><p>${esc(arm.escalation.intro)}</p>${table(arm.escalation, 'Per threshold')}${arm.escalation.note ? `<p>${esc(arm.escalation.note)}</p>` : ''}`
       : '',
@@ -79,7 +82,10 @@ function armSummary(arm: HtmlArm, heading: boolean): string {
 /** An arm's per-tag tables: long, so last. */
 function armTags(arm: HtmlArm, heading: boolean): string {
   if (!arm.byTag.length) return '';
-  return [heading ? `<h2>${esc(arm.arm)} per tag</h2>` : '', ...arm.byTag.map((t) => table(t.table, `tag ${t.tag}`))].join('\n');
+  return [
+    heading ? `<h2>${esc(arm.arm)} per tag</h2>` : '',
+    ...arm.byTag.map((t) => table(t.table, `tag ${t.tag}`)),
+  ].join('\n');
 }
 
 function changedTable(c: HtmlCompare): string {

@@ -25,7 +25,11 @@ export async function runDataset(target: Target, lines: DatasetLine[], io: Io, c
       const i = next++;
       responses[i] = await target.evaluate(lines[i]!);
       done++;
-      bar.update(done, lines.length, (s) => `${done}/${lines.length} lines ${target.label} ${s > 0 ? (done / s).toFixed(1) : '–'} lines/s`);
+      bar.update(
+        done,
+        lines.length,
+        (s) => `${done}/${lines.length} lines ${target.label} ${s > 0 ? (done / s).toFixed(1) : '–'} lines/s`,
+      );
     }
   };
   try {

@@ -41,7 +41,9 @@ export function parseArm(text: string, registry: Registry | undefined): ArmSpec 
     else if (!registry)
       spec.model = part; // a server's model name
     else {
-      throw new ArmError(`"${part}" (in "${text}") is not a model of the registry, a variant (${VARIANTS.join(', ')}), a prompt version (${PROMPT_VERSIONS.join(', ')}) or rotN`);
+      throw new ArmError(
+        `"${part}" (in "${text}") is not a model of the registry, a variant (${VARIANTS.join(', ')}), a prompt version (${PROMPT_VERSIONS.join(', ')}) or rotN`,
+      );
     }
   }
   if (spec.rotations !== undefined && spec.rotations < 1) throw new ArmError(`"${text}": rotN needs N ≥ 1`);
@@ -80,14 +82,23 @@ export async function openTarget(spec: ArmSpec, ctx: TargetContext): Promise<Tar
     if (spec.variant || spec.promptVersion || spec.rotations) {
       throw new ArmError(`"${spec.label}": a server (--url) runs its models as configured: compare model names only`);
     }
-    const client = new AssayClient({ baseUrl: ctx.url, env: ctx.io.env, timeoutMs: ctx.timeoutMs, maxRetries: ctx.retries });
+    const client = new AssayClient({
+      baseUrl: ctx.url,
+      env: ctx.io.env,
+      timeoutMs: ctx.timeoutMs,
+      maxRetries: ctx.retries,
+    });
     const model = spec.model ?? ctx.model;
     const target: Target = {
       label: spec.label,
       model: model ?? client.model,
       synthetic: false,
       async evaluate(line) {
-        const response = await client.evaluate({ state: line.state, questions: line.questions, ...(model ? { model } : {}) } as SystemOneRequest);
+        const response = await client.evaluate({
+          state: line.state,
+          questions: line.questions,
+          ...(model ? { model } : {}),
+        } as SystemOneRequest);
         target.model = response.model;
         return response;
       },
@@ -114,7 +125,10 @@ export async function openTarget(spec: ArmSpec, ctx: TargetContext): Promise<Tar
     synthetic: evaluator.synthetic === true,
     dir: arm.dir,
     async evaluate(line) {
-      const { response } = await evaluateRequest({ registry, models: pool }, { state: line.state, model: arm.id, questions: line.questions });
+      const { response } = await evaluateRequest(
+        { registry, models: pool },
+        { state: line.state, model: arm.id, questions: line.questions },
+      );
       return response;
     },
     close: () => pool.close(),
@@ -149,7 +163,9 @@ async function withVariant(registry: Registry, id: string, entry: ModelEntry, va
       const { synthetic: _generated, ...rest } = changed;
       changed = { ...rest, path: relative(dirname(registry.file), dir) };
     } else {
-      throw new ArmError(`synthetic model ${id}: no ${variant} variant is generated (${[...DTYPES, 'fp16', 'q4', 'q4f16'].join(', ')})`);
+      throw new ArmError(
+        `synthetic model ${id}: no ${variant} variant is generated (${[...DTYPES, 'fp16', 'q4', 'q4f16'].join(', ')})`,
+      );
     }
   }
   return { ...registry, models: { ...registry.models, [id]: changed } };
@@ -158,7 +174,8 @@ async function withVariant(registry: Registry, id: string, entry: ModelEntry, va
 /** A registry whose default is a synthetic model of `shape` (fp32; another dtype by a variant arm). */
 export async function syntheticShapeRegistry(shape: string, base: Registry): Promise<Registry> {
   const { SHAPE_NAMES, synthModelDir } = await import('../../model-files/index.js');
-  if (!(SHAPE_NAMES as readonly string[]).includes(shape)) throw new ArmError(`--shape must be one of ${SHAPE_NAMES.join(', ')}`);
+  if (!(SHAPE_NAMES as readonly string[]).includes(shape))
+    throw new ArmError(`--shape must be one of ${SHAPE_NAMES.join(', ')}`);
   const id = `synthetic-${shape}`;
   const dir = synthModelDir(shape as Parameters<typeof synthModelDir>[0], 'fp32');
   const entry: ModelEntry = {

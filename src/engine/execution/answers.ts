@@ -83,7 +83,12 @@ export function buildAnswer(question: Question, probs: number[], kind: Confidenc
       probabilities[option] = p(i);
       if (p(i) > p(best)) best = i;
     });
-    return { type: 'choice', choice: options[best]!, probabilities, confidence: answerConfidence('choice', probs, kind) };
+    return {
+      type: 'choice',
+      choice: options[best]!,
+      probabilities,
+      confidence: answerConfidence('choice', probs, kind),
+    };
   }
   const probabilities = Object.create(null) as Record<string, number>;
   const legend = Object.create(null) as Record<string, (typeof question.criteria)[number]>;

@@ -21,15 +21,22 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
   const folder = await openModelFolder(config.modelDir, config.variant);
   const codec = await TextCodec.load(folder.dir);
   if (!codec.hasChatTemplate) {
-    throw new ModelLoadError(`${folder.dir}: no chat template in tokenizer_config.json, chat_template.jinja or chat_template.json: Assay needs an instruction-tuned (chat) model`);
+    throw new ModelLoadError(
+      `${folder.dir}: no chat template in tokenizer_config.json, chat_template.jinja or chat_template.json: Assay needs an instruction-tuned (chat) model`,
+    );
   }
   const endToken = codec.eosTokenId ?? folder.eosTokenIds[0];
-  if (endToken === undefined) throw new ModelLoadError(`${folder.dir}: no eos_token in tokenizer_config.json or generation_config.json`);
+  if (endToken === undefined)
+    throw new ModelLoadError(`${folder.dir}: no eos_token in tokenizer_config.json or generation_config.json`);
   const runner = await ModelRunner.create(folder, config, config.temperature ?? folder.manifest.temperature ?? 1);
   // (A graph left unrewritten has been warned about already, or the operator turned the rewrite off.)
   if (runner.rewritten && !runner.packs && config.packQuestions !== false) {
-    const why = !runner.hasPositionIds ? 'the graph takes no position_ids' : 'its attention takes no mask bias (a fused attention kernel)';
-    config.onWarning?.(`${folder.onnxPath}: packed evaluation is not available (${why}); questions run one pass per question`);
+    const why = !runner.hasPositionIds
+      ? 'the graph takes no position_ids'
+      : 'its attention takes no mask bias (a fused attention kernel)';
+    config.onWarning?.(
+      `${folder.onnxPath}: packed evaluation is not available (${why}); questions run one pass per question`,
+    );
   }
   const budgets: Budgets = {
     request: config.requestTokenBudget,
@@ -39,20 +46,38 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
   const promptVersion = config.promptVersion ?? folder.manifest.prompt_version;
   promptSet(promptVersion); // an unknown prompt_version fails the load, not each request
   const rotations = config.optionRotations ?? folder.manifest.option_rotations ?? 1;
-  if (!Number.isInteger(rotations) || rotations < 1) throw new ModelLoadError(`${folder.dir}: option_rotations must be a whole number ≥ 1, got ${rotations}`);
+  if (!Number.isInteger(rotations) || rotations < 1)
+    throw new ModelLoadError(`${folder.dir}: option_rotations must be a whole number ≥ 1, got ${rotations}`);
   const temperatures = config.answerTemperatures ?? folder.manifest.answer_temperature ?? {};
   for (const [type, t] of Object.entries(temperatures)) {
     if (!['noul', 'choice', 'score'].includes(type) || typeof t !== 'number' || !(t > 0) || !Number.isFinite(t)) {
-      throw new ModelLoadError(`${folder.dir}: answer_temperature.${type} must be a positive number for noul, choice or score, got ${JSON.stringify(t)}`);
+      throw new ModelLoadError(
+        `${folder.dir}: answer_temperature.${type} must be a positive number for noul, choice or score, got ${JSON.stringify(t)}`,
+      );
     }
   }
   const threads = config.plannerThreads ?? defaultPlannerThreads();
   const planner =
     threads > 0
       ? // Planning is quick next to a request's passes: its queue holds at least 16 (the engine's bound decides 529s).
-        workerPlanner({ modelDir: folder.dir, promptVersion, rotations, endToken, budgets, threads, maxQueue: Math.max(16, config.maxQueue) })
+        workerPlanner({
+          modelDir: folder.dir,
+          promptVersion,
+          rotations,
+          endToken,
+          budgets,
+          threads,
+          maxQueue: Math.max(16, config.maxQueue),
+        })
       : inlinePlanner(codec, { promptVersion, rotations, endToken, budgets });
-  return new OnnxEvaluator(config, folder.manifest.synthetic === true, `${folder.dir}#${folder.variant}`, runner, planner, temperatures);
+  return new OnnxEvaluator(
+    config,
+    folder.manifest.synthetic === true,
+    `${folder.dir}#${folder.variant}`,
+    runner,
+    planner,
+    temperatures,
+  );
 }
 
 class OnnxEvaluator implements Evaluator {

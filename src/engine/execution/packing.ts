@@ -25,7 +25,11 @@ export function packedTokens(q: PlannedQuestion): number {
  * The questions in groups of at most `budget` tokens each (a question larger than the budget goes
  * alone), each group one packed pass.
  */
-export function packQuestions(questions: readonly PlannedQuestion[], budget: number, trunk: number[] = []): PackedGroup[] {
+export function packQuestions(
+  questions: readonly PlannedQuestion[],
+  budget: number,
+  trunk: number[] = [],
+): PackedGroup[] {
   const groups: PlannedQuestion[][] = [];
   let current: PlannedQuestion[] = [];
   let size = 0;
@@ -106,7 +110,9 @@ function packGroup(questions: PlannedQuestion[], trunk: number[]): PackedGroup {
       for (const { q, starts, firstRead, continuations } of layout) {
         const row = logprobs[firstRead]!;
         const first = new Map(starts.map((token, c) => [token, row[c]!]));
-        const logps = await labelLogProbs(q.labels, first, async (input) => continuations.get(input)!.map((r) => logprobs[r]!));
+        const logps = await labelLogProbs(q.labels, first, async (input) =>
+          continuations.get(input)!.map((r) => logprobs[r]!),
+        );
         out.push([q, logps]);
       }
       return out;

@@ -45,7 +45,12 @@ export function chooseStrategy(f: StrategyFacts): Strategy {
 }
 
 /** A forward pass through the scheduler (each pass takes its turn). */
-export type Run = (ids: number[], past: KvCache | null, candidates: number[][], present: boolean) => ReturnType<ModelRunner['forward']>;
+export type Run = (
+  ids: number[],
+  past: KvCache | null,
+  candidates: number[][],
+  present: boolean,
+) => ReturnType<ModelRunner['forward']>;
 
 /** Everything a strategy may use for one request. */
 export interface ExecutionContext {
@@ -70,7 +75,12 @@ export function checkAborted(signal?: AbortSignal): void {
 }
 
 /** One question's label log-probabilities: a pass over its tokens after `past`, then the passes its multi-token labels need. */
-async function questionLogProbs(c: ExecutionContext, q: PlannedQuestion, tokens: number[], past: KvCache | null): Promise<number[]> {
+async function questionLogProbs(
+  c: ExecutionContext,
+  q: PlannedQuestion,
+  tokens: number[],
+  past: KvCache | null,
+): Promise<number[]> {
   checkAborted(c.signal);
   const continues = q.labels.some((l) => l.tokens.length > 1);
   const starts = firstTokens(q.labels);
@@ -95,7 +105,10 @@ async function wholePacked(c: ExecutionContext): Promise<LabelReads> {
   const [group] = packQuestions(plan.questions, c.packTokens, trunk);
   checkAborted(c.signal);
   // The whole prompt in one pass: it may share that pass with other requests waiting.
-  const rows = past === null && c.batcher ? await c.batcher.submit(group!.pass, c.turn) : await runner.packed(group!.pass, past, c.step);
+  const rows =
+    past === null && c.batcher
+      ? await c.batcher.submit(group!.pass, c.turn)
+      : await runner.packed(group!.pass, past, c.step);
   return new Map(await group!.finish(rows));
 }
 

@@ -72,15 +72,33 @@ function probeGraph(): Uint8Array {
       name: 'assay-int8-probe',
       node: [{ opType: 'MatMulInteger', input: ['a', 'b'], output: ['y'], name: 'probe' }],
       initializer: [{ name: 'b', dataType: 3 /* INT8 */, dims: [PROBE_K, PROBE_N], rawData: new Uint8Array(b.buffer) }],
-      input: [{ name: 'a', type: { tensorType: { elemType: 2 /* UINT8 */, shape: { dim: [{ dimValue: PROBE_M }, { dimValue: PROBE_K }] } } } }],
-      output: [{ name: 'y', type: { tensorType: { elemType: 6 /* INT32 */, shape: { dim: [{ dimValue: PROBE_M }, { dimValue: PROBE_N }] } } } }],
+      input: [
+        {
+          name: 'a',
+          type: {
+            tensorType: { elemType: 2 /* UINT8 */, shape: { dim: [{ dimValue: PROBE_M }, { dimValue: PROBE_K }] } },
+          },
+        },
+      ],
+      output: [
+        {
+          name: 'y',
+          type: {
+            tensorType: { elemType: 6 /* INT32 */, shape: { dim: [{ dimValue: PROBE_M }, { dimValue: PROBE_N }] } },
+          },
+        },
+      ],
     },
   });
   return onnx.ModelProto.encode(model).finish();
 }
 
 async function probeOnce(bytes: Uint8Array, options: ort.InferenceSession.SessionOptions): Promise<boolean> {
-  const session = await ort.InferenceSession.create(bytes, { ...options, executionProviders: ['cpu'], logSeverityLevel: 3 });
+  const session = await ort.InferenceSession.create(bytes, {
+    ...options,
+    executionProviders: ['cpu'],
+    logSeverityLevel: 3,
+  });
   try {
     const a = new ort.Tensor('uint8', new Uint8Array(PROBE_M * PROBE_K).fill(255), [PROBE_M, PROBE_K]);
     const y = (await session.run({ a })).y!.data as Int32Array;
@@ -96,16 +114,20 @@ const probes = new Map<string, Promise<Int8Probe>>();
  * Runs the probe once per process and graph-optimization level (the exact setting is a level-2
  * rewrite: at 'basic' or 'disabled' it does nothing). A few milliseconds.
  */
-export function probeInt8(graphOptimization: ort.InferenceSession.SessionOptions['graphOptimizationLevel'] = 'all'): Promise<Int8Probe> {
+export function probeInt8(
+  graphOptimization: ort.InferenceSession.SessionOptions['graphOptimizationLevel'] = 'all',
+): Promise<Int8Probe> {
   const key = graphOptimization ?? 'all';
   let probe = probes.get(key);
   if (!probe) {
     const bytes = probeGraph();
     const options = { graphOptimizationLevel: key, intraOpNumThreads: 1 };
-    probe = Promise.all([probeOnce(bytes, options), probeOnce(bytes, { ...options, extra: EXACT_INT8_CONFIG })]).then(([saturates, saturatesExact]) => ({
-      saturates,
-      saturatesExact,
-    }));
+    probe = Promise.all([probeOnce(bytes, options), probeOnce(bytes, { ...options, extra: EXACT_INT8_CONFIG })]).then(
+      ([saturates, saturatesExact]) => ({
+        saturates,
+        saturatesExact,
+      }),
+    );
     probes.set(key, probe);
   }
   return probe;
@@ -128,7 +150,12 @@ export interface KernelPaths {
 }
 
 /** Names the paths from the CPU facts and the probe; `exactInt8` says whether sessions get the exact setting, `q4Kernels` how 4-bit exports run. */
-export function kernelPaths(cpu: CpuFacts, probe: Int8Probe, exactInt8: boolean, q4Kernels: 'int8' | 'native' = 'int8'): KernelPaths {
+export function kernelPaths(
+  cpu: CpuFacts,
+  probe: Int8Probe,
+  exactInt8: boolean,
+  q4Kernels: 'int8' | 'native' = 'int8',
+): KernelPaths {
   const has = (f: string) => cpu.flags.includes(f);
   const saturating = exactInt8 ? probe.saturatesExact : probe.saturates;
   let int8: string;
@@ -140,10 +167,22 @@ export function kernelPaths(cpu: CpuFacts, probe: Int8Probe, exactInt8: boolean,
   else int8 = 'u8u8 (exact)';
   // A CPU whose int8 GEMM saturates has no VNNI, whatever its flags claim (an emulator passes the host's through).
   const vnni = !probe.saturates;
-  const simd = vnni && has('avx512_vnni') ? 'avx512-vnni' : vnni && has('avx_vnni') ? 'avx-vnni' : has('avx512bw') ? 'avx512' : has('avx2') ? 'avx2' : 'sse/generic';
+  const simd =
+    vnni && has('avx512_vnni')
+      ? 'avx512-vnni'
+      : vnni && has('avx_vnni')
+        ? 'avx-vnni'
+        : has('avx512bw')
+          ? 'avx512'
+          : has('avx2')
+            ? 'avx2'
+            : 'sse/generic';
   // Converted weights use 7 bits: the default u8 × s8 kernel cannot saturate on them, so it runs as is.
   const converted = probe.saturates ? 'u8s8, exact with 7-bit weights' : int8.replace(/ \(exact.*$/, ' (exact)');
-  const q4 = q4Kernels === 'int8' ? `int8 kernels via load-time conversion: ${converted}` : `native MatMulNBits, ${simd} (accuracy_level 4: int8 dot products)`;
+  const q4 =
+    q4Kernels === 'int8'
+      ? `int8 kernels via load-time conversion: ${converted}`
+      : `native MatMulNBits, ${simd} (accuracy_level 4: int8 dot products)`;
   return { cpu: cpu.model, flags: cpu.flags.join(' ') || 'none reported', int8, q4, int8Exact: !saturating };
 }
 
@@ -152,12 +191,19 @@ export function kernelPaths(cpu: CpuFacts, probe: Int8Probe, exactInt8: boolean,
  * (never elsewhere: on a VNNI CPU it changes no answer and costs speed, 409 → 255 tok/s measured on
  * the 0.5B int8 shape), nothing where it does not or where the operator turned exact int8 off.
  */
-export async function int8SessionConfig(exactInt8 = true, graphOptimization?: ort.InferenceSession.SessionOptions['graphOptimizationLevel']): Promise<Record<string, unknown>> {
+export async function int8SessionConfig(
+  exactInt8 = true,
+  graphOptimization?: ort.InferenceSession.SessionOptions['graphOptimizationLevel'],
+): Promise<Record<string, unknown>> {
   if (!exactInt8) return {};
   return (await probeInt8(graphOptimization)).saturates ? EXACT_INT8_CONFIG : {};
 }
 
 /** The kernel paths sessions made with these settings run (for the startup log, /metrics, bench headers). */
-export async function cpuKernels(exactInt8 = true, graphOptimization?: ort.InferenceSession.SessionOptions['graphOptimizationLevel'], q4Kernels: 'int8' | 'native' = 'int8'): Promise<KernelPaths> {
+export async function cpuKernels(
+  exactInt8 = true,
+  graphOptimization?: ort.InferenceSession.SessionOptions['graphOptimizationLevel'],
+  q4Kernels: 'int8' | 'native' = 'int8',
+): Promise<KernelPaths> {
   return kernelPaths(cpuFacts(), await probeInt8(graphOptimization), exactInt8, q4Kernels);
 }

@@ -5,6 +5,11 @@ import { parentPort } from 'node:worker_threads';
 import { serveChannel } from '../../workers/index.js';
 import { writeRewrittenGraph, type GraphFileCalls } from './graph-file.js';
 
-serveChannel<GraphFileCalls>(parentPort!, { rewrite: async ({ folder, vocab, cacheDir, q4, perToken }) => (await writeRewrittenGraph(folder, vocab, cacheDir, q4, perToken)) ?? null }, (error) =>
-  error instanceof Error ? error.message : String(error),
+serveChannel<GraphFileCalls>(
+  parentPort!,
+  {
+    rewrite: async ({ folder, vocab, cacheDir, q4, perToken }) =>
+      (await writeRewrittenGraph(folder, vocab, cacheDir, q4, perToken)) ?? null,
+  },
+  (error) => (error instanceof Error ? error.message : String(error)),
 );

@@ -25,7 +25,16 @@ import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'nod
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { decodeModel, encodeModel, externalFiles, quantizePerToken, REWRITE_VERSION, rewriteHead, sharesActivationScales, type ModelProto } from './graph-rewrite.js';
+import {
+  decodeModel,
+  encodeModel,
+  externalFiles,
+  quantizePerToken,
+  REWRITE_VERSION,
+  rewriteHead,
+  sharesActivationScales,
+  type ModelProto,
+} from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
 import { convertQ4ToInt8, hasQ4MatMuls, inlineExternalData, type Q4Conversion } from './q4-to-int8.js';
 import { WorkerChannel, workerEntry, workerExecArgv } from '../../workers/index.js';
@@ -68,7 +77,12 @@ export function defaultGraphCacheDirs(env: NodeJS.ProcessEnv = process.env): str
 }
 
 /** The graph rewrite worker's one call (graph-file-worker.ts); null: the head was not recognized. */
-export type GraphFileCalls = { rewrite: [{ folder: ModelFolder; vocab: number; cacheDir?: string; q4?: Q4Kernels; perToken?: boolean }, RewrittenGraph | null] };
+export type GraphFileCalls = {
+  rewrite: [
+    { folder: ModelFolder; vocab: number; cacheDir?: string; q4?: Q4Kernels; perToken?: boolean },
+    RewrittenGraph | null,
+  ];
+};
 
 /**
  * The rewritten graph and its facts, or undefined when the head is not recognized; throws when no
@@ -76,7 +90,13 @@ export type GraphFileCalls = { rewrite: [{ folder: ModelFolder; vocab: number; c
  * runs in a worker thread (off the event loop, and its copy of the model is freed with the thread
  * before onnxruntime loads the result).
  */
-export async function rewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string, q4: Q4Kernels = 'int8', perToken = true): Promise<RewrittenGraph | undefined> {
+export async function rewrittenGraph(
+  folder: ModelFolder,
+  vocab: number,
+  cacheDir?: string,
+  q4: Q4Kernels = 'int8',
+  perToken = true,
+): Promise<RewrittenGraph | undefined> {
   const found = await cached(await targets(folder, cacheDir, q4, perToken));
   if (found) return found;
   const entry = workerEntry('graph-file-worker', import.meta.url);
@@ -112,7 +132,12 @@ async function readFacts(graph: string): Promise<GraphFacts> {
 }
 
 /** Where the rewritten graph of an export goes, in order of preference: <cache>/<id>/<name>.assay-<id>.onnx. */
-async function targets(folder: ModelFolder, cacheDir?: string, q4: Q4Kernels = 'int8', perToken = true): Promise<string[]> {
+async function targets(
+  folder: ModelFolder,
+  cacheDir?: string,
+  q4: Q4Kernels = 'int8',
+  perToken = true,
+): Promise<string[]> {
   const source = resolve(folder.onnxPath);
   const info = await stat(source);
   const id = createHash('sha256')
@@ -124,7 +149,13 @@ async function targets(folder: ModelFolder, cacheDir?: string, q4: Q4Kernels = '
 }
 
 /** Rewrites the export and writes the result to the cache (the worker's job); see rewrittenGraph. */
-export async function writeRewrittenGraph(folder: ModelFolder, vocab: number, cacheDir?: string, q4: Q4Kernels = 'int8', perToken = true): Promise<RewrittenGraph | undefined> {
+export async function writeRewrittenGraph(
+  folder: ModelFolder,
+  vocab: number,
+  cacheDir?: string,
+  q4: Q4Kernels = 'int8',
+  perToken = true,
+): Promise<RewrittenGraph | undefined> {
   const source = resolve(folder.onnxPath);
   const candidates = await targets(folder, cacheDir, q4, perToken);
   const found = await cached(candidates);

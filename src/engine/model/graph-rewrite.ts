@@ -26,7 +26,15 @@ const onnx = onnxProto.onnx;
 const INT64 = 7;
 const FLOAT = 1;
 const FLOAT16 = 10;
-const MATMULS = new Set(['MatMul', 'Gemm', 'MatMulInteger', 'MatMulNBits', 'DynamicQuantizeMatMul', 'MatMulIntegerToFloat', 'FusedMatMul']);
+const MATMULS = new Set([
+  'MatMul',
+  'Gemm',
+  'MatMulInteger',
+  'MatMulNBits',
+  'DynamicQuantizeMatMul',
+  'MatMulIntegerToFloat',
+  'FusedMatMul',
+]);
 /** Nodes the activation passes through between the final norm and the projection. */
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
@@ -71,7 +79,11 @@ const PER_TENSOR_DYNAMIC_QUANTIZATION = new Set(['DynamicQuantizeLinear', 'Dynam
  */
 export function sharesActivationScales(model: ModelProto): boolean {
   const inGraph = (g: OnnxTypes.IGraphProto | null | undefined): boolean =>
-    (g?.node ?? []).some((n) => PER_TENSOR_DYNAMIC_QUANTIZATION.has(n.opType ?? '') || (n.attribute ?? []).some((a) => inGraph(a.g) || (a.graphs ?? []).some(inGraph)));
+    (g?.node ?? []).some(
+      (n) =>
+        PER_TENSOR_DYNAMIC_QUANTIZATION.has(n.opType ?? '') ||
+        (n.attribute ?? []).some((a) => inGraph(a.g) || (a.graphs ?? []).some(inGraph)),
+    );
   return inGraph(model.graph);
 }
 
@@ -117,7 +129,14 @@ export function quantizePerToken(model: ModelProto): number {
       if (!x || !weight(w) || !floatConstant(scale) || !constant(zeroPoint)) continue;
       const out = n.output![0]!;
       const product = bias ? `${prefix}/unbiased` : out;
-      const added = builder.matMul({ input: x, weight: w!, weightScale: scale!, ...(zeroPoint ? { weightZeroPoint: zeroPoint } : {}), output: product, prefix });
+      const added = builder.matMul({
+        input: x,
+        weight: w!,
+        weightScale: scale!,
+        ...(zeroPoint ? { weightZeroPoint: zeroPoint } : {}),
+        output: product,
+        prefix,
+      });
       if (bias) added.push({ opType: 'Add', input: [product, bias], output: [out], name: `${prefix}/bias` });
       replaced.set(n, added);
       count++;
@@ -126,7 +145,8 @@ export function quantizePerToken(model: ModelProto): number {
     if (n.opType !== 'MatMulInteger') continue;
     const [xq, w, xZeroPoint, wZeroPoint] = n.input ?? [];
     const dql = xq ? producer.get(xq) : undefined;
-    if (!dql || dql.opType !== 'DynamicQuantizeLinear' || dql.output![0] !== xq || xZeroPoint !== dql.output![2]) continue;
+    if (!dql || dql.opType !== 'DynamicQuantizeLinear' || dql.output![0] !== xq || xZeroPoint !== dql.output![2])
+      continue;
     if (!weight(w) || !constant(wZeroPoint)) continue;
     const cast = only(n.output![0]!);
     if (cast?.opType !== 'Cast' || Number((cast.attribute ?? []).find((a) => a.name === 'to')?.i) !== FLOAT) continue;
@@ -136,7 +156,14 @@ export function quantizePerToken(model: ModelProto): number {
     if (scales?.opType !== 'Mul' || !scales.input!.includes(dql.output![1]!)) continue;
     const weightScale = scales.input!.find((i) => i !== dql.output![1]);
     if (!floatConstant(weightScale)) continue;
-    const added = builder.matMul({ input: dql.input![0]!, weight: w!, weightScale: weightScale!, ...(wZeroPoint ? { weightZeroPoint: wZeroPoint } : {}), output: mul.output![0]!, prefix });
+    const added = builder.matMul({
+      input: dql.input![0]!,
+      weight: w!,
+      weightScale: weightScale!,
+      ...(wZeroPoint ? { weightZeroPoint: wZeroPoint } : {}),
+      output: mul.output![0]!,
+      prefix,
+    });
     replaced.set(n, []);
     replaced.set(cast, []);
     replaced.set(mul, added);
@@ -155,7 +182,8 @@ export function quantizePerToken(model: ModelProto): number {
   }
   graph.node = topologicalOrder(kept);
   graph.initializer = [...(graph.initializer ?? []), ...builder.initializers];
-  if (!(model.opsetImport ?? []).some((o) => o.domain === 'com.microsoft')) model.opsetImport = [...(model.opsetImport ?? []), { domain: 'com.microsoft', version: 1 }];
+  if (!(model.opsetImport ?? []).some((o) => o.domain === 'com.microsoft'))
+    model.opsetImport = [...(model.opsetImport ?? []), { domain: 'com.microsoft', version: 1 }];
   return count;
 }
 
@@ -174,7 +202,8 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
   const head = findHead('logits', producer, dimsOf, vocabSize);
   if (!head) return false;
   let hidden = head.input![0]!;
-  for (let n = producer.get(hidden); n && ACTIVATION_PASSTHROUGH.has(n.opType!); n = producer.get(hidden)) hidden = n.input![0]!;
+  for (let n = producer.get(hidden); n && ACTIVATION_PASSTHROUGH.has(n.opType!); n = producer.get(hidden))
+    hidden = n.input![0]!;
   // The path hidden → logits must not reshape (its output keeps the [batch, seq, vocab] layout).
   if (!pathIsRankPreserving(hidden, 'logits', producer)) return false;
 
@@ -185,7 +214,12 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
     init.push({ name, dataType: INT64, dims: [values.length], int64Data: values });
     return name;
   };
-  const node = (opType: string, input: string[], output: string, attribute: OnnxTypes.IAttributeProto[] = []): string => {
+  const node = (
+    opType: string,
+    input: string[],
+    output: string,
+    attribute: OnnxTypes.IAttributeProto[] = [],
+  ): string => {
     added.push({ opType, input, output: [output], name: `assay/${output}`, attribute });
     return output;
   };
@@ -195,15 +229,23 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
   node('Gather', [hidden, POSITIONS_INPUT], sliced, [{ name: 'axis', type: 2, i: 1 }]);
   // Consumers of the hidden state on the head's path read the slice; any other keeps the full tensor.
   for (const n of nodes) {
-    n.input = n.input!.map((i) => (i === hidden && (n.output ?? []).some((o) => dependsOn('logits', o, producer)) ? sliced : i));
+    n.input = n.input!.map((i) =>
+      i === hidden && (n.output ?? []).some((o) => dependsOn('logits', o, producer)) ? sliced : i,
+    );
   }
 
   // 3. Log-probabilities of the candidate tokens, in float32 whatever the export's logits are:
   //    float16 logits (fp16 / q4f16 exports, onnxruntime-genai CUDA builds) are cast first, so the
   //    temperature and the log-softmax run in float32 and the output type is always float32.
-  const logits = logitsType === FLOAT16 ? node('Cast', ['logits'], 'assay/logits_f32', [{ name: 'to', type: 2, i: FLOAT }]) : 'logits';
+  const logits =
+    logitsType === FLOAT16
+      ? node('Cast', ['logits'], 'assay/logits_f32', [{ name: 'to', type: 2, i: FLOAT }])
+      : 'logits';
   node('Mul', [logits, INV_TEMPERATURE_INPUT], 'assay/scaled');
-  if (opset >= 18) node('ReduceLogSumExp', ['assay/scaled', c('assay/last_axis', [-1])], 'assay/log_z', [{ name: 'keepdims', type: 2, i: 1 }]);
+  if (opset >= 18)
+    node('ReduceLogSumExp', ['assay/scaled', c('assay/last_axis', [-1])], 'assay/log_z', [
+      { name: 'keepdims', type: 2, i: 1 },
+    ]);
   else
     node('ReduceLogSumExp', ['assay/scaled'], 'assay/log_z', [
       { name: 'axes', type: 7, ints: [-1] },
@@ -224,7 +266,10 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
     tensorInfo(CANDIDATES_INPUT, INT64, ['batch_size', 'assay_keep', 'assay_candidates']),
     tensorInfo(INV_TEMPERATURE_INPUT, FLOAT, []),
   ];
-  graph.output = [...(graph.output ?? []), tensorInfo(LOGPROBS_OUTPUT, FLOAT, ['batch_size', 'assay_keep', 'assay_candidates'])];
+  graph.output = [
+    ...(graph.output ?? []),
+    tensorInfo(LOGPROBS_OUTPUT, FLOAT, ['batch_size', 'assay_keep', 'assay_candidates']),
+  ];
   return true;
 }
 
@@ -232,7 +277,9 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
 function topologicalOrder(nodes: OnnxTypes.INodeProto[]): OnnxTypes.INodeProto[] {
   const producerOf = new Map<string, number>();
   nodes.forEach((n, i) => (n.output ?? []).forEach((o) => producerOf.set(o, i)));
-  const waiting = nodes.map((n) => new Set((n.input ?? []).map((i) => producerOf.get(i)).filter((p): p is number => p !== undefined)));
+  const waiting = nodes.map(
+    (n) => new Set((n.input ?? []).map((i) => producerOf.get(i)).filter((p): p is number => p !== undefined)),
+  );
   const consumers = nodes.map(() => [] as number[]);
   waiting.forEach((deps, i) => deps.forEach((d) => consumers[d]!.push(i)));
   const out: OnnxTypes.INodeProto[] = [];
@@ -257,10 +304,19 @@ function topologicalOrder(nodes: OnnxTypes.INodeProto[]): OnnxTypes.INodeProto[]
  * input is Add(scores, mask), the mask being the operand computed from attention_mask and from no
  * past_key_values input (the scores are). All layers must match, or nothing is changed.
  */
-function addAttentionBias(nodes: OnnxTypes.INodeProto[], producer: Map<string, OnnxTypes.INodeProto>, added: OnnxTypes.INodeProto[]): boolean {
+function addAttentionBias(
+  nodes: OnnxTypes.INodeProto[],
+  producer: Map<string, OnnxTypes.INodeProto>,
+  added: OnnxTypes.INodeProto[],
+): boolean {
   const softmaxes = nodes.filter((n) => n.opType === 'Softmax');
   if (softmaxes.length === 0) return false;
-  const fromPast = (t: string) => dependsOnInput(t, (name) => name.startsWith('past_key_values.') || name.startsWith('past_key.') || name.startsWith('past_value.'), producer);
+  const fromPast = (t: string) =>
+    dependsOnInput(
+      t,
+      (name) => name.startsWith('past_key_values.') || name.startsWith('past_key.') || name.startsWith('past_value.'),
+      producer,
+    );
   const masks: Array<{ add: OnnxTypes.INodeProto; index: number }> = [];
   for (const s of softmaxes) {
     const add = producer.get(s.input![0]!);
@@ -277,7 +333,12 @@ function addAttentionBias(nodes: OnnxTypes.INodeProto[], producer: Map<string, O
     let biased = cast.get(mask);
     if (!biased) {
       biased = `assay/biased_mask_${cast.size}`;
-      added.push({ opType: 'CastLike', input: [BIAS_INPUT, mask], output: [`${biased}_bias`], name: `assay/${biased}_bias` });
+      added.push({
+        opType: 'CastLike',
+        input: [BIAS_INPUT, mask],
+        output: [`${biased}_bias`],
+        name: `assay/${biased}_bias`,
+      });
       added.push({ opType: 'Add', input: [mask, `${biased}_bias`], output: [biased], name: `assay/${biased}` });
       cast.set(mask, biased);
     }
@@ -287,7 +348,11 @@ function addAttentionBias(nodes: OnnxTypes.INodeProto[], producer: Map<string, O
 }
 
 /** Whether tensor `output` is computed from a graph input whose name `isInput` accepts. */
-function dependsOnInput(output: string, isInput: (name: string) => boolean, producer: Map<string, OnnxTypes.INodeProto>): boolean {
+function dependsOnInput(
+  output: string,
+  isInput: (name: string) => boolean,
+  producer: Map<string, OnnxTypes.INodeProto>,
+): boolean {
   const stack = [output];
   const seen = new Set<string>();
   while (stack.length > 0) {
@@ -300,7 +365,12 @@ function dependsOnInput(output: string, isInput: (name: string) => boolean, prod
   return false;
 }
 
-function findHead(output: string, producer: Map<string, OnnxTypes.INodeProto>, dimsOf: Map<string, number[]>, vocab: number): OnnxTypes.INodeProto | undefined {
+function findHead(
+  output: string,
+  producer: Map<string, OnnxTypes.INodeProto>,
+  dimsOf: Map<string, number[]>,
+  vocab: number,
+): OnnxTypes.INodeProto | undefined {
   const queue: Array<[string, number]> = [[output, 0]];
   const seen = new Set<string>();
   while (queue.length > 0) {
@@ -315,7 +385,12 @@ function findHead(output: string, producer: Map<string, OnnxTypes.INodeProto>, d
 }
 
 /** Whether a tensor is (a transpose/dequantization of) an initializer with a dimension of size `vocab`. */
-function weightHasDim(name: string, producer: Map<string, OnnxTypes.INodeProto>, dimsOf: Map<string, number[]>, vocab: number): boolean {
+function weightHasDim(
+  name: string,
+  producer: Map<string, OnnxTypes.INodeProto>,
+  dimsOf: Map<string, number[]>,
+  vocab: number,
+): boolean {
   for (let depth = 0; depth < 4; depth++) {
     if (dimsOf.get(name)?.includes(vocab)) return true;
     const n = producer.get(name);
@@ -335,7 +410,8 @@ function pathIsRankPreserving(from: string, to: string, producer: Map<string, On
     seen.add(name);
     const n = producer.get(name);
     if (!n) continue;
-    if (['Reshape', 'Flatten', 'Squeeze', 'Unsqueeze', 'Transpose'].includes(n.opType!) && reaches(n, from, producer)) return false;
+    if (['Reshape', 'Flatten', 'Squeeze', 'Unsqueeze', 'Transpose'].includes(n.opType!) && reaches(n, from, producer))
+      return false;
     stack.push(...(n.input ?? []));
   }
   return true;
@@ -362,6 +438,11 @@ function dependsOn(output: string, on: string, producer: Map<string, OnnxTypes.I
 function tensorInfo(name: string, elemType: number, dims: Array<number | string>): OnnxTypes.IValueInfoProto {
   return {
     name,
-    type: { tensorType: { elemType, shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } },
+    type: {
+      tensorType: {
+        elemType,
+        shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
+      },
+    },
   };
 }

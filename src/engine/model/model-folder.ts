@@ -56,7 +56,8 @@ async function readJson(path: string): Promise<Record<string, unknown> | undefin
 
 /** The files an export is recognised by, as found in the folder: for error messages that say what is there. */
 function foundFiles(dir: string): string {
-  const interesting = /^(config\.json|genai_config\.json|tokenizer\.json|tokenizer_config\.json|chat_template\.(jinja|json)|.*\.onnx)$/;
+  const interesting =
+    /^(config\.json|genai_config\.json|tokenizer\.json|tokenizer_config\.json|chat_template\.(jinja|json)|.*\.onnx)$/;
   const names: string[] = [];
   for (const sub of ONNX_DIRS) {
     const d = join(dir, sub);
@@ -75,7 +76,10 @@ function ids(v: unknown): number[] {
 }
 
 /** The ONNX file of a variant (or the first that exists), under onnx/ or at the root. */
-function findOnnx(dir: string, variant: Variant | undefined): { path: string; variant: Variant; layout: Layout } | undefined {
+function findOnnx(
+  dir: string,
+  variant: Variant | undefined,
+): { path: string; variant: Variant; layout: Layout } | undefined {
   for (const v of variant ? [variant] : DEFAULT_ORDER) {
     for (const name of variantFileNames(v)) {
       for (const sub of ONNX_DIRS) {
@@ -93,14 +97,20 @@ function variantOfFile(file: string): string {
 }
 
 /** genai_config.json → the config.json fields the engine reads, and the file and KV names it gives. */
-function fromGenai(dir: string, genai: Record<string, unknown>, variant: Variant | undefined): Omit<ModelFolder, 'manifest' | 'dir'> {
+function fromGenai(
+  dir: string,
+  genai: Record<string, unknown>,
+  variant: Variant | undefined,
+): Omit<ModelFolder, 'manifest' | 'dir'> {
   const model = (genai.model ?? {}) as Record<string, unknown>;
   const decoder = (model.decoder ?? {}) as Record<string, unknown>;
   const where = `${dir}/genai_config.json`;
   const file = typeof decoder.filename === 'string' ? decoder.filename : undefined;
   if (!file) throw new ModelLoadError(`${where} has no model.decoder.filename (${foundFiles(dir)})`);
   if (variant && variantOfFile(file) !== variant) {
-    throw new ModelLoadError(`${where} names ${file}, one file; variant '${variant}' is not in this onnxruntime-genai folder (omit the variant)`);
+    throw new ModelLoadError(
+      `${where} names ${file}, one file; variant '${variant}' is not in this onnxruntime-genai folder (omit the variant)`,
+    );
   }
   const onnxPath = join(dir, file);
   if (!existsSync(onnxPath)) throw new ModelLoadError(`${where} names ${file}, which is missing (${foundFiles(dir)})`);
@@ -119,7 +129,10 @@ function fromGenai(dir: string, genai: Record<string, unknown>, variant: Variant
     model_type: model.type,
   };
   const missing = ['num_attention_heads', 'head_dim', 'num_hidden_layers'].filter((k) => config[k] === undefined);
-  if (missing.length) throw new ModelLoadError(`${where}: model.decoder lacks ${missing.map((k) => (k === 'head_dim' ? 'head_size' : k)).join(', ')}`);
+  if (missing.length)
+    throw new ModelLoadError(
+      `${where}: model.decoder lacks ${missing.map((k) => (k === 'head_dim' ? 'head_size' : k)).join(', ')}`,
+    );
   const inputs = (decoder.inputs ?? {}) as Record<string, unknown>;
   const outputs = (decoder.outputs ?? {}) as Record<string, unknown>;
   const pattern = (v: unknown, fallback: string): string => (typeof v === 'string' ? v : fallback);
@@ -156,9 +169,12 @@ export async function openModelFolder(dir: string, variantName?: string): Promis
   const config = await readJson(join(dir, 'config.json'));
   const genai = config ? undefined : await readJson(join(dir, 'genai_config.json'));
   if (!config && !genai) {
-    throw new ModelLoadError(`${dir}: ${foundFiles(dir)}; expected config.json (a Hugging Face / Optimum export) or genai_config.json (an onnxruntime-genai build)`);
+    throw new ModelLoadError(
+      `${dir}: ${foundFiles(dir)}; expected config.json (a Hugging Face / Optimum export) or genai_config.json (an onnxruntime-genai build)`,
+    );
   }
-  if (!existsSync(join(dir, 'tokenizer.json'))) throw new ModelLoadError(`${dir}/tokenizer.json is missing (${foundFiles(dir)})`);
+  if (!existsSync(join(dir, 'tokenizer.json')))
+    throw new ModelLoadError(`${dir}/tokenizer.json is missing (${foundFiles(dir)})`);
 
   if (genai) return { dir, manifest, ...fromGenai(dir, genai, variant) };
 
@@ -166,10 +182,21 @@ export async function openModelFolder(dir: string, variantName?: string): Promis
   if (!found) {
     const wanted = (variant ? [variant] : DEFAULT_ORDER).flatMap(variantFileNames);
     const names = [...new Set(wanted)].join(', ');
-    throw new ModelLoadError(`${dir}: ${foundFiles(dir)}; expected ${variant ? `variant '${variant}' as ` : 'an ONNX decoder file: '}${names} under onnx/ or at the folder root`);
+    throw new ModelLoadError(
+      `${dir}: ${foundFiles(dir)}; expected ${variant ? `variant '${variant}' as ` : 'an ONNX decoder file: '}${names} under onnx/ or at the folder root`,
+    );
   }
   const generation = (await readJson(join(dir, 'generation_config.json'))) ?? {};
   const eosTokenIds = ids(generation.eos_token_id ?? config!.eos_token_id);
   const maxContext = num(config!.max_position_embeddings) ?? 32_768;
-  return { dir, layout: found.layout, variant: found.variant, onnxPath: found.path, config: config!, eosTokenIds, maxContext, manifest };
+  return {
+    dir,
+    layout: found.layout,
+    variant: found.variant,
+    onnxPath: found.path,
+    config: config!,
+    eosTokenIds,
+    maxContext,
+    manifest,
+  };
 }

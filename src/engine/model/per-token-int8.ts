@@ -87,7 +87,13 @@ export class PerTokenInt8 {
     const { quantized, rowScale } = this.quantizeRows(m.input);
     const c = this.shared();
     const product = `${m.prefix}/per_token_product`;
-    this.node('MatMulIntegerToFloat', [quantized, m.weight, c.one, m.weightScale, c.zero, m.weightZeroPoint ?? ''], product, [], 'com.microsoft');
+    this.node(
+      'MatMulIntegerToFloat',
+      [quantized, m.weight, c.one, m.weightScale, c.zero, m.weightZeroPoint ?? ''],
+      product,
+      [],
+      'com.microsoft',
+    );
     this.node('Mul', [product, rowScale], m.output);
     return this.nodes.slice(start);
   }
@@ -137,11 +143,18 @@ export class PerTokenInt8 {
   }
 
   private scalar(name: string, value: number): string {
-    if (!this.initializers.some((t) => t.name === name)) this.initializers.push({ name, dataType: FLOAT, dims: [], floatData: [value] });
+    if (!this.initializers.some((t) => t.name === name))
+      this.initializers.push({ name, dataType: FLOAT, dims: [], floatData: [value] });
     return name;
   }
 
-  private node(opType: string, input: string[], output: string, attribute: OnnxTypes.IAttributeProto[] = [], domain?: string): void {
+  private node(
+    opType: string,
+    input: string[],
+    output: string,
+    attribute: OnnxTypes.IAttributeProto[] = [],
+    domain?: string,
+  ): void {
     // Trailing empty optional inputs are dropped (an empty name in the middle means "absent").
     while (input.length > 0 && input[input.length - 1] === '') input.pop();
     this.nodes.push({ opType, input, output: [output], name: output, attribute, ...(domain ? { domain } : {}) });

@@ -31,7 +31,16 @@ const UINT8 = 2;
 const INT8 = 3;
 const FLOAT16 = 10;
 /** Integer products onnxruntime runs on its u8 × s8 GEMM (whose pair sums saturate without VNNI). */
-const INTEGER_PRODUCTS = new Set(['MatMulInteger', 'DynamicQuantizeMatMul', 'MatMulIntegerToFloat', 'QLinearMatMul', 'ConvInteger', 'QLinearConv', 'QAttention', 'DynamicQuantizeLSTM']);
+const INTEGER_PRODUCTS = new Set([
+  'MatMulInteger',
+  'DynamicQuantizeMatMul',
+  'MatMulIntegerToFloat',
+  'QLinearMatMul',
+  'ConvInteger',
+  'QLinearConv',
+  'QAttention',
+  'DynamicQuantizeLSTM',
+]);
 /** Largest |int8| the converted weights use (see the header). */
 export const Q4_INT8_LEVELS = 64;
 
@@ -97,7 +106,15 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto): Q4Conversion {
     const b = inits.get(bName!);
     const s = inits.get(sName!);
     const z = zName ? inits.get(zName) : undefined;
-    if (!a || !b || !s || gIdx || (zName && (!z || z.dataType !== UINT8)) || (s.dataType !== FLOAT && s.dataType !== FLOAT16)) continue;
+    if (
+      !a ||
+      !b ||
+      !s ||
+      gIdx ||
+      (zName && (!z || z.dataType !== UINT8)) ||
+      (s.dataType !== FLOAT && s.dataType !== FLOAT16)
+    )
+      continue;
     const K = attr(n, 'K')!;
     const N = attr(n, 'N')!;
     const block = attr(n, 'block_size')!;
@@ -120,7 +137,15 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto): Q4Conversion {
     }
     const out = n.output![0]!;
     const product = half || bias ? `${prefix}/product` : out;
-    nodes.push(...builder.matMul({ input, weight: `${prefix}/weight`, weightScale: `${prefix}/weight_scale`, output: product, prefix }));
+    nodes.push(
+      ...builder.matMul({
+        input,
+        weight: `${prefix}/weight`,
+        weightScale: `${prefix}/weight_scale`,
+        output: product,
+        prefix,
+      }),
+    );
     let last = product;
     if (half) {
       last = bias ? `${prefix}/product_half` : out;
@@ -133,7 +158,11 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto): Q4Conversion {
   if (result.nodes === 0) return result;
   graph.node = (graph.node ?? []).flatMap((n) => replaced.get(n) ?? [n]);
   const used = new Set(graph.node.flatMap((n) => n.input ?? []));
-  graph.initializer = [...(graph.initializer ?? []).filter((t) => used.has(t.name!)), ...builder.initializers, ...added];
+  graph.initializer = [
+    ...(graph.initializer ?? []).filter((t) => used.has(t.name!)),
+    ...builder.initializers,
+    ...added,
+  ];
   return result;
 }
 
@@ -142,7 +171,14 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto): Q4Conversion {
  * two per byte, default 8) as int8 [K, N] with one scale per column. Works a tile of columns at a
  * time so both the reads and the writes stay sequential.
  */
-export function requantize(b: Uint8Array, scale: Float32Array, zeroPoints: Uint8Array | undefined, K: number, N: number, block: number): { weight: Int8Array; scales: Float32Array } {
+export function requantize(
+  b: Uint8Array,
+  scale: Float32Array,
+  zeroPoints: Uint8Array | undefined,
+  K: number,
+  N: number,
+  block: number,
+): { weight: Int8Array; scales: Float32Array } {
   const blocks = Math.ceil(K / block);
   const blob = block / 2;
   const zpStride = Math.ceil(blocks / 2);
@@ -184,7 +220,13 @@ function attr(n: OnnxTypes.INodeProto, name: string): number | undefined {
 }
 
 function cast(input: string, output: string, to: number): OnnxTypes.INodeProto {
-  return { opType: 'Cast', input: [input], output: [output], name: output, attribute: [{ name: 'to', type: 2, i: to }] };
+  return {
+    opType: 'Cast',
+    input: [input],
+    output: [output],
+    name: output,
+    attribute: [{ name: 'to', type: 2, i: to }],
+  };
 }
 
 function bytes(t: Tensor): Uint8Array {

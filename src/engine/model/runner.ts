@@ -3,7 +3,13 @@
 import { readFile } from 'node:fs/promises';
 import * as ort from 'onnxruntime-node';
 import { EngineError, ModelLoadError } from '../errors.js';
-import { BIAS_INPUT, CANDIDATES_INPUT, INV_TEMPERATURE_INPUT, LOGPROBS_OUTPUT, POSITIONS_INPUT } from './graph-rewrite.js';
+import {
+  BIAS_INPUT,
+  CANDIDATES_INPUT,
+  INV_TEMPERATURE_INPUT,
+  LOGPROBS_OUTPUT,
+  POSITIONS_INPUT,
+} from './graph-rewrite.js';
 import { rewrittenGraph, type GraphFacts, type RewrittenGraph } from './graph-file.js';
 import type { ModelFolder } from './model-folder.js';
 import { resolveEngineConfig, type EngineConfig } from '../config.js';
@@ -78,18 +84,30 @@ export class ModelRunner {
     const inputs = session.inputNames;
     const outputs = new Set(session.outputNames);
     for (const required of ['input_ids', 'attention_mask']) {
-      if (!inputs.includes(required)) throw new ModelLoadError(`${folder.onnxPath}: no ${required} input: not a decoder export`);
+      if (!inputs.includes(required))
+        throw new ModelLoadError(`${folder.onnxPath}: no ${required} input: not a decoder export`);
     }
-    if (!outputs.has('logits')) throw new ModelLoadError(`${folder.onnxPath}: no logits output: not a causal LM export`);
+    if (!outputs.has('logits'))
+      throw new ModelLoadError(`${folder.onnxPath}: no logits output: not a causal LM export`);
     // KV names as genai_config.json gives them, else past_key_values.* ↔ present.* (HF, Optimum).
-    const kv = folder.kvNames ?? inputs.filter((n) => n.startsWith('past_key_values.')).map((past) => ({ past, present: past.replace(/^past_key_values\./, 'present.') }));
+    const kv =
+      folder.kvNames ??
+      inputs
+        .filter((n) => n.startsWith('past_key_values.'))
+        .map((past) => ({ past, present: past.replace(/^past_key_values\./, 'present.') }));
     this.pastNames = kv.map((k) => k.past);
     if (this.pastNames.length === 0) {
-      throw new ModelLoadError(`${folder.onnxPath}: no past_key_values.* inputs: export it with a KV cache (text-generation-with-past)`);
+      throw new ModelLoadError(
+        `${folder.onnxPath}: no past_key_values.* inputs: export it with a KV cache (text-generation-with-past)`,
+      );
     }
     for (const { past, present } of kv) {
-      if (!inputs.includes(past)) throw new ModelLoadError(`${folder.onnxPath}: no input ${past} (named by ${folder.layout === 'genai' ? 'genai_config.json' : 'the export'})`);
-      if (!outputs.has(present)) throw new ModelLoadError(`${folder.onnxPath}: input ${past} has no matching ${present} output`);
+      if (!inputs.includes(past))
+        throw new ModelLoadError(
+          `${folder.onnxPath}: no input ${past} (named by ${folder.layout === 'genai' ? 'genai_config.json' : 'the export'})`,
+        );
+      if (!outputs.has(present))
+        throw new ModelLoadError(`${folder.onnxPath}: input ${past} has no matching ${present} output`);
       this.presentOf.set(past, present);
     }
     this.hasPositionIds = inputs.includes('position_ids');
@@ -101,13 +119,17 @@ export class ModelRunner {
     const meta = session.inputMetadata.find((m) => m.name === this.pastNames[0]);
     const shape = meta && meta.isTensor ? meta.shape : [];
     const type = meta && meta.isTensor ? meta.type : 'float32';
-    if (type !== 'float32' && type !== 'float16') throw new ModelLoadError(`${folder.onnxPath}: KV cache type ${type} is not supported`);
+    if (type !== 'float32' && type !== 'float16')
+      throw new ModelLoadError(`${folder.onnxPath}: KV cache type ${type} is not supported`);
     this.kvType = type;
     const c = folder.config;
     const heads = num(c.num_attention_heads);
     this.kvHeads = typeof shape[1] === 'number' ? shape[1] : num(c.num_key_value_heads) || heads;
     this.headDim = typeof shape[3] === 'number' ? shape[3] : num(c.head_dim) || num(c.hidden_size) / heads;
-    if (!this.kvHeads || !this.headDim) throw new ModelLoadError(`${folder.dir}/config.json: cannot tell the KV cache shape (num_key_value_heads, head_dim)`);
+    if (!this.kvHeads || !this.headDim)
+      throw new ModelLoadError(
+        `${folder.dir}/config.json: cannot tell the KV cache shape (num_key_value_heads, head_dim)`,
+      );
   }
 
   static async create(folder: ModelFolder, config: EngineConfig, temperature = 1): Promise<ModelRunner> {
@@ -127,13 +149,23 @@ export class ModelRunner {
       // With CUDA, warnings stay on: onnxruntime then logs each node it places on the CPU instead.
       logSeverityLevel: provider === 'cuda' ? 2 : 3,
     };
-    const create = async (path: string, externalDataDir?: string, sessionExtra = extra): Promise<ort.InferenceSession> => {
+    const create = async (
+      path: string,
+      externalDataDir?: string,
+      sessionExtra = extra,
+    ): Promise<ort.InferenceSession> => {
       try {
         // A rewritten graph whose weights stay in the (read-only) export folder: from its bytes, told
         // where the weights are (onnxruntime refuses external data outside the model file's folder).
         if (externalDataDir) {
-          const session = { ...(sessionExtra.session as object | undefined), model_external_initializers_file_folder_path: externalDataDir };
-          return await ort.InferenceSession.create(await readFile(path), { ...options, extra: { ...sessionExtra, session } });
+          const session = {
+            ...(sessionExtra.session as object | undefined),
+            model_external_initializers_file_folder_path: externalDataDir,
+          };
+          return await ort.InferenceSession.create(await readFile(path), {
+            ...options,
+            extra: { ...sessionExtra, session },
+          });
         }
         return await ort.InferenceSession.create(path, { ...options, extra: sessionExtra });
       } catch (error) {
@@ -165,7 +197,11 @@ export class ModelRunner {
         try {
           // 4-bit weights converted to 7-bit int8 (q4-to-int8.ts) cannot saturate the fast int8
           // kernel: where they are the only integer products, the slower exact setting is not needed.
-          session = await create(rewritten.path, rewritten.externalDataDir, rewritten.q4ToInt8?.onlyProducts ? {} : extra);
+          session = await create(
+            rewritten.path,
+            rewritten.externalDataDir,
+            rewritten.q4ToInt8?.onlyProducts ? {} : extra,
+          );
           facts = rewritten;
           const q4 = rewritten.q4ToInt8;
           if (q4) {
@@ -176,7 +212,9 @@ export class ModelRunner {
           }
           graphPath = rewritten.path;
         } catch (error) {
-          config.onWarning?.(`the rewritten graph of ${folder.onnxPath} did not load (${(error as Error).message}); running the export as is`);
+          config.onWarning?.(
+            `the rewritten graph of ${folder.onnxPath} did not load (${(error as Error).message}); running the export as is`,
+          );
         }
       }
     }
@@ -205,7 +243,8 @@ export class ModelRunner {
       // Pieces grow with the cache (a longer past makes each piece's present copy dearer than
       // its attention); the last piece is the remainder, long enough to hold every position read.
       const ends = prefillEnds(ids.length, past?.length ?? 0, chunk);
-      while (ends.length > 1 && ids.length - ends[ends.length - 2]! < candidates.length) ends.splice(ends.length - 2, 1);
+      while (ends.length > 1 && ids.length - ends[ends.length - 2]! < candidates.length)
+        ends.splice(ends.length - 2, 1);
       let cache = past;
       let start = 0;
       for (const end of ends.slice(0, -1)) {
@@ -246,7 +285,13 @@ export class ModelRunner {
     return result.logprobs;
   }
 
-  private async run(ids: number[], past: KvCache | null, candidates: number[][], present: boolean, packed?: { positions: number[]; bias: Float32Array; reads: number[] }): Promise<ForwardResult> {
+  private async run(
+    ids: number[],
+    past: KvCache | null,
+    candidates: number[][],
+    present: boolean,
+    packed?: { positions: number[]; bias: Float32Array; reads: number[] },
+  ): Promise<ForwardResult> {
     const keep = candidates.length;
     const feeds = this.feeds(ids, past, candidates, packed);
     const fetches: string[] = [];
@@ -256,7 +301,9 @@ export class ModelRunner {
     try {
       out = await this.session.run(feeds, fetches);
     } catch (error) {
-      throw new EngineError(`onnxruntime failed a pass of ${ids.length} tokens after ${past?.length ?? 0}: ${(error as Error).message}`);
+      throw new EngineError(
+        `onnxruntime failed a pass of ${ids.length} tokens after ${past?.length ?? 0}: ${(error as Error).message}`,
+      );
     }
 
     const result: ForwardResult = { logprobs: [] };
@@ -296,7 +343,12 @@ export class ModelRunner {
    * positions; a packed pass gives each token's position, the bias that hides other branches, and
    * the positions it reads.
    */
-  private feeds(ids: number[], past: KvCache | null, candidates: number[][], packed?: { positions: number[]; bias: Float32Array; reads: number[] }): Record<string, ort.Tensor> {
+  private feeds(
+    ids: number[],
+    past: KvCache | null,
+    candidates: number[][],
+    packed?: { positions: number[]; bias: Float32Array; reads: number[] },
+  ): Record<string, ort.Tensor> {
     const keep = candidates.length;
     const pastLength = past?.length ?? 0;
     const n = ids.length;
@@ -310,9 +362,13 @@ export class ModelRunner {
       for (let i = 0; i < n; i++) positions[i] = BigInt(packed ? packed.positions[i]! : pastLength + i);
       feeds.position_ids = new ort.Tensor('int64', positions, [1, n]);
     }
-    if (this.biased) feeds[BIAS_INPUT] = packed ? new ort.Tensor('float32', packed.bias, [n, total]) : new ort.Tensor('float32', new Float32Array(1), [1, 1]);
+    if (this.biased)
+      feeds[BIAS_INPUT] = packed
+        ? new ort.Tensor('float32', packed.bias, [n, total])
+        : new ort.Tensor('float32', new Float32Array(1), [1, 1]);
     // HF's num_logits_to_keep: 0 means all, so a prefix pass keeps 1.
-    if (this.logitsToKeepName) feeds[this.logitsToKeepName] = new ort.Tensor('int64', BigInt64Array.of(BigInt(Math.max(1, keep))), []);
+    if (this.logitsToKeepName)
+      feeds[this.logitsToKeepName] = new ort.Tensor('int64', BigInt64Array.of(BigInt(Math.max(1, keep))), []);
     if (this.rewritten) {
       // The positions read: the last `keep` of a plain pass (none for a prefix pass: no projection at all).
       const reads = packed?.reads ?? Array.from({ length: keep }, (_, j) => n - keep + j);
@@ -359,7 +415,8 @@ export class ModelRunner {
     const [, seq = 0, vocab = 0] = tensor.dims;
     const rows: Float32Array[] = [];
     for (let p = seq - count; p < seq; p++) {
-      if (tensor.type === 'float16') rows.push(halfToFloat((tensor.data as Uint16Array).subarray(p * vocab, (p + 1) * vocab)));
+      if (tensor.type === 'float16')
+        rows.push(halfToFloat((tensor.data as Uint16Array).subarray(p * vocab, (p + 1) * vocab)));
       else rows.push((tensor.data as Float32Array).subarray(p * vocab, (p + 1) * vocab));
     }
     return rows;

@@ -66,7 +66,9 @@ export class ContentEscape {
       }
       const close = text.indexOf(ESC, at + 1);
       const digits = close > at + 1 ? text.slice(at + 1, close) : '';
-      const token = /^[\uE001-\uE010]+$/.test(digits) ? this.tokens[parseInt([...digits].map((c) => (c.charCodeAt(0) - DIGIT0).toString(16)).join(''), 16)] : undefined;
+      const token = /^[\uE001-\uE010]+$/.test(digits)
+        ? this.tokens[parseInt([...digits].map((c) => (c.charCodeAt(0) - DIGIT0).toString(16)).join(''), 16)]
+        : undefined;
       if (token === undefined) {
         // Not an escape this class wrote (a template cut one short): the character stays as text.
         out += ESC;

@@ -11,7 +11,11 @@ export interface LabelSequence {
   tokens: number[];
 }
 
-export function labelSequences(labels: string[], encode: (text: string) => number[], endToken: number): LabelSequence[] {
+export function labelSequences(
+  labels: string[],
+  encode: (text: string) => number[],
+  endToken: number,
+): LabelSequence[] {
   const encoded = labels.map((label) => ({ label, tokens: encode(label) }));
   return encoded.map(({ label, tokens }) => {
     const isPrefixOfAnother = encoded.some((o) => o.tokens.length > tokens.length && startsWith(o.tokens, tokens));
@@ -84,7 +88,11 @@ export function labelPasses(sequences: LabelSequence[]): LabelPass[] {
  * the prompt; `continueWith(input, candidates)` runs a continuation pass (labelPasses) on the
  * question's cache and reads the candidates' log-probabilities at each of its positions.
  */
-export async function labelLogProbs(sequences: LabelSequence[], first: Map<number, number>, continueWith: ReadPass): Promise<number[]> {
+export async function labelLogProbs(
+  sequences: LabelSequence[],
+  first: Map<number, number>,
+  continueWith: ReadPass,
+): Promise<number[]> {
   const { passes, passOf } = planPasses(sequences);
   const read = new Map<LabelPass, Array<Map<number, number>>>();
   for (const pass of passes) {

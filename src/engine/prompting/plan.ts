@@ -49,7 +49,10 @@ function rotate(question: Question & { type: 'choice' }, shift: number): { quest
 }
 
 /** The questions as asked: each choice question once per rotation (shift 0 first, in the caller's order). */
-function asked(request: EvaluateRequest, rotations: number): Array<{ key: string; question: Question; asked: Question; order?: number[] }> {
+function asked(
+  request: EvaluateRequest,
+  rotations: number,
+): Array<{ key: string; question: Question; asked: Question; order?: number[] }> {
   return Object.entries(request.questions).flatMap(([key, question]) => {
     if (question.type !== 'choice' || rotations <= 1) return [{ key, question, asked: question }];
     const n = Object.keys(question.criteria).length;
@@ -61,7 +64,14 @@ function asked(request: EvaluateRequest, rotations: number): Array<{ key: string
   });
 }
 
-export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts: PromptSet, endToken: number, budgets: Budgets, options: PlanOptions = {}): Plan {
+export function planRequest(
+  request: EvaluateRequest,
+  codec: TextCodec,
+  prompts: PromptSet,
+  endToken: number,
+  budgets: Budgets,
+  options: PlanOptions = {},
+): Plan {
   // A text longer than budget × the longest token (in bytes) cannot fit the budget: refused by its
   // length, before it is rendered in full or tokenized.
   const maxChars = budgets.request * codec.maxTokenBytes;
@@ -96,7 +106,9 @@ export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts:
     if (!prompts_.every((p) => startsWith(p, prefix) && p.length > prefix.length)) prefix = commonPrefix(prompts_);
   } else {
     // A template without a system role: one user turn, the state first; share the longest common prefix.
-    prompts_ = userTexts.map((user) => codec.encodeChat([{ role: 'user', content: `${system}\n\n${user}` }], true, memo));
+    prompts_ = userTexts.map((user) =>
+      codec.encodeChat([{ role: 'user', content: `${system}\n\n${user}` }], true, memo),
+    );
     prefix = commonPrefix(prompts_);
   }
 
@@ -114,7 +126,9 @@ export function planRequest(request: EvaluateRequest, codec: TextCodec, prompts:
     output_tokens: questions.reduce((n, q) => n + q.labels.reduce((m, l) => m + l.tokens.length, 0), 0),
   };
   const longestQuestion = prefix.length + Math.max(...questions.map((q) => q.suffix.length));
-  const longestAnswer = prefix.length + Math.max(...questions.map((q) => q.suffix.length + Math.max(...q.labels.map((l) => l.tokens.length))));
+  const longestAnswer =
+    prefix.length +
+    Math.max(...questions.map((q) => q.suffix.length + Math.max(...q.labels.map((l) => l.tokens.length))));
   if (usage.input_tokens > budgets.request) throw new BudgetError('request', usage.input_tokens, budgets.request);
   if (longestQuestion > budgets.question) throw new BudgetError('question', longestQuestion, budgets.question);
   if (longestAnswer > budgets.context) throw new BudgetError('context', longestAnswer, budgets.context);
@@ -132,7 +146,9 @@ const SLACK_PER_PIECE = 8;
  * over; the exact check on the whole prompts follows.
  */
 function rejectOversized(stateText: string, questionTexts: string[], codec: TextCodec, budgets: Budgets): void {
-  const [smallest, smallestLimit] = (Object.entries(budgets) as Array<[keyof Budgets, number]>).reduce((a, b) => (b[1] < a[1] ? b : a));
+  const [smallest, smallestLimit] = (Object.entries(budgets) as Array<[keyof Budgets, number]>).reduce((a, b) =>
+    b[1] < a[1] ? b : a,
+  );
   // Byte-level BPE never makes more tokens than bytes: texts that fit the smallest budget in bytes
   // cannot break any budget, and need no counting here (the usual request).
   let bytes = Buffer.byteLength(stateText);

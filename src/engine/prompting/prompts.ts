@@ -22,7 +22,9 @@ export interface PromptSet {
 
 const v1: PromptSet = {
   system: (state) =>
-    'You are a careful evaluator. Read the content below, then answer the question that follows ' + 'with exactly one of the allowed answers and nothing else.\n\n' + `Content:\n${state}`,
+    'You are a careful evaluator. Read the content below, then answer the question that follows ' +
+    'with exactly one of the allowed answers and nothing else.\n\n' +
+    `Content:\n${state}`,
 
   user(question, maxChars) {
     const render = (value: Parameters<typeof renderContent>[0]) => renderContent(value, maxChars);
@@ -59,7 +61,9 @@ const v1: PromptSet = {
 /** The label of the option at `index`: A … Z, then AA, AB … (255 options at most: up to IU). */
 export function optionLetter(index: number): string {
   const A = 'A'.charCodeAt(0);
-  return index < 26 ? String.fromCharCode(A + index) : String.fromCharCode(A + Math.floor(index / 26) - 1, A + (index % 26));
+  return index < 26
+    ? String.fromCharCode(A + index)
+    : String.fromCharCode(A + Math.floor(index / 26) - 1, A + (index % 26));
 }
 
 const letters: PromptSet = {
@@ -88,6 +92,7 @@ export const DEFAULT_PROMPT_VERSION = 'v1';
 
 export function promptSet(version: string = DEFAULT_PROMPT_VERSION): PromptSet {
   const set = PROMPTS[version];
-  if (!set) throw new Error(`unknown prompt_version ${JSON.stringify(version)}; known: ${Object.keys(PROMPTS).join(', ')}`);
+  if (!set)
+    throw new Error(`unknown prompt_version ${JSON.stringify(version)}; known: ${Object.keys(PROMPTS).join(', ')}`);
   return set;
 }

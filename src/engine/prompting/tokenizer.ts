@@ -51,7 +51,9 @@ export class TextCodec {
       tokenizerJson = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8'));
       config = JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8'));
     } catch (error) {
-      throw new ModelLoadError(`${dir}: cannot read tokenizer.json / tokenizer_config.json (${(error as Error).message})`);
+      throw new ModelLoadError(
+        `${dir}: cannot read tokenizer.json / tokenizer_config.json (${(error as Error).message})`,
+      );
     }
     // Recent exports keep the template only in chat_template.jinja (or chat_template.json).
     config.chat_template ??= await templateFile(dir);
@@ -180,7 +182,8 @@ export class TextCodec {
     if (this.longestToken === undefined) {
       // Byte-level BPE vocabularies spell each byte as one character.
       let longest = 1;
-      for (const token of (this.tokenizer.get_vocab() as Map<string, number>).keys()) if (token.length > longest) longest = token.length;
+      for (const token of (this.tokenizer.get_vocab() as Map<string, number>).keys())
+        if (token.length > longest) longest = token.length;
       this.longestToken = longest;
     }
     return this.longestToken;
@@ -230,7 +233,19 @@ export class TextCodec {
 export const LONG_RUN = 128;
 
 function isSpace(c: number): boolean {
-  return (c >= 9 && c <= 13) || c === 32 || c === 0x85 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000;
+  return (
+    (c >= 9 && c <= 13) ||
+    c === 32 ||
+    c === 0x85 ||
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000
+  );
 }
 
 const LETTER = /\p{L}/u;

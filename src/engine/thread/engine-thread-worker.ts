@@ -16,7 +16,8 @@ let last: EngineStats | undefined;
 const postStats = (): void => {
   const stats = evaluator!.stats();
   // A handful of counters: compared field by field (no string built every 2 ms).
-  if (!last || (Object.keys(stats) as Array<keyof EngineStats>).some((k) => stats[k] !== last![k])) channel.emit({ type: 'stats', stats });
+  if (!last || (Object.keys(stats) as Array<keyof EngineStats>).some((k) => stats[k] !== last![k]))
+    channel.emit({ type: 'stats', stats });
   last = stats;
 };
 // Ticks only while something runs: an idle thread sleeps.
@@ -44,11 +45,15 @@ const channel = serveChannel<EngineCalls, EngineEvent>(
   parentPort!,
   {
     async load() {
-      evaluator = await createEvaluator({ ...config, onWarning: (message) => channel.emit({ type: 'warning', message }) });
+      evaluator = await createEvaluator({
+        ...config,
+        onWarning: (message) => channel.emit({ type: 'warning', message }),
+      });
       return { synthetic: evaluator.synthetic === true, graph: evaluator.graph, stats: evaluator.stats() };
     },
     evaluate: ({ request, cacheScope }, { signal }) => run(() => evaluator!.evaluate(request, { signal, cacheScope })),
-    evaluateBody: ({ body, cacheScope }, { signal }) => run(() => evaluator!.evaluateBody!(body, { signal, cacheScope })),
+    evaluateBody: ({ body, cacheScope }, { signal }) =>
+      run(() => evaluator!.evaluateBody!(body, { signal, cacheScope })),
     async close() {
       clearInterval(ticker);
       await evaluator?.close();

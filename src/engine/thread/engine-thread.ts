@@ -55,7 +55,10 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineT
   /** The thread is gone: every call waiting on it ends, and (after a load, unless closing) the owner hears of it at once. */
   const died = (why: string): void => {
     if (exited) return;
-    exited = loaded && !closing ? new EngineDeadError(`the model's engine thread ${why}; it is being restarted`) : new EngineError(`the engine thread ${why}`);
+    exited =
+      loaded && !closing
+        ? new EngineDeadError(`the model's engine thread ${why}; it is being restarted`)
+        : new EngineError(`the engine thread ${why}`);
     channel.fail(exited);
     if (loaded && !closing) onDeath?.(exited);
   };
@@ -79,12 +82,20 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineT
     synthetic: ready.synthetic,
     graph: ready.graph,
     async evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
-      return answered(await channel.call('evaluate', { request, cacheScope: options.cacheScope }, { signal: options.signal }));
+      return answered(
+        await channel.call('evaluate', { request, cacheScope: options.cacheScope }, { signal: options.signal }),
+      );
     },
     async evaluateBody(body: Uint8Array, options: EvaluateOptions = {}): Promise<EvaluateResult> {
       // The bytes move to the engine thread (transferred: the body is never copied or parsed here).
       const owned = ownedBytes(body);
-      return answered(await channel.call('evaluateBody', { body: owned, cacheScope: options.cacheScope }, { signal: options.signal, transfer: [owned.buffer] }));
+      return answered(
+        await channel.call(
+          'evaluateBody',
+          { body: owned, cacheScope: options.cacheScope },
+          { signal: options.signal, transfer: [owned.buffer] },
+        ),
+      );
     },
     stats: () => ({ ...stats! }),
     crashForTest(how) {

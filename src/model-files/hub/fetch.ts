@@ -21,7 +21,12 @@ export { VARIANTS, type Variant } from '../../engine/index.js';
 /** Tokenizer files every export needs; a repo without one of them is not something the engine can load. */
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json'];
 /** Fetched when the repo has them: newer exports keep the chat template in its own file. */
-const OPTIONAL_FILES = ['generation_config.json', 'chat_template.jinja', 'chat_template.json', 'special_tokens_map.json'];
+const OPTIONAL_FILES = [
+  'generation_config.json',
+  'chat_template.jinja',
+  'chat_template.json',
+  'special_tokens_map.json',
+];
 
 export const DEFAULT_HUB_URL = 'https://huggingface.co';
 
@@ -108,10 +113,22 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
   const revision = opts.revision ?? 'main';
   const log = opts.log ?? (() => {});
   if (!/^[\w.-]+\/[\w.-]+$/.test(opts.repo)) {
-    throw new HubFetchError('not_found', `"${opts.repo}" is not a model repo id; expected <owner>/<name>, e.g. onnx-community/Qwen2.5-0.5B-Instruct`);
+    throw new HubFetchError(
+      'not_found',
+      `"${opts.repo}" is not a model repo id; expected <owner>/<name>, e.g. onnx-community/Qwen2.5-0.5B-Instruct`,
+    );
   }
 
-  const info = await hubCall(opts.repo, revision, hubUrl, () => modelInfo({ name: opts.repo, revision, hubUrl, accessToken, additionalFields: ['sha'], fetch: abortable(opts.signal) }));
+  const info = await hubCall(opts.repo, revision, hubUrl, () =>
+    modelInfo({
+      name: opts.repo,
+      revision,
+      hubUrl,
+      accessToken,
+      additionalFields: ['sha'],
+      fetch: abortable(opts.signal),
+    }),
+  );
   const commit = info.sha;
   if (!commit || !/^[0-9a-f]{40}$/.test(commit)) {
     throw new HubFetchError('http', `${hubUrl} returned no commit for ${opts.repo}@${revision}`);
@@ -119,13 +136,29 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
 
   const tree = new Map<string, RemoteFile>();
   await hubCall(opts.repo, revision, hubUrl, async () => {
-    for await (const e of listFiles({ repo: opts.repo, revision: commit, recursive: true, hubUrl, accessToken, fetch: abortable(opts.signal) })) {
+    for await (const e of listFiles({
+      repo: opts.repo,
+      revision: commit,
+      recursive: true,
+      hubUrl,
+      accessToken,
+      fetch: abortable(opts.signal),
+    })) {
       if (e.type === 'file') tree.set(e.path, { path: e.path, size: e.size, oid: e.oid, lfs: e.lfs });
     }
   });
 
-  const { files: wanted, layout, variant } = selectFiles(tree, opts.variant, opts.subfolder ?? '', `${opts.repo}@${revision}`);
-  const modelDir = path.join(opts.destRoot, ...opts.repo.split('/'), commit, ...(opts.subfolder ?? '').split('/').filter(Boolean));
+  const {
+    files: wanted,
+    layout,
+    variant,
+  } = selectFiles(tree, opts.variant, opts.subfolder ?? '', `${opts.repo}@${revision}`);
+  const modelDir = path.join(
+    opts.destRoot,
+    ...opts.repo.split('/'),
+    commit,
+    ...(opts.subfolder ?? '').split('/').filter(Boolean),
+  );
   const totalBytes = wanted.reduce((n, f) => n + f.size, 0);
   let doneBytes = 0;
   const files: FetchedFile[] = [];
@@ -162,7 +195,12 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
  * its data at that level), or a transformers.js / Optimum export (config.json and the variant's
  * file under onnx/ or at the root, with its external data), plus the tokenizer and template files.
  */
-function selectFiles(tree: Map<string, RemoteFile>, asked: Variant | undefined, subfolder: string, where: string): { files: RemoteFile[]; layout: FetchModelResult['layout']; variant?: Variant } {
+function selectFiles(
+  tree: Map<string, RemoteFile>,
+  asked: Variant | undefined,
+  subfolder: string,
+  where: string,
+): { files: RemoteFile[]; layout: FetchModelResult['layout']; variant?: Variant } {
   const prefix = subfolder ? `${subfolder.replace(/^\/+|\/+$/g, '')}/` : '';
   const has = (p: string) => tree.has(prefix + p);
   const pick = (paths: string[]) => paths.map((p) => ({ ...tree.get(prefix + p)!, local: p }));
@@ -170,25 +208,42 @@ function selectFiles(tree: Map<string, RemoteFile>, asked: Variant | undefined, 
   const optional = OPTIONAL_FILES.filter(has);
 
   if (has('genai_config.json') && !has('config.json')) {
-    if (asked) throw new HubFetchError('missing_file', `${where}${prefix ? ` (${prefix})` : ''} is an onnxruntime-genai build with one model file: omit --variant`);
+    if (asked)
+      throw new HubFetchError(
+        'missing_file',
+        `${where}${prefix ? ` (${prefix})` : ''} is an onnxruntime-genai build with one model file: omit --variant`,
+      );
     const missing = TOKENIZER_FILES.filter((p) => !has(p));
-    if (missing.length) throw new HubFetchError('missing_file', `${where} lacks ${missing.map((p) => prefix + p).join(', ')}.`);
+    if (missing.length)
+      throw new HubFetchError('missing_file', `${where} lacks ${missing.map((p) => prefix + p).join(', ')}.`);
     const onnx = level.filter((p) => !p.includes('/') && /\.onnx(\.data|_data(_\d+)?)?$/.test(p)).sort();
-    if (!onnx.some((p) => p.endsWith('.onnx'))) throw new HubFetchError('missing_file', `${where} has genai_config.json but no .onnx file beside it.`);
+    if (!onnx.some((p) => p.endsWith('.onnx')))
+      throw new HubFetchError('missing_file', `${where} has genai_config.json but no .onnx file beside it.`);
     return { files: pick(['genai_config.json', ...TOKENIZER_FILES, ...optional, ...onnx]), layout: 'genai' };
   }
 
   const variant = asked ?? 'int8';
-  const onnx = ONNX_DIRS.flatMap((dir) => variantFileNames(variant).map((f) => (dir === '.' ? f : `${dir}/${f}`))).find(has);
+  const onnx = ONNX_DIRS.flatMap((dir) => variantFileNames(variant).map((f) => (dir === '.' ? f : `${dir}/${f}`))).find(
+    has,
+  );
   const missing = ['config.json', ...TOKENIZER_FILES].filter((p) => !has(p));
   if (missing.length || !onnx) {
-    const variants = VARIANTS.filter((v) => ONNX_DIRS.some((dir) => variantFileNames(v).some((f) => has(dir === '.' ? f : `${dir}/${f}`))));
+    const variants = VARIANTS.filter((v) =>
+      ONNX_DIRS.some((dir) => variantFileNames(v).some((f) => has(dir === '.' ? f : `${dir}/${f}`))),
+    );
     const hint = onnx
       ? ''
       : ` No ${variantFileNames(variant).join(' / ')} under onnx/ or at the root. Variants this repo has: ${
-          variants.length ? variants.join(', ') : has('genai_config.json') ? 'none (genai_config.json beside config.json)' : 'none (it is not an ONNX export)'
+          variants.length
+            ? variants.join(', ')
+            : has('genai_config.json')
+              ? 'none (genai_config.json beside config.json)'
+              : 'none (it is not an ONNX export)'
         }.`;
-    throw new HubFetchError('missing_file', `${where} lacks ${[...missing.map((p) => prefix + p), ...(onnx ? [] : [`the ${variant} ONNX file`])].join(', ')}.${hint}`);
+    throw new HubFetchError(
+      'missing_file',
+      `${where} lacks ${[...missing.map((p) => prefix + p), ...(onnx ? [] : [`the ${variant} ONNX file`])].join(', ')}.${hint}`,
+    );
   }
   // External weights: model.onnx_data, or model.onnx_data_1, _2 ... for exports over 2 GB; model.onnx.data.
   const external = new RegExp(`^${escapeRe(onnx)}(_data(_\\d+)?|\\.data)$`);
@@ -254,7 +309,10 @@ async function fetchFile(a: FetchFileArgs): Promise<FetchedFile> {
       const start = Number(/^bytes (\d+)-/.exec(res.headers.get('content-range') ?? '')?.[1]);
       if (start !== offset) {
         await res.body?.cancel();
-        throw new HubFetchError('http', `${file.path}: asked for bytes from ${offset}, the server sent a range starting at ${res.headers.get('content-range')}`);
+        throw new HubFetchError(
+          'http',
+          `${file.path}: asked for bytes from ${offset}, the server sent a range starting at ${res.headers.get('content-range')}`,
+        );
       }
       a.log(`${file.path}: resuming at ${formatBytes(offset)} of ${formatBytes(file.size)}`);
     } else if (!res.ok) {
@@ -279,7 +337,11 @@ async function fetchFile(a: FetchFileArgs): Promise<FetchedFile> {
         { signal: a.signal },
       );
     } catch (e) {
-      throw networkError(e, `the transfer of ${file.path} stopped at ${formatBytes(onDisk)} of ${formatBytes(file.size)}; run the same command again to resume`, a.signal);
+      throw networkError(
+        e,
+        `the transfer of ${file.path} stopped at ${formatBytes(onDisk)} of ${formatBytes(file.size)}; run the same command again to resume`,
+        a.signal,
+      );
     }
   }
 
@@ -347,7 +409,10 @@ async function hubCall<T>(repo: string, revision: string, hubUrl: string, fn: ()
       const what = `${repo}@${revision} on ${hubUrl}`;
       if (e.statusCode === 404 || e.statusCode === 401) {
         // The hub answers 401 for a repo that does not exist or that the token may not see.
-        throw new HubFetchError('not_found', `model repository ${what} was not found (HTTP ${e.statusCode}). Check the repo id and revision; for a private or gated repo set HF_TOKEN.`);
+        throw new HubFetchError(
+          'not_found',
+          `model repository ${what} was not found (HTTP ${e.statusCode}). Check the repo id and revision; for a private or gated repo set HF_TOKEN.`,
+        );
       }
       throw httpError(e.statusCode, `asking ${hubUrl} about ${repo}@${revision}: ${e.message}`);
     }
@@ -369,7 +434,10 @@ function networkError(e: unknown, doing: string, signal?: AbortSignal): unknown 
 
 function httpError(status: number, doing: string): HubFetchError {
   if (status === 401 || status === 403) {
-    return new HubFetchError('unauthorized', `HTTP ${status} ${doing}: the repo is private or gated; set HF_TOKEN to a token with access`);
+    return new HubFetchError(
+      'unauthorized',
+      `HTTP ${status} ${doing}: the repo is private or gated; set HF_TOKEN to a token with access`,
+    );
   }
   if (status === 404) return new HubFetchError('not_found', `HTTP 404 ${doing}`);
   return new HubFetchError('http', `HTTP ${status} ${doing}`);

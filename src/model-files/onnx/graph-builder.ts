@@ -23,7 +23,13 @@ export const DataType = {
 export type DataTypeId = (typeof DataType)[keyof typeof DataType];
 
 /** An attribute value, tagged by its ONNX kind. */
-export type Attr = { i: number } | { f: number } | { s: string } | { ints: number[] } | { floats: number[] } | { t: OnnxTypes.ITensorProto };
+export type Attr =
+  | { i: number }
+  | { f: number }
+  | { s: string }
+  | { ints: number[] }
+  | { floats: number[] }
+  | { t: OnnxTypes.ITensorProto };
 
 /** A dimension: a fixed size or a symbolic name such as "batch_size". */
 export type Dim = number | string;
@@ -50,7 +56,9 @@ export interface ExternalDataOptions {
 type Bytes = Uint8Array | Float32Array | Int8Array | Int32Array | BigInt64Array;
 
 function asBytes(data: Bytes): Uint8Array {
-  return data instanceof Uint8Array && data.constructor === Uint8Array ? data : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  return data instanceof Uint8Array && data.constructor === Uint8Array
+    ? data
+    : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
 function attrProto(name: string, a: Attr): OnnxTypes.IAttributeProto {
@@ -162,7 +170,10 @@ export class GraphBuilder {
 
   /** Adds a node; returns its output names. */
   node(opType: string, inputs: string[], opts: NodeOptions = {}): string[] {
-    const outs = typeof opts.outputs === 'object' ? opts.outputs : Array.from({ length: opts.outputs ?? 1 }, () => this.fresh(opType));
+    const outs =
+      typeof opts.outputs === 'object'
+        ? opts.outputs
+        : Array.from({ length: opts.outputs ?? 1 }, () => this.fresh(opType));
     const name = opts.name ?? this.fresh(`/${opType}`);
     this.nodes.push({
       name,

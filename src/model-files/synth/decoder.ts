@@ -38,7 +38,14 @@ function linear(ctx: BuildContext, x: string, name: string, inDim: number, outDi
   return linearWith(ctx, x, name, param(ctx, name, [inDim, outDim], 1 / Math.sqrt(inDim)), inDim, outDim);
 }
 
-function linearWith(ctx: BuildContext, x: string, name: string, w: Float32Array, inDim: number, outDim: number): string {
+function linearWith(
+  ctx: BuildContext,
+  x: string,
+  name: string,
+  w: Float32Array,
+  inDim: number,
+  outDim: number,
+): string {
   const { g } = ctx;
   if (!ctx.quantized) {
     g.initializer(name, F, [inDim, outDim], w);
@@ -83,7 +90,10 @@ function rmsNorm(ctx: BuildContext, x: string, name: string, dim: number, eps: n
 function rope(ctx: BuildContext, x: string, cos: string, sin: string, headDim: number): string {
   const { g } = ctx;
   const half = headDim / 2;
-  const [x1, x2] = g.node('Split', [x, g.constI64([half, half])], { outputs: 2, attrs: { axis: { i: -1 } } }) as [string, string];
+  const [x1, x2] = g.node('Split', [x, g.constI64([half, half])], { outputs: 2, attrs: { axis: { i: -1 } } }) as [
+    string,
+    string,
+  ];
   const neg = g.op('Neg', [x2]);
   const rot = g.op('Concat', [neg, x1], { axis: { i: -1 } });
   return g.op('Add', [g.op('Mul', [x, cos]), g.op('Mul', [rot, sin])]);
@@ -228,11 +238,31 @@ export function buildDecoder(
         const y = linear(ctx, h, `${p}.self_attn.${n}_proj.weight`, H, heads * D);
         return m.qkv_bias ? addBias(ctx, y, `${p}.self_attn.${n}_proj.bias`, heads * D) : y;
       };
-      attn = g.node('GroupQueryAttention', [flat('q', nH), flat('k', kvH), flat('v', kvH), `past_key_values.${i}.key`, `past_key_values.${i}.value`, seqlensK, totalLen, cosCache, sinCache], {
-        outputs: [g.fresh('attn'), `present.${i}.key`, `present.${i}.value`],
-        domain: 'com.microsoft',
-        attrs: { num_heads: { i: nH }, kv_num_heads: { i: kvH }, do_rotary: { i: 1 }, rotary_interleaved: { i: 0 }, scale: { f: 1 / Math.sqrt(D) } },
-      })[0]!;
+      attn = g.node(
+        'GroupQueryAttention',
+        [
+          flat('q', nH),
+          flat('k', kvH),
+          flat('v', kvH),
+          `past_key_values.${i}.key`,
+          `past_key_values.${i}.value`,
+          seqlensK,
+          totalLen,
+          cosCache,
+          sinCache,
+        ],
+        {
+          outputs: [g.fresh('attn'), `present.${i}.key`, `present.${i}.value`],
+          domain: 'com.microsoft',
+          attrs: {
+            num_heads: { i: nH },
+            kv_num_heads: { i: kvH },
+            do_rotary: { i: 1 },
+            rotary_interleaved: { i: 0 },
+            scale: { f: 1 / Math.sqrt(D) },
+          },
+        },
+      )[0]!;
     } else {
       const q = rope(ctx, proj('q', nH), cos, sin, D);
       const k = rope(ctx, proj('k', kvH), cos, sin, D);
@@ -247,12 +277,16 @@ export function buildDecoder(
       })[0]!;
       // GQA without copying KV: queries as [B, kvH, rep, S, D] against keys [B, kvH, 1, D, T].
       const q5 = g.op('Reshape', [q, g.constI64([0, kvH, rep, -1, D])]);
-      const k5 = g.op('Transpose', [g.op('Unsqueeze', [presentK, g.constI64([2])])], { perm: { ints: [0, 1, 2, 4, 3] } });
+      const k5 = g.op('Transpose', [g.op('Unsqueeze', [presentK, g.constI64([2])])], {
+        perm: { ints: [0, 1, 2, 4, 3] },
+      });
       const scores = g.op('Mul', [g.op('MatMul', [q5, k5]), scale]);
       const masked = g.op('Add', [scores, maskBias]);
       const probs = g.op('Softmax', [masked], { axis: { i: -1 } });
       const ctx5 = g.op('MatMul', [probs, g.op('Unsqueeze', [presentV, g.constI64([2])])]);
-      const ctx4 = g.op('Transpose', [g.op('Reshape', [ctx5, g.constI64([0, nH, -1, D])])], { perm: { ints: [0, 2, 1, 3] } });
+      const ctx4 = g.op('Transpose', [g.op('Reshape', [ctx5, g.constI64([0, nH, -1, D])])], {
+        perm: { ints: [0, 2, 1, 3] },
+      });
       attn = g.op('Reshape', [ctx4, g.constI64([0, 0, nH * D])]);
     }
     x = g.op('Add', [x, linear(ctx, attn, `${p}.self_attn.o_proj.weight`, nH * D, H)]);

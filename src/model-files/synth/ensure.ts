@@ -112,7 +112,15 @@ export async function ensureSynthModel(opts: EnsureOptions): Promise<string> {
   const tmp = join(parent, `.${basename(target)}.tmp-${tag}`);
   try {
     opts.log?.(`generating ${variantName(opts.shape, opts.dtype, positionIds)} in ${target}`);
-    synthesize({ shape: opts.shape, dtype: opts.dtype, positionIds, seed: opts.seed, weights: opts.weights, out: tmp, log: opts.log });
+    synthesize({
+      shape: opts.shape,
+      dtype: opts.dtype,
+      positionIds,
+      seed: opts.seed,
+      weights: opts.weights,
+      out: tmp,
+      log: opts.log,
+    });
     for (let attempt = 0; ; attempt++) {
       try {
         renameSync(tmp, target);

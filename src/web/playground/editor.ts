@@ -15,7 +15,9 @@ export function readState(text: string, asText = false): { state: Content; json:
     try {
       return { state: JSON.parse(t) as Content, json: true };
     } catch (e) {
-      return { error: `The state starts like JSON but does not parse (${(e as Error).message}). Fix it, or tick "send as plain text".` };
+      return {
+        error: `The state starts like JSON but does not parse (${(e as Error).message}). Fix it, or tick "send as plain text".`,
+      };
     }
   }
   return { state: text, json: false };
@@ -46,27 +48,61 @@ function optionRow(list: HTMLElement, name = '', description = ''): void {
   row(
     list,
     [
-      h('input', { type: 'text', class: 'option-name', 'aria-label': 'Option name', placeholder: 'option', value: name }),
-      h('input', { type: 'text', class: 'option-description', 'aria-label': 'Option description (optional)', placeholder: 'when it applies (optional)', value: description }),
+      h('input', {
+        type: 'text',
+        class: 'option-name',
+        'aria-label': 'Option name',
+        placeholder: 'option',
+        value: name,
+      }),
+      h('input', {
+        type: 'text',
+        class: 'option-description',
+        'aria-label': 'Option description (optional)',
+        placeholder: 'when it applies (optional)',
+        value: description,
+      }),
     ],
     'option',
   );
 }
 
 function levelRow(list: HTMLElement, text = ''): void {
-  row(list, [h('input', { type: 'text', class: 'level', 'aria-label': 'Level description', placeholder: 'level description', value: text })], 'level');
+  row(
+    list,
+    [
+      h('input', {
+        type: 'text',
+        class: 'level',
+        'aria-label': 'Level description',
+        placeholder: 'level description',
+        value: text,
+      }),
+    ],
+    'level',
+  );
 }
 
 const TITLES: Record<QuestionType, string> = { noul: 'Yes / no (noul)', choice: 'Choice', score: 'Score' };
 
 /** Adds a question card of `type` to `container`, filled with `initial` when given. */
-export function addQuestion(container: HTMLElement, type: QuestionType, initial?: { id: string; question: Question }): HTMLElement {
+export function addQuestion(
+  container: HTMLElement,
+  type: QuestionType,
+  initial?: { id: string; question: Question },
+): HTMLElement {
   const id = h('input', { type: 'text', class: 'question-id', value: initial?.id ?? `${type}${cards.length + 1}` });
   const instructions = h('textarea', { class: 'instructions', rows: '2' });
   instructions.value = initial?.question.instructions ?? '';
   const remove = h('button', { type: 'button', class: 'icon', 'aria-label': 'Remove this question' }, '×');
   const body = h('div', { class: 'question-body' }, field('Question id', id), field('Instructions', instructions));
-  const root = h('article', { class: 'question', 'data-type': type }, h('header', {}, h('h3', {}, TITLES[type]), remove), body, h('p', { class: 'field-error', role: 'alert', hidden: true }));
+  const root = h(
+    'article',
+    { class: 'question', 'data-type': type },
+    h('header', {}, h('h3', {}, TITLES[type]), remove),
+    body,
+    h('p', { class: 'field-error', role: 'alert', hidden: true }),
+  );
 
   let read: () => Question;
   if (type === 'noul') {
@@ -110,7 +146,11 @@ export function addQuestion(container: HTMLElement, type: QuestionType, initial?
     const more = h('button', { type: 'button', class: 'add-row' }, '+ level');
     more.addEventListener('click', () => levelRow(list));
     body.append(h('div', { class: 'field' }, h('span', { class: 'label' }, 'Levels (0 first)'), list, more));
-    read = () => ({ type: 'score', instructions: instructions.value, criteria: [...list.querySelectorAll<HTMLInputElement>('.level')].map((i) => i.value) });
+    read = () => ({
+      type: 'score',
+      instructions: instructions.value,
+      criteria: [...list.querySelectorAll<HTMLInputElement>('.level')].map((i) => i.value),
+    });
   }
 
   const card: Card = { root, read: () => [id.value, read()] };

@@ -3,7 +3,17 @@
 // at the field it concerns, any other error once in the answers panel (beside the form: nothing
 // above Send ever moves while it is pressed), a held-out tiny-tasks ticket one click away, and the
 // same request as curl or client SDK code.
-import { ApiFailure, evaluate, listExamples, listModels, stateHash, type EvaluateRequest, type PlaygroundModel, type TaskExample, type ValidationError } from './api.js';
+import {
+  ApiFailure,
+  evaluate,
+  listExamples,
+  listModels,
+  stateHash,
+  type EvaluateRequest,
+  type PlaygroundModel,
+  type TaskExample,
+  type ValidationError,
+} from './api.js';
 import { byId, h } from './dom.js';
 import { addQuestion, cardOf, clearQuestions, readQuestions, readState, type QuestionType } from './editor.js';
 import { showAnswers } from './render.js';
@@ -28,12 +38,22 @@ let errorKind: 'key' | 'other' | undefined;
 
 // The README's example request, so Send works at once.
 state.value = 'Order #1042 arrived two days late and the box was damaged. The customer asks for a refund.';
-addQuestion(questionList, 'noul', { id: 'refund', question: { type: 'noul', instructions: 'Does the customer ask for a refund?' } });
+addQuestion(questionList, 'noul', {
+  id: 'refund',
+  question: { type: 'noul', instructions: 'Does the customer ask for a refund?' },
+});
 addQuestion(questionList, 'choice', {
   id: 'topic',
-  question: { type: 'choice', instructions: 'What is the main topic?', criteria: { delivery: 'shipping, delays, damage', billing: null, product: 'the item itself' } },
+  question: {
+    type: 'choice',
+    instructions: 'What is the main topic?',
+    criteria: { delivery: 'shipping, delays, damage', billing: null, product: 'the item itself' },
+  },
 });
-addQuestion(questionList, 'score', { id: 'severity', question: { type: 'score', instructions: 'How severe is the complaint?', criteria: ['no issue', 'minor', 'serious'] } });
+addQuestion(questionList, 'score', {
+  id: 'severity',
+  question: { type: 'score', instructions: 'How severe is the complaint?', criteria: ['no issue', 'minor', 'serious'] },
+});
 
 for (const button of document.querySelectorAll<HTMLButtonElement>('[data-add]')) {
   button.addEventListener('click', () =>
@@ -69,7 +89,8 @@ function showAt(loc: Array<string | number>, message: string): HTMLElement {
   let slot: HTMLElement | null | undefined;
   if (field === 'state') slot = document.querySelector<HTMLElement>('[data-error-for="state"]');
   else if (field === 'model') slot = document.querySelector<HTMLElement>('[data-error-for="model"]');
-  else if (field === 'questions' && typeof questionId === 'string') slot = cardOf(questionId)?.querySelector<HTMLElement>('.field-error');
+  else if (field === 'questions' && typeof questionId === 'string')
+    slot = cardOf(questionId)?.querySelector<HTMLElement>('.field-error');
   slot ??= requestError;
   slot.hidden = false;
   slot.textContent = slot.textContent ? `${slot.textContent}\n${message}` : message;
@@ -95,14 +116,19 @@ const HINTS: Record<number, string> = {
 function showFailure(error: unknown): void {
   if (!(error instanceof ApiFailure)) return showError(`The request failed: ${(error as Error).message}`);
   if (Array.isArray(error.detail)) {
-    const slots = (error.detail as ValidationError[]).map((e) => showAt(e.loc, `${e.msg} (${e.type} at ${e.loc.slice(1).join('.') || 'body'})`));
+    const slots = (error.detail as ValidationError[]).map((e) =>
+      showAt(e.loc, `${e.msg} (${e.type} at ${e.loc.slice(1).join('.') || 'body'})`),
+    );
     if (slots[0]) reveal(slots[0]);
     return;
   }
   // The wait is said once, in seconds (the body's own "retry after N ms" is dropped here).
   const detail = String(error.detail).replace(/;? *retry after \d+ ?ms\.?$/i, '');
   const retry = error.retryAfterSeconds !== undefined ? ` Retry in ${error.retryAfterSeconds} s.` : '';
-  showError(`HTTP ${error.status}: ${detail}.${HINTS[error.status] ?? ''}${retry}`, error.status === 401 ? 'key' : 'other');
+  showError(
+    `HTTP ${error.status}: ${detail}.${HINTS[error.status] ?? ''}${retry}`,
+    error.status === 401 ? 'key' : 'other',
+  );
 }
 
 const NO_KEY = 'No API key yet: paste the key the server printed at start (npm start prints one) into "API key".';
@@ -135,8 +161,14 @@ async function loadModels(asked = false): Promise<void> {
   try {
     models = await listModels(key.value.trim());
     const previous = model.value;
-    model.replaceChildren(...models.map((m) => h('option', { value: m.name, title: `${m.description} (confidence: ${m.confidence})` }, label(m))));
-    model.value = models.some((m) => m.name === previous) ? previous : ((models.find((m) => m.name === 'svc-latest') ?? models[0])?.name ?? '');
+    model.replaceChildren(
+      ...models.map((m) =>
+        h('option', { value: m.name, title: `${m.description} (confidence: ${m.confidence})` }, label(m)),
+      ),
+    );
+    model.value = models.some((m) => m.name === previous)
+      ? previous
+      : ((models.find((m) => m.name === 'svc-latest') ?? models[0])?.name ?? '');
     updateBanner();
     if (errorKind === 'key') clearErrors();
   } catch (error) {
@@ -184,7 +216,9 @@ async function loadExample(): Promise<void> {
   model.value = ex.model;
   updateBanner();
   const said = (v: boolean | string | number) => (v === true ? 'yes' : v === false ? 'no' : String(v));
-  expected.textContent = `Held-out ticket ${nextExample} of ${examples.length} for ${ex.model}. Right answers: ${Object.entries(ex.expected)
+  expected.textContent = `Held-out ticket ${nextExample} of ${examples.length} for ${ex.model}. Right answers: ${Object.entries(
+    ex.expected,
+  )
     .map(([id, v]) => `${id} ${said(v)}`)
     .join(', ')}.`;
   expected.hidden = false;

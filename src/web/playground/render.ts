@@ -14,7 +14,18 @@ function bar(p: number, label: string, picked = false): HTMLElement {
     'div',
     { class: `bar-row${picked ? ' picked' : ''}`, 'data-label': label, 'data-p': String(p) },
     h('span', { class: 'bar-label' }, label, picked ? h('span', { class: 'tag' }, ' ✓ picked') : null),
-    h('span', { class: 'bar', role: 'meter', 'aria-valuemin': '0', 'aria-valuemax': '1', 'aria-valuenow': String(p), 'aria-label': `${label}: ${pct(p)}` }, fill),
+    h(
+      'span',
+      {
+        class: 'bar',
+        role: 'meter',
+        'aria-valuemin': '0',
+        'aria-valuemax': '1',
+        'aria-valuenow': String(p),
+        'aria-label': `${label}: ${pct(p)}`,
+      },
+      fill,
+    ),
     h('span', { class: 'bar-value' }, pct(p)),
   );
 }
@@ -26,7 +37,11 @@ function confidence(c: number): HTMLElement {
 }
 
 function answerView(id: string, a: Answer): HTMLElement {
-  const root = h('article', { class: 'answer', 'data-question': id, 'data-type': a.type }, h('h3', {}, id, h('span', { class: 'kind' }, ` ${a.type}`)));
+  const root = h(
+    'article',
+    { class: 'answer', 'data-question': id, 'data-type': a.type },
+    h('h3', {}, id, h('span', { class: 'kind' }, ` ${a.type}`)),
+  );
   switch (a.type) {
     case 'noul':
       root.dataset.noul = String(a.noul);
@@ -34,7 +49,11 @@ function answerView(id: string, a: Answer): HTMLElement {
       break;
     case 'choice':
       root.dataset.choice = a.choice;
-      root.append(h('p', { class: 'headline' }, `picked: ${a.choice}`), ...Object.entries(a.probabilities).map(([option, p]) => bar(p, option, option === a.choice)), confidence(a.confidence));
+      root.append(
+        h('p', { class: 'headline' }, `picked: ${a.choice}`),
+        ...Object.entries(a.probabilities).map(([option, p]) => bar(p, option, option === a.choice)),
+        confidence(a.confidence),
+      );
       break;
     case 'score': {
       root.dataset.score = String(a.score);
@@ -42,7 +61,12 @@ function answerView(id: string, a: Answer): HTMLElement {
       const top = levels.length - 1;
       const marker = h('span', { class: 'marker', 'aria-hidden': 'true' });
       marker.style.left = `${top > 0 ? (a.score / top) * 100 : 0}%`;
-      const scale = h('div', { class: 'scale', role: 'img', 'aria-label': `expected score ${a.score.toFixed(2)} on 0 to ${top}` }, marker, ...levels.map((l) => h('span', { class: 'tick' }, l)));
+      const scale = h(
+        'div',
+        { class: 'scale', role: 'img', 'aria-label': `expected score ${a.score.toFixed(2)} on 0 to ${top}` },
+        marker,
+        ...levels.map((l) => h('span', { class: 'tick' }, l)),
+      );
       const best = levels.reduce((b, l) => (a.probabilities[l]! > a.probabilities[b]! ? l : b), levels[0]!);
       root.append(
         h('p', { class: 'headline' }, `expected score ${a.score.toFixed(2)} (0–${top})`),

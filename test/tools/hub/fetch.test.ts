@@ -103,7 +103,9 @@ describe('models:fetch', () => {
     // Every hub call went to HF_ENDPOINT with HF_TOKEN; the revision was pinned to the commit.
     expect(hub.log.length).toBeGreaterThan(EXPECTED.length);
     for (const req of hub.log) expect(req.authorization, req.url).toBe(`Bearer ${TOKEN}`);
-    expect(hub.log.filter((q) => q.url.includes('/resolve/')).every((q) => q.url.includes(`/resolve/${commit}/`))).toBe(true);
+    expect(hub.log.filter((q) => q.url.includes('/resolve/')).every((q) => q.url.includes(`/resolve/${commit}/`))).toBe(
+      true,
+    );
 
     const reg = loadRegistry(registry);
     expect(reg.models['svc-9.9.0']).toEqual({
@@ -123,7 +125,11 @@ describe('models:fetch', () => {
         state: 'The invoice was paid on 3 March, two weeks late.',
         questions: {
           late: { type: 'noul', instructions: 'Was the invoice paid late?' },
-          how: { type: 'choice', instructions: 'How was it paid?', criteria: { card: null, transfer: 'bank transfer', cash: null } },
+          how: {
+            type: 'choice',
+            instructions: 'How was it paid?',
+            criteria: { card: null, transfer: 'bank transfer', cash: null },
+          },
         },
       });
       expect(res.answers.late!.type).toBe('noul');
@@ -140,7 +146,14 @@ describe('models:fetch', () => {
 
   it('a second run finds the verified files in place and transfers nothing', async () => {
     // An existing registry keeps its default unless --default says otherwise.
-    await writeFile(registry, JSON.stringify({ default: 'old', models: { old: { path: 'x', description: 'd', release_date: '2024-01-01' } }, aliases: {} }));
+    await writeFile(
+      registry,
+      JSON.stringify({
+        default: 'old',
+        models: { old: { path: 'x', description: 'd', release_date: '2024-01-01' } },
+        aliases: {},
+      }),
+    );
     expect((await cli([REPO])).code).toBe(0);
     expect(loadRegistry(registry).default).toBe('old');
     hub.log.length = 0;
@@ -155,7 +168,11 @@ describe('models:fetch', () => {
   });
 
   it('rejects bytes that do not match the hub checksum: clear error, nothing kept, nothing registered', async () => {
-    const before = { default: 'x', models: { x: { path: 'elsewhere', description: 'kept as is', release_date: '2024-01-01' } }, aliases: {} };
+    const before = {
+      default: 'x',
+      models: { x: { path: 'elsewhere', description: 'kept as is', release_date: '2024-01-01' } },
+      aliases: {},
+    };
     await writeFile(registry, JSON.stringify(before));
     const registryBytes = readFileSync(registry);
     hub.corrupt.add(ONNX);
@@ -190,7 +207,9 @@ describe('models:fetch', () => {
     const cut = await fetchModel({ repo: REPO, destRoot: dest, hubUrl: hub.url }).catch((e: unknown) => e);
     expect(cut).toBeInstanceOf(HubFetchError);
     expect((cut as HubFetchError).code).toBe('network');
-    expect((cut as Error).message).toMatch(/^the transfer of onnx\/model_quantized\.onnx stopped at .* run the same command again to resume/);
+    expect((cut as Error).message).toMatch(
+      /^the transfer of onnx\/model_quantized\.onnx stopped at .* run the same command again to resume/,
+    );
     const part = path.join(modelDir(), `${ONNX}.part`);
     const kept = (await stat(part)).size;
     expect(kept).toBeGreaterThan(0);
@@ -223,7 +242,9 @@ describe('models:fetch', () => {
   it('a repo the hub does not have: a clear error naming it, nothing written', async () => {
     const r = await cli(['acme/no-such-model']);
     expect(r.code).toBe(1);
-    expect(r.err).toMatch(/model repository acme\/no-such-model@main on http:\/\/127\.0\.0\.1:\d+ was not found \(HTTP 404\)/);
+    expect(r.err).toMatch(
+      /model repository acme\/no-such-model@main on http:\/\/127\.0\.0\.1:\d+ was not found \(HTTP 404\)/,
+    );
     expect(r.err).toContain('HF_TOKEN');
     expect(existsSync(dest)).toBe(false);
     expect(existsSync(registry)).toBe(false);
@@ -235,7 +256,11 @@ describe('models:fetch', () => {
     const endpoint = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
     await new Promise((r) => closed.close(r));
     const io = { out: sink(), err: sink() };
-    const code = await run([REPO, '--dest', dest, '--registry', registry], { env: { HF_ENDPOINT: endpoint }, stdout: io.out, stderr: io.err });
+    const code = await run([REPO, '--dest', dest, '--registry', registry], {
+      env: { HF_ENDPOINT: endpoint },
+      stdout: io.out,
+      stderr: io.err,
+    });
     expect(code).toBe(1);
     expect(io.err.text()).toContain(`assay models fetch: cannot reach ${endpoint} (ECONNREFUSED)`);
     expect(existsSync(registry)).toBe(false);
@@ -244,7 +269,9 @@ describe('models:fetch', () => {
   it('a variant the repo lacks: names the variants it has', async () => {
     const r = await cli([REPO, '--variant', 'fp16']);
     expect(r.code).toBe(1);
-    expect(r.err).toContain('lacks the fp16 ONNX file. No model_fp16.onnx under onnx/ or at the root. Variants this repo has: int8, quantized.');
+    expect(r.err).toContain(
+      'lacks the fp16 ONNX file. No model_fp16.onnx under onnx/ or at the root. Variants this repo has: int8, quantized.',
+    );
     expect(existsSync(registry)).toBe(false);
   });
 
@@ -252,7 +279,9 @@ describe('models:fetch', () => {
     expect((await cli([])).code).toBe(2);
     const bad = await cli([REPO, '--variant', 'int4']);
     expect(bad.code).toBe(2);
-    expect(bad.err).toContain('--variant must be one of fp32, fp16, int8, uint8, quantized, q4, q4f16, bnb4 (q8 = quantized)');
+    expect(bad.err).toContain(
+      '--variant must be one of fp32, fp16, int8, uint8, quantized, q4, q4f16, bnb4 (q8 = quantized)',
+    );
     const help = await cli(['--help']);
     expect(help.code).toBe(0);
     expect(help.out).toContain('Usage: assay models fetch');
@@ -263,7 +292,14 @@ describe('models:fetch', () => {
     const q4f16 = await ensureFlavor({ dtype: 'q4f16' });
     const src = path.join(tmp, 'src-q4f16');
     await mkdir(path.join(src, 'onnx'), { recursive: true });
-    for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'onnx/model.onnx']) {
+    for (const f of [
+      'config.json',
+      'generation_config.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'chat_template.jinja',
+      'onnx/model.onnx',
+    ]) {
       await writeFile(path.join(src, f), readFileSync(path.join(jinja, f)));
     }
     // As large exports ship: the graph in model_q4f16.onnx, its weights in model_q4f16.onnx_data.
@@ -288,7 +324,12 @@ describe('models:fetch', () => {
     expect(m.entry.variant).toBe('q4f16');
     const evaluator = await loadEvaluator({ modelDir: m.dir, variant: m.entry.variant, threads: 1 });
     try {
-      const a = (await evaluator.evaluate({ state: 'The parcel arrived late.', questions: { late: { type: 'noul', instructions: 'Was it late?' } } })).answers.late!;
+      const a = (
+        await evaluator.evaluate({
+          state: 'The parcel arrived late.',
+          questions: { late: { type: 'noul', instructions: 'Was it late?' } },
+        })
+      ).answers.late!;
       expect(a.type).toBe('noul');
     } finally {
       await evaluator.close();
@@ -299,13 +340,23 @@ describe('models:fetch', () => {
     const fp32 = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
     const copy = async (dir: string, files: Record<string, string>) => {
       await mkdir(dir, { recursive: true });
-      for (const [to, from] of Object.entries(files)) await writeFile(path.join(dir, to), readFileSync(path.join(fp32, from)));
+      for (const [to, from] of Object.entries(files))
+        await writeFile(path.join(dir, to), readFileSync(path.join(fp32, from)));
     };
     const optimum = path.join(tmp, 'src-optimum');
-    await copy(optimum, { 'config.json': 'config.json', 'tokenizer.json': 'tokenizer.json', 'tokenizer_config.json': 'tokenizer_config.json', 'model.onnx': 'onnx/model.onnx' });
+    await copy(optimum, {
+      'config.json': 'config.json',
+      'tokenizer.json': 'tokenizer.json',
+      'tokenizer_config.json': 'tokenizer_config.json',
+      'model.onnx': 'onnx/model.onnx',
+    });
     // A genai build keeps one of its builds per folder, with genai_config.json and no config.json.
     const genai = path.join(tmp, 'src-genai', 'cpu-fp32');
-    await copy(genai, { 'tokenizer.json': 'tokenizer.json', 'tokenizer_config.json': 'tokenizer_config.json', 'model.onnx': 'onnx/model.onnx' });
+    await copy(genai, {
+      'tokenizer.json': 'tokenizer.json',
+      'tokenizer_config.json': 'tokenizer_config.json',
+      'model.onnx': 'onnx/model.onnx',
+    });
     const c = JSON.parse(readFileSync(path.join(fp32, 'config.json'), 'utf8')) as Record<string, number>;
     await writeFile(
       path.join(genai, 'genai_config.json'),
@@ -322,7 +373,12 @@ describe('models:fetch', () => {
             num_attention_heads: c.num_attention_heads,
             num_key_value_heads: c.num_key_value_heads,
             num_hidden_layers: c.num_hidden_layers,
-            inputs: { input_ids: 'input_ids', attention_mask: 'attention_mask', past_key_names: 'past_key_values.%d.key', past_value_names: 'past_key_values.%d.value' },
+            inputs: {
+              input_ids: 'input_ids',
+              attention_mask: 'attention_mask',
+              past_key_names: 'past_key_values.%d.key',
+              past_value_names: 'past_key_values.%d.value',
+            },
             outputs: { logits: 'logits', present_key_names: 'present.%d.key', present_value_names: 'present.%d.value' },
           },
         },
@@ -333,17 +389,32 @@ describe('models:fetch', () => {
 
     const o = await cli(['acme/optimum-tiny', '--variant', 'fp32', '--id', 'opt']);
     expect(o.code, o.err).toBe(0);
-    expect(await filesUnder(path.join(dest, 'acme', 'optimum-tiny', optimumCommit))).toEqual(['config.json', 'model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(await filesUnder(path.join(dest, 'acme', 'optimum-tiny', optimumCommit))).toEqual([
+      'config.json',
+      'model.onnx',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
     expect(JSON.parse(o.out)).toMatchObject({ variant: 'fp32', layout: 'optimum' });
 
-    expect((await cli(['acme/genai-tiny', '--subfolder', 'cpu-fp32', '--variant', 'fp32'])).err).toContain('omit --variant');
+    expect((await cli(['acme/genai-tiny', '--subfolder', 'cpu-fp32', '--variant', 'fp32'])).err).toContain(
+      'omit --variant',
+    );
     const g = await cli(['acme/genai-tiny', '--subfolder', 'cpu-fp32', '--id', 'gen']);
     expect(g.code, g.err).toBe(0);
     const genaiDir = path.join(dest, 'acme', 'genai-tiny', genaiCommit, 'cpu-fp32');
-    expect(await filesUnder(genaiDir)).toEqual(['genai_config.json', 'model.onnx', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(await filesUnder(genaiDir)).toEqual([
+      'genai_config.json',
+      'model.onnx',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
     expect(loadRegistry(registry).models.gen!.variant).toBeUndefined();
 
-    const question = { state: 'The parcel arrived late.', questions: { late: { type: 'noul' as const, instructions: 'Was it late?' } } };
+    const question = {
+      state: 'The parcel arrived late.',
+      questions: { late: { type: 'noul' as const, instructions: 'Was it late?' } },
+    };
     const answers: number[] = [];
     for (const id of ['opt', 'gen']) {
       const m = resolveModel(loadRegistry(registry), id)!;

@@ -90,7 +90,9 @@ export class FakeHub {
 
   /** Requests for one repo file's bytes (the resolve endpoint). */
   downloads(repoPath: string): RequestLogEntry[] {
-    return this.log.filter((r) => r.method === 'GET' && r.url.includes('/resolve/') && decodeURIComponent(r.url).endsWith(`/${repoPath}`));
+    return this.log.filter(
+      (r) => r.method === 'GET' && r.url.includes('/resolve/') && decodeURIComponent(r.url).endsWith(`/${repoPath}`),
+    );
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -43,7 +43,8 @@ export function defaultPlannerThreads(): number {
 /** Plans on the calling thread. */
 export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads' | 'modelDir' | 'maxQueue'>): Planner {
   const prompts = promptSet(o.promptVersion);
-  const plan = async (request: EvaluateRequest) => planRequest(request, codec, prompts, o.endToken, o.budgets, { rotations: o.rotations });
+  const plan = async (request: EvaluateRequest) =>
+    planRequest(request, codec, prompts, o.endToken, o.budgets, { rotations: o.rotations });
   return {
     plan,
     planBody: async (body) => plan(parseBody(body)),
@@ -58,7 +59,13 @@ export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads
  * bytes lane starts its threads on first use.
  */
 export function workerPlanner(o: PlannerOptions): Planner {
-  const entry = workerEntry('worker', import.meta.url, { modelDir: o.modelDir, promptVersion: o.promptVersion, rotations: o.rotations, endToken: o.endToken, budgets: o.budgets });
+  const entry = workerEntry('worker', import.meta.url, {
+    modelDir: o.modelDir,
+    promptVersion: o.promptVersion,
+    rotations: o.rotations,
+    endToken: o.endToken,
+    budgets: o.budgets,
+  });
   const lane = (eager: number) =>
     new WorkerPool<PlannerCalls>({
       filename: entry.filename,
@@ -70,10 +77,16 @@ export function workerPlanner(o: PlannerOptions): Planner {
     });
   const requests = lane(o.threads);
   const bodies = lane(0);
-  const run = async (pool: WorkerPool<PlannerCalls>, task: PlanTask, signal: AbortSignal | undefined, transfer?: ArrayBuffer[]): Promise<Plan> =>
+  const run = async (
+    pool: WorkerPool<PlannerCalls>,
+    task: PlanTask,
+    signal: AbortSignal | undefined,
+    transfer?: ArrayBuffer[],
+  ): Promise<Plan> =>
     pool.call('plan', task, { signal, ...(transfer ? { transfer } : {}) }).catch((error: unknown) => {
       if (signal?.aborted) throw new AbortedError();
-      if (error instanceof QueueFullError) throw new OverloadedError(Math.max(1, Math.ceil(error.waiting / o.threads / 10)));
+      if (error instanceof QueueFullError)
+        throw new OverloadedError(Math.max(1, Math.ceil(error.waiting / o.threads / 10)));
       throw error;
     });
   return {

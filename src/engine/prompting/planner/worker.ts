@@ -14,6 +14,11 @@ const prompts = promptSet(o.promptVersion);
 
 serveChannel<PlannerCalls>(
   parentPort!,
-  { plan: async (task) => planRequest('body' in task ? parseBody(task.body) : task.request, await codec, prompts, o.endToken, o.budgets, { rotations: o.rotations }) },
+  {
+    plan: async (task) =>
+      planRequest('body' in task ? parseBody(task.body) : task.request, await codec, prompts, o.endToken, o.budgets, {
+        rotations: o.rotations,
+      }),
+  },
   failureOf,
 );
