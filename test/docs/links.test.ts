@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const pages = [
   'README.md',
+  'CONTRIBUTING.md',
   'bench/README.md',
   'models/README.md',
   'models/trained/README.md',
