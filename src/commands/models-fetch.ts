@@ -17,8 +17,8 @@ import {
 } from '../model-files/index.js';
 import { parseVariant } from '../engine/index.js';
 import { progressBar } from './progress.js';
-import { DEFAULT_REGISTRY_FILE, registerModel } from '../registry.js';
-import { parseFlags, resolveIo } from './common.js';
+import { registerModel } from '../registry.js';
+import { parseFlags, registryFile, resolveIo } from './common.js';
 
 /** models/hub/ of the package (the same depth from src/commands and dist/commands). */
 export const DEFAULT_DEST = fileURLToPath(new URL('../../models/hub/', import.meta.url));
@@ -41,7 +41,7 @@ Options:
                      (default: <name>-<variant>-<commit[0:7]>, lower case)
   --alias NAME       point an alias (e.g. svc-latest) at it; repeatable
   --default          make it the registry's default (the model the server loads at startup)
-  --registry FILE    registry to update (default models/registry.json)
+  --registry FILE    registry to update (default $ASSAY_REGISTRY, else models/registry.json)
   --dest DIR         download root (default models/hub)
   --description T    description listed by GET /v1/models
   -h, --help         this text
@@ -92,7 +92,7 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
     return 2;
   }
   const repo = positionals[0]!;
-  const registry = path.resolve(o.registry ?? DEFAULT_REGISTRY_FILE);
+  const registry = path.resolve(registryFile(o.registry, env));
   const dest = path.resolve(o.dest ?? DEFAULT_DEST);
   const hubUrl = hubUrlFromEnv(env);
   const bar = progressBar(stderr);

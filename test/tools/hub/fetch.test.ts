@@ -167,6 +167,19 @@ describe('models:fetch', () => {
     expect(loadRegistry(registry).default).toBe(id);
   });
 
+  it("without --registry, writes the registry ASSAY_REGISTRY names (as serve reads it), not the package's own", async () => {
+    const elsewhere = path.join(tmp, 'env-registry.json');
+    const err = sink();
+    const code = await run([REPO, '--dest', dest, '--id', 'svc-env'], {
+      env: { HF_ENDPOINT: hub.url, HF_TOKEN: TOKEN, ASSAY_REGISTRY: elsewhere },
+      stdout: sink(),
+      stderr: err,
+    });
+    expect(code, err.text()).toBe(0);
+    expect(Object.keys(loadRegistry(elsewhere).models)).toEqual(['svc-env']);
+    expect(err.text()).toContain(`in ${elsewhere}`);
+  });
+
   it('rejects bytes that do not match the hub checksum: clear error, nothing kept, nothing registered', async () => {
     const before = {
       default: 'x',
