@@ -31,9 +31,7 @@ interface Sequence {
 }
 interface Model {
   createContext(o: object): Promise<{ getSequence(): Sequence; dispose(): Promise<void> }>;
-  createDecisionContext(
-    o: object,
-  ): Promise<{
+  createDecisionContext(o: object): Promise<{
     decideWithMeta(
       document: string,
       questions: object,

@@ -15,9 +15,7 @@ import { quantizeQ4_0, quantizeQ8_0 } from '../../tools/gguf/quantize.js';
  * uses to read llama.cpp files), not with a reader written for this test: metadata, tensor infos
  * and where the data start.
  */
-async function readGguf(
-  path: string,
-): Promise<{
+async function readGguf(path: string): Promise<{
   meta: Map<string, unknown>;
   tensors: Array<{ name: string; ne: number[]; type: number; offset: number }>;
   dataStart: number;
