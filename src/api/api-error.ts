@@ -6,6 +6,8 @@ export class ApiError extends Error {
     readonly statusCode: number,
     readonly detail: string,
     readonly headers: Record<string, string> = {},
+    /** The stable name logged with the request; by default the one its status has in the error table. */
+    readonly code?: string,
   ) {
     super(detail);
     this.name = 'ApiError';

@@ -15,7 +15,7 @@ import {
 } from '../engine/index.js';
 import { InvalidRequestError, ModelForbiddenError, retryHeaders } from '../protocol/index.js';
 import { ApiError } from './api-error.js';
-import { ModelUnavailableError } from '../service/index.js';
+import { ModelUnavailableError, ResponseContractError } from '../service/index.js';
 
 export interface ErrorResponse {
   /** A stable name for the outcome, logged with the request (never sent: bodies keep FastAPI's shape). */
@@ -52,7 +52,7 @@ const TABLE: Row[] = [
   [
     ApiError,
     (e: ApiError) => ({
-      code: API_CODES[e.statusCode] ?? 'http_error',
+      code: e.code ?? API_CODES[e.statusCode] ?? 'http_error',
       status: e.statusCode,
       body: { detail: e.detail },
       headers: e.headers,
@@ -137,6 +137,11 @@ const TABLE: Row[] = [
   [
     EngineError,
     () => ({ code: 'engine_failure', status: 500, body: { detail: 'Internal Server Error' }, log: 'message' }),
+    CONTENT_FREE,
+  ],
+  [
+    ResponseContractError,
+    () => ({ code: 'response_contract', status: 500, body: { detail: 'Internal Server Error' }, log: 'message' }),
     CONTENT_FREE,
   ],
 ];

@@ -256,7 +256,16 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
         done(null, new ValidatedBody(valid!, verdict.model, verdict.questionCount));
       },
       // The worker died with this body in it: never parsed here instead (that is the stall this avoids).
-      () => done(new ApiError(503, 'The request body could not be checked; retry', retryHeaders(1000)), undefined),
+      () =>
+        done(
+          new ApiError(
+            503,
+            'The request body could not be checked; retry',
+            retryHeaders(1000),
+            'body_worker_unavailable',
+          ),
+          undefined,
+        ),
     );
   };
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_req, data, done) =>

@@ -50,6 +50,17 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promis
 }
 
 /**
+ * The engine's answer broke the response contract (a bug, never the caller's fault). → 500. Its
+ * message names codes and counts only (never ids, options or content), so logs keep it.
+ */
+export class ResponseContractError extends Error {
+  constructor(problem: string) {
+    super(`engine result violates the response contract: ${problem}`);
+    this.name = 'ResponseContractError';
+  }
+}
+
+/**
  * The engine's result must satisfy the response contract: one answer per question, same type. Of a
  * body the service only has as bytes (ValidatedBody), it knows the question count.
  */
@@ -141,6 +152,6 @@ export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller
 
   const response: SystemOneResponse = { model: resolved.id, answers: result.answers, usage: result.usage };
   const problem = contractProblem(request, response);
-  if (problem) throw new Error(`engine result violates the response contract: ${problem}`);
+  if (problem) throw new ResponseContractError(problem);
   return { response, engineMs };
 }

@@ -168,3 +168,36 @@ it('logs each engine error class by type (and its content-free message), never t
     await t.close();
   }
 });
+
+it('an engine answer that breaks the response contract: 500, logged under its own code with its content-free message', async () => {
+  const t = await startServer({
+    logLevel: 'trace',
+    // The engine answers one question fewer than were asked.
+    wrap: (e) =>
+      withEvaluate(e, async (req, o, real) => {
+        const res = await real.evaluate(req, o);
+        const [first] = Object.keys(res.answers);
+        delete (res.answers as Record<string, unknown>)[first!];
+        return res;
+      }),
+  });
+  try {
+    const r = await t.app.inject({
+      method: 'POST',
+      url: '/v1/systemone',
+      headers: auth(),
+      payload: JSON.stringify(request(`state ${CANARY}`)),
+    });
+    expect(r.statusCode).toBe(500);
+    expect(r.json()).toEqual({ detail: 'Internal Server Error' });
+    const lines = t.logs.map((l) => JSON.parse(l) as Record<string, any>);
+    expect(lines.find((l) => l.msg === 'request')?.error).toBe('response_contract');
+    expect(lines.find((l) => l.err)?.err).toMatchObject({
+      type: 'ResponseContractError',
+      message: 'engine result violates the response contract: answered 2 of 3 questions',
+    });
+    expect(t.logs.join('')).not.toContain('CANARY');
+  } finally {
+    await t.close();
+  }
+});
