@@ -5,8 +5,10 @@
 //              "requests_per_minute": 600, "input_tokens_per_second": 100000}]}
 // `models` (optional) lists the names the key may send (alias or versioned id; allowing a
 // versioned id allows every alias of it); the limits are optional and default to the server's.
+// Checked by KeysFileSchema: a problem stops the server naming the file, the path and what was expected.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { z } from 'zod';
 
 export interface ApiKey {
   /** A label for logs and metrics (never the key itself). */
@@ -37,32 +39,43 @@ export function keysFromList(list: string): ApiKey[] {
     .map((k, i) => ({ name: `env-${i + 1}`, hash: sha256(k) }));
 }
 
-const HEX64 = /^[0-9a-f]{64}$/i;
+/** One key of the keys file. Unknown fields are refused: a misspelt `models` would allow every model. */
+const KeyEntrySchema = z.strictObject({
+  name: z.string().min(1).optional(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/i, "expected the key's SHA-256 as 64 hex digits"),
+  models: z.array(z.string().min(1), 'expected an array of model names').optional(),
+  requests_per_minute: z.number().positive().finite().optional(),
+  input_tokens_per_second: z.number().positive().finite().optional(),
+});
 
-function positive(v: unknown, what: string): number | undefined {
-  if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new Error(`${what} must be a positive number`);
-  return v;
+/** The keys file (--keys-file). */
+export const KeysFileSchema = z.strictObject({ keys: z.array(KeyEntrySchema) });
+
+/** `file: keys[0].sha256: expected …` for the first problem zod found. */
+function fileProblem(file: string, error: z.ZodError): string {
+  const issue = error.issues[0]!;
+  const path = issue.path
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+    .join('');
+  return `${file}: ${path || '(top level)'}: ${issue.message}`;
 }
 
 export function parseKeysFile(text: string, file = 'keys file'): ApiKey[] {
-  const data = JSON.parse(text) as { keys?: unknown };
-  if (!data || !Array.isArray(data.keys)) throw new Error(`${file}: expected {"keys": [...]}`);
-  return data.keys.map((raw, i) => {
-    const k = raw as Record<string, unknown>;
-    const where = `${file}: keys[${i}]`;
-    if (typeof k.sha256 !== 'string' || !HEX64.test(k.sha256)) throw new Error(`${where}.sha256 must be 64 hex digits`);
-    if (k.models !== undefined && !(Array.isArray(k.models) && k.models.every((m) => typeof m === 'string'))) {
-      throw new Error(`${where}.models must be an array of model names`);
-    }
-    return {
-      name: typeof k.name === 'string' && k.name ? k.name : `key-${i + 1}`,
-      hash: Buffer.from(k.sha256, 'hex'),
-      models: k.models as string[] | undefined,
-      requestsPerMinute: positive(k.requests_per_minute, `${where}.requests_per_minute`),
-      inputTokensPerSecond: positive(k.input_tokens_per_second, `${where}.input_tokens_per_second`),
-    };
-  });
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${file}: not JSON (${(e as Error).message})`, { cause: e });
+  }
+  const parsed = KeysFileSchema.safeParse(json);
+  if (!parsed.success) throw new Error(fileProblem(file, parsed.error));
+  return parsed.data.keys.map((k, i) => ({
+    name: k.name ?? `key-${i + 1}`,
+    hash: Buffer.from(k.sha256, 'hex'),
+    models: k.models,
+    requestsPerMinute: k.requests_per_minute,
+    inputTokensPerSecond: k.input_tokens_per_second,
+  }));
 }
 
 export function loadKeysFile(file: string): ApiKey[] {

@@ -116,11 +116,34 @@ describe('keys', () => {
     expect(JSON.stringify(store.keys)).not.toContain('k-one');
   });
 
-  it('rejects a keys file with a plain key or a bad limit', () => {
-    expect(() => parseKeysFile(JSON.stringify({ keys: [{ sha256: 'k-plain' }] }))).toThrow(/64 hex/);
-    expect(() =>
-      parseKeysFile(JSON.stringify({ keys: [{ sha256: 'a'.repeat(64), input_tokens_per_second: -1 }] })),
-    ).toThrow(/positive/);
+  it('rejects a malformed keys file naming the file, the path in it and what was expected', () => {
+    const hash = 'a'.repeat(64);
+    const problem = (data: unknown) => {
+      try {
+        parseKeysFile(typeof data === 'string' ? data : JSON.stringify(data), 'keys.json');
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'accepted';
+    };
+    expect(problem({ keys: [{ sha256: 'k-plain' }] })).toBe(
+      "keys.json: keys[0].sha256: expected the key's SHA-256 as 64 hex digits",
+    );
+    expect(problem({ keys: [{ sha256: hash }, { sha256: hash, input_tokens_per_second: -1 }] })).toMatch(
+      /^keys\.json: keys\[1\]\.input_tokens_per_second: Too small: expected number to be >0$/,
+    );
+    expect(problem({ keys: [{ sha256: hash, models: 'svc-latest' }] })).toBe(
+      'keys.json: keys[0].models: expected an array of model names',
+    );
+    // A misspelt field is refused, not ignored: a key meant for one model would get every model.
+    expect(problem({ keys: [{ sha256: hash, modles: ['svc-latest'] }] })).toBe(
+      'keys.json: keys[0]: Unrecognized key: "modles"',
+    );
+    expect(problem({ key: [] })).toMatch(/^keys\.json: /);
+    expect(problem('{"keys": [')).toMatch(/^keys\.json: not JSON/);
+    expect(problem({ keys: [{ sha256: hash, name: 'team', models: ['svc-latest'], requests_per_minute: 5 }] })).toBe(
+      'accepted',
+    );
   });
 
   it('generates long random keys', () => {
