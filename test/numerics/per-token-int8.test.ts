@@ -48,7 +48,8 @@ function errors(a: Float32Array[], b: Float32Array[]): { logit: number; p: numbe
   let logit = 0;
   let p = 0;
   const softmax = (row: Float32Array) => {
-    const max = Math.max(...row);
+    // A loop, not Math.max(...row): a vocabulary-sized spread overflows the stack of a worker thread.
+    const max = row.reduce((m, v) => Math.max(m, v), -Infinity);
     const e = row.map((v) => Math.exp(v - max));
     const z = e.reduce((x, y) => x + y, 0);
     return e.map((v) => v / z);
