@@ -2,6 +2,7 @@
 // Debian's nginx with the routing rules of the ingress (deploy/local/routing.ts), over real sockets.
 // Each replica names itself in x-assay-replica (--replica-id, an operator setting). The client SDK
 // sends x-assay-state-hash by default; curl-like callers send no header.
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AssayClient } from '../../src/client/index.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
@@ -17,6 +18,9 @@ if (!nginx)
 const question = { paid: { type: 'noul' as const, instructions: 'Was the invoice paid?' } };
 const states = Array.from({ length: 24 }, (_, i) => `Invoice ${i}: the customer paid ${i * 7} euros on time.`);
 
+type Questions = Record<string, { type: 'noul'; instructions: string }>;
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
 /** The SDK against the proxy, recording which replica answered each call. */
 function sdk(cluster: Cluster) {
   let last = '';
@@ -31,8 +35,10 @@ function sdk(cluster: Cluster) {
       return res;
     },
   });
-  return async (state: string): Promise<string> => {
-    await client.evaluate({ state, questions: question });
+  /** `routeAs`: send the state-hash header of that state instead (nginx places hashes by the replicas' ports). */
+  return async (state: string, questions: Questions = question, routeAs?: string) => {
+    const headers = routeAs ? { 'x-assay-state-hash': sha256(JSON.stringify(routeAs)) } : undefined;
+    await client.evaluate({ state, questions }, { headers });
     return last;
   };
 }
@@ -46,6 +52,12 @@ async function plain(cluster: Cluster, state: string): Promise<{ status: number;
   });
   await res.arrayBuffer();
   return { status: res.status, replica: res.headers.get('x-assay-replica') ?? '' };
+}
+
+/** How many requests a replica has in flight on the evaluate route (its own /metrics, not through nginx). */
+async function inFlightAt(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Number(/^assay_http_requests_in_flight\{route="\/v1\/systemone"\} (\d+)/m.exec(text)?.[1] ?? 0);
 }
 
 describe.skipIf(!nginx)('three replicas behind nginx', () => {
@@ -96,13 +108,25 @@ describe.skipIf(!nginx)('three replicas behind nginx', () => {
     const ask = sdk(cluster);
     const target = cluster.replicas.find((r) => r.id === 'r3')!;
     const state = states.find((s) => home.get(s) === 'r3')!;
-    // A long state: the request is still in the replica's engine when the signal arrives.
+    // A long state and many questions, routed as `state` is: the request stays in r3's engine for
+    // seconds, so the signal goes while it is in flight there (its /metrics says so).
     const long = `${state} ${'The customer asked about the invoice again and again. '.repeat(1_500)}`;
-    const inFlight = (async () => {
-      const r = await ask(long);
-      return r;
-    })();
-    await new Promise((r) => setTimeout(r, 150));
+    const many = Object.fromEntries(
+      Array.from({ length: 32 }, (_, i) => [
+        `q${i}`,
+        { type: 'noul' as const, instructions: `Was invoice part ${i} paid?` },
+      ]),
+    );
+    let settled = false;
+    const inFlight = ask(long, many, state).finally(() => (settled = true));
+    inFlight.catch(() => {}); // awaited below; a failure there fails the test
+    const end = Date.now() + 60_000;
+    while ((await inFlightAt(target.port)) === 0) {
+      // Seen finished (or failed) before it was seen in flight: the test would prove nothing.
+      if (settled) throw new Error(`the request ended before r3 had it in flight: ${await inFlight}`);
+      if (Date.now() > end) throw new Error('the request never reached r3');
+      await new Promise((r) => setTimeout(r, 10));
+    }
     target.process.kill('SIGTERM');
     expect(await inFlight).toBe('r3'); // answered (200: the SDK would throw otherwise) by the draining replica
     await cluster.waitForRotation(['r1']);
