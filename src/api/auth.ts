@@ -9,6 +9,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { fileProblem } from '../protocol/index.js';
 
 export interface ApiKey {
   /** A label for logs and metrics (never the key itself). */
@@ -50,15 +51,6 @@ const KeyEntrySchema = z.strictObject({
 
 /** The keys file (--keys-file). */
 export const KeysFileSchema = z.strictObject({ keys: z.array(KeyEntrySchema) });
-
-/** `file: keys[0].sha256: expected …` for the first problem zod found. */
-function fileProblem(file: string, error: z.ZodError): string {
-  const issue = error.issues[0]!;
-  const path = issue.path
-    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
-    .join('');
-  return `${file}: ${path || '(top level)'}: ${issue.message}`;
-}
 
 export function parseKeysFile(text: string, file = 'keys file'): ApiKey[] {
   let json: unknown;
