@@ -66,12 +66,22 @@ const LAYERS = {
 /** Every layer has one entry file (index.ts): code outside it may import only that (src/commands, the top, has none). */
 const ENTRIES = ['workers', 'protocol', 'engine', 'service', 'api', 'client', 'quality', 'config', 'model-files'];
 
+/** src/internal.ts: the one door through which bench/, tools/ and deploy/ reach inner parts (never used inside src/). */
+const DOOR = {
+  group: ['**/internal.js'],
+  message:
+    'src/internal.ts is the door for bench/, tools/ and deploy/ only: inside src/, import a layer through its index.ts',
+};
+
 /** The entry rules for files of `layer` (a LAYERS key, or '' for files in no layer): all but its own. */
 function entryRules(layer) {
-  return ENTRIES.filter((e) => !layer.startsWith(`src/${e}/`)).map((e) => ({
-    group: [`**/${e}/**`, `!**/${e}/index.js`],
-    message: `outside src/${e}/, import it only through src/${e}/index.ts`,
-  }));
+  return [
+    ...ENTRIES.filter((e) => !layer.startsWith(`src/${e}/`)).map((e) => ({
+      group: [`**/${e}/**`, `!**/${e}/index.js`],
+      message: `outside src/${e}/, import it only through src/${e}/index.ts`,
+    })),
+    DOOR,
+  ];
 }
 
 export default tseslint.config(
@@ -112,6 +122,25 @@ export default tseslint.config(
       ],
     },
   })),
+  // The door itself re-exports inner parts of the layers, and only it may.
+  { files: ['src/internal.ts'], rules: { 'no-restricted-imports': 'off' } },
+  // Benches, tools and the deploy scripts reach src/ only through the door (src/internal.ts).
+  {
+    files: ['bench/**/*.ts', 'tools/**/*.ts', 'deploy/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/src/**', '!**/src/internal.js'],
+              message: 'bench/, tools/ and deploy/ import src/ only through src/internal.ts (add what you need there)',
+            },
+          ],
+        },
+      ],
+    },
+  },
   // Plain JavaScript (the worker bootstraps, bin/, this file): linted without type information.
   { files: ['**/*.mjs', '**/*.js'], ...tseslint.configs.disableTypeChecked },
   {

@@ -3,11 +3,13 @@
 // pool run in this process (the thread's kill switch, crashForTest, is reachable only from here)
 // on the tiny model; four clients loop one-question requests on fresh states, /healthz is polled
 // every 20 ms, and the thread is killed twice, once by exiting and once by an uncaught error.
-import { keysFromList } from '../src/api/auth.js';
-import { buildServer } from '../src/api/server.js';
-import type { EngineThreadEvaluator } from '../src/engine/thread/engine-thread.js';
-import { checkRegistry } from '../src/registry.js';
-import { createModelPool } from '../src/service/model-pool.js';
+import {
+  buildServer,
+  checkRegistry,
+  createModelPool,
+  keysFromList,
+  type EngineThreadEvaluator,
+} from '../src/internal.js';
 import { table, type BenchContext, type SectionResult } from './lib/context.js';
 
 const KEY = 'bench-engine-death-key';
@@ -38,6 +40,8 @@ export async function engineDeathSection(ctx: BenchContext): Promise<SectionResu
     },
     '(bench registry)',
   );
+  // Its engine threads get the crash hook it kills them with (engine/thread/crash-hook.ts).
+  process.env.ASSAY_ENGINE_CRASH_HOOK = '1';
   const pool = createModelPool(registry, { threads: ctx.threads }, { info: () => {}, warn: () => {} });
   await pool.preload();
   const app = await buildServer({ registry, models: pool, keys: keysFromList(KEY), logging: false });

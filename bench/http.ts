@@ -12,7 +12,7 @@
 // (HTTP latency − the same request in a second, in-process evaluator) measured two onnxruntime
 // processes taking turns on 2 cores more than the server itself.
 import autocannon from 'autocannon';
-import { TextCodec } from '../src/engine/prompting/tokenizer.js';
+import { TextCodec } from '../src/internal.js';
 import { table, type BenchContext, type SectionResult, type Target } from './lib/context.js';
 import { round, roundSummary, summarize, timeMs } from './lib/stats.js';
 import { clientRequestsA } from './lib/text.js';

@@ -4,7 +4,7 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, hostname, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { KernelPaths } from '../src/engine/index.js';
+import type { KernelPaths } from '../src/internal.js';
 import type { SectionResult, Target } from './lib/context.js';
 
 export const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));

@@ -5,7 +5,7 @@
 // the rest still run.
 import { createContext, type BenchContext, type SectionResult } from './lib/context.js';
 import { writeReport, type SectionFailure } from './report.js';
-import { cpuKernels } from '../src/engine/index.js';
+import { cpuKernels } from '../src/internal.js';
 
 type Section = (ctx: BenchContext) => Promise<SectionResult>;
 

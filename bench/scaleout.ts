@@ -8,7 +8,7 @@
 // (what a hot state costs the replica it lands on).
 import { createHash } from 'node:crypto';
 import { startCluster, type Cluster } from '../deploy/local/cluster.js';
-import { TextCodec } from '../src/engine/prompting/tokenizer.js';
+import { TextCodec } from '../src/internal.js';
 import { table, type BenchContext, type SectionResult } from './lib/context.js';
 import { quantile } from './lib/stats.js';
 import { mixedQuestions, rng, textOfTokens } from './lib/text.js';

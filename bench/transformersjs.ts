@@ -10,13 +10,16 @@
 // multi-token labels exactly (extra passes); transformers.js is only asked for first-token logits,
 // so the comparison favours it slightly.
 import * as ort from 'onnxruntime-node';
-import { loadEvaluator, type Question } from '../src/engine/index.js';
-import { openModelFolder } from '../src/engine/model/model-folder.js';
-import { planRequest } from '../src/engine/prompting/plan.js';
-import { promptSet } from '../src/engine/prompting/prompts.js';
-import { ModelRunner } from '../src/engine/model/runner.js';
-import { TextCodec } from '../src/engine/prompting/tokenizer.js';
-import { firstTokens } from '../src/engine/prompting/labels.js';
+import {
+  firstTokens,
+  loadEvaluator,
+  ModelRunner,
+  openModelFolder,
+  planRequest,
+  promptSet,
+  TextCodec,
+  type Question,
+} from '../src/internal.js';
 import { table, ms, ratio, type BenchContext, type SectionResult, type Target } from './lib/context.js';
 import { interleaved, pairedRatio, round, roundSummary, summarize } from './lib/stats.js';
 import { mixedQuestions, textOfTokens } from './lib/text.js';

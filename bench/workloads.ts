@@ -5,8 +5,7 @@
 // Every request has a fresh state (no prefix-cache hits), run one after another; the engine has the
 // server's defaults (prefix cache on, 256 MiB).
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { loadEvaluator, type EvaluateRequest } from '../src/engine/index.js';
-import { TextCodec } from '../src/engine/prompting/tokenizer.js';
+import { loadEvaluator, TextCodec, type EvaluateRequest } from '../src/internal.js';
 import { table, ms, type BenchContext, type SectionResult } from './lib/context.js';
 import { round, roundSummary, summarize, timeMs } from './lib/stats.js';
 import { clientRequestsA, clientRequestsB } from './lib/text.js';

@@ -14,23 +14,23 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import onnxProto from 'onnx-proto';
-import { externalize } from '../src/engine/index.js';
 import {
   buildDecoder,
   DEFAULT_SEED,
   derivedManifest,
   ensureSynthModel,
   ensureSynthVariant,
+  externalize,
   GENERATED_DIR,
+  GraphBuilder,
   loadShapes,
+  VARIANT_FILE,
   variantCurrent,
   variantModel,
-  VARIANT_FILE,
   writeModelFile,
   type Model,
   type ShapeName,
-} from '../src/model-files/index.js';
-import { GraphBuilder } from '../src/model-files/onnx/graph-builder.js';
+} from '../src/internal.js';
 
 const onnx = onnxProto.onnx;
 

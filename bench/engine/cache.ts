@@ -1,8 +1,7 @@
 // 3. Cross-request prefix cache: the same state asked again (hit) vs a cold engine (cache off).
 // Two evaluators of the same model: one with the cache on, warmed by one request with the state;
 // one with prefixCacheBytes 0. Rounds alternate between them.
-import { loadEvaluator } from '../../src/engine/index.js';
-import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
+import { loadEvaluator, TextCodec } from '../../src/internal.js';
 import { table, ms, ratio, type BenchContext, type SectionResult } from '../lib/context.js';
 import { interleaved, pairedRatio, roundSummary, summarize } from '../lib/stats.js';
 import { mixedQuestions, textOfTokens } from '../lib/text.js';

@@ -19,7 +19,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import onnxProto from 'onnx-proto';
-import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import { ensureSynthModel } from '../../src/internal.js';
 
 const args = process.argv.slice(2);
 const repo = resolve((args.includes('--repo') ? args[args.indexOf('--repo') + 1] : undefined) ?? '.');

@@ -7,8 +7,7 @@
 //       inline on both so the 8 reach the engine together, as they do behind a busy engine.
 // Both evaluators have the prefix cache off, so every request pays its prefix pass; rounds are
 // interleaved (packed and multi-pass alternate) so drift hits both alike.
-import { loadEvaluator, type EvaluateRequest } from '../../src/engine/index.js';
-import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
+import { loadEvaluator, TextCodec, type EvaluateRequest } from '../../src/internal.js';
 import { ms, ratio, table, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { interleaved, pairedRatio, roundSummary, summarize } from '../lib/stats.js';
 import { clientRequestsA, mixedQuestions, textOfTokens } from '../lib/text.js';

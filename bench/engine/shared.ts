@@ -6,9 +6,7 @@
 // cache off, so nothing carries over between requests. Each round times the shared requests and
 // every single question once, interleaved; independent(k) = the sum of the first k single-question
 // times of that round, and the ratio is taken per round.
-import { loadEvaluator, type Question } from '../../src/engine/index.js';
-import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
-import type { ShapeName, SynthDtype } from '../../src/model-files/synth/index.js';
+import { loadEvaluator, TextCodec, type Question, type ShapeName, type SynthDtype } from '../../src/internal.js';
 import { table, ms, ratio, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { pairedRatio, roundSummary, summarize, timeMs } from '../lib/stats.js';
 import { mixedQuestions, textOfTokens } from '../lib/text.js';

@@ -2,8 +2,7 @@
 // a UI asking as the user types). The prefix is stored on its second sighting, so requests 3..8 on a
 // state hit the cache; a one-off one-question request keeps its single pass. Tiny model (the default
 // server's), a state of about 3,000 words, cache on as `assay serve` has it.
-import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
-import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
+import { loadEvaluator, TextCodec, type Evaluator, type Question } from '../../src/internal.js';
 import { table, ms, ratio, type BenchContext, type SectionResult } from '../lib/context.js';
 import { interleaved, pairedRatio, roundSummary, summarize, timeMs } from '../lib/stats.js';
 import { mixedQuestions, textOfTokens } from '../lib/text.js';

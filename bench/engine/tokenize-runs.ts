@@ -1,7 +1,7 @@
 // Tokenizer time on pathological runs, through the engine's TextCodec (any checkout: --repo DIR).
 //   npx tsx bench/engine/tokenize-runs.ts [--repo DIR]
 import { resolve } from 'node:path';
-import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import { ensureSynthModel } from '../../src/internal.js';
 
 const args = process.argv.slice(2);
 const repo = resolve((args.includes('--repo') ? args[args.indexOf('--repo') + 1] : undefined) ?? '.');

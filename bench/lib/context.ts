@@ -1,6 +1,5 @@
 // What every benchmark section receives and returns.
-import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
-import type { ShapeName, SynthDtype } from '../../src/model-files/synth/index.js';
+import { ensureSynthModel, type ShapeName, type SynthDtype } from '../../src/internal.js';
 
 export interface BenchContext {
   /** `--quick`: smaller states, fewer rounds (each section says what it shrank). */

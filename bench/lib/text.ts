@@ -1,6 +1,5 @@
 // Deterministic English-ish text and question sets for the benchmarks, sized in real tokens.
-import type { ChoiceQuestion, NoulQuestion, Question, ScoreQuestion } from '../../src/engine/index.js';
-import type { TextCodec } from '../../src/engine/prompting/tokenizer.js';
+import type { ChoiceQuestion, NoulQuestion, Question, ScoreQuestion, TextCodec } from '../../src/internal.js';
 
 const WORDS = (
   'the of and to in is was that for on with as by at from this which be are an or have had not but one all were they ' +

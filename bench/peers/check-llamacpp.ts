@@ -4,12 +4,8 @@
 // Pass: F32 max |Δ| ≤ 1e-4 on the tiny and the qwen2.5-0.5b shapes. Q8_0 / Q4_0 are reported.
 // Options: --shapes tiny,qwen2.5-0.5b  --types F32,Q8_0,Q4_0
 import { parseArgs } from 'node:util';
-import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import { ensureSynthModel, ModelRunner, openModelFolder, TextCodec, type ShapeName } from '../../src/internal.js';
 import { writeQwenGguf } from '../../tools/gguf/qwen2.js';
-import type { ShapeName } from '../../src/model-files/synth/index.js';
-import { openModelFolder } from '../../src/engine/model/model-folder.js';
-import { ModelRunner } from '../../src/engine/model/runner.js';
-import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import { loadNodeLlamaCpp } from './llamacpp.js';
 
 const { values } = parseArgs({

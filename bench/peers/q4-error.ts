@@ -8,12 +8,16 @@ import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-node';
-import { decodeModel, encodeModel } from '../../src/engine/model/graph-rewrite.js';
-import { convertQ4ToInt8, inlineExternalData } from '../../src/engine/model/q4-to-int8.js';
-import { openModelFolder } from '../../src/engine/model/model-folder.js';
-import { cpuKernels } from '../../src/engine/index.js';
+import {
+  convertQ4ToInt8,
+  cpuKernels,
+  decodeModel,
+  encodeModel,
+  inlineExternalData,
+  openModelFolder,
+  type ShapeName,
+} from '../../src/internal.js';
 import { ensureFlavor, type FlavorOptions } from '../../tools/flavors.js';
-import type { ShapeName } from '../../src/model-files/index.js';
 
 const FLAVORS: Record<string, Omit<FlavorOptions, 'shape'>> = {
   q4: { dtype: 'q4' },

@@ -5,10 +5,7 @@
 //
 //   npx tsx bench/peers/q4-prefill.ts [--tokens 256,512] [--rounds 3] [--threads 2]
 import { parseArgs } from 'node:util';
-import { cpuKernels } from '../../src/engine/index.js';
-import { openModelFolder } from '../../src/engine/model/model-folder.js';
-import { ModelRunner } from '../../src/engine/model/runner.js';
-import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import { cpuKernels, ensureSynthModel, ModelRunner, openModelFolder } from '../../src/internal.js';
 import { ensureFlavor } from '../../tools/flavors.js';
 
 const { values } = parseArgs({

@@ -8,13 +8,16 @@
 //     then the suffix erased;
 //   - prefill throughput at 256 / 512 / 2,000 tokens, and a 16-token suffix on a cached prefix.
 // Skipped, and said so, when node-llama-cpp cannot be installed or its CPU binary does not load.
-import { loadEvaluator, type Question } from '../../src/engine/index.js';
-import { openModelFolder } from '../../src/engine/model/model-folder.js';
-import { planRequest } from '../../src/engine/prompting/plan.js';
-import { promptSet } from '../../src/engine/prompting/prompts.js';
-import { ModelRunner } from '../../src/engine/model/runner.js';
-import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
-import { firstTokens } from '../../src/engine/prompting/labels.js';
+import {
+  firstTokens,
+  loadEvaluator,
+  ModelRunner,
+  openModelFolder,
+  planRequest,
+  promptSet,
+  TextCodec,
+  type Question,
+} from '../../src/internal.js';
 import { ratio, table, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { interleaved, pairedRatio, round, summarize, timeMs } from '../lib/stats.js';
 import { mixedQuestions, textOfTokens } from '../lib/text.js';

@@ -217,7 +217,7 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   const option = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
-  const { ensureSynthModel } = await import('../../src/model-files/synth/ensure.js');
+  const { ensureSynthModel } = await import('../../src/internal.js');
   const key = process.env.ASSAY_API_KEYS?.split(',')[0] ?? `local-${Math.random().toString(36).slice(2, 12)}`;
   const cluster = await startCluster({
     modelDir: await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }),

@@ -1,6 +1,6 @@
 // ggml's reference block quantizers (quantize_row_q8_0_ref, quantize_row_q4_0_ref): rows of 32-value
 // blocks, each a float16 scale followed by its quantized values.
-import { toHalf } from '../../src/model-files/onnx/half.js';
+import { toHalf } from '../../src/internal.js';
 
 export function toF32Bytes(x: Float32Array): Uint8Array {
   return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);

@@ -8,8 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import onnxProto from 'onnx-proto';
-import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
-import type { ShapeName } from '../../src/model-files/synth/index.js';
+import { ensureSynthModel, type ShapeName } from '../../src/internal.js';
 import { writeGguf, type GgmlType, type MetaValue, type TensorSpec } from './format.js';
 import { quantizeQ4_0, quantizeQ8_0, toF32Bytes } from './quantize.js';
 

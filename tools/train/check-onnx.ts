@@ -11,10 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { openModelFolder } from '../../src/engine/model/model-folder.js';
-import { logSoftmaxAt, ModelRunner } from '../../src/engine/model/runner.js';
-import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
-import type { SynthDtype } from '../../src/model-files/synth/shapes.js';
+import { ensureSynthModel, logSoftmaxAt, ModelRunner, openModelFolder, type SynthDtype } from '../../src/internal.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** Row i of a line's tokenized questions: fact (noul), pick (choice), urgency (score), as tiny-tasks.ts asks them. */

@@ -12,8 +12,7 @@
 // Each question has two phrasings, and each type asks about different facts of the same ticket, so
 // the model has to read the question to know what is asked. Every option name and label is one Qwen
 // token, so the loss over the candidates' first tokens is the whole answer.
-import type { Question } from '../../src/protocol/schemas.js';
-import { seededRandom } from '../../src/quality/calibration.js';
+import { seededRandom, type Question } from '../../src/internal.js';
 
 export const PRODUCTS = [
   'phone',

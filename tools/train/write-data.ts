@@ -8,10 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { planRequest } from '../../src/engine/prompting/plan.js';
-import { promptSet } from '../../src/engine/prompting/prompts.js';
-import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
-import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import { ensureSynthModel, planRequest, promptSet, TextCodec } from '../../src/internal.js';
 import { generateLines, type TaskLine } from './tiny-tasks.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));

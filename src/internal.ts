@@ -1,0 +1,55 @@
+// The internal door: NOT a public API. bench/, tools/ and deploy/ reach the engine's inner parts
+// (the tokenizer, the model runner, the prompt planner, the graph rewrites, the synthetic model
+// writer) only through this file, which names exactly what they use (eslint enforces it). Nothing
+// here is covered by the package's versioning, nor exported by package.json; src/ itself imports
+// each layer through its index.ts, never through this file. A bench or tool that needs one more
+// inner part adds it here, so what they depend on stays listed in one place.
+
+// The engine, its entry (what the package also exports) and inner parts.
+export { cpuKernels, externalize, inlineExternalData, loadEvaluator } from './engine/index.js';
+export type {
+  ChoiceQuestion,
+  EvaluateRequest,
+  Evaluator,
+  KernelPaths,
+  NoulQuestion,
+  Question,
+  ScoreQuestion,
+} from './engine/index.js';
+export { decodeModel, encodeModel } from './engine/model/graph-rewrite.js';
+export { openModelFolder } from './engine/model/model-folder.js';
+export { convertQ4ToInt8 } from './engine/model/q4-to-int8.js';
+export { logSoftmaxAt, ModelRunner } from './engine/model/runner.js';
+export { firstTokens } from './engine/prompting/labels.js';
+export { planRequest } from './engine/prompting/plan.js';
+export { promptSet } from './engine/prompting/prompts.js';
+export { TextCodec } from './engine/prompting/tokenizer.js';
+export type { EngineThreadEvaluator } from './engine/thread/engine-thread.js';
+
+// The synthetic model writer and the ONNX graph builder.
+export {
+  buildDecoder,
+  DEFAULT_SEED,
+  derivedManifest,
+  ensureSynthModel,
+  ensureSynthVariant,
+  GENERATED_DIR,
+  loadShapes,
+  variantCurrent,
+  variantModel,
+  VARIANT_FILE,
+  writeModelFile,
+  type Model,
+  type ShapeName,
+  type SynthDtype,
+} from './model-files/index.js';
+export { DataType, GraphBuilder } from './model-files/onnx/graph-builder.js';
+export { toHalf } from './model-files/onnx/half.js';
+
+// The server, its keys, the model pool and the registry (benches that run a server in-process).
+export { buildServer, keysFromList } from './api/index.js';
+export { createModelPool } from './service/index.js';
+export { checkRegistry } from './registry.js';
+
+// Small helpers.
+export { seededRandom } from './quality/index.js';
