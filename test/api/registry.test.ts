@@ -84,6 +84,72 @@ describe('registry', () => {
     );
     expect(() => loadRegistry(file)).toThrow(/unknown model "b"/);
   });
+
+  it('a malformed registry is refused naming the file, the path in it and what was expected', () => {
+    const file = join(tmp(), 'registry.json');
+    const entry = { path: 'p', description: 'd', release_date: '2026-01-01' };
+    const problem = (data: unknown) => {
+      writeFileSync(file, typeof data === 'string' ? data : JSON.stringify(data));
+      try {
+        loadRegistry(file);
+      } catch (e) {
+        return (e as Error).message.replace(file, 'FILE');
+      }
+      return 'accepted';
+    };
+    const registry = (e: Record<string, unknown>, rest: Record<string, unknown> = {}) => ({
+      default: 'svc-1.0',
+      models: { 'svc-1.0': e },
+      ...rest,
+    });
+    expect(problem(registry({ ...entry, variant: 'int9' }))).toBe(
+      'model registry FILE: models["svc-1.0"].variant: expected one of fp32, fp16, int8, uint8, quantized, q4, q4f16, bnb4',
+    );
+    expect(problem(registry({ ...entry, release_date: 20260101 }))).toBe(
+      'model registry FILE: models["svc-1.0"].release_date: Invalid input: expected string, received number',
+    );
+    expect(problem(registry({ path: 'p', release_date: '2026-01-01' }))).toBe(
+      'model registry FILE: models["svc-1.0"].description: missing (expected string)',
+    );
+    expect(problem(registry({ description: 'd', release_date: '2026-01-01' }))).toBe(
+      'model registry FILE: models["svc-1.0"].path: expected a model folder (an entry that does not escalate has one)',
+    );
+    expect(problem(registry({ ...entry, graph_rewrite: 'no' }))).toBe(
+      'model registry FILE: models["svc-1.0"].graph_rewrite: Invalid input: expected boolean, received string',
+    );
+    expect(problem(registry({ ...entry, synthetic: { shape: 'tiny' } }))).toBe(
+      'model registry FILE: models["svc-1.0"].synthetic.dtype: missing (expected string)',
+    );
+    expect(problem(registry(entry, { aliases: { latest: 'svc-2.0' } }))).toBe(
+      'model registry FILE: aliases.latest: expected a versioned id, got unknown model "svc-2.0"',
+    );
+    expect(problem(registry(entry, { default: 'svc-2.0' }))).toBe(
+      'model registry FILE: default: expected a model or alias of this registry, got "svc-2.0"',
+    );
+    expect(problem({ default: 'svc-1.0', models: [] })).toBe(
+      'model registry FILE: models: Invalid input: expected record, received array',
+    );
+    expect(problem([])).toBe('model registry FILE: (top level): Invalid input: expected object, received array');
+    expect(problem('{"models": ')).toMatch(/^model registry FILE: not valid JSON/);
+    // A misspelt field is refused, naming the field meant (it would be ignored: the wrong variant would run) …
+    expect(problem(registry({ ...entry, varient: 'int8' }))).toBe(
+      'model registry FILE: models["svc-1.0"].varient: unknown field: expected "variant"',
+    );
+    expect(problem(registry({ path: 'p', description: 'd', releaseDate: '2026-01-01' }))).toBe(
+      'model registry FILE: models["svc-1.0"].releaseDate: unknown field: expected "release_date"',
+    );
+    expect(problem(registry(entry, { alias: { latest: 'svc-1.0' } }))).toBe(
+      'model registry FILE: alias: unknown field: expected "aliases"',
+    );
+    // … while a field this version does not know (a newer Assay's, a tool's) loads, and survives a rewrite.
+    expect(problem(registry({ ...entry, revision: 'abc123', source: { hub: 'org/m' } }, { generator: 'x' }))).toBe(
+      'accepted',
+    );
+    registerModel(file, 'svc-2.0', entry, ['latest']);
+    const written = JSON.parse(readFileSync(file, 'utf8'));
+    expect(written.models['svc-1.0']).toEqual({ ...entry, revision: 'abc123', source: { hub: 'org/m' } });
+    expect(written.generator).toBe('x');
+  });
 });
 
 describe('keys', () => {

@@ -233,21 +233,21 @@ describe('an escalating registry entry', () => {
   it('the registry refuses an escalation it cannot run, naming the field', () => {
     const base = loadRegistry();
     expect(() => registryWith(base, { x: entry({ first: 'nope', second: 'tiny-tasks-1', below: {} }) })).toThrow(
-      'models["x"].escalate.first must name a model of the registry',
+      'models.x.escalate.first: expected a model of this registry, got "nope"',
     );
     expect(() =>
       registryWith(base, { x: entry({ first: 'tiny-cascade-1', second: 'tiny-tasks-1', below: {} }) }),
-    ).toThrow('must name a model that does not escalate itself');
+    ).toThrow('models.x.escalate.first: expected a model that does not escalate itself');
     expect(() =>
       registryWith(base, { x: entry({ first: 'svc-latest', second: { url: 'ftp://x', model: 'm' }, below: {} }) }),
-    ).toThrow('.second.url must be an http(s) URL');
+    ).toThrow('models.x.escalate.second.url: expected an http(s) URL');
     expect(() =>
       registryWith(base, { x: entry({ first: 'svc-latest', second: 'tiny-tasks-1', below: { noul: 2 } }) }),
-    ).toThrow('.below.noul must be a certainty between 0 and 1');
+    ).toThrow('models.x.escalate.below.noul: expected a certainty between 0 and 1');
     expect(() =>
       registryWith(base, {
         x: entry({ first: 'svc-latest', second: 'tiny-tasks-1', below: {}, on_failure: 'retry' as 'first' }),
       }),
-    ).toThrow('.on_failure must be "first" or "error"');
+    ).toThrow('models.x.escalate.on_failure: Invalid option: expected one of "first"|"error"');
   });
 });

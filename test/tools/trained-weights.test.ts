@@ -146,7 +146,7 @@ describe('trained weights', () => {
         },
         join(root, 'r.json'),
       ),
-    ).toThrow(/synthetic.weights must be a path/);
+    ).toThrow(/synthetic\.weights: expected a path to a safetensors file/);
   });
 
   it('refuses a missing tensor, a wrong shape, a row outside the vocabulary and a file that is not safetensors', () => {
