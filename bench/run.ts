@@ -1,44 +1,35 @@
-// `npm run bench` (about 20 minutes here) / `npm run bench -- --quick` (about 2).
-// Options: --quick, --only shared,roofline,cache,single-question,transformersjs,workloads,http,serving,engine-death,scaleout,packing,peers, --out <dir>, --threads N.
-// An --only run writes its own files (…-only-<sections>.json/.md) and leaves latest.md alone.
-// Sections run one at a time (never two heavy things at once); a failing section is reported and
-// the rest still run.
-import { createContext, type BenchContext, type SectionResult } from './lib/context.js';
-import { writeReport, type SectionFailure } from './report.js';
+// `npm run bench`: runs the sections of bench/sections.ts one at a time (never two heavy things at
+// once); a failing section is reported and the rest still run. `npm run bench -- --help` lists the
+// flags and the sections; bench/README.md says the same, generated from the same registry.
+import { parseArgs } from 'node:util';
 import { cpuKernels } from '../src/internal.js';
-
-type Section = (ctx: BenchContext) => Promise<SectionResult>;
-
-const SECTIONS: Record<string, () => Promise<Section>> = {
-  shared: async () => (await import('./engine/shared.js')).sharedSection,
-  roofline: async () => (await import('./roofline.js')).rooflineSection,
-  cache: async () => (await import('./engine/cache.js')).cacheSection,
-  'single-question': async () => (await import('./engine/single-question.js')).singleQuestionSection,
-  transformersjs: async () => (await import('./transformersjs.js')).transformersSection,
-  workloads: async () => (await import('./workloads.js')).workloadsSection,
-  http: async () => (await import('./http.js')).httpSection,
-  serving: async () => (await import('./serving.js')).servingSection,
-  'engine-death': async () => (await import('./engine-death.js')).engineDeathSection,
-  scaleout: async () => (await import('./scaleout.js')).scaleoutSection,
-  packing: async () => (await import('./engine/packing.js')).packingSection,
-  peers: async () => (await import('./peers/section.js')).peersSection,
-};
-
-function option(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-}
+import { createContext, type SectionResult } from './lib/context.js';
+import { writeReport, type SectionFailure } from './report.js';
+import { SECTION_IDS, SECTIONS } from './sections.js';
+import { benchHelp } from './docs.js';
+import { OPTIONS } from './flags.js';
 
 async function main(args: string[]): Promise<number> {
-  const quick = args.includes('--quick');
-  const picked = option(args, '--only')?.split(',');
-  const only = picked ?? Object.keys(SECTIONS);
-  const unknown = only.filter((s) => !(s in SECTIONS));
-  if (unknown.length > 0) {
-    process.stderr.write(`unknown section(s) ${unknown.join(', ')}; known: ${Object.keys(SECTIONS).join(', ')}\n`);
+  let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; args: string[] }>>['values'];
+  try {
+    ({ values } = parseArgs({ args, options: OPTIONS, allowPositionals: false }));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${benchHelp()}\n`);
     return 2;
   }
-  const threads = Number(option(args, '--threads') ?? 2);
+  if (values.help) {
+    process.stdout.write(`${benchHelp()}\n`);
+    return 0;
+  }
+  const quick = values.quick;
+  const picked = values.only?.split(',');
+  const only = picked ?? SECTION_IDS;
+  const unknown = only.filter((s) => !SECTION_IDS.includes(s));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown section(s) ${unknown.join(', ')}; known: ${SECTION_IDS.join(', ')}\n`);
+    return 2;
+  }
+  const threads = Number(values.threads);
   const ctx = createContext({ quick, threads });
   const started = new Date();
   const t0 = performance.now();
@@ -53,7 +44,7 @@ async function main(args: string[]): Promise<number> {
     ctx.log(`[${id}]`);
     const s0 = performance.now();
     try {
-      results.push(await (await SECTIONS[id]!())(ctx));
+      results.push(await (await SECTIONS.find((s) => s.id === id)!.load())(ctx));
     } catch (error) {
       const message = (error as Error).stack ?? String(error);
       ctx.log(`  FAILED: ${message}`);
@@ -66,7 +57,7 @@ async function main(args: string[]): Promise<number> {
     { quick, command, threads, kernels, started, seconds: (performance.now() - t0) / 1000, only: picked },
     results,
     failures,
-    option(args, '--out'),
+    values.out,
   );
   process.stdout.write(`${out.markdown}\n`);
   ctx.log(`wrote ${out.jsonPath}\n      ${out.mdPath}${out.latest ? `\n      ${out.latest}` : ''}`);

@@ -1,0 +1,128 @@
+// The bench's section registry: every section `npm run bench` runs, in the order it runs them, with
+// what it measures, how --quick shrinks it and about how long it takes. bench/run.ts runs from it,
+// its --help lists it, and bench/README.md is generated from it (npm run docs:bench).
+import type { BenchContext, SectionResult } from './lib/context.js';
+
+export type Section = (ctx: BenchContext) => Promise<SectionResult>;
+
+export interface SectionInfo {
+  /** The name --only takes, and the section's `id` in the result files. */
+  id: string;
+  /** What it measures, and on what. */
+  measures: string;
+  /** What --quick shrinks (every section honours --threads). */
+  quick: string;
+  /** About how long it takes on a 2-core x86 machine, in seconds: the full run, then --quick. */
+  seconds: { full: number; quick: number };
+  /** Loaded only when the section runs: a section's imports can be heavy (transformers.js, node-llama-cpp). */
+  load: () => Promise<Section>;
+}
+
+export const SECTIONS: SectionInfo[] = [
+  {
+    id: 'shared',
+    measures:
+      'One request of k questions (one prefix pass, then the questions) against each question asked alone, prefix cache off: the speed-up at 256, 2,000 and 8,000-token states × 1, 4, 16 questions; qwen2.5-0.5b int8, and fp32 at 2,000 × 16.',
+    quick: 'the 256-token state only, 2 rounds',
+    seconds: { full: 290, quick: 25 },
+    load: async () => (await import('./engine/shared.js')).sharedSection,
+  },
+  {
+    id: 'roofline',
+    measures:
+      "Prefill tokens/s against the machine's int8 MatMul ceiling (a one-layer graph with the model's own weight shapes, same threads), at 512 and 2,000 tokens.",
+    quick: '512 tokens only, fewer samples',
+    seconds: { full: 30, quick: 15 },
+    load: async () => (await import('./roofline.js')).rooflineSection,
+  },
+  {
+    id: 'cache',
+    measures:
+      'The cross-request prefix cache: the same 2,000-token state × 4 questions asked again (a hit) against an engine with the cache off; whether the hit answers exactly as the miss did.',
+    quick: 'a 256-token state, 3 rounds',
+    seconds: { full: 30, quick: 10 },
+    load: async () => (await import('./engine/cache.js')).cacheSection,
+  },
+  {
+    id: 'single-question',
+    measures:
+      "One question per request about the same state (tiny model, cache on as `assay serve` has it): requests 3..8 against the first, and a one-off request's admission bookkeeping against the cache off.",
+    quick: 'a 1,000-token state, 2 rounds',
+    seconds: { full: 10, quick: 5 },
+    load: async () => (await import('./engine/single-question.js')).singleQuestionSection,
+  },
+  {
+    id: 'per-token-int8',
+    measures:
+      'What the per-token int8 rewrite costs: the int8 engine rows (256 and 2,000-token states × 1–16 questions, prefix cache off) on an engine with the rewrite on and one with it off, interleaved (A, B, then B, A), the on / off ratio per row with p10–p90; goal ≤ 1.05×.',
+    quick: 'the 256-token state only, 6 rounds',
+    seconds: { full: 240, quick: 60 },
+    load: async () => (await import('./engine/per-token-int8.js')).perTokenInt8Section,
+  },
+  {
+    id: 'transformersjs',
+    measures:
+      'Side by side with transformers.js on the same model folder and the same token ids: a full forward per question, and with its own KV cache reuse; whether its logits equal ours.',
+    quick: 'smaller states and fewer questions',
+    seconds: { full: 150, quick: 40 },
+    load: async () => (await import('./transformersjs.js')).transformersSection,
+  },
+  {
+    id: 'workloads',
+    measures:
+      'Client-shaped workloads through the engine in-process: (a) ~9 questions on a 300-token state, (b) one question on a 150 and a 1,250-token state; requests/s and latency.',
+    quick: 'fewer requests',
+    seconds: { full: 30, quick: 10 },
+    load: async () => (await import('./workloads.js')).workloadsSection,
+  },
+  {
+    id: 'http',
+    measures:
+      "The real server (`assay serve`) on loopback under autocannon at concurrency 1, 8 and 32 with workload (a) bodies; the server's own overhead per request (Server-Timing total minus the engine).",
+    quick: 'the tiny model, fewer requests',
+    seconds: { full: 60, quick: 10 },
+    load: async () => (await import('./http.js')).httpSection,
+  },
+  {
+    id: 'serving',
+    measures:
+      'The server under a mixed heavy load (huge option lists, 400 questions, a ~32k-token state, deep nesting, long blank states) on the tiny model: its event-loop delay, `/healthz` and one-question latency.',
+    quick: '30 s of load instead of 90 s',
+    seconds: { full: 95, quick: 35 },
+    load: async () => (await import('./serving.js')).servingSection,
+  },
+  {
+    id: 'engine-death',
+    measures:
+      'The engine thread killed under load (server in-process, tiny model): no request hangs or gets a 500; how long until `/healthz` reads 503, and 200 again.',
+    quick: 'the same run',
+    seconds: { full: 10, quick: 10 },
+    load: async () => (await import('./engine-death.js')).engineDeathSection,
+  },
+  {
+    id: 'scaleout',
+    measures:
+      'Three replicas behind nginx, routed by state hash (as the ingress routes) against round robin, on a Zipf-distributed set of states: cache hits and latency. Needs nginx.',
+    quick: '240 requests on 300-token states (720 on 600)',
+    seconds: { full: 30, quick: 15 },
+    load: async () => (await import('./scaleout.js')).scaleoutSection,
+  },
+  {
+    id: 'packing',
+    measures:
+      'Packed evaluation against one pass per question (workload (a), 2,000 tokens × 16), and passes shared across concurrent requests (`batchTokens`) against one pass each, interleaved.',
+    quick: 'a 1,000-token long state, 3 rounds',
+    seconds: { full: 180, quick: 60 },
+    load: async () => (await import('./engine/packing.js')).packingSection,
+  },
+  {
+    id: 'peers',
+    measures:
+      'The real peers on the same weights: node-llama-cpp (its structured decisions) and llama.cpp Q8_0 against our int8, same threads; installs node-llama-cpp on demand outside the project.',
+    quick: 'a 1,000-token state, 2 rounds, prefill at 256 and 512 tokens',
+    seconds: { full: 390, quick: 125 },
+    load: async () => (await import('./peers/section.js')).peersSection,
+  },
+];
+
+export const SECTION_IDS = SECTIONS.map((s) => s.id);
