@@ -1,7 +1,9 @@
-// Typed errors the engine throws; the API layer maps each to a status (api/error-table.ts). Each
-// crosses threads (planner, engine thread) as its name and constructor arguments, and is built
-// again from ENGINE_ERRORS on the other side (thread/failure.ts): adding an error is this file
-// (the class, its args(), its registry entry) and its row in the API's table.
+// Typed errors the engine throws. Each carries its stable `code` and log policy (static fields);
+// the API's table maps the code to a status (api/error-table.ts). Each crosses threads (planner,
+// engine thread) as its name and constructor arguments, and is built again from ENGINE_ERRORS on
+// the other side (thread/failure.ts): adding an error is this file (the class with its code, log
+// policy and args(), its registry entry) and its row in the API's table.
+import type { LogPolicy } from '../protocol/index.js';
 
 /** An engine error that can be built again from its constructor arguments in another thread. */
 export abstract class CrossingError extends Error {
@@ -11,6 +13,10 @@ export abstract class CrossingError extends Error {
 
 /** The request does not fit a token budget or the model's context. → 422 */
 export class BudgetError extends CrossingError {
+  static readonly code = 'token_budget_exceeded';
+  /** Its message is content-free (budgets and counts), but a refusal is not logged. */
+  static readonly log: LogPolicy = 'none';
+
   constructor(
     /** which budget: 'request' (64k: state + all questions), 'question' (32k: state + longest question), 'context' (the model's own length) */
     readonly budget: 'request' | 'question' | 'context',
@@ -36,6 +42,9 @@ function budgetName(b: BudgetError['budget']): string {
 
 /** The request was aborted (deadline or client gone) before it finished. → 408 */
 export class AbortedError extends CrossingError {
+  static readonly code = 'deadline';
+  static readonly log: LogPolicy = 'none';
+
   constructor(message = 'request aborted') {
     super(message);
     this.name = 'AbortedError';
@@ -48,6 +57,9 @@ export class AbortedError extends CrossingError {
 
 /** The engine's queue is full. → 529 */
 export class OverloadedError extends CrossingError {
+  static readonly code = 'overloaded';
+  static readonly log: LogPolicy = 'none';
+
   /** `retryAfterSeconds`: the expected wait before a retry is admitted (fractional; the API adds jitter). */
   constructor(readonly retryAfterSeconds: number) {
     super('the engine queue is full');
@@ -61,6 +73,9 @@ export class OverloadedError extends CrossingError {
 
 /** A model folder is not a usable decoder export, or an execution provider is missing. Raised at load time. */
 export class ModelLoadError extends CrossingError {
+  static readonly code = 'model_load_failed';
+  static readonly log: LogPolicy = 'message';
+
   constructor(message: string) {
     super(message);
     this.name = 'ModelLoadError';
@@ -76,6 +91,9 @@ export class ModelLoadError extends CrossingError {
  * queued, end with this, and the model is restarted. → 503 with retry-after
  */
 export class EngineDeadError extends CrossingError {
+  static readonly code = 'engine_dead';
+  static readonly log: LogPolicy = 'message';
+
   constructor(
     message: string,
     readonly retryAfterSeconds = 5,
@@ -94,6 +112,9 @@ export class EngineDeadError extends CrossingError {
  * content, so it is safe to log. → 500
  */
 export class EngineError extends CrossingError {
+  static readonly code = 'engine_failure';
+  static readonly log: LogPolicy = 'message';
+
   constructor(message: string) {
     super(message);
     this.name = 'EngineError';

@@ -8,7 +8,7 @@
 // When the second model fails or misses its deadline, the first answers stand (on_failure
 // "first", the default) or the request fails with 503 (on_failure "error"); /metrics counts both.
 import type { EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from '../engine/index.js';
-import { AnswerSchema, type Answer, type Question } from '../protocol/index.js';
+import { AnswerSchema, type Answer, type LogPolicy, type Question } from '../protocol/index.js';
 import { certainty } from '../quality/index.js';
 import { resolveModel, type EscalationSpec, type Registry, type RemoteModel } from '../registry.js';
 import { ModelUnavailableError, type ModelProvider } from './model-pool.js';
@@ -44,6 +44,20 @@ export function shouldEscalate(answer: Answer, below: EscalationSpec['below']): 
 
 /** The second model failed or missed its deadline. */
 export class EscalationError extends Error {}
+
+/**
+ * The second model of an entry whose policy is `on_failure: error` did not answer: a 503 as an
+ * unavailable model (its code and row), not logged (the escalation's counters record it; its
+ * reason may be a remote service's message).
+ */
+export class SecondModelError extends ModelUnavailableError {
+  static override readonly log: LogPolicy = 'none';
+
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message, retryAfterSeconds);
+    this.name = 'SecondModelError';
+  }
+}
 
 /** POST {url}/v1/systemone with the escalated questions; the key from the environment. */
 async function askRemote(
@@ -125,7 +139,7 @@ export function escalatingEvaluator(
         c.failed++;
         const why = deadline.aborted ? `no answer within ${timeoutMs} ms` : (e as Error).message;
         if (spec.on_failure === 'error')
-          throw new ModelUnavailableError(`Model ${id}: the second model did not answer (${why})`, 1);
+          throw new SecondModelError(`Model ${id}: the second model did not answer (${why})`, 1);
         return first;
       }
       const answers: Record<string, Answer> = {};

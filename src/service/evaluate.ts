@@ -2,7 +2,7 @@
 // model → authorize → evaluate → check the answers against the contract. HTTP (keys, limits,
 // headers, deadlines) stays in the route; files and flags stay in the command.
 import type { EvaluateResult, Evaluator } from '../engine/index.js';
-import { InvalidRequestError, ModelForbiddenError } from '../protocol/index.js';
+import { InvalidRequestError, ModelForbiddenError, type LogPolicy } from '../protocol/index.js';
 import { type SystemOneRequest, type SystemOneResponse } from '../protocol/index.js';
 import { parseRequest, responseProblems } from '../protocol/index.js';
 import { ValidatedBody } from '../protocol/index.js';
@@ -54,6 +54,9 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promis
  * message names codes and counts only (never ids, options or content), so logs keep it.
  */
 export class ResponseContractError extends Error {
+  static readonly code = 'response_contract';
+  static readonly log: LogPolicy = 'message';
+
   constructor(problem: string) {
     super(`engine result violates the response contract: ${problem}`);
     this.name = 'ResponseContractError';

@@ -8,6 +8,7 @@ import {
   type EngineStats,
   type Evaluator,
 } from '../engine/index.js';
+import type { LogPolicy } from '../protocol/index.js';
 import { resolveModel, type Registry } from '../registry.js';
 import { announceEscalations } from './escalation-notice.js';
 
@@ -55,12 +56,18 @@ export const SYNTHETIC_WARNING =
   'SERVING A SYNTHETIC RANDOM-WEIGHT MODEL: its answers are MEANINGLESS until a real model is configured ' +
   '(npm run models:fetch, or point models/registry.json at an exported model folder; see README)';
 
-/** The model is loading, or failed to load and waits out its backoff. → 503 with retry-after */
+/**
+ * The model failed to load and waits out its backoff. → 503 with retry-after. Its message says why
+ * (the engine's load error: files, shapes, counts), so logs keep it.
+ */
 export class ModelUnavailableError extends Error {
+  static readonly code = 'model_unavailable';
+  static readonly log: LogPolicy = 'message';
+
   constructor(
     message: string,
     readonly retryAfterSeconds: number,
-    /** It failed to load (the message says why), rather than still loading. */
+    /** It failed to load (the message says why), rather than an escalation's second model failing. */
     readonly failed = false,
   ) {
     super(message);

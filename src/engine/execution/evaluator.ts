@@ -6,12 +6,13 @@ import { ModelLoadError } from '../errors.js';
 import { answerQuestions, type AnswerTemperatures } from './answers.js';
 import { RequestBatcher } from './batching.js';
 import { chooseStrategy, fitsOnePass, STRATEGIES } from './strategies.js';
+import { PassCount, Passes } from './passes.js';
 import { openModelFolder } from '../model/model-folder.js';
 import type { Budgets, Plan } from '../prompting/plan.js';
 import { defaultPlannerThreads, inlinePlanner, workerPlanner, type Planner } from '../prompting/planner/index.js';
 import { PrefixCache } from '../cache/prefix-cache.js';
 import { promptSet } from '../prompting/prompts.js';
-import { ModelRunner, type PassStep } from '../model/runner.js';
+import { ModelRunner } from '../model/runner.js';
 import { Scheduler } from './scheduler.js';
 import { TextCodec } from '../prompting/tokenizer.js';
 import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from '../types.js';
@@ -83,8 +84,8 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
 class OnnxEvaluator implements Evaluator {
   private readonly scheduler: Scheduler;
   private readonly cache: PrefixCache;
-  private tokensEvaluated = 0;
-  private passes = 0;
+  /** Every pass this model ran, shared ones once (stats). */
+  private readonly count = new PassCount();
 
   constructor(
     private readonly config: ResolvedEngineConfig,
@@ -110,11 +111,7 @@ class OnnxEvaluator implements Evaluator {
     }
     this.batcher =
       this.packs && batchTokens > 0
-        ? new RequestBatcher(batchTokens, (pass) => {
-            this.tokensEvaluated += pass.tokens.length;
-            this.passes++;
-            return this.runner.packed(pass, null);
-          })
+        ? new RequestBatcher(batchTokens, (pass) => this.runner.packed(pass, null, this.count.run))
         : undefined;
   }
 
@@ -146,14 +143,6 @@ class OnnxEvaluator implements Evaluator {
     const { signal } = options;
     const cacheKey = `${options.cacheScope ?? ''}\u0001${this.cacheKey}`;
     const answers = await this.scheduler.request(async (ticket) => {
-      // Every pass (prefill chunks included) takes its turn: requests interleave pass by pass,
-      // and an aborted request stops at its next pass.
-      const step: PassStep = (pass, tokens) =>
-        ticket.pass(() => {
-          this.tokensEvaluated += tokens;
-          this.passes++;
-          return pass();
-        });
       const cached = this.cache.lookup(cacheKey, plan.prefix);
       const prefixBytes = plan.prefix.length * this.runner.kvBytesPerToken;
       const strategy = chooseStrategy({
@@ -167,11 +156,10 @@ class OnnxEvaluator implements Evaluator {
       });
       const read = await STRATEGIES[strategy]({
         plan,
-        runner: this.runner,
-        run: (ids, past, candidates, present) => this.runner.forward(ids, past, candidates, present, step),
-        step,
-        turn: (fn) => ticket.pass(fn),
-        batcher: this.batcher,
+        // Every pass (prefill pieces included) takes its turn: requests interleave pass by pass, and
+        // an aborted request stops at its next pass.
+        passes: new Passes(this.runner, ticket, this.count, this.batcher),
+        prefillChunk: this.runner.prefillChunk,
         packTokens: this.packTokens,
         cache: this.cache,
         cacheKey,
@@ -195,8 +183,8 @@ class OnnxEvaluator implements Evaluator {
       prefixCacheHits: this.cache.hits,
       prefixCacheMisses: this.cache.misses,
       prefixCacheBytes: this.cache.bytes,
-      tokensEvaluated: this.tokensEvaluated,
-      passes: this.passes,
+      tokensEvaluated: this.count.tokens,
+      passes: this.count.passes,
     };
   }
 

@@ -7,11 +7,11 @@
 //   prefix-packed        the prefix from the cache or one pass (then stored), then the questions
 //                        packed, one pass per token budget
 //   prefix-per-question  the prefix likewise, then one pass per question (graphs that cannot pack)
-import type { RequestBatcher } from './batching.js';
 import { packedTokens, packQuestions } from './packing.js';
+import type { Passes } from './passes.js';
 import { firstTokens, labelLogProbs } from '../prompting/labels.js';
 import type { Plan, PlannedQuestion } from '../prompting/plan.js';
-import { prefillEnds, type KvCache, type ModelRunner, type PassStep } from '../model/runner.js';
+import { prefillEnds, type KvCache } from '../model/runner.js';
 import type { PrefixCache } from '../cache/prefix-cache.js';
 import { AbortedError } from '../errors.js';
 
@@ -44,23 +44,13 @@ export function chooseStrategy(f: StrategyFacts): Strategy {
   return f.packs ? 'prefix-packed' : 'prefix-per-question';
 }
 
-/** A forward pass through the scheduler (each pass takes its turn). */
-export type Run = (
-  ids: number[],
-  past: KvCache | null,
-  candidates: number[][],
-  present: boolean,
-) => ReturnType<ModelRunner['forward']>;
-
 /** Everything a strategy may use for one request. */
 export interface ExecutionContext {
   plan: Plan;
-  runner: ModelRunner;
-  run: Run;
-  step: PassStep;
-  /** Runs a pass that the request batcher shares with other requests, in this request's turn. */
-  turn: <T>(fn: () => Promise<T>) => Promise<T>;
-  batcher?: RequestBatcher;
+  /** The only way to run a pass: each takes the request's turn and is counted. */
+  passes: Passes;
+  /** The model's longest prefill piece in tokens (0: prefill is not chunked). */
+  prefillChunk: number;
   packTokens: number;
   cache: PrefixCache;
   cacheKey: string;
@@ -84,31 +74,28 @@ async function questionLogProbs(
   checkAborted(c.signal);
   const continues = q.labels.some((l) => l.tokens.length > 1);
   const starts = firstTokens(q.labels);
-  const first = await c.run(tokens, past, [starts], continues);
+  const first = await c.passes.forward(tokens, past, [starts], continues);
   const firstLogprobs = new Map(starts.map((token, i) => [token, first.logprobs[0]![i]!]));
   return labelLogProbs(q.labels, firstLogprobs, async (input, candidates) => {
     checkAborted(c.signal);
-    return (await c.run(input, first.present!, candidates, false)).logprobs;
+    return (await c.passes.forward(input, first.present!, candidates, false)).logprobs;
   });
 }
 
 async function wholePacked(c: ExecutionContext): Promise<LabelReads> {
-  const { plan, runner } = c;
+  const { plan, passes } = c;
   // The trunk is the prefill's last piece, what is left after whole chunks (chunks of at most 1,024
   // tokens when prefill is unchunked: the bias is trunk² floats). Each trunk token computes scores
   // against every question token, all masked, so a short trunk wastes little, and the head runs in
   // whole chunks, the GEMM sizes prefill is tuned for.
-  const ends = prefillEnds(plan.prefix.length, 0, runner.prefillChunk > 0 ? runner.prefillChunk : 1024);
+  const ends = prefillEnds(plan.prefix.length, 0, c.prefillChunk > 0 ? c.prefillChunk : 1024);
   const head = plan.prefix.slice(0, ends.at(-2) ?? 0);
   const trunk = plan.prefix.slice(head.length);
-  const past = head.length > 0 ? (await c.run(head, null, [], true)).present! : null;
+  const past = head.length > 0 ? (await passes.forward(head, null, [], true)).present! : null;
   const [group] = packQuestions(plan.questions, c.packTokens, trunk);
   checkAborted(c.signal);
   // The whole prompt in one pass: it may share that pass with other requests waiting.
-  const rows =
-    past === null && c.batcher
-      ? await c.batcher.submit(group!.pass, c.turn)
-      : await runner.packed(group!.pass, past, c.step);
+  const rows = past === null ? await passes.whole(group!.pass) : await passes.packed(group!.pass, past);
   return new Map(await group!.finish(rows));
 }
 
@@ -121,7 +108,7 @@ async function single(c: ExecutionContext): Promise<LabelReads> {
 /** The prefix's KV: from the cache, or one pass (then stored). */
 async function prefixKv(c: ExecutionContext): Promise<KvCache> {
   if (c.cached) return c.cached;
-  const kv = (await c.run(c.plan.prefix, null, [], true)).present!;
+  const kv = (await c.passes.forward(c.plan.prefix, null, [], true)).present!;
   c.cache.store(c.cacheKey, c.plan.prefix, kv);
   return kv;
 }
@@ -132,7 +119,7 @@ async function prefixPacked(c: ExecutionContext): Promise<LabelReads> {
   // Every question (and its labels' continuations) in one pass per token budget.
   for (const group of packQuestions(c.plan.questions, c.packTokens)) {
     checkAborted(c.signal);
-    for (const [q, logps] of await group.finish(await c.runner.packed(group.pass, kv, c.step))) read.set(q, logps);
+    for (const [q, logps] of await group.finish(await c.passes.packed(group.pass, kv))) read.set(q, logps);
   }
   return read;
 }
