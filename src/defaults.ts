@@ -47,6 +47,16 @@ export const DEFAULTS = {
   batchTokens: { cpu: 0, cuda: 4096 },
   /** The confidence of choice and score answers: 1 − H/ln N ('entropy'), or the hosted service's formulas ('hosted'); docs/api.md. */
   confidence: 'entropy',
+  /** Evaluate a request's questions in one pass on its prefix (engine/execution/strategies.ts). */
+  packQuestions: true,
+  /** The load-time graph rewrite (engine/model/graph-rewrite.ts). */
+  rewriteGraph: true,
+  // Server extras
+  /** engine;dur= in Server-Timing: off, because it tells a prefix-cache hit from a miss. */
+  serverTimingEngine: false,
+  /** /docs (Swagger UI) and /playground. */
+  docs: true,
+  playground: true,
   // Logs
   logLevel: 'info',
 } as const;

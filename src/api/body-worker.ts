@@ -7,8 +7,8 @@
 // out), or with the facts of a valid body and its bytes back; the engine's planner parses a valid
 // body again in its own thread (protocol/body.ts). The raw scan that sends deep small bodies there
 // stops at the first too-deep container, so it costs next to nothing.
-import { Worker } from 'node:worker_threads';
-import { WorkerChannel, workerEntry, workerExecArgv } from '../workers/index.js';
+import type { Worker } from 'node:worker_threads';
+import { startWorker, workerEntry, type WorkerChannel } from '../workers/index.js';
 import { ownedBytes, type BodyVerdict } from '../protocol/index.js';
 import { MAX_CONTENT_DEPTH } from '../protocol/index.js';
 
@@ -72,17 +72,18 @@ export class BodyWorker {
   private start(): WorkerChannel<BodyCalls> {
     if (this.channel) return this.channel;
     const entry = workerEntry('body-worker-thread', import.meta.url);
-    const worker = new Worker(entry.filename, { workerData: entry.workerData, execArgv: workerExecArgv() });
-    const channel = new WorkerChannel<BodyCalls>(worker, {
-      decodeError: (m) => new Error(String(m)),
-      refWhilePending: true,
-    });
-    const fail = (error: Error) => {
-      if (this.worker === worker) [this.worker, this.channel] = [undefined, undefined];
-      channel.fail(error);
-    };
-    worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`the body worker exited (${code})`)));
+    const { worker, channel } = startWorker<BodyCalls>(
+      entry.filename,
+      { workerData: entry.workerData },
+      {
+        name: 'the body worker',
+        decodeError: (m) => new Error(String(m)),
+        refWhilePending: true,
+        onDeath: () => {
+          if (this.worker === worker) [this.worker, this.channel] = [undefined, undefined];
+        },
+      },
+    );
     [this.worker, this.channel] = [worker, channel];
     return channel;
   }

@@ -10,28 +10,36 @@ import type { Answer, Question } from '../protocol/index.js';
 import { fitTemperature, meanLogLoss, split, withTemperature, type CalibrationExample } from '../quality/index.js';
 import { choiceMetrics } from '../quality/index.js';
 import { loadRegistry } from '../registry.js';
-import { parseFlags, registryFile, resolveIo, type CommandIo, type Io } from './common.js';
+import { commandFlags, commandHelp, COMMON_FLAGS } from '../config/index.js';
+import { parseCommand, resolveIo, type CommandIo, type Io } from './common.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';
 import { runDataset } from './dataset/run.js';
 import { ArmError, openTarget } from './dataset/targets.js';
 
-const HELP = `Usage: assay calibrate --dataset FILE.jsonl [--model M] [--registry FILE] [--holdout 0.3] [--seed N] [--dry-run]
+/** The split's defaults. */
+const HOLDOUT = 0.3;
+const SEED = 1;
+
+const FLAGS = commandFlags({
+  head: `Usage: assay calibrate --dataset FILE.jsonl [--model M] [--registry FILE] [--holdout ${HOLDOUT}] [--seed N] [--dry-run]
 
 Fits one temperature per question type (noul, choice, score) on a training split of a labeled
 dataset (the format of assay eval --dataset), minimising log loss; reports log loss and expected
 calibration error (15 equal-mass bins) on the held-out split before and after; and writes the
 temperatures into the model's assay.json ("answer_temperature"), which the server applies at its
 next start. A type with fewer than 10 training answers keeps its temperature.
-
-  --dataset FILE   labeled JSONL: one request a line plus "expected" per question
-  --model M        model name or alias (default: the registry's default)
-  --registry FILE  model registry (default ASSAY_REGISTRY or models/registry.json)
-  --holdout F      share of the lines held out for the report (default 0.3); split by line
-  --seed N         seed of the split (default 1)
-  --dry-run        report only; write nothing
-  -h, --help       this text
-
-Exit status: 0 done, 1 the evaluation failed, 2 bad arguments or input files.`;
+`,
+  flags: {
+    dataset: { arg: 'FILE', doc: 'labeled JSONL: one request a line plus "expected" per question' },
+    model: COMMON_FLAGS.model("model name or alias (default: the registry's default)"),
+    registry: COMMON_FLAGS.registry('model registry'),
+    holdout: { arg: 'F', doc: `share of the lines held out for the report (default ${HOLDOUT}); split by line` },
+    seed: { arg: 'N', doc: `seed of the split (default ${SEED})` },
+    'dry-run': { doc: 'report only; write nothing' },
+  },
+  column: 19,
+  tail: 'Exit status: 0 done, 1 the evaluation failed, 2 bad arguments or input files.',
+});
 
 const TYPES = ['noul', 'choice', 'score'] as const;
 type QuestionType = (typeof TYPES)[number];
@@ -147,31 +155,15 @@ function markdown(
 
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
   const io = resolveIo(ioOptions);
-  const parsed = parseFlags(
-    'calibrate',
-    {
-      args: argv,
-      options: {
-        help: { type: 'boolean', short: 'h' },
-        dataset: { type: 'string' },
-        model: { type: 'string' },
-        registry: { type: 'string' },
-        holdout: { type: 'string' },
-        seed: { type: 'string' },
-        'dry-run': { type: 'boolean' },
-      },
-    },
-    HELP,
-    io,
-  );
+  const parsed = parseCommand('calibrate', FLAGS, argv, io);
   if (typeof parsed === 'number') return parsed;
   const o = parsed.values;
-  const holdout = o.holdout === undefined ? 0.3 : Number(o.holdout);
-  const seed = o.seed === undefined ? 1 : Number(o.seed);
+  const holdout = o.holdout === undefined ? HOLDOUT : Number(o.holdout);
+  const seed = o.seed === undefined ? SEED : Number(o.seed);
   if (!o.dataset) return usage(io, '--dataset is required');
   if (!(holdout > 0 && holdout < 1)) return usage(io, '--holdout takes a share between 0 and 1, e.g. 0.3');
   if (!Number.isInteger(seed)) return usage(io, '--seed takes a whole number');
-  const registry = loadRegistry(registryFile(o.registry, io.env));
+  const registry = loadRegistry(parsed.registry);
   let lines: DatasetLine[];
   let target;
   try {
@@ -229,6 +221,6 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
 }
 
 function usage(io: Io, why: string): number {
-  io.err(`assay calibrate: ${why}\n\n${HELP}\n`);
+  io.err(`assay calibrate: ${why}\n\n${commandHelp(FLAGS)}\n`);
   return 2;
 }

@@ -1,7 +1,15 @@
-// What `assay eval` and `assay models` share: streams, the registry location, error reporting.
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+// What the commands share: streams, flag parsing (with the registry location), error reporting.
+import { parseArgs } from 'node:util';
 import { AssayError } from '../client/index.js';
-import { DEFAULT_REGISTRY_FILE } from '../registry.js';
+import {
+  commandHelp,
+  ConfigError,
+  parseArgsOptions,
+  resolveSettings,
+  type CommandFlags,
+  type FlagValues,
+  type Flags,
+} from '../config/index.js';
 
 export interface CommandIo {
   stdout?: NodeJS.WritableStream;
@@ -29,11 +37,6 @@ export function resolveIo(io: CommandIo = {}): Io {
     stdin: io.stdin ?? process.stdin,
     env: io.env ?? process.env,
   };
-}
-
-/** The registry the local engine reads: --registry, else ASSAY_REGISTRY, else models/registry.json. */
-export function registryFile(flag: string | undefined, env: Record<string, string | undefined>): string {
-  return flag ?? env.ASSAY_REGISTRY ?? DEFAULT_REGISTRY_FILE;
 }
 
 export type Format = 'json' | 'table';
@@ -68,48 +71,49 @@ export function table(rows: string[][]): string {
     .join('\n');
 }
 
+export interface ParsedCommand<F extends Flags> {
+  values: FlagValues<F>;
+  positionals: string[];
+  /** The registry file: --registry, else ASSAY_REGISTRY, else the package's (the `registry` setting). */
+  registry: string;
+}
+
 /**
  * The one flag parser of the commands (assay serve parses through its settings schema,
- * src/config): node:util parseArgs plus --help. Returns the parsed flags, or the exit status when
- * the command is already done: 0 after printing the help, 2 after a usage error.
+ * src/config): parseArgs over the command's declared flags (src/config/flags.ts), --help printing
+ * the help generated from the same declaration, and the settings the command shares with serve
+ * resolved as serve resolves them. Returns the parsed command, or the exit status when the command
+ * is already done: 0 after printing the help, 2 after a usage error.
  */
-export function parseFlags<const T extends ParseArgsConfig>(
+export function parseCommand<F extends Flags>(
   name: string,
-  config: T,
-  help: string,
+  spec: CommandFlags<F>,
+  argv: string[],
   io: Io,
-): ReturnType<typeof parseArgs<T>> | number {
-  let parsed: ReturnType<typeof parseArgs<T>>;
+): ParsedCommand<F> | number {
+  const help = commandHelp(spec);
+  let parsed: ReturnType<typeof parseArgs>;
   try {
-    parsed = parseArgs(config);
+    parsed = parseArgs({
+      args: argv,
+      options: parseArgsOptions(spec.flags),
+      allowPositionals: spec.positionals ?? false,
+      strict: true,
+    });
   } catch (e) {
     io.err(`assay ${name}: ${(e as Error).message}\n\n${help}\n`);
     return 2;
   }
-  if ((parsed.values as { help?: boolean }).help) {
+  if (parsed.values.help) {
     io.out(`${help}\n`);
     return 0;
   }
-  return parsed;
-}
-
-/** String flags plus --format json|table (assay eval, assay models). */
-export function parseCommand(
-  name: string,
-  argv: string[],
-  flags: readonly string[],
-  help: string,
-  io: Io,
-): { values: Record<string, string | undefined>; format: Format } | number {
-  const options: ParseArgsConfig['options'] = { help: { type: 'boolean', short: 'h' } };
-  for (const f of flags) options[f] = { type: 'string' };
-  const parsed = parseFlags(name, { args: argv, options }, help, io);
-  if (typeof parsed === 'number') return parsed;
-  const strings = parsed.values as Record<string, string | undefined>;
-  const format = parseFormat(strings.format);
-  if (!format) {
-    io.err(`assay ${name}: --format must be json or table, not "${strings.format}"\n`);
+  try {
+    const { registry } = resolveSettings(['registry'], parsed.values, io.env);
+    return { values: parsed.values as FlagValues<F>, positionals: parsed.positionals, registry };
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    io.err(`assay ${name}: ${e.message}\n`);
     return 2;
   }
-  return { values: strings, format };
 }

@@ -10,83 +10,89 @@ import { requestErrors } from '../protocol/index.js';
 import { evaluateRequest } from '../service/index.js';
 import { loadRegistry, resolveModel } from '../registry.js';
 import { openLocalModel } from './local-model.js';
-import {
-  describeError,
-  parseFlags,
-  parseFormat,
-  registryFile,
-  resolveIo,
-  table,
-  type CommandIo,
-  type Io,
-} from './common.js';
+import { commandFlags, COMMON_FLAGS } from '../config/index.js';
+import { describeError, parseCommand, parseFormat, resolveIo, table, type CommandIo, type Io } from './common.js';
 
-const HELP = `Usage: assay eval --state FILE|- --questions FILE [options]
+const FLAGS = commandFlags({
+  head: `Usage: assay eval --state FILE|- --questions FILE [options]
        assay eval --dataset FILE.jsonl [--model M | --shape S | --url URL] [--error-budget P]...
                   [--compare A,B [--fail-if-worse]] [--out DIR]
 
 Answers the questions about the state and prints one answer per question.
-
-  --state FILE|-      the state: a JSON file (string, object or array) or plain text; - reads stdin.
-                      Text that is not JSON is sent as a string (one trailing newline removed).
-  --questions FILE    JSON: the questions map {"<id>": {"type": "noul"|"choice"|"score", ...}},
-                      or a request body holding one under "questions"
-  --url URL           ask a running server (key from ASSAY_API_KEY) instead of a local engine
-  --model M           model name or alias (default: the registry's default; with --url, svc-latest)
-  --registry FILE     local engine: model registry (default ASSAY_REGISTRY or models/registry.json)
-  --format F          json (default: the API's response body) or table
-  --timeout MS        with --url: per-attempt timeout (default 180000)
-  --retries N         with --url: retries on 408/429/5xx/529 (default 2)
-  --dataset FILE      a labeled JSONL dataset (one request a line, plus "expected" per question and
-                      optional "tags"): quality metrics per type and tag, on the local engine or
-                      a server (--url), and coverage at an error budget: the largest share of
-                      answers kept (certainty >= a threshold) with the kept answers' error rate
-                      within the budget, and that threshold, per type, tag and question id
-  --error-budget P    with --dataset: an error budget, a share (0.05) or a percentage (5%);
-                      repeatable (default 5%)
-  --score-tolerance L with --dataset: a score answer counts as right when its score is within L
-                      levels of the label (default 0.5: it rounds to the label)
-  --compare A,B       with --dataset: run two arms on the same lines: the answers that flip, and
-                      the differences B - A in accuracy, coverage at the budget and ECE with paired
-                      bootstrap 95% intervals. An arm is parts joined by "+": a registry model, a
-                      variant (fp32, int8, q4, ...), a prompt version (v1 = option names, letters =
-                      A, B, C...) or rotN (choice options over N rotations, averaged). e.g. int8,fp32,
-                      v1,letters; with --url, two model names (svc-1.13.0,svc-latest)
-  --fail-if-worse     with --compare: exit 1 when B is worse than A beyond the interval (accuracy or
-                      coverage at a budget, any type); 0 otherwise, a tie included
-  --thresholds FILE   with --dataset and an escalating --model: add the thresholds of a coverage
-                      report (its report.json; FILE#0.05 for one budget) to the sweep of accuracy
-                      against escalation rate that such a model prints
-  --resamples N       with --compare: bootstrap resamples (default 2000)
-  --seed N            with --compare: bootstrap seed (default 1)
-  --shape S           with --dataset: a synthetic model of this shape (models/shapes.json) instead
-                      of a registry model, e.g. --shape qwen2.5-0.5b --compare int8,fp32
-  --out DIR           with --dataset: also write report.md, report.json (coverage.thresholds: per
-                      budget, per type, the threshold to load as is), report.html, the reliability
-                      diagrams and the risk-coverage curves (SVG) there
-  -h, --help          this text
-
-Exit status: 0 answered, 1 the evaluation failed (or, with --fail-if-worse, B is worse than A),
-2 bad arguments or input files.`;
-
-const STRING_FLAGS = [
-  'state',
-  'questions',
-  'url',
-  'model',
-  'registry',
-  'format',
-  'timeout',
-  'retries',
-  'dataset',
-  'out',
-  'compare',
-  'shape',
-  'score-tolerance',
-  'resamples',
-  'seed',
-  'thresholds',
-] as const;
+`,
+  flags: {
+    state: {
+      arg: 'FILE|-',
+      doc: `the state: a JSON file (string, object or array) or plain text; - reads stdin.
+Text that is not JSON is sent as a string (one trailing newline removed).`,
+    },
+    questions: {
+      arg: 'FILE',
+      doc: `JSON: the questions map {"<id>": {"type": "noul"|"choice"|"score", ...}},
+or a request body holding one under "questions"`,
+    },
+    url: COMMON_FLAGS.url('ask a running server (key from ASSAY_API_KEY) instead of a local engine'),
+    model: COMMON_FLAGS.model("model name or alias (default: the registry's default; with --url, svc-latest)"),
+    registry: COMMON_FLAGS.registry('local engine: model registry'),
+    format: COMMON_FLAGS.format,
+    timeout: { arg: 'MS', doc: 'with --url: per-attempt timeout (default 180000)' },
+    retries: { arg: 'N', doc: 'with --url: retries on 408/429/5xx/529 (default 2)' },
+    dataset: {
+      arg: 'FILE',
+      doc: `a labeled JSONL dataset (one request a line, plus "expected" per question and
+optional "tags"): quality metrics per type and tag, on the local engine or
+a server (--url), and coverage at an error budget: the largest share of
+answers kept (certainty >= a threshold) with the kept answers' error rate
+within the budget, and that threshold, per type, tag and question id`,
+    },
+    'error-budget': {
+      arg: 'P',
+      multiple: true,
+      doc: `with --dataset: an error budget, a share (0.05) or a percentage (5%);
+repeatable (default 5%)`,
+    },
+    'score-tolerance': {
+      arg: 'L',
+      doc: `with --dataset: a score answer counts as right when its score is within L
+levels of the label (default 0.5: it rounds to the label)`,
+    },
+    compare: {
+      arg: 'A,B',
+      doc: `with --dataset: run two arms on the same lines: the answers that flip, and
+the differences B - A in accuracy, coverage at the budget and ECE with paired
+bootstrap 95% intervals. An arm is parts joined by "+": a registry model, a
+variant (fp32, int8, q4, ...), a prompt version (v1 = option names, letters =
+A, B, C...) or rotN (choice options over N rotations, averaged). e.g. int8,fp32,
+v1,letters; with --url, two model names (svc-1.13.0,svc-latest)`,
+    },
+    'fail-if-worse': {
+      doc: `with --compare: exit 1 when B is worse than A beyond the interval (accuracy or
+coverage at a budget, any type); 0 otherwise, a tie included`,
+    },
+    thresholds: {
+      arg: 'FILE',
+      doc: `with --dataset and an escalating --model: add the thresholds of a coverage
+report (its report.json; FILE#0.05 for one budget) to the sweep of accuracy
+against escalation rate that such a model prints`,
+    },
+    resamples: { arg: 'N', doc: 'with --compare: bootstrap resamples (default 2000)' },
+    seed: { arg: 'N', doc: 'with --compare: bootstrap seed (default 1)' },
+    shape: {
+      arg: 'S',
+      doc: `with --dataset: a synthetic model of this shape (models/shapes.json) instead
+of a registry model, e.g. --shape qwen2.5-0.5b --compare int8,fp32`,
+    },
+    out: {
+      arg: 'DIR',
+      doc: `with --dataset: also write report.md, report.json (coverage.thresholds: per
+budget, per type, the threshold to load as is), report.html, the reliability
+diagrams and the risk-coverage curves (SVG) there`,
+    },
+  },
+  column: 22,
+  tail: `Exit status: 0 answered, 1 the evaluation failed (or, with --fail-if-worse, B is worse than A),
+2 bad arguments or input files.`,
+});
 
 /** An error budget: a share in (0, 1) or a percentage ("5%"). */
 function parseBudget(text: string): number | undefined {
@@ -97,26 +103,9 @@ function parseBudget(text: string): number | undefined {
 
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
   const io = resolveIo(ioOptions);
-  const options = Object.fromEntries(STRING_FLAGS.map((f) => [f, { type: 'string' as const }]));
-  const parsed = parseFlags(
-    'eval',
-    {
-      args: argv,
-      options: {
-        ...options,
-        help: { type: 'boolean', short: 'h' },
-        'error-budget': { type: 'string', multiple: true },
-        'fail-if-worse': { type: 'boolean' },
-      },
-    },
-    HELP,
-    io,
-  );
+  const parsed = parseCommand('eval', FLAGS, argv, io);
   if (typeof parsed === 'number') return parsed;
-  const values = parsed.values as Record<(typeof STRING_FLAGS)[number], string | undefined> & {
-    'error-budget'?: string[];
-    'fail-if-worse'?: boolean;
-  };
+  const { values } = parsed;
   const format = parseFormat(values.format);
   if (!format) return usage(io, `--format must be json or table, not "${values.format}"`);
   const timeoutMs = optionalNumber(values.timeout);
@@ -144,7 +133,7 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
       {
         file: values.dataset,
         model: values.model,
-        registryFile: registryFile(values.registry, io.env),
+        registryFile: parsed.registry,
         out: values.out,
         url: values.url,
         compare: values.compare,
@@ -182,7 +171,7 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
       const body = { state, questions, ...(values.model ? { model: values.model } : {}) } as SystemOneRequest;
       response = await client.evaluate(body);
     } else {
-      const local = await evaluateLocally(state, questions, values.model, registryFile(values.registry, io.env), io);
+      const local = await evaluateLocally(state, questions, values.model, parsed.registry, io);
       if (typeof local === 'number') return local;
       response = local;
     }

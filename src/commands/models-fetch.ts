@@ -18,36 +18,47 @@ import {
 import { parseVariant } from '../engine/index.js';
 import { progressBar } from './progress.js';
 import { registerModel } from '../registry.js';
-import { parseFlags, registryFile, resolveIo } from './common.js';
+import { commandFlags, commandHelp, COMMON_FLAGS } from '../config/index.js';
+import { parseCommand, resolveIo } from './common.js';
 
 /** models/hub/ of the package (the same depth from src/commands and dist/commands). */
 export const DEFAULT_DEST = fileURLToPath(new URL('../../models/hub/', import.meta.url));
 
-const USAGE = `Usage: assay models fetch <owner/name> [options]
+const FLAGS = commandFlags({
+  head: `Usage: assay models fetch <owner/name> [options]
 
 Downloads an ONNX decoder export and registers it in the model registry: a transformers.js /
 Optimum export (config.json, tokenizer and template files, and one variant's ONNX file under onnx/
 or at the root, with its external data), or an onnxruntime-genai build (genai_config.json and its
 model.onnx + model.onnx.data).
 
-Options:
-  --revision R       branch, tag or commit (default main); the folder is named after the commit
-  --variant V        which ONNX file, by its transformers.js dtype suffix: fp32 (model.onnx),
-                     fp16 (_fp16), int8 (_int8, else _quantized; the default), uint8 (_uint8),
-                     quantized or q8 (_quantized), q4 (_q4), q4f16 (_q4f16), bnb4 (_bnb4);
-                     not for an onnxruntime-genai build (it has one file)
-  --subfolder DIR    the repo folder holding the export (genai repos keep one build per folder)
-  --id ID            versioned id to register, e.g. svc-1.14.0
-                     (default: <name>-<variant>-<commit[0:7]>, lower case)
-  --alias NAME       point an alias (e.g. svc-latest) at it; repeatable
-  --default          make it the registry's default (the model the server loads at startup)
-  --registry FILE    registry to update (default $ASSAY_REGISTRY, else models/registry.json)
-  --dest DIR         download root (default models/hub)
-  --description T    description listed by GET /v1/models
-  -h, --help         this text
-
-Environment: HF_ENDPOINT (default https://huggingface.co), HF_TOKEN (private or gated repos).
-Interrupted downloads resume where they stopped: run the same command again.`;
+Options:`,
+  flags: {
+    revision: { arg: 'R', doc: 'branch, tag or commit (default main); the folder is named after the commit' },
+    variant: {
+      arg: 'V',
+      doc: `which ONNX file, by its transformers.js dtype suffix: fp32 (model.onnx),
+fp16 (_fp16), int8 (_int8, else _quantized; the default), uint8 (_uint8),
+quantized or q8 (_quantized), q4 (_q4), q4f16 (_q4f16), bnb4 (_bnb4);
+not for an onnxruntime-genai build (it has one file)`,
+    },
+    subfolder: { arg: 'DIR', doc: 'the repo folder holding the export (genai repos keep one build per folder)' },
+    id: {
+      arg: 'ID',
+      doc: `versioned id to register, e.g. svc-1.14.0
+(default: <name>-<variant>-<commit[0:7]>, lower case)`,
+    },
+    alias: { arg: 'NAME', multiple: true, doc: 'point an alias (e.g. svc-latest) at it; repeatable' },
+    default: { doc: "make it the registry's default (the model the server loads at startup)" },
+    registry: COMMON_FLAGS.registry('registry to update'),
+    dest: { arg: 'DIR', doc: 'download root (default models/hub)' },
+    description: { arg: 'T', doc: 'description listed by GET /v1/models' },
+  },
+  column: 21,
+  tail: `Environment: HF_ENDPOINT (default https://huggingface.co), HF_TOKEN (private or gated repos).
+Interrupted downloads resume where they stopped: run the same command again.`,
+  positionals: true,
+});
 
 export interface FetchCliIo {
   env?: NodeJS.ProcessEnv;
@@ -59,31 +70,11 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
   const env = io.env ?? process.env;
   const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
-  const args = parseFlags(
-    'models fetch',
-    {
-      args: argv,
-      allowPositionals: true,
-      options: {
-        revision: { type: 'string' },
-        variant: { type: 'string' },
-        subfolder: { type: 'string' },
-        id: { type: 'string' },
-        alias: { type: 'string', multiple: true },
-        default: { type: 'boolean' },
-        registry: { type: 'string' },
-        dest: { type: 'string' },
-        description: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    },
-    USAGE,
-    resolveIo({ stdout, stderr, env }),
-  );
+  const args = parseCommand('models fetch', FLAGS, argv, resolveIo({ stdout, stderr, env }));
   if (typeof args === 'number') return args;
   const { values: o, positionals } = args;
   if (positionals.length !== 1) {
-    stderr.write(`expected exactly one repo id, got ${positionals.length}\n\n${USAGE}\n`);
+    stderr.write(`expected exactly one repo id, got ${positionals.length}\n\n${commandHelp(FLAGS)}\n`);
     return 2;
   }
   const variant = o.variant === undefined ? undefined : parseVariant(o.variant);
@@ -92,7 +83,7 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
     return 2;
   }
   const repo = positionals[0]!;
-  const registry = path.resolve(registryFile(o.registry, env));
+  const registry = path.resolve(args.registry);
   const dest = path.resolve(o.dest ?? DEFAULT_DEST);
   const hubUrl = hubUrlFromEnv(env);
   const bar = progressBar(stderr);

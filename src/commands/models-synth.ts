@@ -14,9 +14,11 @@ import {
   type ShapeName,
   type SynthDtype,
 } from '../model-files/index.js';
-import { parseFlags, registryFile, resolveIo, type CommandIo } from './common.js';
+import { commandFlags, COMMON_FLAGS } from '../config/index.js';
+import { parseCommand, resolveIo, type CommandIo } from './common.js';
 
-const HELP = `Usage: assay models synth [--registry FILE] [--model ID]
+const FLAGS = commandFlags({
+  head: `Usage: assay models synth [--registry FILE] [--model ID]
        assay models synth --shape ${SHAPE_NAMES.join('|')} --dtype ${DTYPES.join('|')} [options]
 
 Writes synthetic model folders: the Hugging Face ONNX export layout with random deterministic
@@ -28,19 +30,21 @@ Without --shape: generates each synthetic model the registry declares ("syntheti
 whose folder is missing, or only --model ID; an entry whose "synthetic" names "weights" is
 rewritten when its folder was written from other weights. This is what \`npm start\` runs before
 serving.
-
-  --registry FILE      registry to read (default ASSAY_REGISTRY or models/registry.json)
-  --model ID           only this registry entry
-  --shape S            one folder of this shape (models/shapes.json)
-  --dtype D            fp32 or int8 (default fp32)
-  --no-position-ids    a graph without the position_ids input (it derives them from the mask)
-  --out DIR            where (default models/generated/<shape>-<dtype>[-nopos])
-  --seed N             weight seed
-  --weights FILE       trained weights (safetensors) instead of random ones (needs --out)
-  --force              regenerate even if a complete folder exists
-  -h, --help           this text
-
-Prints the folder of each model written or found complete.`;
+`,
+  flags: {
+    registry: COMMON_FLAGS.registry('registry to read'),
+    model: COMMON_FLAGS.model('only this registry entry', 'ID'),
+    shape: { arg: 'S', doc: 'one folder of this shape (models/shapes.json)' },
+    dtype: { arg: 'D', doc: 'fp32 or int8 (default fp32)' },
+    'no-position-ids': { doc: 'a graph without the position_ids input (it derives them from the mask)' },
+    out: { arg: 'DIR', doc: 'where (default models/generated/<shape>-<dtype>[-nopos])' },
+    seed: { arg: 'N', doc: 'weight seed' },
+    weights: { arg: 'FILE', doc: 'trained weights (safetensors) instead of random ones (needs --out)' },
+    force: { doc: 'regenerate even if a complete folder exists' },
+  },
+  column: 23,
+  tail: 'Prints the folder of each model written or found complete.',
+});
 
 /**
  * Generates every declared synthetic model whose folder is missing, and rewrites the folder of one
@@ -77,33 +81,14 @@ export async function ensureSyntheticModels(
 
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
   const io = resolveIo(ioOptions);
-  const parsed = parseFlags(
-    'models synth',
-    {
-      args: argv,
-      options: {
-        registry: { type: 'string' },
-        model: { type: 'string' },
-        shape: { type: 'string' },
-        dtype: { type: 'string' },
-        'no-position-ids': { type: 'boolean' },
-        out: { type: 'string' },
-        seed: { type: 'string' },
-        weights: { type: 'string' },
-        force: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    },
-    HELP,
-    io,
-  );
+  const parsed = parseCommand('models synth', FLAGS, argv, io);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
   const log = (line: string): void => io.err(`assay models synth: ${line}\n`);
   if (values.shape === undefined) {
     let registry: Registry;
     try {
-      registry = loadRegistry(registryFile(values.registry, io.env));
+      registry = loadRegistry(parsed.registry);
     } catch (e) {
       io.err(`assay models synth: ${(e as Error).message}\n`);
       return 2;

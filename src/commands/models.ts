@@ -7,24 +7,28 @@
 import type { ModelMetadataList } from '../protocol/index.js';
 import { AssayClient } from '../client/index.js';
 import { listModelNames, loadRegistry, resolveModel } from '../registry.js';
-import { describeError, parseCommand, registryFile, resolveIo, table, type CommandIo } from './common.js';
+import { commandFlags, COMMON_FLAGS } from '../config/index.js';
+import { describeError, parseCommand, parseFormat, resolveIo, table, type CommandIo } from './common.js';
 
-const HELP = `Usage: assay models [options]
+const FLAGS = commandFlags({
+  head: `Usage: assay models [options]
 
 Lists the model names the \`model\` field accepts.
-
-  --url URL         ask a running server (GET /v1/models; key from ASSAY_API_KEY)
-  --registry FILE   without --url: the registry to read (default ASSAY_REGISTRY or models/registry.json)
-  --format F        json (default: the API's response body) or table
-  -h, --help        this text
-
-  assay models fetch <owner/name> [...]   download a Hugging Face ONNX export and register it
+`,
+  flags: {
+    url: COMMON_FLAGS.url('ask a running server (GET /v1/models; key from ASSAY_API_KEY)'),
+    registry: COMMON_FLAGS.registry('without --url: the registry to read'),
+    format: COMMON_FLAGS.format,
+  },
+  column: 20,
+  tail: `  assay models fetch <owner/name> [...]   download a Hugging Face ONNX export and register it
                                           (assay models fetch --help)
   assay models synth [...]                write the synthetic models the registry declares, or
                                           one shape (assay models synth --help)
 
 Without --url the list is what the server would list for a key allowed every model, and the
-table also shows the versioned id and folder behind each name.`;
+table also shows the versioned id and folder behind each name.`,
+});
 
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
   const io = resolveIo(ioOptions);
@@ -45,9 +49,14 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
     }
     return synth.run(argv.slice(1), ioOptions);
   }
-  const parsed = parseCommand('models', argv, ['url', 'registry', 'format'], HELP, io);
+  const parsed = parseCommand('models', FLAGS, argv, io);
   if (typeof parsed === 'number') return parsed;
-  const { values, format } = parsed;
+  const { values } = parsed;
+  const format = parseFormat(values.format);
+  if (!format) {
+    io.err(`assay models: --format must be json or table, not "${values.format}"\n`);
+    return 2;
+  }
 
   let list: ModelMetadataList;
   const resolvesTo = new Map<string, string>();
@@ -55,7 +64,7 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
     if (values.url) {
       list = await new AssayClient({ baseUrl: values.url, env: io.env }).listModels();
     } else {
-      const registry = loadRegistry(registryFile(values.registry, io.env));
+      const registry = loadRegistry(parsed.registry);
       list = { models: [] };
       for (const name of listModelNames(registry)) {
         const m = resolveModel(registry, name)!;

@@ -11,7 +11,7 @@ import {
   type AssayServer,
 } from '../api/index.js';
 import { loadServeSettings, serveHelp, settingsFor, type ServeSettings } from '../config/index.js';
-import { acceptedModelNames, DEFAULT_REGISTRY_FILE, loadRegistry, resolveModel } from '../registry.js';
+import { acceptedModelNames, loadRegistry, resolveModel } from '../registry.js';
 import { createModelPool, type PoolLog } from '../service/index.js';
 import { cpuKernels } from '../engine/index.js';
 
@@ -34,7 +34,7 @@ export function serveConfig(argv: string[], env: Record<string, string | undefin
     generatedKey = generateKey();
     keys.push(...keysFromList(generatedKey));
   }
-  return Object.freeze({ ...settings, registryFile: settings.registry ?? DEFAULT_REGISTRY_FILE, keys, generatedKey });
+  return Object.freeze({ ...settings, registryFile: settings.registry, keys, generatedKey });
 }
 
 export async function run(argv: string[]): Promise<number> {

@@ -1,5 +1,5 @@
 // Parses `assay serve`'s flags and environment with the settings schema, once, into a frozen
-// object. Flags win over the environment, which wins over the defaults. An invalid value stops the
+// object; resolveSettings does the same for the settings another command shares with it. Flags win over the environment, which wins over the defaults. An invalid value stops the
 // server at startup with a message naming the flag or variable it came from.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ServeSettingsSchema, settingsInfo, type ServeSettings, type SettingName } from './settings.js';
@@ -30,10 +30,29 @@ export function loadServeSettings(
     throw new ConfigError((e as Error).message);
   }
   if (values.help) return 'help';
+  return resolveSettings(
+    info.map((s) => s.name),
+    values,
+    env,
+  );
+}
 
+/**
+ * The named settings, from the flags parseArgs gave (by flag name) and the environment, validated
+ * by the schema and frozen: a flag wins over its variable (an empty variable counts as unset),
+ * which wins over the default. Every command resolves its settings here (`assay serve` all of
+ * them; the others the ones they share with it, such as the registry). Throws ConfigError naming
+ * the flag or variable a bad value came from.
+ */
+export function resolveSettings<const N extends SettingName>(
+  names: readonly N[],
+  values: Readonly<Record<string, unknown>>,
+  env: Record<string, string | undefined>,
+): Readonly<Pick<ServeSettings, N>> {
   const raw: Partial<Record<SettingName, string | boolean>> = {};
   const source: Partial<Record<SettingName, string>> = {};
-  for (const s of info) {
+  for (const s of settingsInfo()) {
+    if (!(names as readonly SettingName[]).includes(s.name)) continue;
     const flagValue = !s.flag ? undefined : values[`no-${s.flag}`] ? false : values[s.flag];
     if (flagValue !== undefined) {
       raw[s.name] = flagValue as string | boolean;
@@ -43,12 +62,13 @@ export function loadServeSettings(
       source[s.name] = s.env;
     }
   }
-  const parsed = ServeSettingsSchema.safeParse(raw);
+  const mask = Object.fromEntries(names.map((n) => [n, true])) as Record<SettingName, true>;
+  const parsed = ServeSettingsSchema.pick(mask).safeParse(raw);
   if (!parsed.success) {
     const lines = parsed.error.issues.map(
       (i) => `${source[i.path[0] as SettingName] ?? String(i.path[0])} ${i.message}`,
     );
     throw new ConfigError(lines.join('; '));
   }
-  return Object.freeze(parsed.data);
+  return Object.freeze(parsed.data as unknown as Pick<ServeSettings, N>);
 }

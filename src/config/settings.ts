@@ -4,6 +4,7 @@
 // to it), and src/config/load.ts parses flags and environment with it once, at startup.
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
+import { DEFAULT_REGISTRY_FILE } from '../registry.js';
 import type { EngineConfig } from '../engine/index.js';
 import type { ServerOptions } from '../api/index.js';
 
@@ -79,7 +80,7 @@ export const ServeSettingsSchema = z.strictObject({
     .default(DEFAULTS.port)
     .meta(m({ flag: 'port', env: 'PORT', arg: 'N', doc: 'listen port (0: any free port)' })),
   registry: text()
-    .optional()
+    .default(DEFAULT_REGISTRY_FILE)
     .meta(
       m({
         flag: 'registry',
@@ -214,7 +215,7 @@ export const ServeSettingsSchema = z.strictObject({
       }),
     ),
   serverTimingEngine: bool()
-    .default(false)
+    .default(DEFAULTS.serverTimingEngine)
     .meta(
       m({
         server: 'serverTimingEngine',
@@ -224,7 +225,7 @@ export const ServeSettingsSchema = z.strictObject({
       }),
     ),
   docs: bool()
-    .default(true)
+    .default(DEFAULTS.docs)
     .meta(
       m({
         server: 'docs',
@@ -234,7 +235,7 @@ export const ServeSettingsSchema = z.strictObject({
       }),
     ),
   playground: bool()
-    .default(true)
+    .default(DEFAULTS.playground)
     .meta(
       m({
         server: 'playground',
@@ -255,7 +256,7 @@ export const ServeSettingsSchema = z.strictObject({
       }),
     ),
   packQuestions: bool()
-    .default(true)
+    .default(DEFAULTS.packQuestions)
     .meta(
       m({
         engine: 'packQuestions',
@@ -331,7 +332,7 @@ export const ServeSettingsSchema = z.strictObject({
       }),
     ),
   graphRewrite: bool()
-    .default(true)
+    .default(DEFAULTS.rewriteGraph)
     .meta(
       m({
         engine: 'rewriteGraph',

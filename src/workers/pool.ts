@@ -1,8 +1,9 @@
 // A pool of worker threads speaking the channel (channel.ts), one call at a time per thread: calls
 // wait in a bounded queue for a free thread (QueueFullError past the bound), an aborted call leaves
 // the queue at once, a thread that dies fails its call and is replaced on the next one.
-import { Worker, type WorkerOptions } from 'node:worker_threads';
-import { WorkerChannel, type CallMap, type CallOptions } from './channel.js';
+import type { Worker, WorkerOptions } from 'node:worker_threads';
+import type { CallMap, CallOptions, WorkerChannel } from './channel.js';
+import { startWorker } from './start.js';
 
 /** The pool's queue is full: the caller refuses the call (its retry hint: `waiting` calls ahead). */
 export class QueueFullError extends Error {
@@ -105,17 +106,17 @@ export class WorkerPool<Calls extends CallMap> {
   }
 
   private spawn(): Slot<Calls> {
-    const worker = new Worker(this.o.filename, this.o.worker);
-    // An idle pool holds nothing open; a pending call keeps the process alive.
-    const channel = new WorkerChannel<Calls>(worker, { decodeError: this.o.decodeError, refWhilePending: true });
+    // An idle pool holds nothing open; a pending call keeps the process alive. A dead thread leaves the pool.
+    const { worker, channel } = startWorker<Calls>(this.o.filename, this.o.worker, {
+      name: 'a pool worker',
+      decodeError: this.o.decodeError,
+      refWhilePending: true,
+      onDeath: () => {
+        const at = this.slots.indexOf(slot);
+        if (at >= 0) this.slots.splice(at, 1);
+      },
+    });
     const slot: Slot<Calls> = { worker, channel, busy: false };
-    const gone = (error: Error): void => {
-      channel.fail(error);
-      const at = this.slots.indexOf(slot);
-      if (at >= 0) this.slots.splice(at, 1);
-    };
-    worker.on('error', gone);
-    worker.on('exit', (code) => gone(new Error(`a pool worker exited (${code})`)));
     this.slots.push(slot);
     return slot;
   }

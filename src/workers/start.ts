@@ -1,8 +1,10 @@
 // Starting the project's worker threads (the engine thread, the planner pool, the body worker, the
-// graph rewrite): which file a worker runs, with which data, and with which Node options. Below
-// every layer: it imports nothing of the project.
+// graph rewrite): which file a worker runs, with which data, with which Node options, and the one
+// wiring of a worker's death to its channel. Below every layer: it imports nothing of the project.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { Worker, type WorkerOptions } from 'node:worker_threads';
+import { WorkerChannel, type CallMap, type ChannelOptions } from './channel.js';
 
 /** The workerData key that names a TypeScript worker's source for the shared tsx entry. */
 export const TS_ENTRY = '__assayTsEntry';
@@ -42,4 +44,42 @@ export function workerExecArgv(argv: readonly string[] = process.execArgv): stri
     out.push(a);
   }
   return out;
+}
+
+/** How a worker died: an error nothing in it caught, or its exit (after an error, too). */
+export type WorkerDeath = { error: Error } | { code: number };
+
+export interface StartWorkerOptions<Event> extends ChannelOptions<Event> {
+  /** Who the worker is, in the error its calls fail with when it exits: `<name> exited (<code>)`. */
+  name: string;
+  /** The error pending and later calls fail with (default: the worker's own error, or `<name> exited (<code>)`). */
+  deathError?(death: WorkerDeath): Error;
+  /** Once, when the worker dies, after its pending calls failed with `error`. */
+  onDeath?(error: Error): void;
+}
+
+/**
+ * Starts a worker and the parent's end of its channel, wired so that its death (an uncaught error
+ * or an exit) fails every pending and later call once, then tells `onDeath`. Every worker of the
+ * project starts here. `options` are the Worker's (execArgv defaults to workerExecArgv()).
+ */
+export function startWorker<Calls extends CallMap, Event = never>(
+  filename: string,
+  options: WorkerOptions,
+  o: StartWorkerOptions<Event>,
+): { worker: Worker; channel: WorkerChannel<Calls, Event> } {
+  const worker = new Worker(filename, { execArgv: workerExecArgv(), ...options });
+  const channel = new WorkerChannel<Calls, Event>(worker, o);
+  let dead = false;
+  const died = (death: WorkerDeath): void => {
+    if (dead) return;
+    dead = true;
+    const error =
+      o.deathError?.(death) ?? ('error' in death ? death.error : new Error(`${o.name} exited (${death.code})`));
+    channel.fail(error);
+    o.onDeath?.(error);
+  };
+  worker.on('error', (error) => died({ error }));
+  worker.on('exit', (code) => died({ code }));
+  return { worker, channel };
 }

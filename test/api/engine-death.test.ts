@@ -9,6 +9,9 @@ import { createModelPool } from '../../src/service/model-pool.js';
 import type { EngineThreadEvaluator } from '../../src/engine/thread/engine-thread.js';
 import { auth, MODEL_ID, mixedRequest, testKeys, testRegistry } from './helpers.js';
 
+// The engine threads these tests start get the crash hook they kill them with (engine/thread/crash-hook.ts).
+process.env.ASSAY_ENGINE_CRASH_HOOK = '1';
+
 let app: AssayServer;
 let base: string;
 let pool: ReturnType<typeof createModelPool>;

@@ -20,6 +20,9 @@ import {
 import type { EngineThreadEvaluator } from '../../src/engine/thread/engine-thread.js';
 import { choice, noul, request, score, tinyFp32 } from './fixtures.js';
 
+// The engine threads these tests start get the crash hook they kill them with (engine/thread/crash-hook.ts).
+process.env.ASSAY_ENGINE_CRASH_HOOK = '1';
+
 /** A state of about 4,000 tokens. */
 const LONG = Array.from({ length: 300 }, (_, i) => `Row ${i}: value ${i * 13} in zone ${i % 17}.`).join('\n');
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -11,6 +11,9 @@ import { createModelPool, ModelUnavailableError } from '../../src/service/model-
 import { checkRegistry } from '../../src/registry.js';
 import type { EngineThreadEvaluator } from '../../src/engine/thread/engine-thread.js';
 
+// The engine threads these tests start get the crash hook they kill them with (engine/thread/crash-hook.ts).
+process.env.ASSAY_ENGINE_CRASH_HOOK = '1';
+
 function registryFor(dir: string) {
   const entry = { path: dir, variant: 'fp32', description: 'tiny', release_date: '2026-11-22' };
   return checkRegistry(

@@ -24,7 +24,6 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import {
   decodeModel,
   encodeModel,
@@ -37,7 +36,7 @@ import {
 } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
 import { convertQ4ToInt8, hasQ4MatMuls, inlineExternalData, type Q4Conversion } from './q4-to-int8.js';
-import { WorkerChannel, workerEntry, workerExecArgv } from '../../workers/index.js';
+import { startWorker, workerEntry } from '../../workers/index.js';
 
 /** Initializers smaller than this stay inside the graph file. */
 const INLINE_BYTES = 1024;
@@ -100,10 +99,11 @@ export async function rewrittenGraph(
   const found = await cached(await targets(folder, cacheDir, q4, perToken));
   if (found) return found;
   const entry = workerEntry('graph-file-worker', import.meta.url);
-  const worker = new Worker(entry.filename, { workerData: entry.workerData, execArgv: workerExecArgv() });
-  const channel = new WorkerChannel<GraphFileCalls>(worker, { decodeError: (m) => new Error(String(m)) });
-  worker.on('error', (error) => channel.fail(error));
-  worker.on('exit', (code) => channel.fail(new Error(`the graph rewrite worker exited (${code})`)));
+  const { worker, channel } = startWorker<GraphFileCalls>(
+    entry.filename,
+    { workerData: entry.workerData },
+    { name: 'the graph rewrite worker', decodeError: (m) => new Error(String(m)) },
+  );
   try {
     return (await channel.call('rewrite', { folder, vocab, cacheDir, q4, perToken })) ?? undefined;
   } finally {

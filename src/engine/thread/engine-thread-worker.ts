@@ -1,7 +1,8 @@
 // The engine thread's entry (engine-thread.ts): loads the evaluator here and answers the main
 // thread's requests. onnxruntime's passes block this thread's event loop, not the server's.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { CrashMessage, EngineCalls, EngineEvent, EngineThreadData } from './engine-thread.js';
+import type { EngineCalls, EngineEvent, EngineThreadData } from './engine-thread.js';
+import { crashHookEnabled, installCrashHook } from './crash-hook.js';
 import { serveChannel } from '../../workers/index.js';
 import type { Evaluator } from '../types.js';
 import { createEvaluator } from '../execution/evaluator.js';
@@ -64,11 +65,5 @@ const channel = serveChannel<EngineCalls, EngineEvent>(
   failureOf,
 );
 
-// The crash test hook arrives outside the protocol.
-parentPort!.on('message', (m: CrashMessage | { type?: undefined }) => {
-  if (m.type !== 'crash') return;
-  if (m.how === 'exit') process.exit(70);
-  setImmediate(() => {
-    throw new Error('crash requested by a test');
-  });
-});
+// Only where a test asked for it (crash-hook.ts): no production thread listens for a crash.
+if (crashHookEnabled()) installCrashHook();

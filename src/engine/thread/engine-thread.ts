@@ -5,12 +5,12 @@
 // evaluator (scheduler, prefix cache, planner pool, onnxruntime session) lives in the thread; the
 // caller gets an Evaluator that posts requests and aborts to it and rebuilds its errors.
 import { once } from 'node:events';
-import { Worker } from 'node:worker_threads';
 import type { EngineConfig } from '../config.js';
 import { EngineDeadError, EngineError } from '../errors.js';
 import { rebuild, type Failure } from './failure.js';
+import { CRASH_HOOK_ENV, crashHookEnabled, type CrashHow, type CrashMessage } from './crash-hook.js';
 import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from '../types.js';
-import { WorkerChannel, workerEntry, workerExecArgv } from '../../workers/index.js';
+import { startWorker, workerEntry } from '../../workers/index.js';
 import { ownedBytes } from '../../protocol/index.js';
 
 /** The engine thread's calls (workers/channel.ts): method → [argument, result]. */
@@ -25,45 +25,49 @@ export type EngineCalls = {
 /** Engine thread → main thread, between calls. */
 export type EngineEvent = { type: 'warning'; message: string } | { type: 'stats'; stats: EngineStats };
 
-/** Test hook, outside the protocol (never sent for a caller): the thread exits, or throws an error nothing catches. */
-export type CrashMessage = { type: 'crash'; how: 'exit' | 'throw' };
-
 /** What the engine thread is started with: the config less its callbacks (they cannot cross). */
 export type EngineThreadData = Omit<EngineConfig, 'onWarning' | 'onDeath'>;
 
 /** The evaluator of an engine thread, with a hook for tests that kills the thread. */
 export interface EngineThreadEvaluator extends Evaluator {
-  /** Makes the thread exit (`exit`) or throw an uncaught error (`throw`), as a crash would. */
-  crashForTest(how: 'exit' | 'throw'): void;
+  /**
+   * Makes the thread exit (`exit`) or throw an uncaught error (`throw`), as a crash would. Only a
+   * thread started with ASSAY_ENGINE_CRASH_HOOK=1 has the hook (crash-hook.ts); any other throws here.
+   */
+  crashForTest(how: CrashHow): void;
 }
 
 export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineThreadEvaluator> {
   const { onWarning, onDeath, ...data } = config;
+  const crashHook = crashHookEnabled();
   const entry = workerEntry('engine-thread-worker', import.meta.url, data satisfies EngineThreadData);
-  const worker = new Worker(entry.filename, { workerData: entry.workerData, execArgv: workerExecArgv() });
   let stats: EngineStats | undefined;
   let loaded = false;
   let closing = false;
   let exited: Error | undefined;
   // The thread keeps the process alive only while a call waits on it: an evaluator nobody closes
-  // does not hold a finished script open, and a pending request is never cut off.
-  const channel = new WorkerChannel<EngineCalls, EngineEvent>(worker, {
-    decodeError: (f) => rebuild(f as Failure),
-    onEvent: (e) => (e.type === 'warning' ? onWarning?.(e.message) : (stats = e.stats)),
-    refWhilePending: true,
-  });
-  /** The thread is gone: every call waiting on it ends, and (after a load, unless closing) the owner hears of it at once. */
-  const died = (why: string): void => {
-    if (exited) return;
-    exited =
-      loaded && !closing
-        ? new EngineDeadError(`the model's engine thread ${why}; it is being restarted`)
-        : new EngineError(`the engine thread ${why}`);
-    channel.fail(exited);
-    if (loaded && !closing) onDeath?.(exited);
-  };
-  worker.on('error', (error) => died(`failed: ${error.message}`));
-  worker.on('exit', (code) => died(`exited (code ${code})`));
+  // does not hold a finished script open, and a pending request is never cut off. When the thread is
+  // gone, every call waiting on it ends, and (after a load, unless closing) the owner hears of it at once.
+  const { worker, channel } = startWorker<EngineCalls, EngineEvent>(
+    entry.filename,
+    { workerData: entry.workerData },
+    {
+      name: 'the engine thread',
+      decodeError: (f) => rebuild(f as Failure),
+      onEvent: (e) => (e.type === 'warning' ? onWarning?.(e.message) : (stats = e.stats)),
+      refWhilePending: true,
+      deathError: (death) => {
+        const why = 'error' in death ? `failed: ${death.error.message}` : `exited (code ${death.code})`;
+        return loaded && !closing
+          ? new EngineDeadError(`the model's engine thread ${why}; it is being restarted`)
+          : new EngineError(`the engine thread ${why}`);
+      },
+      onDeath: (error) => {
+        exited = error;
+        if (loaded && !closing) onDeath?.(error);
+      },
+    },
+  );
   let ready: EngineCalls['load'][1];
   try {
     ready = await channel.call('load', null);
@@ -99,6 +103,7 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineT
     },
     stats: () => ({ ...stats! }),
     crashForTest(how) {
+      if (!crashHook) throw new Error(`this engine thread has no crash hook (start it with ${CRASH_HOOK_ENV}=1)`);
       channel.postRaw({ type: 'crash', how } satisfies CrashMessage);
     },
     async close(): Promise<void> {
