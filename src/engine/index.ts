@@ -2,6 +2,7 @@
 export type * from './types.js';
 export type { EngineConfig, ExecutionProvider } from './config.js';
 export { cpuFacts, cpuKernels, type CpuFacts, type KernelPaths } from './model/cpu.js';
+export { ModelManifestSchema, type ModelManifest } from './model/manifest.js';
 export { ONNX_DIRS, VARIANTS, parseVariant, variantFileNames, type Variant } from './model/variants.js';
 export { PROMPT_VERSIONS } from './prompting/prompts.js';
 export { externalize } from './model/graph-file.js';

@@ -6,7 +6,9 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileProblem } from '../../protocol/index.js';
 import { ModelLoadError } from '../errors.js';
+import { ModelManifestSchema, type ModelManifest } from './manifest.js';
 import { DEFAULT_ORDER, ONNX_DIRS, parseVariant, variantFileNames, VARIANTS, type Variant } from './variants.js';
 
 export type { Variant } from './variants.js';
@@ -33,16 +35,8 @@ export interface ModelFolder {
   maxContext: number;
   /** KV input/output names when the export says them (genai_config.json); otherwise discovered from the graph. */
   kvNames?: KvName[];
-  /** assay.json beside the export, when present (synthetic models, tuned prompts, temperature). */
-  manifest: {
-    synthetic?: boolean;
-    warning?: string;
-    temperature?: number;
-    prompt_version?: string;
-    /** Per question type, written by `assay calibrate`. */
-    answer_temperature?: Partial<Record<'noul' | 'choice' | 'score', number>>;
-    option_rotations?: number;
-  };
+  /** assay.json beside the export, when present (synthetic models, tuned prompts, temperature); checked by its schema. */
+  manifest: ModelManifest;
 }
 
 async function readJson(path: string): Promise<Record<string, unknown> | undefined> {
@@ -52,6 +46,13 @@ async function readJson(path: string): Promise<Record<string, unknown> | undefin
   } catch (error) {
     throw new ModelLoadError(`${path}: invalid JSON (${(error as Error).message})`);
   }
+}
+
+/** assay.json checked by its schema (none: {}); a problem fails the load naming the file, the field and what was expected. */
+async function readManifest(path: string): Promise<ModelManifest> {
+  const parsed = ModelManifestSchema.safeParse((await readJson(path)) ?? {});
+  if (!parsed.success) throw new ModelLoadError(fileProblem(path, parsed.error));
+  return parsed.data;
 }
 
 /** The files an export is recognised by, as found in the folder: for error messages that say what is there. */
@@ -165,7 +166,7 @@ export async function openModelFolder(dir: string, variantName?: string): Promis
   if (variantName !== undefined && !variant) {
     throw new ModelLoadError(`unknown variant '${variantName}'; known: ${VARIANTS.join(', ')} (q8 = quantized)`);
   }
-  const manifest = ((await readJson(join(dir, 'assay.json'))) ?? {}) as ModelFolder['manifest'];
+  const manifest = await readManifest(join(dir, 'assay.json'));
   const config = await readJson(join(dir, 'config.json'));
   const genai = config ? undefined : await readJson(join(dir, 'genai_config.json'));
   if (!config && !genai) {

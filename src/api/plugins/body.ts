@@ -1,0 +1,91 @@
+// Body parsing: application/json bodies, and bodies sent without a Content-Type (read as JSON, as
+// FastAPI does); any other media type is 415. Malformed JSON gets FastAPI's json_invalid 422. Small,
+// shallow bodies are parsed here; large or deep ones in the body worker (body-worker.ts), off the
+// loop. And the drain that lets a client still sending an oversized body read its 413.
+import type { FastifyInstance } from 'fastify';
+import { errorCodes } from 'fastify';
+import fp from 'fastify-plugin';
+import { InvalidRequestError, jsonInvalid, retryHeaders, ValidatedBody } from '../../protocol/index.js';
+import { BodyWorkerUnavailableError } from '../api-error.js';
+import { BodyWorker, nestsDeeperThan } from '../body-worker.js';
+
+export interface BodyOptions {
+  /** Largest accepted body, bytes (413 above). */
+  bodyLimit: number;
+  /** Bodies larger than this many bytes are parsed and validated in the body worker. */
+  inlineBodyBytes: number;
+}
+
+async function body(app: FastifyInstance, options: BodyOptions): Promise<void> {
+  const { bodyLimit, inlineBodyBytes } = options;
+  const bodyWorker = new BodyWorker();
+  app.removeAllContentTypeParsers();
+  const json = (bytes: Buffer, done: (err: Error | null, body?: unknown) => void) => {
+    if (bytes.length === 0) return done(null, undefined); // no body: "Field required" at ["body"]
+    if (bytes.length <= inlineBodyBytes) {
+      const raw = bytes.toString('utf8');
+      if (!nestsDeeperThan(raw)) {
+        let body: unknown;
+        try {
+          body = JSON.parse(raw);
+        } catch {
+          return done(new InvalidRequestError([jsonInvalid(raw)]), undefined);
+        }
+        // Validation (the nesting bound first) runs in the service (protocol/validate.ts), one walk.
+        return done(null, body);
+      }
+    }
+    bodyWorker.check(bytes).then(
+      ({ verdict, bytes: valid }) => {
+        if ('detail' in verdict) return done(new InvalidRequestError(verdict.detail), undefined);
+        done(null, new ValidatedBody(valid!, verdict.model, verdict.questionCount));
+      },
+      // The worker died with this body in it: never parsed here instead (that is the stall this avoids).
+      () =>
+        done(
+          new BodyWorkerUnavailableError('The request body could not be checked; retry', retryHeaders(1000)),
+          undefined,
+        ),
+    );
+  };
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_req, data, done) =>
+    json(data as Buffer, done),
+  );
+  // The catch-all parser: fastify gives it both bodies without a Content-Type and unknown media types.
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (req, data, done) => {
+    if (req.headers['content-type'] === undefined) return json(data as Buffer, done);
+    done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(), undefined);
+  });
+  app.addHook('onClose', async () => bodyWorker.close());
+}
+
+/** The parsers on the server itself (not encapsulated): every route reads its body through them. */
+export const bodyParsing = fp(body, { name: 'assay-body' });
+
+/** How much of an oversized body is read and discarded so the client can read its 413. */
+const DRAIN_BYTES = 128 * 1024 * 1024;
+const DRAIN_MS = 30_000;
+
+/** Reads and discards what a client still sends (up to a bound), then resolves: the 413's way out. */
+export function drain(raw: NodeJS.ReadableStream & { complete?: boolean }): Promise<void> {
+  if (raw.complete) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const finish = () => {
+      clearTimeout(timer);
+      raw.removeListener('data', onData);
+      raw.removeListener('end', finish);
+      raw.removeListener('error', finish);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > DRAIN_BYTES) finish();
+    };
+    const timer = setTimeout(finish, DRAIN_MS);
+    raw.on('data', onData);
+    raw.on('end', finish);
+    raw.on('error', finish);
+    raw.resume();
+  });
+}
