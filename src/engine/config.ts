@@ -111,7 +111,9 @@ type Defaulted =
   | 'questionTokenBudget'
   | 'packTokens'
   | 'batchTokens'
-  | 'confidence';
+  | 'confidence'
+  | 'packQuestions'
+  | 'rewriteGraph';
 
 /** An EngineConfig with every defaulted setting filled in, frozen: what the engine's parts read. */
 export type ResolvedEngineConfig = Readonly<EngineConfig & Required<Pick<EngineConfig, Defaulted>>>;
@@ -135,5 +137,7 @@ export function resolveEngineConfig(c: EngineConfig): ResolvedEngineConfig {
     packTokens: c.packTokens ?? ALL.packTokens,
     batchTokens: c.batchTokens ?? ALL.batchTokens[provider],
     confidence: c.confidence ?? ALL.confidence,
+    packQuestions: c.packQuestions ?? ALL.packQuestions,
+    rewriteGraph: c.rewriteGraph ?? ALL.rewriteGraph,
   });
 }

@@ -29,7 +29,7 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
   const endToken = codec.eosTokenId ?? folder.eosTokenIds[0];
   if (endToken === undefined)
     throw new ModelLoadError(`${folder.dir}: no eos_token in tokenizer_config.json or generation_config.json`);
-  const runner = await ModelRunner.create(folder, config, config.temperature ?? folder.manifest.temperature ?? 1);
+  const runner = await ModelRunner.load(folder, config, config.temperature ?? folder.manifest.temperature ?? 1);
   // (A graph left unrewritten has been warned about already, or the operator turned the rewrite off.)
   if (runner.rewritten && !runner.packs && config.packQuestions !== false) {
     const why = !runner.hasPositionIds

@@ -12,7 +12,7 @@ import {
 } from './graph-rewrite.js';
 import { rewrittenGraph, type GraphFacts, type RewrittenGraph } from './graph-file.js';
 import type { ModelFolder } from './model-folder.js';
-import { resolveEngineConfig, type EngineConfig } from '../config.js';
+import { resolveEngineConfig, type EngineConfig, type ResolvedEngineConfig } from '../config.js';
 import { int8SessionConfig } from './cpu.js';
 
 /** How the load note on 4-bit weights converted to int8 begins (the model pool logs it as info, not as a fallback). */
@@ -132,8 +132,13 @@ export class ModelRunner {
       );
   }
 
+  /** A runner on its own (tools, benches): the config resolved here, as the engine resolves its own once. */
   static async create(folder: ModelFolder, config: EngineConfig, temperature = 1): Promise<ModelRunner> {
-    const c = resolveEngineConfig(config);
+    return ModelRunner.load(folder, resolveEngineConfig(config), temperature);
+  }
+
+  /** The engine's runner: `c` is the model's config, resolved once (createEvaluator) and read as is. */
+  static async load(folder: ModelFolder, c: ResolvedEngineConfig, temperature = 1): Promise<ModelRunner> {
     const provider = c.provider;
     const graphOptimizationLevel = c.graphOptimization;
     // Exact int8 on CPUs whose default int8 kernel saturates (cpu.ts); int8 nodes run on the CPU
@@ -183,15 +188,15 @@ export class ModelRunner {
     let facts: GraphFacts = { sharesActivationScales: true };
     let graphPath = folder.onnxPath;
     const vocab = num(folder.config.vocab_size);
-    if (config.rewriteGraph !== false && vocab) {
+    if (c.rewriteGraph && vocab) {
       let rewritten: RewrittenGraph | undefined;
       try {
         // The int8 form of 4-bit products is a CPU form (CUDA has MatMulNBits kernels, no integer ones): never on CUDA.
         const q4 = provider === 'cuda' ? 'native' : c.q4Kernels;
-        rewritten = await rewrittenGraph(folder, vocab, config.graphCacheDir, q4, c.perTokenInt8);
+        rewritten = await rewrittenGraph(folder, vocab, c.graphCacheDir, q4, c.perTokenInt8);
       } catch (error) {
         // An unreadable or undecodable file: the stock load below reports it.
-        config.onWarning?.(`graph rewrite skipped for ${folder.onnxPath}: ${(error as Error).message}`);
+        c.onWarning?.(`graph rewrite skipped for ${folder.onnxPath}: ${(error as Error).message}`);
       }
       if (rewritten) {
         try {
@@ -206,13 +211,13 @@ export class ModelRunner {
           const q4 = rewritten.q4ToInt8;
           if (q4) {
             const mb = (bytes: number) => `${Math.round(bytes / 1e6)} MB`;
-            config.onWarning?.(
+            c.onWarning?.(
               `${Q4_NOTE}: ${q4.nodes} matrix products, their weights ${mb(q4.int8Bytes)} instead of ${mb(q4.q4Bytes)} (+${mb(q4.int8Bytes - q4.q4Bytes)}); --q4-kernels native keeps the 4-bit kernel and its memory`,
             );
           }
           graphPath = rewritten.path;
         } catch (error) {
-          config.onWarning?.(
+          c.onWarning?.(
             `the rewritten graph of ${folder.onnxPath} did not load (${(error as Error).message}); running the export as is`,
           );
         }
