@@ -38,7 +38,11 @@ export const EscalationSchema = fileObject({
       'Where uncertain questions are asked again: a registered model that does not escalate itself, or a remote endpoint.',
     ),
   below: z
-    .strictObject({ noul: Certainty.optional(), choice: Certainty.optional(), score: Certainty.optional() })
+    .strictObject({
+      noul: Certainty.optional().describe('Threshold for noul questions.'),
+      choice: Certainty.optional().describe('Threshold for choice questions.'),
+      score: Certainty.optional().describe('Threshold for score questions.'),
+    })
     .describe(
       'Per question type (noul, choice, score): escalate when certainty < value, between 0 and 1; null escalates every question of the type; a type left out never escalates.',
     ),

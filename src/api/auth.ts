@@ -42,15 +42,33 @@ export function keysFromList(list: string): ApiKey[] {
 
 /** One key of the keys file. Unknown fields are refused: a misspelt `models` would allow every model. */
 const KeyEntrySchema = z.strictObject({
-  name: z.string().min(1).optional(),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/i, "expected the key's SHA-256 as 64 hex digits"),
-  models: z.array(z.string().min(1), 'expected an array of model names').optional(),
-  requests_per_minute: z.number().positive().finite().optional(),
-  input_tokens_per_second: z.number().positive().finite().optional(),
+  name: z.string().min(1).optional().describe('A label for logs and metrics (default key-1, key-2, … by position).'),
+  sha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/i, "expected the key's SHA-256 as 64 hex digits")
+    .describe('SHA-256 of the key, hex (`printf %s "$KEY" | sha256sum`); the key itself is never stored.'),
+  models: z
+    .array(z.string().min(1), 'expected an array of model names')
+    .optional()
+    .describe(
+      'Names the key may send (alias or versioned id; a versioned id allows its aliases too); absent: every model. A name the registry lacks stops the server.',
+    ),
+  requests_per_minute: z
+    .number()
+    .positive()
+    .finite()
+    .optional()
+    .describe("The key's request rate limit (default: the server's --requests-per-minute)."),
+  input_tokens_per_second: z
+    .number()
+    .positive()
+    .finite()
+    .optional()
+    .describe("The key's input-token rate limit (default: the server's --input-tokens-per-second)."),
 });
 
 /** The keys file (--keys-file). */
-export const KeysFileSchema = z.strictObject({ keys: z.array(KeyEntrySchema) });
+export const KeysFileSchema = z.strictObject({ keys: z.array(KeyEntrySchema).describe('The accepted keys.') });
 
 export function parseKeysFile(text: string, file = 'keys file'): ApiKey[] {
   let json: unknown;
