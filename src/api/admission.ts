@@ -3,7 +3,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiKey } from './auth.js';
 import type { ApiContext } from './context.js';
-import { ApiError } from './api-error.js';
+import { RateLimitedError, UnauthenticatedError } from './api-error.js';
 import { retryHeaders } from '../protocol/index.js';
 
 export function limitsOf(key: ApiKey) {
@@ -19,14 +19,16 @@ export function admission(ctx: ApiContext) {
     const header = req.headers.authorization;
     const key = ctx.keys.authenticate(header);
     if (!key) {
-      throw new ApiError(401, header ? 'Invalid API key' : 'Not authenticated', { 'www-authenticate': 'Bearer' });
+      throw new UnauthenticatedError(header ? 'Invalid API key' : 'Not authenticated', {
+        'www-authenticate': 'Bearer',
+      });
     }
     req.apiKey = key;
     const admission = ctx.limiter.admit(rateKey(key), limitsOf(key));
     if (admission.retryAfterMs > 0) {
       const what = admission.limit === 'requests_per_minute' ? 'requests per minute' : 'input tokens per second';
       const headers = retryHeaders(admission.retryAfterMs);
-      throw new ApiError(429, `Rate limit exceeded (${what}); retry after ${headers['retry-after-ms']} ms`, headers);
+      throw new RateLimitedError(`Rate limit exceeded (${what}); retry after ${headers['retry-after-ms']} ms`, headers);
     }
   };
 }

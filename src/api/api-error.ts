@@ -1,15 +1,38 @@
-// An HTTP error the API answers with its own status, `{"detail": "<message>"}` body and headers
-// (401, 429, 503 while draining). Validation failures are InvalidRequestError (src/protocol/errors.ts).
+// The API's own HTTP refusals (401, 429, 503 while draining or when the body worker is gone): each
+// a class with its stable code and log policy, answered by its row in the error table with
+// `{"detail": "<message>"}` and the headers it carries. Validation failures are InvalidRequestError
+// (src/protocol/errors.ts).
+import type { LogPolicy } from '../protocol/index.js';
 
-export class ApiError extends Error {
+export abstract class ApiError extends Error {
+  /** Refusals are expected outcomes: the request's access line carries the code. */
+  static readonly log: LogPolicy = 'none';
+
   constructor(
-    readonly statusCode: number,
     readonly detail: string,
     readonly headers: Record<string, string> = {},
-    /** The stable name logged with the request; by default the one its status has in the error table. */
-    readonly code?: string,
   ) {
     super(detail);
-    this.name = 'ApiError';
+    this.name = new.target.name;
   }
+}
+
+/** No API key, or one the server does not know. → 401 */
+export class UnauthenticatedError extends ApiError {
+  static readonly code = 'unauthenticated';
+}
+
+/** The key used its requests per minute or input tokens per second. → 429 with retry headers */
+export class RateLimitedError extends ApiError {
+  static readonly code = 'rate_limited';
+}
+
+/** The server is shutting down and takes no new requests. → 503 */
+export class DrainingError extends ApiError {
+  static readonly code = 'draining';
+}
+
+/** The body worker died with the body in it (never parsed inline instead). → 503 with retry headers */
+export class BodyWorkerUnavailableError extends ApiError {
+  static readonly code = 'body_worker_unavailable';
 }

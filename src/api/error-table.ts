@@ -1,9 +1,7 @@
-// The one error table: every error a request can end in → status, `detail` body, retry headers,
-// and whether (and how) it is logged. The server's error handler reads nothing else.
-//
-// Logging keeps the message of engine and runtime errors (model loading, onnxruntime failures,
-// budgets): those messages name files, graph nodes, shapes and counts, never request content.
-// Any other error is logged by type and stack frames only: its message could quote the request.
+// The one error table: every error a request can end in, by its stable code → status, `detail`
+// body and retry headers. The code and the log policy are the error class's own (static `code`
+// and `log`, see protocol/errors.ts): adding an error is its class and its row here. The server's
+// error handler reads nothing else.
 import type { FastifyError } from 'fastify';
 import {
   AbortedError,
@@ -13,17 +11,17 @@ import {
   ModelLoadError,
   OverloadedError,
 } from '../engine/index.js';
-import { InvalidRequestError, ModelForbiddenError, retryHeaders } from '../protocol/index.js';
-import { ApiError } from './api-error.js';
+import { InvalidRequestError, ModelForbiddenError, retryHeaders, type LogPolicy } from '../protocol/index.js';
+import { BodyWorkerUnavailableError, DrainingError, RateLimitedError, UnauthenticatedError } from './api-error.js';
 import { ModelUnavailableError, ResponseContractError } from '../service/index.js';
 
 export interface ErrorResponse {
-  /** A stable name for the outcome, logged with the request (never sent: bodies keep FastAPI's shape). */
+  /** The error's stable code, logged with the request (never sent: bodies keep FastAPI's shape). */
   code: string;
   status: number;
   body: { detail: unknown };
   headers?: Record<string, string>;
-  /** Logged at this level with its message (content-free classes), or 'frames' (type and stack only), or not at all. */
+  /** How the error handler logs it (its class's policy): with its message, or by type and stack frames only; absent: not logged. */
   log?: 'message' | 'frames';
 }
 
@@ -32,119 +30,88 @@ export interface ErrorContext {
   bodyLimit: number;
 }
 
+/** An error class the table answers: its stable code and its log policy are static fields. */
+export interface ErrorClass<E extends Error = Error> {
+  new (...args: never[]): E;
+  readonly code: string;
+  readonly log: LogPolicy;
+}
+
+type Respond<E> = (e: E, c: ErrorContext) => Omit<ErrorResponse, 'code' | 'log'>;
+
+/** A row: the class (its code is the key; what the response reads is typed by it) and its response. */
+function row<E extends Error>(type: ErrorClass<E>, respond: Respond<E>): [string, Row] {
+  return [type.code, { type, respond: respond as Respond<Error> }];
+}
+
+interface Row {
+  type: ErrorClass;
+  respond: Respond<Error>;
+}
+
 /** Retry headers from an expected wait in seconds (one helper for every refusal: protocol/retry-after.ts). */
 function retryAfter(seconds: number): Record<string, string> {
   return retryHeaders(seconds * 1000);
 }
 
-/** Codes of the API's own HTTP errors, by status. */
-const API_CODES: Record<number, string> = { 401: 'unauthenticated', 429: 'rate_limited', 503: 'draining' };
+/** A refusal of the API's own: its message as `detail`, the headers it carries. */
+const refusal = (status: number) => (e: { detail: string; headers: Record<string, string> }) => ({
+  status,
+  body: { detail: e.detail },
+  headers: e.headers,
+});
 
-/**
- * One error class: its response, and whether its message is content-free (it names files, graph
- * nodes, shapes and counts, never request content), so logs may keep it. Adding an error is one row.
- */
-type Row = [new (...args: never[]) => Error, (e: never, c: ErrorContext) => ErrorResponse, { contentFree: boolean }?];
-
-const CONTENT_FREE = { contentFree: true };
-
-const TABLE: Row[] = [
-  [
-    ApiError,
-    (e: ApiError) => ({
-      code: e.code ?? API_CODES[e.statusCode] ?? 'http_error',
-      status: e.statusCode,
-      body: { detail: e.detail },
-      headers: e.headers,
-    }),
-  ],
-  [
-    InvalidRequestError,
-    (e: InvalidRequestError) => ({ code: 'invalid_request', status: 422, body: { detail: e.detail } }),
-  ],
-  [
-    ModelForbiddenError,
-    (e: ModelForbiddenError) => ({ code: 'model_forbidden', status: 403, body: { detail: e.message } }),
-  ],
-  [
-    BudgetError,
-    (e: BudgetError) => ({
-      code: 'token_budget_exceeded',
-      status: 422,
-      body: {
-        detail: [
-          {
-            type: 'token_budget_exceeded',
-            loc: ['body'],
-            msg: e.message,
-            ctx: { budget: e.budget, limit: e.limit, count: e.count },
-          },
-        ],
-      },
-    }),
-    CONTENT_FREE,
-  ],
-  [
-    AbortedError,
-    (_e: AbortedError, c) => ({
-      code: 'deadline',
-      status: 408,
-      body: { detail: `Request exceeded its deadline of ${c.deadlineMs} ms` },
-    }),
-  ],
-  [
-    OverloadedError,
-    (e: OverloadedError) => ({
-      code: 'overloaded',
-      status: 529,
-      body: { detail: 'The engine is overloaded; retry with backoff' },
-      headers: retryAfter(e.retryAfterSeconds),
-    }),
-  ],
-  [
-    ModelUnavailableError,
-    (e: ModelUnavailableError) => ({
-      code: 'model_unavailable',
-      status: 503,
-      body: { detail: e.message },
-      headers: retryAfter(e.retryAfterSeconds),
-      log: e.failed ? 'message' : undefined,
-    }),
-    CONTENT_FREE,
-  ],
-  [
-    ModelLoadError,
-    (e: ModelLoadError) => ({
-      code: 'model_load_failed',
-      status: 503,
-      body: { detail: `The model cannot be loaded: ${e.message}` },
-      headers: retryAfter(30),
-      log: 'message',
-    }),
-    CONTENT_FREE,
-  ],
-  [
-    EngineDeadError,
-    (e: EngineDeadError) => ({
-      code: 'engine_dead',
-      status: 503,
-      body: { detail: `The model stopped and is being restarted; retry shortly` },
-      headers: retryAfter(e.retryAfterSeconds),
-      log: 'message',
-    }),
-    CONTENT_FREE,
-  ],
-  [
-    EngineError,
-    () => ({ code: 'engine_failure', status: 500, body: { detail: 'Internal Server Error' }, log: 'message' }),
-    CONTENT_FREE,
-  ],
-  [
-    ResponseContractError,
-    () => ({ code: 'response_contract', status: 500, body: { detail: 'Internal Server Error' }, log: 'message' }),
-    CONTENT_FREE,
-  ],
+const ROWS: [string, Row][] = [
+  row(UnauthenticatedError, refusal(401)),
+  row(RateLimitedError, refusal(429)),
+  row(DrainingError, refusal(503)),
+  row(BodyWorkerUnavailableError, refusal(503)),
+  row(InvalidRequestError, (e) => ({ status: 422, body: { detail: e.detail } })),
+  row(ModelForbiddenError, (e) => ({ status: 403, body: { detail: e.message } })),
+  row(BudgetError, (e) => ({
+    status: 422,
+    body: {
+      detail: [
+        {
+          type: 'token_budget_exceeded',
+          loc: ['body'],
+          msg: e.message,
+          ctx: { budget: e.budget, limit: e.limit, count: e.count },
+        },
+      ],
+    },
+  })),
+  row(AbortedError, (_e, c) => ({
+    status: 408,
+    body: { detail: `Request exceeded its deadline of ${c.deadlineMs} ms` },
+  })),
+  row(OverloadedError, (e) => ({
+    status: 529,
+    body: { detail: 'The engine is overloaded; retry with backoff' },
+    headers: retryAfter(e.retryAfterSeconds),
+  })),
+  row(ModelUnavailableError, (e) => ({
+    status: 503,
+    body: { detail: e.message },
+    headers: retryAfter(e.retryAfterSeconds),
+  })),
+  row(ModelLoadError, (e) => ({
+    status: 503,
+    body: { detail: `The model cannot be loaded: ${e.message}` },
+    headers: retryAfter(30),
+  })),
+  row(EngineDeadError, (e) => ({
+    status: 503,
+    body: { detail: `The model stopped and is being restarted; retry shortly` },
+    headers: retryAfter(e.retryAfterSeconds),
+  })),
+  row(EngineError, () => ({ status: 500, body: { detail: 'Internal Server Error' } })),
+  row(ResponseContractError, () => ({ status: 500, body: { detail: 'Internal Server Error' } })),
 ];
+
+/** The table, by code: one row per code (a duplicate is a bug, refused at load). */
+export const ERROR_TABLE: ReadonlyMap<string, Row> = new Map(ROWS);
+if (ERROR_TABLE.size !== ROWS.length) throw new Error('error-table: two rows share a code');
 
 /** Fastify's own client errors, by code. */
 const FASTIFY: Record<string, (c: ErrorContext, e: FastifyError) => ErrorResponse> = {
@@ -160,8 +127,24 @@ const FASTIFY: Record<string, (c: ErrorContext, e: FastifyError) => ErrorRespons
   }),
 };
 
+/** The class of an error the table answers (its code, its policy; a subclass may set its own policy), else undefined. */
+function knownClass(err: Error): ErrorClass | undefined {
+  const type = err.constructor as Partial<ErrorClass>;
+  const r = typeof type.code === 'string' ? ERROR_TABLE.get(type.code) : undefined;
+  return r && err instanceof r.type ? (type as ErrorClass) : undefined;
+}
+
+/** How an error is logged: its class's policy; an error the table does not know, by type and stack frames only. */
+export function logPolicy(err: Error): LogPolicy {
+  return knownClass(err)?.log ?? 'frames';
+}
+
 export function errorResponse(err: Error, c: ErrorContext): ErrorResponse {
-  for (const [type, respond] of TABLE) if (err instanceof type) return respond(err as never, c);
+  const type = knownClass(err);
+  if (type) {
+    const log = type.log === 'none' ? undefined : type.log;
+    return { code: type.code, ...ERROR_TABLE.get(type.code)!.respond(err, c), ...(log ? { log } : {}) };
+  }
   const f = err as FastifyError;
   const known = f.code ? FASTIFY[f.code] : undefined;
   if (known) return known(c, f);
@@ -170,7 +153,7 @@ export function errorResponse(err: Error, c: ErrorContext): ErrorResponse {
   return { code: 'internal_error', status: 500, body: { detail: 'Internal Server Error' }, log: 'frames' };
 }
 
-/** Whether an error's message is safe to log (it never carries request content): its row says so. */
+/** Whether an error's message is content-free, so logs may keep it: its class's log policy says so. */
 export function contentFree(err: Error): boolean {
-  return TABLE.some(([type, , flags]) => err instanceof type && flags?.contentFree === true);
+  return logPolicy(err) === 'message';
 }
