@@ -2,8 +2,6 @@
 import { describe, expect, it } from 'vitest';
 import { Scheduler } from '../../src/engine/execution/scheduler.js';
 import { AbortedError, OverloadedError } from '../../src/engine/errors.js';
-import { PrefixCache } from '../../src/engine/cache/prefix-cache.js';
-import type { KvCache } from '../../src/engine/model/runner.js';
 
 function gate(): { promise: Promise<void>; open: () => void } {
   let open!: () => void;
@@ -72,39 +70,5 @@ describe('scheduler', () => {
     await running;
     await expect(failing).rejects.toThrow('boom');
     expect(await s.request((t) => t.pass(async () => 'ok'))).toBe('ok');
-  });
-});
-
-describe('prefix cache', () => {
-  const kv = (bytes: number): KvCache => ({ tensors: new Map(), length: 1, bytes });
-
-  it('evicts the least recently used entries to stay within its byte budget', () => {
-    const c = new PrefixCache(300);
-    c.store('m', [1], kv(100));
-    c.store('m', [2], kv(100));
-    c.store('m', [3], kv(100));
-    expect(c.lookup('m', [1])).toBeDefined(); // 1 is now the most recent
-    c.store('m', [4], kv(100)); // evicts 2
-    expect(c.lookup('m', [2])).toBeUndefined();
-    expect(c.lookup('m', [1])).toBeDefined();
-    expect(c.lookup('m', [3])).toBeDefined();
-    expect(c.bytes).toBe(300);
-    expect(c.hits).toBe(3);
-    expect(c.misses).toBe(1);
-  });
-
-  it('keys on the model and the exact tokens; size 0 keeps nothing', () => {
-    const c = new PrefixCache(1000);
-    c.store('m', [1, 2], kv(10));
-    expect(c.lookup('other', [1, 2])).toBeUndefined();
-    expect(c.lookup('m', [1, 2, 3])).toBeUndefined();
-    expect(c.lookup('m', [12])).toBeUndefined();
-    const off = new PrefixCache(0);
-    off.store('m', [1], kv(1));
-    expect(off.lookup('m', [1])).toBeUndefined();
-    expect(off.size).toBe(0);
-    const tooBig = new PrefixCache(5);
-    tooBig.store('m', [1], kv(10));
-    expect(tooBig.size).toBe(0);
   });
 });

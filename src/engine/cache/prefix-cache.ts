@@ -37,15 +37,24 @@ export class PrefixCache {
 
   /**
    * Whether a prefix that missed should be stored although storing costs its request a pass: yes on
-   * its second sighting among the last SIGHTINGS (and when an entry of `bytes` is kept at all).
+   * its second sighting among the last SIGHTINGS (and when an entry of `bytes` is kept at all). Only
+   * asks: recordSighting remembers the sighting.
    */
   admits(model: string, tokens: number[], bytes: number): boolean {
-    if (!this.keeps(bytes)) return false;
+    return this.keeps(bytes) && this.sightings.has(keyOf(model, tokens));
+  }
+
+  /**
+   * Records a sighting of a prefix that missed (when an entry of `bytes` is kept at all): a first one
+   * is remembered, the oldest of SIGHTINGS forgotten; a second one is forgotten, as admits() said yes
+   * to it and its request stores it.
+   */
+  recordSighting(model: string, tokens: number[], bytes: number): void {
+    if (!this.keeps(bytes)) return;
     const hash = keyOf(model, tokens);
-    if (this.sightings.delete(hash)) return true;
+    if (this.sightings.delete(hash)) return;
     this.sightings.add(hash);
     if (this.sightings.size > SIGHTINGS) this.sightings.delete(this.sightings.values().next().value!);
-    return false;
   }
 
   lookup(model: string, tokens: number[]): KvCache | undefined {

@@ -145,12 +145,16 @@ class OnnxEvaluator implements Evaluator {
     const answers = await this.scheduler.request(async (ticket) => {
       const cached = this.cache.lookup(cacheKey, plan.prefix);
       const prefixBytes = plan.prefix.length * this.runner.kvBytesPerToken;
+      // A one-question request on a prefix that missed is a sighting: its prefix is stored on the
+      // second one (admits), and this one is remembered for the next (asked first, then recorded).
+      const sighting = plan.questions.length === 1 && !cached;
+      const admitted = sighting && this.cache.admits(cacheKey, plan.prefix, prefixBytes);
+      if (sighting) this.cache.recordSighting(cacheKey, plan.prefix, prefixBytes);
       const strategy = chooseStrategy({
         packs: this.packs,
         questions: plan.questions.length,
         cached: cached !== undefined,
-        // Asked only when it matters: admits() remembers the prefix as a sighting.
-        admitted: plan.questions.length === 1 && !cached && this.cache.admits(cacheKey, plan.prefix, prefixBytes),
+        admitted,
         keeps: this.cache.keeps(prefixBytes),
         fitsOnePass: fitsOnePass(plan, this.packTokens),
       });
