@@ -11,6 +11,8 @@ import { evaluateRequest } from '../service/index.js';
 import { loadRegistry, resolveModel } from '../registry.js';
 import { openLocalModel } from './local-model.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
+import { DEFAULT_RESAMPLES, DEFAULT_SEED } from '../quality/index.js';
+import { DEFAULT_BUDGETS, DEFAULT_SCORE_TOLERANCE } from './dataset/coverage-report.js';
 import { describeError, parseCommand, parseFormat, resolveIo, table, type CommandIo, type Io } from './common.js';
 
 const FLAGS = commandFlags({
@@ -49,12 +51,12 @@ within the budget, and that threshold, per type, tag and question id`,
       arg: 'P',
       multiple: true,
       doc: `with --dataset: an error budget, a share (0.05) or a percentage (5%);
-repeatable (default 5%)`,
+repeatable (default ${DEFAULT_BUDGETS.map((b) => `${b * 100}%`).join(', ')})`,
     },
     'score-tolerance': {
       arg: 'L',
       doc: `with --dataset: a score answer counts as right when its score is within L
-levels of the label (default 0.5: it rounds to the label)`,
+levels of the label (default ${DEFAULT_SCORE_TOLERANCE}: it rounds to the label)`,
     },
     compare: {
       arg: 'A,B',
@@ -75,8 +77,8 @@ coverage at a budget, any type); 0 otherwise, a tie included`,
 report (its report.json; FILE#0.05 for one budget) to the sweep of accuracy
 against escalation rate that such a model prints`,
     },
-    resamples: { arg: 'N', doc: 'with --compare: bootstrap resamples (default 2000)' },
-    seed: { arg: 'N', doc: 'with --compare: bootstrap seed (default 1)' },
+    resamples: { arg: 'N', doc: `with --compare: bootstrap resamples (default ${DEFAULT_RESAMPLES})` },
+    seed: { arg: 'N', doc: `with --compare: bootstrap seed (default ${DEFAULT_SEED})` },
     shape: {
       arg: 'S',
       doc: `with --dataset: a synthetic model of this shape (models/shapes.json) instead
