@@ -7,6 +7,21 @@ import tseslint from 'typescript-eslint';
 
 /** Imports a layer may not make: lower layers never import upper ones. */
 const LAYERS = {
+  'src/common/**': [
+    '**/workers/**',
+    '**/protocol/**',
+    '**/engine/**',
+    '**/service/**',
+    '**/api/**',
+    '**/commands/**',
+    '**/tools/**',
+    '**/model-files/**',
+    '**/client/**',
+    '**/config/**',
+    '**/quality/**',
+    '**/registry.js',
+    '**/defaults.js',
+  ],
   'src/workers/**': [
     '**/protocol/**',
     '**/engine/**',
@@ -64,7 +79,18 @@ const LAYERS = {
 };
 
 /** Every layer has one entry file (index.ts): code outside it may import only that (src/commands, the top, has none). */
-const ENTRIES = ['workers', 'protocol', 'engine', 'service', 'api', 'client', 'quality', 'config', 'model-files'];
+const ENTRIES = [
+  'common',
+  'workers',
+  'protocol',
+  'engine',
+  'service',
+  'api',
+  'client',
+  'quality',
+  'config',
+  'model-files',
+];
 
 /** src/internal.ts: the one door through which bench/, tools/ and deploy/ reach inner parts (never used inside src/). */
 const DOOR = {

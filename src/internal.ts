@@ -52,4 +52,4 @@ export { createModelPool } from './service/index.js';
 export { checkRegistry } from './registry.js';
 
 // Small helpers.
-export { seededRandom } from './quality/index.js';
+export { seededRandom } from './common/index.js';

@@ -1,4 +1,5 @@
-// What the routes share: the registry, the models, keys, limits and metrics of one server.
+// What the routes share: the registry, the models, keys, limits and metrics of one server, as
+// `app.assay`; and the request's own decorations (its key, its access-log facts).
 import type { Registry } from '../registry.js';
 import type { ApiKey, KeyStore } from './auth.js';
 import type { Metrics } from './metrics.js';
@@ -32,7 +33,12 @@ export interface RequestFacts {
   error?: string;
 }
 
+// The server's own state, typed on Fastify's own types (plugins/state.ts decorates them).
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** What the routes share (plugins/state.ts). */
+    assay: ApiContext;
+  }
   interface FastifyRequest {
     apiKey: ApiKey | null;
     facts: RequestFacts | null;

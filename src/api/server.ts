@@ -4,13 +4,13 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { DEFAULTS } from '../defaults.js';
 import type { Registry } from '../registry.js';
 import { KeyStore, type ApiKey } from './auth.js';
-import type { ApiContext } from './context.js';
 import { loggerOptions, requestId, type LogStream } from './plugins/logging.js';
-import { DrainingError } from './api-error.js';
 import { bodyParsing } from './plugins/body.js';
 import { errorHandling } from './plugins/errors.js';
 import { notFoundHandling } from './plugins/not-found.js';
-import { createMetrics, type Metrics } from './metrics.js';
+import { requestLifecycle } from './plugins/requests.js';
+import { serverState } from './plugins/state.js';
+import { createMetrics } from './metrics.js';
 import type { ModelProvider } from '../service/index.js';
 import type { KernelPaths } from '../engine/index.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.js';
@@ -59,16 +59,12 @@ export interface ServerOptions {
 
 export type { LogStream };
 
-export interface AssayServer extends FastifyInstance {
-  assay: { metrics: Metrics; draining(): boolean };
-}
+/** The server: Fastify's instance, with the state the plugins declare on it (`assay`, see context.ts). */
+export type AssayServer = FastifyInstance;
 
-/** The health check answers while draining (it says so): /healthz, and /health as the hosted service names it. */
-const HEALTH_PATHS = ['/healthz', '/health'];
-
+/** The app: Fastify with the logger, then the plugins in the order their hooks run, then the routes. */
 export async function buildServer(options: ServerOptions): Promise<AssayServer> {
   const bodyLimit = options.bodyLimit ?? DEFAULTS.bodyLimit;
-  let draining = false;
   const app = Fastify({
     logger: options.logging === false ? false : loggerOptions(options.logLevel, options.logStream, options.logFormat),
     logController: new LogController({ disableRequestLogging: true }),
@@ -76,7 +72,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     genReqId: requestId,
     // A client gets this long to send its whole request (slowloris guard); evaluation is bounded by the deadline.
     requestTimeout: options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
-    // Requests that still arrive while draining get our own 503 (see onRequest).
+    // Requests that still arrive while draining get our own 503 (plugins/requests.ts).
     return503OnClosing: false,
   });
 
@@ -85,72 +81,27 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     options.kernels,
     () => options.models.restarts?.() ?? {},
   );
-  const ctx: ApiContext = {
+  const deadlineMs = options.deadlineMs ?? DEFAULTS.deadlineMs;
+  await app.register(serverState, {
     registry: options.registry,
     models: options.models,
     keys: new KeyStore(options.keys),
     limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.rateLimits }, options.now),
     metrics,
-    deadlineMs: options.deadlineMs ?? DEFAULTS.deadlineMs,
+    deadlineMs,
     prefixCacheScope: options.prefixCacheScope ?? 'key',
     serverTimingEngine: options.serverTimingEngine ?? false,
     confidence: options.confidence ?? DEFAULTS.confidence,
-    draining: () => draining,
-  };
-
-  app.decorateRequest('apiKey', null);
-  app.decorateRequest('facts', null);
-  app.decorate('assay', { metrics, draining: () => draining });
-  app.addHook('preClose', async () => {
-    draining = true;
   });
-  // While draining, every response closes its connection, so keep-alive clients do not hold
-  // the shutdown open once their in-flight request is answered.
-  // Server-Timing: `total` is the server's time on the request up to sending (body read, parsing,
-  // validation, handler, serialization); routes that run the engine add `engine` before it.
-  app.addHook('onSend', async (_req, reply) => {
-    if (draining) reply.header('connection', 'close');
-    const engine = reply.getHeader('server-timing');
-    const total = `total;dur=${reply.elapsedTime.toFixed(2)}`;
-    reply.header('server-timing', typeof engine === 'string' ? `${engine}, ${total}` : total);
-  });
-
+  await app.register(requestLifecycle, { replicaId: options.replicaId });
   await app.register(bodyParsing, { bodyLimit, inlineBodyBytes: options.inlineBodyBytes ?? DEFAULTS.inlineBodyBytes });
-
-  // Every response carries the request id, under the hosted service's header too (its official
-  // SDKs report only that one); every finished request is counted and logged.
-  app.addHook('onRequest', async (req, reply) => {
-    reply.header('x-request-id', req.id);
-    reply.header('x-typesafe-request-id', req.id);
-    if (options.replicaId) reply.header('x-assay-replica', options.replicaId);
-    const route = req.routeOptions.url ?? 'unmatched';
-    metrics.inFlight(route, 1);
-    let done = false;
-    // 'finish': the response was sent; 'close' without it: the client went away first (499).
-    const finish = (sent: boolean) => {
-      if (done) return;
-      done = true;
-      metrics.inFlight(route, -1);
-      const status = sent ? reply.statusCode : 499;
-      const seconds = reply.elapsedTime / 1000;
-      metrics.observe(req.method, route, status, seconds);
-      req.log.info(
-        { route, method: req.method, status, ms: Math.round(seconds * 1e4) / 10, ...(req.facts ?? {}) },
-        'request',
-      );
-    };
-    reply.raw.once('finish', () => finish(true));
-    reply.raw.once('close', () => finish(false));
-    if (draining && !HEALTH_PATHS.includes(route)) throw new DrainingError('The server is shutting down');
-  });
-
   await app.register(notFoundHandling);
-  await app.register(errorHandling, { deadlineMs: ctx.deadlineMs, bodyLimit });
+  await app.register(errorHandling, { deadlineMs, bodyLimit });
 
-  systemoneRoute(app, ctx);
-  modelsRoute(app, ctx);
-  await pagesRoutes(app, ctx, { docs: options.docs ?? true, playground: options.playground ?? true });
-  opsRoutes(app, ctx);
+  await app.register(systemoneRoute);
+  await app.register(modelsRoute);
+  await app.register(pagesRoutes, { docs: options.docs ?? true, playground: options.playground ?? true });
+  await app.register(opsRoutes);
   await app.ready();
-  return app as unknown as AssayServer;
+  return app;
 }

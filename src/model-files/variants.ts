@@ -18,6 +18,7 @@ import { externalize, inlineExternalData } from '../engine/index.js';
 import { GENERATED_DIR, ensureSynthModel } from './synth/ensure.js';
 import type { ShapeName } from './synth/index.js';
 import { toHalf } from './onnx/half.js';
+import { AttributeType, DataType } from '../common/index.js';
 
 const onnx = onnxProto.onnx;
 export type Model = OnnxTypes.ModelProto;
@@ -33,9 +34,7 @@ export interface VariantOptions {
   accuracyLevel?: number;
 }
 
-const FLOAT = 1;
-const FLOAT16 = 10;
-const UINT8 = 2;
+const { FLOAT, FLOAT16, UINT8 } = DataType;
 export const BLOCK = 32;
 /** Bumped when a variant folder's bytes or manifest change: cached folders of another version are rewritten. */
 export const VARIANT_VERSION = 2;
@@ -160,11 +159,11 @@ export function quantizeTo4Bits(model: Model, accuracyLevel: number): void {
     n.domain = 'com.microsoft';
     n.input = [n.input![0]!, b.name!, scales.name!];
     n.attribute = [
-      { name: 'K', type: 2, i: K },
-      { name: 'N', type: 2, i: N },
-      { name: 'bits', type: 2, i: 4 },
-      { name: 'block_size', type: 2, i: BLOCK },
-      { name: 'accuracy_level', type: 2, i: accuracyLevel },
+      { name: 'K', type: AttributeType.INT, i: K },
+      { name: 'N', type: AttributeType.INT, i: N },
+      { name: 'bits', type: AttributeType.INT, i: 4 },
+      { name: 'block_size', type: AttributeType.INT, i: BLOCK },
+      { name: 'accuracy_level', type: AttributeType.INT, i: accuracyLevel },
     ];
   }
   // Drop what no node reads any more (quantized weights, the head's Transpose).

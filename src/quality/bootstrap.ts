@@ -1,10 +1,10 @@
 // Paired bootstrap intervals for two runs of the same dataset (assay eval --compare A,B): the answers
 // of both arms to one question stay together, the questions are resampled with replacement, and
 // each resample's difference B − A of a statistic is computed; the 2.5th and 97.5th percentiles of
-// those differences bound a 95% interval. Seeded (calibration.ts's mulberry32), so a CI run is
+// those differences bound a 95% interval. Seeded (common/random.ts's mulberry32), so a CI run is
 // reproducible. Pure functions, no I/O.
 import type { Answer } from '../protocol/index.js';
-import { seededRandom } from './calibration.js';
+import { seededRandom } from '../common/index.js';
 import { decision } from './compare.js';
 import { answerCorrect, certainty, coverageAtBudget } from './coverage.js';
 import { reliability } from './metrics.js';

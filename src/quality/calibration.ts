@@ -5,6 +5,7 @@
 // overconfident answers, T < 1 sharpens timid ones. The log loss of a label under β = 1/T,
 //   −β·ln p_y + ln Σ_k p_k^β,
 // is convex in β, so a golden-section search over ln β finds the one minimum.
+import { seededRandom } from '../common/index.js';
 
 export interface CalibrationExample {
   /** Probability per outcome, as served (noul: [P(yes), P(no)]). */
@@ -60,17 +61,6 @@ export function fitTemperature(examples: CalibrationExample[]): number {
     }
   }
   return Math.exp(-(lo + hi) / 2);
-}
-
-/** A seeded uniform generator in [0, 1) (mulberry32): splits, and datasets that must be reproducible. */
-export function seededRandom(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), s | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A seeded shuffle's split of `n` items: `heldOutShare` of them held out (at least one of each when n ≥ 2). */

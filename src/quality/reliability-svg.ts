@@ -2,8 +2,7 @@
 // share of those answers that were right (y), the diagonal of perfect calibration, and each bin's
 // count as the dot's area. Opens in any browser; the data it draws is report.json's `reliability`.
 import type { ReliabilityBin } from './metrics.js';
-
-const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+import { escapeHtml as esc } from '../common/index.js';
 
 export function reliabilitySvg(title: string, bins: ReliabilityBin[], ece: number): string {
   const size = 360;

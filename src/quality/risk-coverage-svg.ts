@@ -3,8 +3,7 @@
 // error budgets as dashed lines and, on each, the point the coverage report picks. Opens in any
 // browser; the data it draws is report.json's `coverage`.
 import type { CoverageAtBudget, RiskPoint } from './coverage.js';
-
-const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+import { escapeHtml as esc } from '../common/index.js';
 
 export function riskCoverageSvg(title: string, curve: RiskPoint[], atBudget: CoverageAtBudget[]): string {
   const size = 360;

@@ -4,6 +4,7 @@
 // past 64 KiB parsed in the body worker and planned from bytes), over a real socket.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY, startListening, type TestServer } from './helpers.js';
+import { seededRandom } from '../../src/common/index.js';
 
 let s: TestServer;
 let base: string;
@@ -32,15 +33,8 @@ const HOSTILE = [
   '"quoted"',
 ];
 
-/** A small deterministic PRNG (mulberry32), so a failing case can be replayed from its seed. */
-function prng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded generator (mulberry32), so a failing case can be replayed from its seed. */
+const prng = seededRandom;
 
 /** n distinct names drawn from HOSTILE first (shuffled), then hostile-looking made-up ones. */
 function names(random: () => number, n: number): string[] {

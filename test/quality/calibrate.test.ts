@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as calibrateCmd } from '../../src/commands/calibrate.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import type { Question } from '../../src/engine/types.js';
-import { seededRandom, withTemperature } from '../../src/quality/calibration.js';
+import { withTemperature } from '../../src/quality/calibration.js';
+import { seededRandom } from '../../src/common/index.js';
 import { tinyFp32 } from '../engine/fixtures.js';
 
 const T_STAR = 2;

@@ -1,11 +1,11 @@
 // GET /v1/models: the names the calling key may send, with description and release date.
 import type { FastifyInstance } from 'fastify';
 import { listModelNames, resolveModel } from '../../registry.js';
-import type { ApiContext } from '../context.js';
 import { admission, keyAllows } from '../admission.js';
 import { ModelMetadataListSchema, type ModelMetadataList } from '../../protocol/index.js';
 
-export function modelsRoute(app: FastifyInstance, ctx: ApiContext): void {
+export async function modelsRoute(app: FastifyInstance): Promise<void> {
+  const ctx = app.assay;
   app.get('/v1/models', { onRequest: admission(ctx) }, async (req) => {
     const key = req.apiKey!;
     const models: ModelMetadataList['models'] = [];

@@ -1,10 +1,10 @@
 // Unauthenticated operational endpoints: /healthz (also as /health, the hosted service's path, which
 // clients and load balancers written for it probe), /metrics, /openapi.json.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { ApiContext } from '../context.js';
 import { buildOpenApi } from '../openapi.js';
 
-export function opsRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export async function opsRoutes(app: FastifyInstance): Promise<void> {
+  const ctx = app.assay;
   const health = async (_req: unknown, reply: FastifyReply) => {
     const status = ctx.draining() ? 'draining' : ctx.models.ready() ? 'ok' : 'loading';
     return reply.code(status === 'ok' ? 200 : 503).send({ status });

@@ -88,7 +88,8 @@ export interface PagesOptions {
   playground: boolean;
 }
 
-export async function pagesRoutes(app: FastifyInstance, ctx: ApiContext, o: PagesOptions): Promise<void> {
+export async function pagesRoutes(app: FastifyInstance, o: PagesOptions): Promise<void> {
+  const ctx = app.assay;
   if (!o.docs && !o.playground) return;
   const web = webDir();
   if (!existsSync(join(web, 'playground', 'main.js'))) {

@@ -4,9 +4,9 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AbortedError, BudgetError } from '../../engine/index.js';
 import { evaluateRequest, type Evaluation } from '../../service/index.js';
 import { admission, keyAllows, limitsOf, rateKey } from '../admission.js';
-import type { ApiContext } from '../context.js';
 
-export function systemoneRoute(app: FastifyInstance, ctx: ApiContext): void {
+export async function systemoneRoute(app: FastifyInstance): Promise<void> {
+  const ctx = app.assay;
   app.post('/v1/systemone', { onRequest: admission(ctx) }, async (req, reply: FastifyReply) => {
     const key = req.apiKey!;
     // One deadline covers loading, queueing and evaluation; a client that hangs up aborts too.

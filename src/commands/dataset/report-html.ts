@@ -2,6 +2,7 @@
 // script, no external file: the styles inline, the reliability diagrams as inline SVG), to open
 // offline and share. With --compare, the differences with their bootstrap intervals and the answers
 // that flipped come right after the arms' summaries, before the long per-tag tables.
+import { escapeHtml } from '../../common/index.js';
 
 export interface HtmlTable {
   head: string[];
@@ -41,8 +42,7 @@ export interface HtmlCompare {
   changed: ChangedAnswer[];
 }
 
-const esc = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const esc = escapeHtml;
 
 function table(t: HtmlTable, caption?: string): string {
   return [

@@ -15,6 +15,7 @@ import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import onnxProto from 'onnx-proto';
 import * as ort from 'onnxruntime-node';
+import { DataType } from '../../common/index.js';
 
 const onnx = onnxProto.onnx;
 
@@ -71,12 +72,14 @@ function probeGraph(): Uint8Array {
     graph: {
       name: 'assay-int8-probe',
       node: [{ opType: 'MatMulInteger', input: ['a', 'b'], output: ['y'], name: 'probe' }],
-      initializer: [{ name: 'b', dataType: 3 /* INT8 */, dims: [PROBE_K, PROBE_N], rawData: new Uint8Array(b.buffer) }],
+      initializer: [
+        { name: 'b', dataType: DataType.INT8, dims: [PROBE_K, PROBE_N], rawData: new Uint8Array(b.buffer) },
+      ],
       input: [
         {
           name: 'a',
           type: {
-            tensorType: { elemType: 2 /* UINT8 */, shape: { dim: [{ dimValue: PROBE_M }, { dimValue: PROBE_K }] } },
+            tensorType: { elemType: DataType.UINT8, shape: { dim: [{ dimValue: PROBE_M }, { dimValue: PROBE_K }] } },
           },
         },
       ],
@@ -84,7 +87,7 @@ function probeGraph(): Uint8Array {
         {
           name: 'y',
           type: {
-            tensorType: { elemType: 6 /* INT32 */, shape: { dim: [{ dimValue: PROBE_M }, { dimValue: PROBE_N }] } },
+            tensorType: { elemType: DataType.INT32, shape: { dim: [{ dimValue: PROBE_M }, { dimValue: PROBE_N }] } },
           },
         },
       ],

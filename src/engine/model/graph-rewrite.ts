@@ -21,11 +21,10 @@
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { PerTokenInt8 } from './per-token-int8.js';
+import { AttributeType, DataType } from '../../common/index.js';
 
 const onnx = onnxProto.onnx;
-const INT64 = 7;
-const FLOAT = 1;
-const FLOAT16 = 10;
+const { FLOAT, FLOAT16, INT8, INT64 } = DataType;
 const MATMULS = new Set([
   'MatMul',
   'Gemm',
@@ -86,8 +85,6 @@ export function sharesActivationScales(model: ModelProto): boolean {
     );
   return inGraph(model.graph);
 }
-
-const INT8 = 3;
 
 /**
  * Rewrites each product that quantizes its activation with one scale per pass into the per-token
@@ -226,7 +223,7 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
 
   // 2. The hidden state at the positions read: Gather along the sequence axis.
   const sliced = 'assay/hidden_kept';
-  node('Gather', [hidden, POSITIONS_INPUT], sliced, [{ name: 'axis', type: 2, i: 1 }]);
+  node('Gather', [hidden, POSITIONS_INPUT], sliced, [{ name: 'axis', type: AttributeType.INT, i: 1 }]);
   // Consumers of the hidden state on the head's path read the slice; any other keeps the full tensor.
   for (const n of nodes) {
     n.input = n.input!.map((i) =>
@@ -239,19 +236,21 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
   //    temperature and the log-softmax run in float32 and the output type is always float32.
   const logits =
     logitsType === FLOAT16
-      ? node('Cast', ['logits'], 'assay/logits_f32', [{ name: 'to', type: 2, i: FLOAT }])
+      ? node('Cast', ['logits'], 'assay/logits_f32', [{ name: 'to', type: AttributeType.INT, i: FLOAT }])
       : 'logits';
   node('Mul', [logits, INV_TEMPERATURE_INPUT], 'assay/scaled');
   if (opset >= 18)
     node('ReduceLogSumExp', ['assay/scaled', c('assay/last_axis', [-1])], 'assay/log_z', [
-      { name: 'keepdims', type: 2, i: 1 },
+      { name: 'keepdims', type: AttributeType.INT, i: 1 },
     ]);
   else
     node('ReduceLogSumExp', ['assay/scaled'], 'assay/log_z', [
-      { name: 'axes', type: 7, ints: [-1] },
-      { name: 'keepdims', type: 2, i: 1 },
+      { name: 'axes', type: AttributeType.INTS, ints: [-1] },
+      { name: 'keepdims', type: AttributeType.INT, i: 1 },
     ]);
-  node('GatherElements', ['assay/scaled', CANDIDATES_INPUT], 'assay/picked', [{ name: 'axis', type: 2, i: 2 }]);
+  node('GatherElements', ['assay/scaled', CANDIDATES_INPUT], 'assay/picked', [
+    { name: 'axis', type: AttributeType.INT, i: 2 },
+  ]);
   node('Sub', ['assay/picked', 'assay/log_z'], LOGPROBS_OUTPUT);
 
   // 4. The attention bias, where the graph's attention takes one.

@@ -7,20 +7,12 @@
 import { closeSync, openSync, writeSync, writeFileSync } from 'node:fs';
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
+import { AttributeType, DataType } from '../../common/index.js';
 
 const onnx = onnxProto.onnx;
 
-/** TensorProto.DataType values used here. */
-export const DataType = {
-  FLOAT: 1,
-  UINT8: 2,
-  INT8: 3,
-  INT32: 6,
-  INT64: 7,
-  BOOL: 9,
-  FLOAT16: 10,
-} as const;
-export type DataTypeId = (typeof DataType)[keyof typeof DataType];
+/** The element types the builder's tensors and values take (onnx-proto's TensorProto.DataType). */
+export { DataType };
 
 /** An attribute value, tagged by its ONNX kind. */
 export type Attr =
@@ -62,7 +54,7 @@ function asBytes(data: Bytes): Uint8Array {
 }
 
 function attrProto(name: string, a: Attr): OnnxTypes.IAttributeProto {
-  const T = onnx.AttributeProto.AttributeType;
+  const T = AttributeType;
   if ('i' in a) return { name, type: T.INT, i: a.i };
   if ('f' in a) return { name, type: T.FLOAT, f: a.f };
   if ('s' in a) return { name, type: T.STRING, s: new TextEncoder().encode(a.s) };
@@ -71,7 +63,7 @@ function attrProto(name: string, a: Attr): OnnxTypes.IAttributeProto {
   return { name, type: T.TENSOR, t: a.t };
 }
 
-function valueInfo(name: string, elemType: DataTypeId, dims: Dim[]): OnnxTypes.IValueInfoProto {
+function valueInfo(name: string, elemType: DataType, dims: Dim[]): OnnxTypes.IValueInfoProto {
   return {
     name,
     type: {
@@ -109,7 +101,7 @@ export class GraphBuilder {
   }
 
   /** Adds an initializer; large ones go straight to the external data file when one is configured. */
-  initializer(name: string, dataType: DataTypeId, dims: number[], data: Bytes): string {
+  initializer(name: string, dataType: DataType, dims: number[], data: Bytes): string {
     const bytes = asBytes(data);
     this.weightBytes += bytes.byteLength;
     const ext = this.external;
@@ -153,7 +145,7 @@ export class GraphBuilder {
     return this.cachedConst('f32', DataType.FLOAT, dims, values, () => Float32Array.from(values));
   }
 
-  private cachedConst(kind: string, dataType: DataTypeId, dims: number[], values: number[], make: () => Bytes): string {
+  private cachedConst(kind: string, dataType: DataType, dims: number[], values: number[], make: () => Bytes): string {
     const key = `${kind}:${dims.join('x')}:${values.join(',')}`;
     let name = this.constCache.get(key);
     if (!name) {
@@ -191,18 +183,18 @@ export class GraphBuilder {
     return this.node(opType, inputs, { ...opts, attrs })[0]!;
   }
 
-  input(name: string, elemType: DataTypeId, dims: Dim[]): string {
+  input(name: string, elemType: DataType, dims: Dim[]): string {
     this.inputs.push(valueInfo(name, elemType, dims));
     return name;
   }
 
-  output(name: string, elemType: DataTypeId, dims: Dim[]): string {
+  output(name: string, elemType: DataType, dims: Dim[]): string {
     this.outputs.push(valueInfo(name, elemType, dims));
     return name;
   }
 
   /** Records a value_info entry (type/shape annotation) for an intermediate tensor. */
-  annotate(name: string, elemType: DataTypeId, dims: Dim[]): void {
+  annotate(name: string, elemType: DataType, dims: Dim[]): void {
     this.valueInfos.push(valueInfo(name, elemType, dims));
   }
 

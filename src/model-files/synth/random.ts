@@ -1,4 +1,5 @@
 // Deterministic random weights: every tensor gets its own stream from the seed and its name.
+import { mulberry32 } from '../../common/index.js';
 
 /** FNV-1a hash of a string, mixed with the seed: every tensor gets its own stream. */
 export function streamSeed(seed: number, name: string): number {
@@ -15,15 +16,12 @@ export function streamSeed(seed: number, name: string): number {
  * given mean and standard deviation, from a mulberry32 stream. One 32-bit draw per value.
  */
 export function fillRandom(out: Float32Array, seed: number, name: string, std: number, mean = 0): Float32Array {
-  let a = streamSeed(seed, name);
+  const next = mulberry32(streamSeed(seed, name));
   // Triangular on (-1, 1) has std 1/sqrt(6).
   const k = (std * Math.sqrt(6)) / 65536;
   const n = out.length;
   for (let i = 0; i < n; i++) {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    t = (t ^ (t >>> 14)) >>> 0;
+    const t = next();
     out[i] = mean + ((t & 0xffff) + (t >>> 16) - 65535) * k;
   }
   return out;

@@ -1,0 +1,5 @@
+// Small helpers every layer may use, below all of them: each file imports nothing of the project.
+// The layer's one entry.
+export * from './random.js';
+export * from './html.js';
+export * from './onnx.js';
