@@ -22,7 +22,7 @@ describe('prefix cache', () => {
     expect(c.misses).toBe(1);
   });
 
-  it('keys on the model and the exact tokens; size 0 keeps nothing', () => {
+  it('keys on the scope and the exact tokens; size 0 keeps nothing', () => {
     const c = new PrefixCache(1000);
     c.store('m', [1, 2], kv(10));
     expect(c.lookup('other', [1, 2])).toBeUndefined();

@@ -1,11 +1,12 @@
-// Cross-request prefix cache: an LRU of prefix KV caches, keyed by a SHA-256 digest of the model
-// (and tenant scope) and the exact prefix tokens, bounded in bytes. Size 0 keeps nothing (zero-retention deployments).
+// Cross-request prefix cache: an LRU of prefix KV caches, keyed by a SHA-256 digest of the scope
+// (the model and the caller's cache scope) and the exact prefix tokens, bounded in bytes. Size 0
+// keeps nothing (zero-retention deployments).
 //
 // Admission for one-question requests: storing a prefix costs such a request a pass (prefix, then
 // question, instead of one pass over both), so a prefix is stored on its second sighting: the cache
 // remembers a hash (never the tokens) of the last SIGHTINGS prefixes it did not store, under the same
-// key as the cache (model and tenant scope), so a repeated state hits from its third request on and
-// a one-off request keeps the single pass.
+// scope as the cache, so a repeated state hits from its third request on and a one-off request keeps
+// the single pass.
 import { createHash } from 'node:crypto';
 import type { KvCache } from '../model/runner.js';
 
@@ -14,7 +15,7 @@ const SIGHTINGS = 1024;
 
 export class PrefixCache {
   private readonly entries = new Map<string, KvCache>();
-  /** Hashes of prefixes seen once and not stored, oldest first. */
+  /** Keys (digests) of prefixes seen once and not stored, oldest first. */
   private readonly sightings = new Set<string>();
   private usedBytes = 0;
   hits = 0;
@@ -40,8 +41,8 @@ export class PrefixCache {
    * its second sighting among the last SIGHTINGS (and when an entry of `bytes` is kept at all). Only
    * asks: recordSighting remembers the sighting.
    */
-  admits(model: string, tokens: number[], bytes: number): boolean {
-    return this.keeps(bytes) && this.sightings.has(keyOf(model, tokens));
+  admits(scope: string, tokens: number[], bytes: number): boolean {
+    return this.keeps(bytes) && this.sightings.has(keyOf(scope, tokens));
   }
 
   /**
@@ -49,17 +50,17 @@ export class PrefixCache {
    * is remembered, the oldest of SIGHTINGS forgotten; a second one is forgotten, as admits() said yes
    * to it and its request stores it.
    */
-  recordSighting(model: string, tokens: number[], bytes: number): void {
+  recordSighting(scope: string, tokens: number[], bytes: number): void {
     if (!this.keeps(bytes)) return;
-    const hash = keyOf(model, tokens);
-    if (this.sightings.delete(hash)) return;
-    this.sightings.add(hash);
+    const key = keyOf(scope, tokens);
+    if (this.sightings.delete(key)) return;
+    this.sightings.add(key);
     if (this.sightings.size > SIGHTINGS) this.sightings.delete(this.sightings.values().next().value!);
   }
 
-  lookup(model: string, tokens: number[]): KvCache | undefined {
+  lookup(scope: string, tokens: number[]): KvCache | undefined {
     if (this.capacityBytes <= 0) return undefined;
-    const key = keyOf(model, tokens);
+    const key = keyOf(scope, tokens);
     const kv = this.entries.get(key);
     if (!kv) {
       this.misses++;
@@ -71,9 +72,9 @@ export class PrefixCache {
     return kv;
   }
 
-  store(model: string, tokens: number[], kv: KvCache): void {
+  store(scope: string, tokens: number[], kv: KvCache): void {
     if (kv.bytes > this.capacityBytes) return;
-    const key = keyOf(model, tokens);
+    const key = keyOf(scope, tokens);
     const old = this.entries.get(key);
     if (old) {
       this.entries.delete(key);
@@ -95,10 +96,13 @@ export class PrefixCache {
   }
 }
 
-/** The key of a prefix: a digest of the model (and scope) and the token ids, never the tokens themselves. */
-function keyOf(model: string, tokens: number[]): string {
+/**
+ * The key of a prefix: a digest of its scope (what may share the entry: one model, one caller's
+ * cache scope) and the token ids, never the tokens themselves.
+ */
+function keyOf(scope: string, tokens: number[]): string {
   return createHash('sha256')
-    .update(model)
+    .update(scope)
     .update('\u0000')
     .update(new Uint8Array(Uint32Array.from(tokens).buffer))
     .digest('base64');

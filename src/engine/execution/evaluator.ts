@@ -90,7 +90,8 @@ class OnnxEvaluator implements Evaluator {
   constructor(
     private readonly config: ResolvedEngineConfig,
     readonly synthetic: boolean,
-    private readonly cacheKey: string,
+    /** The loaded model: its folder and variant (the prefix cache's scope includes it). */
+    private readonly modelId: string,
     private readonly runner: ModelRunner,
     private readonly planner: Planner,
     private readonly temperatures: AnswerTemperatures,
@@ -106,7 +107,7 @@ class OnnxEvaluator implements Evaluator {
       // whatever another caller's tokens put in the same pass. Within a request that is the caller's own business.
       batchTokens = 0;
       config.onWarning?.(
-        `${cacheKey}: packing across requests is off: this export quantizes activations at run time with one scale per pass (DynamicQuantizeLinear, not rewritten per token), so one request's tokens would change another's answers`,
+        `${modelId}: packing across requests is off: this export quantizes activations at run time with one scale per pass (DynamicQuantizeLinear, not rewritten per token), so one request's tokens would change another's answers`,
       );
     }
     this.batcher =
@@ -132,24 +133,26 @@ class OnnxEvaluator implements Evaluator {
 
   async evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
     // Planning throws budget errors before the request takes a place in the queue.
-    return this.run(await this.planner.plan(request, options.signal), options);
+    return this.answer(await this.planner.plan(request, options.signal), options);
   }
 
   async evaluateBody(body: Uint8Array, options: EvaluateOptions = {}): Promise<EvaluateResult> {
-    return this.run(await this.planner.planBody(body, options.signal), options);
+    return this.answer(await this.planner.planBody(body, options.signal), options);
   }
 
-  private async run(plan: Plan, options: EvaluateOptions): Promise<EvaluateResult> {
+  /** Answers a planned request: its turn in the scheduler, the strategy the chooser picks, the answers. */
+  private async answer(plan: Plan, options: EvaluateOptions): Promise<EvaluateResult> {
     const { signal } = options;
-    const cacheKey = `${options.cacheScope ?? ''}\u0001${this.cacheKey}`;
+    // What may share a cached prefix: this model, for callers of the same cache scope.
+    const cacheScope = `${options.cacheScope ?? ''}\u0001${this.modelId}`;
     const answers = await this.scheduler.request(async (ticket) => {
-      const cached = this.cache.lookup(cacheKey, plan.prefix);
+      const cached = this.cache.lookup(cacheScope, plan.prefix);
       const prefixBytes = plan.prefix.length * this.runner.kvBytesPerToken;
       // A one-question request on a prefix that missed is a sighting: its prefix is stored on the
       // second one (admits), and this one is remembered for the next (asked first, then recorded).
       const sighting = plan.questions.length === 1 && !cached;
-      const admitted = sighting && this.cache.admits(cacheKey, plan.prefix, prefixBytes);
-      if (sighting) this.cache.recordSighting(cacheKey, plan.prefix, prefixBytes);
+      const admitted = sighting && this.cache.admits(cacheScope, plan.prefix, prefixBytes);
+      if (sighting) this.cache.recordSighting(cacheScope, plan.prefix, prefixBytes);
       const strategy = chooseStrategy({
         packs: this.packs,
         questions: plan.questions.length,
@@ -166,7 +169,7 @@ class OnnxEvaluator implements Evaluator {
         prefillChunk: this.runner.prefillChunk,
         packTokens: this.packTokens,
         cache: this.cache,
-        cacheKey,
+        cacheScope,
         cached,
         signal,
       });

@@ -51,9 +51,12 @@ export interface ExecutionContext {
   passes: Passes;
   /** The model's longest prefill piece in tokens (0: prefill is not chunked). */
   prefillChunk: number;
+  /** The most tokens one packed pass of questions holds. */
   packTokens: number;
   cache: PrefixCache;
-  cacheKey: string;
+  /** The scope the prefix is cached under (the model and the caller's cache scope). */
+  cacheScope: string;
+  /** The prefix's KV from the cache (undefined: it missed). */
   cached: KvCache | undefined;
   signal?: AbortSignal;
 }
@@ -109,7 +112,7 @@ async function single(c: ExecutionContext): Promise<LabelReads> {
 async function prefixKv(c: ExecutionContext): Promise<KvCache> {
   if (c.cached) return c.cached;
   const kv = (await c.passes.forward(c.plan.prefix, null, [], true)).present!;
-  c.cache.store(c.cacheKey, c.plan.prefix, kv);
+  c.cache.store(c.cacheScope, c.plan.prefix, kv);
   return kv;
 }
 
