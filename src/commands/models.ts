@@ -6,7 +6,8 @@
 // would list, with the versioned id and folder each name resolves to.
 import type { ModelMetadataList } from '../protocol/index.js';
 import { AssayClient } from '../client/index.js';
-import { listModelNames, loadRegistry, resolveModel } from '../registry.js';
+import { loadRegistry } from '../registry.js';
+import { listModels } from '../model-list.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
 import { describeError, parseCommand, parseFormat, resolveIo, table, type CommandIo } from './common.js';
 
@@ -64,13 +65,9 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
     if (values.url) {
       list = await new AssayClient({ baseUrl: values.url, env: io.env }).listModels();
     } else {
-      const registry = loadRegistry(parsed.registry);
-      list = { models: [] };
-      for (const name of listModelNames(registry)) {
-        const m = resolveModel(registry, name)!;
-        list.models.push({ name, description: m.entry.description, release_date: m.entry.release_date });
-        resolvesTo.set(name, `${m.id} (${m.dir})`);
-      }
+      const models = listModels(loadRegistry(parsed.registry));
+      list = { models: models.map((m) => m.metadata) };
+      for (const { metadata, resolved } of models) resolvesTo.set(metadata.name, `${resolved.id} (${resolved.dir})`);
     }
   } catch (e) {
     io.err(`assay models: ${describeError(e)}\n`);

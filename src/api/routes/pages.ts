@@ -11,7 +11,8 @@ import fastifyStatic from '@fastify/static';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import { listModelNames, resolveModel } from '../../registry.js';
+import { resolveModel } from '../../registry.js';
+import { listModels } from '../../model-list.js';
 import type { ApiContext } from '../context.js';
 import { admission, keyAllows } from '../admission.js';
 import { buildOpenApi } from '../openapi.js';
@@ -137,23 +138,15 @@ export async function pagesRoutes(app: FastifyInstance, o: PagesOptions): Promis
     app.get('/playground/style.css', async (_req, reply) => reply.type('text/css; charset=utf-8').send(css));
     app.get('/playground/models', { onRequest: admission(ctx) }, async (req) => {
       const key = req.apiKey!;
-      const models = [];
-      for (const name of listModelNames(ctx.registry)) {
-        const m = resolveModel(ctx.registry, name);
-        if (!m || !keyAllows(key, name, m.id)) continue;
-        // Generated with random weights (trained weights make a synthetic folder meaningful).
-        const synthetic = m.entry.synthetic !== undefined && m.entry.synthetic.weights === undefined;
-        // Trained weights on a tiny graph: it knows its training task and nothing else.
-        const task_only = m.entry.synthetic?.weights !== undefined;
-        models.push({
-          name,
-          description: m.entry.description,
-          release_date: m.entry.release_date,
-          synthetic,
-          task_only,
-          confidence: ctx.confidence,
-        });
-      }
+      const models = listModels(ctx.registry, (name, id) => keyAllows(key, name, id)).map(
+        ({ metadata, resolved: m }) => {
+          // Generated with random weights (trained weights make a synthetic folder meaningful).
+          const synthetic = m.entry.synthetic !== undefined && m.entry.synthetic.weights === undefined;
+          // Trained weights on a tiny graph: it knows its training task and nothing else.
+          const task_only = m.entry.synthetic?.weights !== undefined;
+          return { ...metadata, synthetic, task_only, confidence: ctx.confidence };
+        },
+      );
       return { models };
     });
     let examples: unknown[] | undefined;
