@@ -4,6 +4,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { DEFAULTS } from '../defaults.js';
 import type { Registry } from '../registry.js';
 import { KeyStore, type ApiKey } from './auth.js';
+import type { ApiContext } from './context.js';
 import { loggerOptions, requestId, type LogStream } from './plugins/logging.js';
 import { bodyParsing } from './plugins/body.js';
 import { errorHandling } from './plugins/errors.js';
@@ -59,8 +60,11 @@ export interface ServerOptions {
 
 export type { LogStream };
 
-/** The server: Fastify's instance, with the state the plugins declare on it (`assay`, see context.ts). */
-export type AssayServer = FastifyInstance;
+/**
+ * The server: Fastify's instance with the state plugins/state.ts puts on it (declared in context.ts;
+ * named here too so the published types carry it).
+ */
+export type AssayServer = FastifyInstance & { assay: ApiContext };
 
 /** The app: Fastify with the logger, then the plugins in the order their hooks run, then the routes. */
 export async function buildServer(options: ServerOptions): Promise<AssayServer> {
