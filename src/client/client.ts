@@ -1,8 +1,9 @@
 // A typed client for the Assay HTTP API (and the hosted API it replaces), on global fetch.
-import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import {
   ModelMetadataListSchema,
+  STATE_HASH_HEADER,
+  stateHash,
   SystemOneResponseSchema,
   type ModelMetadataList,
   type SystemOneRequest,
@@ -105,8 +106,7 @@ export class AssayClient {
   evaluate(request: EvaluateRequest, options?: RequestOptions): Promise<WithRequestId<SystemOneResponse>> {
     const body = { ...request, model: request.model ?? this.model };
     if (this.stateHash) {
-      const hash = createHash('sha256').update(JSON.stringify(request.state)).digest('hex');
-      options = { ...options, headers: { 'x-assay-state-hash': hash, ...options?.headers } };
+      options = { ...options, headers: { [STATE_HASH_HEADER]: stateHash(request.state), ...options?.headers } };
     }
     return this.send('POST', '/v1/systemone', body, SystemOneResponseSchema, options);
   }

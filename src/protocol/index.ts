@@ -7,4 +7,5 @@ export * from './file-problem.js';
 export * from './pydantic/json-decode.js';
 export * from './retry-after.js';
 export * from './schemas.js';
+export * from './state-hash.js';
 export * from './validate.js';
