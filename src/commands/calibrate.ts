@@ -4,12 +4,12 @@
 // temperatures into the model folder's assay.json (`answer_temperature`), which the engine applies
 // at its next load. The fit multiplies the temperatures the model already has, so calibrating
 // twice converges instead of starting over.
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Answer, Question } from '../protocol/index.js';
 import { fitTemperature, meanLogLoss, split, withTemperature, type CalibrationExample } from '../quality/index.js';
 import { choiceMetrics } from '../quality/index.js';
-import { loadRegistry } from '../registry.js';
+import { loadRegistry, writeJsonAtomic } from '../registry.js';
 import { commandFlags, commandHelp, COMMON_FLAGS } from '../config/index.js';
 import { parseCommand, resolveIo, type CommandIo, type Io } from './common.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';
@@ -212,8 +212,7 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
       },
     };
     // Whole or not at all: the server may read the manifest while this writes.
-    writeFileSync(`${manifestFile}.tmp`, `${JSON.stringify(next, null, 2)}\n`);
-    renameSync(`${manifestFile}.tmp`, manifestFile);
+    writeJsonAtomic(manifestFile, next);
     written = manifestFile;
   }
   io.out(markdown(o.dataset, target.model, target.synthetic, results, written));
