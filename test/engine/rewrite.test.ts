@@ -201,11 +201,19 @@ describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
         const row = x.subarray(r * K, (r + 1) * K);
         // Alone, the row gives the same numbers (the integer product is exact; only float rounding of the scales is left).
         const alone = await run(model, row, 1);
-        // And they are the symmetric per-row quantization: s = max|x| / 127, q = round(x / s).
-        const s = Math.max(...row.map(Math.abs)) / 127;
+        // And they are the row's own asymmetric quantization (as DynamicQuantizeLinear does a tensor's),
+        // in float32 as the graph computes it: s = (hi − lo) / 255, z = round(−lo / s), q = round(x / s) + z.
+        const f = Math.fround;
+        const lo = Math.min(0, ...row);
+        const hi = Math.max(0, ...row);
+        const range = f(hi - lo);
+        const s = f(range / 255);
+        const inverse = f(255 / range);
+        const z = Math.round(f(-f(lo * inverse)));
+        const q = (v: number) => Math.min(255, Math.max(0, Math.round(f(f(v * inverse) + z))));
         for (let n = 0; n < N; n++) {
           let sum = 0;
-          for (let k = 0; k < K; k++) sum += Math.round(row[k]! / s) * w[k * N + n]!;
+          for (let k = 0; k < K; k++) sum += (q(row[k]!) - z) * w[k * N + n]!;
           const want = sum * s * scales[n]! + n;
           const got = together[r * N + n]!;
           expect(Math.abs(got - alone[n]!)).toBeLessThanOrEqual(1e-6 * Math.abs(want) + 1e-6);

@@ -21,6 +21,7 @@
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { PerTokenInt8 } from './per-token-int8.js';
+import { externalDataReader } from './q4-to-int8.js';
 import { AttributeType, DataType } from '../../common/index.js';
 
 const onnx = onnxProto.onnx;
@@ -38,7 +39,7 @@ const MATMULS = new Set([
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
 /** Bumped whenever the rewrite changes, so graphs rewritten by an older version are not reused. */
-export const REWRITE_VERSION = 6;
+export const REWRITE_VERSION = 7;
 
 export const POSITIONS_INPUT = 'assay_positions';
 export const BIAS_INPUT = 'assay_attention_bias';
@@ -93,7 +94,7 @@ export function sharesActivationScales(model: ModelProto): boolean {
  * each with a constant int8 weight. What it does not recognize stays as it was (then
  * sharesActivationScales still says so). Returns how many products were rewritten.
  */
-export function quantizePerToken(model: ModelProto): number {
+export function quantizePerToken(model: ModelProto, dir?: string): number {
   const graph = model.graph!;
   const nodes = graph.node ?? [];
   const initializers = new Map((graph.initializer ?? []).map((t) => [t.name!, t]));
@@ -114,7 +115,12 @@ export function quantizePerToken(model: ModelProto): number {
     return c.length === 1 && !(graph.output ?? []).some((o) => o.name === tensor) ? c[0] : undefined;
   };
   const opset = Number((model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx')?.version ?? 17);
-  const builder = new PerTokenInt8(opset);
+  // The builder reads the weights (their column sums); external ones from `dir`, the export's folder.
+  const read = dir ? externalDataReader(dir) : undefined;
+  const builder = new PerTokenInt8(opset, undefined, (name) => {
+    const t = initializers.get(name);
+    return t?.externalData?.length && read ? { ...t, rawData: read(t), externalData: [] } : t;
+  });
   /** A node to take out → the nodes that replace it (empty: just removed). */
   const replaced = new Map<OnnxTypes.INodeProto, OnnxTypes.INodeProto[]>();
   const maybeUnused = new Set<OnnxTypes.INodeProto>();

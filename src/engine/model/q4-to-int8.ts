@@ -24,12 +24,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { onnx as OnnxTypes } from 'onnx-proto';
+import { AttributeType, DataType } from '../../common/index.js';
 import { PerTokenInt8 } from './per-token-int8.js';
 
-const FLOAT = 1;
-const UINT8 = 2;
-const INT8 = 3;
-const FLOAT16 = 10;
 /** Integer products onnxruntime runs on its u8 × s8 GEMM (whose pair sums saturate without VNNI). */
 const INTEGER_PRODUCTS = new Set([
   'MatMulInteger',
@@ -71,19 +68,27 @@ export function hasQ4MatMuls(model: OnnxTypes.IModelProto): boolean {
  * folder): the converted graph is written with all its weights, so it no longer reads the export's.
  */
 export function inlineExternalData(model: OnnxTypes.IModelProto, dir: string): void {
-  const files = new Map<string, Buffer>();
+  const read = externalDataReader(dir);
   for (const t of model.graph?.initializer ?? []) {
     if (!t.externalData?.length) continue;
+    t.rawData = read(t);
+    t.externalData = [];
+    t.dataLocation = 0;
+  }
+}
+
+/** Reads an external-data tensor's bytes from `dir` (each file read once per reader). */
+export function externalDataReader(dir: string): (t: Tensor) => Uint8Array {
+  const files = new Map<string, Buffer>();
+  return (t) => {
     const at = (key: string) => t.externalData!.find((e) => e.key === key)?.value;
     const location = at('location')!;
     if (!files.has(location)) files.set(location, readFileSync(join(dir, location)));
     const file = files.get(location)!;
     const offset = Number(at('offset') ?? 0);
     const length = Number(at('length') ?? file.byteLength - offset);
-    t.rawData = file.subarray(offset, offset + length);
-    t.externalData = [];
-    t.dataLocation = 0;
-  }
+    return file.subarray(offset, offset + length);
+  };
 }
 
 /**
@@ -94,11 +99,11 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto): Q4Conversion {
   const graph = model.graph!;
   const inits = new Map((graph.initializer ?? []).map((t) => [t.name!, t]));
   const opset = Number((model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx')?.version ?? 17);
-  const builder = new PerTokenInt8(opset, 'assay/q4_int8');
+  const added: Tensor[] = [];
+  const builder = new PerTokenInt8(opset, 'assay/q4_int8', (name) => added.find((t) => t.name === name));
   const onlyProducts = !(graph.node ?? []).some((n) => INTEGER_PRODUCTS.has(n.opType ?? ''));
   const result: Q4Conversion = { nodes: 0, q4Bytes: 0, int8Bytes: 0, onlyProducts };
   const replaced = new Map<OnnxTypes.INodeProto, OnnxTypes.INodeProto[]>();
-  const added: Tensor[] = [];
   const casts = new Set<string>();
   for (const n of graph.node ?? []) {
     if (n.opType !== 'MatMulNBits' || attr(n, 'bits') !== 4) continue;
@@ -111,19 +116,19 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto): Q4Conversion {
       !b ||
       !s ||
       gIdx ||
-      (zName && (!z || z.dataType !== UINT8)) ||
-      (s.dataType !== FLOAT && s.dataType !== FLOAT16)
+      (zName && (!z || z.dataType !== DataType.UINT8)) ||
+      (s.dataType !== DataType.FLOAT && s.dataType !== DataType.FLOAT16)
     )
       continue;
     const K = attr(n, 'K')!;
     const N = attr(n, 'N')!;
     const block = attr(n, 'block_size')!;
-    const half = s.dataType === FLOAT16;
+    const half = s.dataType === DataType.FLOAT16;
     const prefix = `assay/q4_int8/${n.name || n.output![0]}`;
     const { weight, scales } = requantize(bytes(b), floats(s), z ? bytes(z) : undefined, K, N, block);
     added.push(
-      { name: `${prefix}/weight`, dataType: INT8, dims: [K, N], rawData: new Uint8Array(weight.buffer) },
-      { name: `${prefix}/weight_scale`, dataType: FLOAT, dims: [N], rawData: new Uint8Array(scales.buffer) },
+      { name: `${prefix}/weight`, dataType: DataType.INT8, dims: [K, N], rawData: new Uint8Array(weight.buffer) },
+      { name: `${prefix}/weight_scale`, dataType: DataType.FLOAT, dims: [N], rawData: new Uint8Array(scales.buffer) },
     );
     result.q4Bytes += bytes(b).byteLength + bytes(s).byteLength + (z ? bytes(z).byteLength : 0);
     result.int8Bytes += weight.byteLength + scales.byteLength;
@@ -132,7 +137,7 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto): Q4Conversion {
     let input = a;
     if (half) {
       input = `${a}/assay_float32`;
-      if (!casts.has(input)) nodes.push(cast(a, input, FLOAT));
+      if (!casts.has(input)) nodes.push(cast(a, input, DataType.FLOAT));
       casts.add(input);
     }
     const out = n.output![0]!;
@@ -149,7 +154,7 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto): Q4Conversion {
     let last = product;
     if (half) {
       last = bias ? `${prefix}/product_half` : out;
-      nodes.push(cast(product, last, FLOAT16));
+      nodes.push(cast(product, last, DataType.FLOAT16));
     }
     if (bias) nodes.push({ opType: 'Add', input: [last, bias], output: [out], name: `${prefix}/bias` });
     replaced.set(n, nodes);
@@ -225,7 +230,7 @@ function cast(input: string, output: string, to: number): OnnxTypes.INodeProto {
     input: [input],
     output: [output],
     name: output,
-    attribute: [{ name: 'to', type: 2, i: to }],
+    attribute: [{ name: 'to', type: AttributeType.INT, i: to }],
   };
 }
 
@@ -233,12 +238,12 @@ function bytes(t: Tensor): Uint8Array {
   if (t.rawData && t.rawData.byteLength > 0) return t.rawData;
   // Small tensors may be stored as int32Data (uint8 and float16 widen to int32 there).
   const values = t.int32Data ?? [];
-  return t.dataType === FLOAT16 ? new Uint8Array(Uint16Array.from(values).buffer) : Uint8Array.from(values);
+  return t.dataType === DataType.FLOAT16 ? new Uint8Array(Uint16Array.from(values).buffer) : Uint8Array.from(values);
 }
 
 /** A float or float16 initializer's values as float32. */
 function floats(t: Tensor): Float32Array {
-  if (t.dataType === FLOAT) {
+  if (t.dataType === DataType.FLOAT) {
     if (t.rawData && t.rawData.byteLength > 0) return new Float32Array(new Uint8Array(t.rawData).buffer);
     return Float32Array.from(t.floatData ?? []);
   }
