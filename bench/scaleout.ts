@@ -6,9 +6,8 @@
 // sending to it, and with hashing its states move to the others. Measured: prefix-cache hit rate
 // (the replicas' own /metrics), throughput, latency p50/p99, and each replica's share of requests
 // (what a hot state costs the replica it lands on).
-import { createHash } from 'node:crypto';
 import { startCluster, type Cluster } from '../deploy/local/cluster.js';
-import { TextCodec } from '../src/internal.js';
+import { stateHash, TextCodec } from '../src/internal.js';
 import { table, type BenchContext, type SectionResult } from './lib/context.js';
 import { quantile } from './lib/stats.js';
 import { mixedQuestions, rng, textOfTokens } from './lib/text.js';
@@ -180,8 +179,8 @@ export async function scaleoutSection(ctx: BenchContext): Promise<SectionResult>
   const questions = mixedQuestions(4);
   const states = Array.from({ length: STATES }, (_, i) => textOfTokens(codec, tokens, 1_000 + i));
   const bodies = states.map((state) => JSON.stringify({ state, model: 'svc-latest', questions }));
-  // What the client SDK sends: the hex sha256 of the state's JSON.
-  const hashes = states.map((state) => createHash('sha256').update(JSON.stringify(state)).digest('hex'));
+  // What the client SDK sends.
+  const hashes = states.map((state) => stateHash(state));
   const sequence = zipfSequence(STATES, ZIPF_S, count, 42);
   ctx.log(
     `  ${count} requests, ${STATES} states of ${tokens} tokens (Zipf s=${ZIPF_S}; the hottest is ${((sequence.filter((s) => s === 0).length / count) * 100).toFixed(1)}% of requests), 4 questions, ${CONCURRENCY} clients, r2 killed halfway`,

@@ -53,3 +53,4 @@ export { checkRegistry } from './registry.js';
 
 // Small helpers.
 export { seededRandom } from './common/index.js';
+export { stateHash } from './protocol/index.js';

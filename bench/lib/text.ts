@@ -1,4 +1,5 @@
 // Deterministic English-ish text and question sets for the benchmarks, sized in real tokens.
+import { seededRandom } from '../../src/internal.js';
 import type { ChoiceQuestion, NoulQuestion, Question, ScoreQuestion, TextCodec } from '../../src/internal.js';
 
 const WORDS = (
@@ -13,17 +14,8 @@ const WORDS = (
   'weather river mountain city village garden kitchen school hospital library museum station airport bridge road'
 ).split(/\s+/);
 
-/** A small deterministic PRNG (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small deterministic PRNG: the project's one mulberry32 (src/common/random.ts). */
+export const rng = seededRandom;
 
 function sentence(rand: () => number): string {
   const n = 6 + Math.floor(rand() * 12);

@@ -93,8 +93,8 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.rateLimits }, options.now),
     metrics,
     deadlineMs,
-    prefixCacheScope: options.prefixCacheScope ?? 'key',
-    serverTimingEngine: options.serverTimingEngine ?? false,
+    prefixCacheScope: options.prefixCacheScope ?? DEFAULTS.prefixCacheScope,
+    serverTimingEngine: options.serverTimingEngine ?? DEFAULTS.serverTimingEngine,
     confidence: options.confidence ?? DEFAULTS.confidence,
   });
   await app.register(requestLifecycle, { replicaId: options.replicaId });
@@ -104,7 +104,10 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
 
   await app.register(systemoneRoute);
   await app.register(modelsRoute);
-  await app.register(pagesRoutes, { docs: options.docs ?? true, playground: options.playground ?? true });
+  await app.register(pagesRoutes, {
+    docs: options.docs ?? DEFAULTS.docs,
+    playground: options.playground ?? DEFAULTS.playground,
+  });
   await app.register(opsRoutes);
   await app.ready();
   return app;
