@@ -1,32 +1,12 @@
-// What the playground sends and gets: the API's wire types (a subset of src/protocol/schemas.ts,
-// which the browser build does not compile), the two calls, and the state hash the client SDK
+// What the playground sends and gets: the API's wire types (imported as types from
+// src/protocol, a referenced project of the browser build), the two calls, and the state hash the client SDK
 // sends for state-affine routing (docs/scale-out.md).
 
-export type Content = string | number | boolean | null | Content[] | { [key: string]: Content };
-export type Question =
-  | { type: 'noul'; instructions: string; criteria?: { true?: string; false?: string } }
-  | { type: 'choice'; instructions: string; criteria: Record<string, string | null> }
-  | { type: 'score'; instructions: string; criteria: string[] };
-export interface EvaluateRequest {
-  state: Content;
-  model: string;
-  questions: Record<string, Question>;
-}
-export type Answer =
-  | { type: 'noul'; noul: number }
-  | { type: 'choice'; choice: string; probabilities: Record<string, number>; confidence: number }
-  | {
-      type: 'score';
-      score: number;
-      legend: Record<string, Content>;
-      probabilities: Record<string, number>;
-      confidence: number;
-    };
-export interface EvaluateResponse {
-  model: string;
-  answers: Record<string, Answer>;
-  usage: { input_tokens: number; output_tokens: number };
-}
+import type { Answer, Content, Question, SystemOneRequest, SystemOneResponse } from '../../protocol/index.js';
+
+export type { Answer, Content, Question };
+export type EvaluateRequest = SystemOneRequest;
+export type EvaluateResponse = SystemOneResponse;
 export interface ValidationError {
   type: string;
   loc: Array<string | number>;

@@ -83,6 +83,12 @@ function levelRow(list: HTMLElement, text = ''): void {
   );
 }
 
+/** A field's text: the wire allows any JSON content where the editor has a text box. */
+function asText(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
 const TITLES: Record<QuestionType, string> = { noul: 'Yes / no (noul)', choice: 'Choice', score: 'Score' };
 
 /** Adds a question card of `type` to `container`, filled with `initial` when given. */
@@ -93,7 +99,7 @@ export function addQuestion(
 ): HTMLElement {
   const id = h('input', { type: 'text', class: 'question-id', value: initial?.id ?? `${type}${cards.length + 1}` });
   const instructions = h('textarea', { class: 'instructions', rows: '2' });
-  instructions.value = initial?.question.instructions ?? '';
+  instructions.value = asText(initial?.question.instructions);
   const remove = h('button', { type: 'button', class: 'icon', 'aria-label': 'Remove this question' }, '×');
   const body = h('div', { class: 'question-body' }, field('Question id', id), field('Instructions', instructions));
   const root = h(
@@ -109,8 +115,8 @@ export function addQuestion(
     const yes = h('input', { type: 'text', class: 'criteria-true', placeholder: 'optional' });
     const no = h('input', { type: 'text', class: 'criteria-false', placeholder: 'optional' });
     if (initial?.question.type === 'noul') {
-      yes.value = initial.question.criteria?.true ?? '';
-      no.value = initial.question.criteria?.false ?? '';
+      yes.value = asText(initial.question.criteria?.true);
+      no.value = asText(initial.question.criteria?.false);
     }
     body.append(field('What counts as yes', yes), field('What counts as no', no));
     read = () => {
@@ -126,7 +132,7 @@ export function addQuestion(
             ['', ''],
             ['', ''],
           ];
-    for (const [name, description] of entries) optionRow(list, name ?? '', description ?? '');
+    for (const [name, description] of entries) optionRow(list, name ?? '', asText(description));
     const more = h('button', { type: 'button', class: 'add-row' }, '+ option');
     more.addEventListener('click', () => optionRow(list));
     body.append(h('div', { class: 'field' }, h('span', { class: 'label' }, 'Options'), list, more));
@@ -142,7 +148,7 @@ export function addQuestion(
   } else {
     const list = h('ol', { class: 'list', start: '0', 'aria-label': 'Levels, lowest first' });
     const levels = initial?.question.type === 'score' ? initial.question.criteria : ['', '', ''];
-    for (const l of levels) levelRow(list, l);
+    for (const l of levels) levelRow(list, asText(l));
     const more = h('button', { type: 'button', class: 'add-row' }, '+ level');
     more.addEventListener('click', () => levelRow(list));
     body.append(h('div', { class: 'field' }, h('span', { class: 'label' }, 'Levels (0 first)'), list, more));
