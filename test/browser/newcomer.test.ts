@@ -238,8 +238,9 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
     const { page, problems, sent } = await open();
     await pasteKey(page, KEY);
     await page.keyboard.press('Tab');
+    // The list arrives when the models endpoint answers: on a loaded CI machine past vitest's 1 s default.
     await expect
-      .poll(() => page.locator('#model option').allTextContents())
+      .poll(() => page.locator('#model option').allTextContents(), { timeout: 30_000 })
       .toContain('tiny-tasks-1 (knows only its training task)');
     await page.click('#example');
     expect(await page.locator('#model').inputValue()).toBe('tiny-tasks-1');

@@ -99,7 +99,7 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
 
   it('/playground: the README example, sent with Send, is drawn as the API answers it, with the state hash', async () => {
     const { page, problems, requests } = await open(`${base}/playground`);
-    await expect.poll(() => page.locator('#synthetic-banner').isVisible()).toBe(false);
+    await expect.poll(() => page.locator('#synthetic-banner').isVisible(), { timeout: 30_000 }).toBe(false);
     await page.fill('#key', KEY);
     await page.press('#key', 'Tab'); // change: the key is stored for the tab and the models are loaded
     await page.locator('#synthetic-banner').waitFor({ state: 'visible' });
