@@ -208,9 +208,8 @@ describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
         const hi = Math.max(0, ...row);
         const range = f(hi - lo);
         const s = f(range / 255);
-        const inverse = f(255 / range);
-        const z = Math.round(f(-f(lo * inverse)));
-        const q = (v: number) => Math.min(255, Math.max(0, Math.round(f(f(v * inverse) + z))));
+        const z = roundHalfEven(f(-f(lo / s)));
+        const q = (v: number) => Math.min(255, Math.max(0, roundHalfEven(f(v / s)) + z));
         for (let n = 0; n < N; n++) {
           let sum = 0;
           for (let k = 0; k < K; k++) sum += (q(row[k]!) - z) * w[k * N + n]!;
@@ -237,3 +236,9 @@ describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
     }
   });
 });
+
+/** Round half to even, as ONNX's Round and QuantizeLinear do. */
+function roundHalfEven(v: number): number {
+  const r = Math.round(v);
+  return Math.abs(v % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}

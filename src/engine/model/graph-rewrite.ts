@@ -39,7 +39,7 @@ const MATMULS = new Set([
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
 /** Bumped whenever the rewrite changes, so graphs rewritten by an older version are not reused. */
-export const REWRITE_VERSION = 7;
+export const REWRITE_VERSION = 8;
 
 export const POSITIONS_INPUT = 'assay_positions';
 export const BIAS_INPUT = 'assay_attention_bias';
@@ -140,6 +140,7 @@ export function quantizePerToken(model: ModelProto, dir?: string): number {
         output: product,
         prefix,
       });
+      if (!added) continue;
       if (bias) added.push({ opType: 'Add', input: [product, bias], output: [out], name: `${prefix}/bias` });
       replaced.set(n, added);
       count++;
@@ -167,6 +168,7 @@ export function quantizePerToken(model: ModelProto, dir?: string): number {
       output: mul.output![0]!,
       prefix,
     });
+    if (!added) continue;
     replaced.set(n, []);
     replaced.set(cast, []);
     replaced.set(mul, added);

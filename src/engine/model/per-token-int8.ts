@@ -7,18 +7,33 @@
 // on that row alone, and the integer product is exact, so a token's result is the same whatever
 // shares its pass. Each row gets what DynamicQuantizeLinear gives the tensor, over its own range:
 //
-//   lo, hi = min(min x_row, 0), max(max x_row, 0)                ReduceMin / ReduceMax      [..., M, 1]
+//   lo, hi = min(min x_row, 0), max(max x_row, 0)                ReduceMin / ReduceMax      [R, 1]
 //   s_row  = (hi − lo) / 255,  z_row = round(−lo / s_row)        256 levels, 0 exactly one of them
-//   q      = QuantizeLinear(x / s_row + z_row, scale 1, zp 0)    uint8
-//   P      = MatMulIntegerToFloat(q, W, 1, w_scale, 0, w_zp)     com.microsoft: exact int32 sums × w_scale
-//   y      = (P − z_row · c) · s_row,   c[n] = w_scale[n] · Σ_k (W[k, n] − w_zp[n])   (c: at load)
+//   q      = QuantizeLinear(x, s_row, z_row), per row            uint8 [R, K]
+//   y      = s_row · w_scale · Σ_k (q_k − z_row) · (W_k − w_zp)  exact int32 sums, then two scales
 //
-// A row's range lies inside the tensor's, so its step is never coarser than the per-tensor form's.
-// The kernel's activation zero point is a scalar, so each row's is taken out after the product with
-// the weight's column sums, and its scale is one multiply of the output. The integer kernel is the
-// one the exports run (u8 × s8, or the exact u8 × u8 form under `session.x64quantprecision`,
-// cpu.ts). The quantization of an activation is shared by every product that reads it (q, k and v;
-// gate and up), as quantize_dynamic shares its DynamicQuantizeLinear.
+// with x seen as R = M·(batch) rows of K. A row's range lies inside the tensor's, so its step is
+// never coarser than the per-tensor form's.
+//
+// The whole of y is one MatMulIntegerToFloat: onnxruntime's integer GEMM takes one activation zero
+// point for all rows, so each row's own is folded into the product itself. The row is extended by J
+// columns holding z_row, and the weight by J rows whose entries sum, per column, to −Σ_k (W_k − w_zp)
+// (the column sum, computed here at load), so the extra terms add exactly −z_row · Σ_k (W_k − w_zp):
+//
+//   [q | z … z] · [W ; D] = Σ_k q_k W_k − z_row · Σ_k W_k          (w_zp = 0 shown)
+//
+// J = ⌈max_n |Σ_k W_k,n| / L⌉ rows with |D| ≤ L (L = 127, or the 7-bit bound of converted 4-bit
+// weights) adds J of K + J terms to each sum: under 3% at the 0.5B shapes. The weight keeps its
+// initializer and D is a small new one; a Concat node joins them, which onnxruntime folds into one
+// constant at session creation (then prepacks it as it does the export's weight). The row scale is
+// the kernel's activation scale given per row ([R, 1]): the kernel applies it to its output in place.
+// So the work added to the export's form is one more read of x (min and max are two reductions),
+// a copy of the uint8 rows with their J columns, and one in-place pass over the output.
+//
+// The integer kernel is the one the exports run (u8 × s8, or the exact u8 × u8 form under
+// `session.x64quantprecision`, cpu.ts). The quantization of an activation is shared by every
+// product that reads it (q, k and v; gate and up), as quantize_dynamic shares its
+// DynamicQuantizeLinear.
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { AttributeType, DataType } from '../../common/index.js';
 
@@ -29,11 +44,11 @@ export type TensorProto = OnnxTypes.ITensorProto;
 export interface PerTokenMatMul {
   /** The fp32 activation [..., K]. */
   input: string;
-  /** An int8 (or uint8) initializer [K, N], quantized per output channel or per tensor. */
+  /** An int8 initializer [K, N], quantized per output channel or per tensor. */
   weight: string;
   /** Its fp32 scales: a scalar or [N]. */
   weightScale: string;
-  /** Its zero points (the weight's type): a scalar or [N]; omitted: 0. */
+  /** Its zero points (int8): a scalar or [N]; omitted: 0. */
   weightZeroPoint?: string;
   /** The fp32 result [..., N]. */
   output: string;
@@ -47,33 +62,30 @@ export interface PerTokenNodes {
   initializers: TensorProto[];
 }
 
-interface Constants {
-  unsignedZero: string;
-
-  one: string;
-  lastAxis: string;
-  first: string;
-  second: string;
-}
-
 /** The quantized rows of an activation, shared by the products that read it. */
 interface QuantizedRows {
+  /** uint8, the activation's shape. */
   quantized: string;
+  /** float [..., M, 1]. */
   rowScale: string;
-  /** Each row's zero point (float, an integer in [0, 255]). */
+  /** uint8 [..., M, 1]: each row's zero point. */
   zeroPoint: string;
 }
 
+/** Largest |entry| of the rows that carry the zero-point correction, unless the caller asks for less. */
+const INT8_LEVELS = 127;
+
 /**
- * Emits the per-token products into `out`. `opset` is the model's ai.onnx opset (ReduceMax takes
- * its axes as an input from 18 on); `shared` carries each activation's quantization across calls
- * (pass the same map for every product of one graph, so q/k/v quantize their input once).
+ * Emits the per-token products into `nodes` and `initializers`. `opset` is the model's ai.onnx
+ * opset (ReduceMax takes its axes as an input from 18 on; Reshape has allowzero from 14 on, which
+ * the one-pass per-row QuantizeLinear needs); the quantization of each activation is shared by the
+ * products that read it (q, k and v quantize their input once).
  */
 export class PerTokenInt8 {
   readonly nodes: NodeProto[] = [];
   readonly initializers: TensorProto[] = [];
   private readonly rows = new Map<string, QuantizedRows>();
-  private constants: Constants | undefined;
+  private readonly names = new Set<string>();
 
   constructor(
     private readonly opset: number,
@@ -81,28 +93,40 @@ export class PerTokenInt8 {
     private readonly namespace = 'assay/per_token',
     /** The graph's initializers by name (the weights, their scales and zero points are read from them). */
     private readonly initializer: (name: string) => TensorProto | undefined = () => undefined,
+    /**
+     * Largest |entry| of the correction rows (the weight's own entries should stay within it too):
+     * 4-bit weights converted to 7 bits keep the fast u8 × s8 kernel exact with 64 (q4-to-int8.ts).
+     */
+    private readonly levels = INT8_LEVELS,
   ) {}
 
-  /** Adds the nodes of one product; returns the nodes added by this call (also kept in `nodes`). */
-  matMul(m: PerTokenMatMul): NodeProto[] {
+  /**
+   * Adds the nodes of one product; returns the nodes added by this call (also kept in `nodes`), or
+   * undefined, with nothing added, where the weight's zero point leaves no room for the correction.
+   */
+  matMul(m: PerTokenMatMul): NodeProto[] | undefined {
+    const correction = this.correctionRows(m, `${m.prefix}/per_token_zero_point_rows`);
+    if (!correction) return undefined;
     const start = this.nodes.length;
-    const rows = this.quantizeRows(m.input);
-    const c = this.shared();
-    const product = `${m.prefix}/per_token_product`;
-    // Σ_k (q_k − z) w_k = Σ_k q_k w_k − z · Σ_k w_k: the kernel takes the first sum with activation
-    // zero point 0; the weight's column sums (× its scales) are computed here, once, at load.
+    const rows = this.quantizeRows(m.input, correction.K);
+    this.initializers.push(correction.tensor);
+    const weight = `${m.prefix}/per_token_weight`;
+    this.node('Concat', [m.weight, correction.tensor.name!], weight, [int('axis', 0)]);
+    const zeros = `${m.prefix}/per_token_zero_point_columns`;
+    this.node(
+      'Expand',
+      [rows.zeroPoint, this.int64s(`${this.namespace}/columns_${correction.rows}`, [1, correction.rows])],
+      zeros,
+    );
+    const extended = `${m.prefix}/per_token_rows`;
+    this.node('Concat', [rows.quantized, zeros], extended, [int('axis', -1)]);
     this.node(
       'MatMulIntegerToFloat',
-      [rows.quantized, m.weight, c.one, m.weightScale, c.unsignedZero, m.weightZeroPoint ?? ''],
-      product,
+      [extended, weight, rows.rowScale, m.weightScale, this.unsignedZero(), m.weightZeroPoint ?? ''],
+      m.output,
       [],
       'com.microsoft',
     );
-    const columnSums = `${m.prefix}/per_token_column_sums`;
-    this.initializers.push(this.columnSums(m, columnSums));
-    this.node('Mul', [rows.zeroPoint, columnSums], `${m.prefix}/per_token_offset`);
-    this.node('Sub', [product, `${m.prefix}/per_token_offset`], `${m.prefix}/per_token_centered`);
-    this.node('Mul', [`${m.prefix}/per_token_centered`, rows.rowScale], m.output);
     return this.nodes.slice(start);
   }
 
@@ -110,15 +134,25 @@ export class PerTokenInt8 {
    * Each row over its own [min, max] (0 included, so zero is a level): 256 levels, a zero point per
    * row. A row's step is never coarser than the per-tensor form's, which spans every row's range.
    */
-  private quantizeRows(input: string): QuantizedRows {
+  private quantizeRows(input: string, K: number): QuantizedRows {
     const known = this.rows.get(input);
     if (known) return known;
-    const c = this.shared();
     const p = `${this.namespace}/${input.replace(/[^A-Za-z0-9_.]+/g, '_')}`;
+    const lastAxis = this.int64s(`${this.namespace}/last_axis`, [-1]);
     const reduce = (op: string, out: string) => {
-      if (this.opset >= 18) this.node(op, [input, c.lastAxis], `${out}_reduced`, [int('keepdims', 1)]);
+      if (this.opset >= 18) this.node(op, [input, lastAxis], `${out}_reduced`, [int('keepdims', 1)]);
       else this.node(op, [input], `${out}_reduced`, [ints('axes', [-1]), int('keepdims', 1)]);
-      this.node('Slice', [`${out}_reduced`, c.first, c.second, c.lastAxis], out);
+      // An empty pass (no rows) must still give [..., 0, 1].
+      this.node(
+        'Slice',
+        [
+          `${out}_reduced`,
+          this.int64s(`${this.namespace}/first`, [0]),
+          this.int64s(`${this.namespace}/second`, [1]),
+          lastAxis,
+        ],
+        out,
+      );
     };
     reduce('ReduceMax', `${p}/max`);
     reduce('ReduceMin', `${p}/min`);
@@ -126,25 +160,52 @@ export class PerTokenInt8 {
     this.node('Max', [`${p}/max`, zero], `${p}/high`);
     this.node('Min', [`${p}/min`, zero], `${p}/low`);
     this.node('Sub', [`${p}/high`, `${p}/low`], `${p}/range`);
-    // A row of zeros: any positive range keeps 255 / range finite and quantizes it to its zero point.
+    // A row of zeros: any positive range keeps the scale finite and quantizes it to its zero point.
     this.node('Max', [`${p}/range`, this.scalar(`${this.namespace}/smallest_range`, 1e-30)], `${p}/range_nonzero`);
-    const levels = this.scalar(`${this.namespace}/levels_255`, 255);
-    this.node('Div', [`${p}/range_nonzero`, levels], `${p}/row_scale`);
-    this.node('Div', [levels, `${p}/range_nonzero`], `${p}/row_inverse`);
-    // z = round(−low / s): an integer in [0, 255], kept as float.
-    this.node('Mul', [`${p}/low`, `${p}/row_inverse`], `${p}/low_scaled`);
+    this.node('Div', [`${p}/range_nonzero`, this.scalar(`${this.namespace}/levels_255`, 255)], `${p}/row_scale`);
+    // z = round(−low / s): an integer in [0, 255].
+    this.node('Div', [`${p}/low`, `${p}/row_scale`], `${p}/low_scaled`);
     this.node('Neg', [`${p}/low_scaled`], `${p}/zero_unrounded`);
-    this.node('Round', [`${p}/zero_unrounded`], `${p}/zero_point`);
-    this.node('Mul', [input, `${p}/row_inverse`], `${p}/scaled`);
-    this.node('Add', [`${p}/scaled`, `${p}/zero_point`], `${p}/shifted`);
-    this.node('QuantizeLinear', [`${p}/shifted`, c.one, c.unsignedZero], `${p}/quantized`);
-    const rows = { quantized: `${p}/quantized`, rowScale: `${p}/row_scale`, zeroPoint: `${p}/zero_point` };
+    this.node('Round', [`${p}/zero_unrounded`], `${p}/zero_float`);
+    this.node('Cast', [`${p}/zero_float`], `${p}/zero_point`, [int('to', DataType.UINT8)]);
+    const quantized = `${p}/quantized`;
+    if (this.opset >= 14) {
+      // One pass: QuantizeLinear along the rows of a [R, K] view, then back to the input's shape
+      // (allowzero, so that an empty pass keeps its zero-length axis).
+      const flat = this.int64s(`${this.namespace}/flat`, [-1]);
+      const shape = `${p}/shape`;
+      this.node('Shape', [input], shape);
+      this.node('Reshape', [input, this.int64s(`${this.namespace}/rows_of_${K}`, [-1, K])], `${p}/rows`);
+      this.node('Reshape', [`${p}/row_scale`, flat], `${p}/row_scale_flat`);
+      this.node('Reshape', [`${p}/zero_point`, flat], `${p}/zero_point_flat`);
+      this.node('QuantizeLinear', [`${p}/rows`, `${p}/row_scale_flat`, `${p}/zero_point_flat`], `${p}/quantized_rows`, [
+        int('axis', 0),
+      ]);
+      this.node('Reshape', [`${p}/quantized_rows`, shape], quantized, [int('allowzero', 1)]);
+    } else {
+      // Older opsets: x / s + z, then QuantizeLinear with scale 1 and zero point 0.
+      this.node('Div', [input, `${p}/row_scale`], `${p}/scaled`);
+      this.node('Add', [`${p}/scaled`, `${p}/zero_float`], `${p}/shifted`);
+      this.node(
+        'QuantizeLinear',
+        [`${p}/shifted`, this.scalar(`${this.namespace}/one`, 1), this.unsignedZero()],
+        quantized,
+      );
+    }
+    const rows = { quantized, rowScale: `${p}/row_scale`, zeroPoint: `${p}/zero_point` };
     this.rows.set(input, rows);
     return rows;
   }
 
-  /** w_scale[n] · Σ_k (W[k, n] − w_zp[n]), float32 [N], from the weight's initializers. */
-  private columnSums(m: PerTokenMatMul, name: string): TensorProto {
+  /**
+   * The rows D [J, N] (the weight's type) appended to the weight so that, against J activation
+   * columns holding the row's zero point z, they add −z · Σ_k (W[k, n] − w_zp[n]): each column of
+   * D − w_zp sums to minus the weight's column sum, in steps of at most `levels`.
+   */
+  private correctionRows(
+    m: PerTokenMatMul,
+    name: string,
+  ): { tensor: TensorProto; rows: number; K: number } | undefined {
     const tensor = (n: string) => {
       const t = this.initializer(n);
       if (!t) throw new Error(`per-token int8: initializer ${n} not found`);
@@ -153,42 +214,58 @@ export class PerTokenInt8 {
     const w = tensor(m.weight);
     const [K, N] = (w.dims ?? []).map(Number) as [number, number];
     const weight = integers(w);
-    const scale = floats(tensor(m.weightScale));
-    const zeroPoint = m.weightZeroPoint ? integers(tensor(m.weightZeroPoint)) : [0];
+    const zeroPoints = m.weightZeroPoint ? integers(tensor(m.weightZeroPoint)) : [0];
+    const zp = (n: number) => (zeroPoints.length === 1 ? zeroPoints[0]! : zeroPoints[n]!);
     const sums = new Float64Array(N);
     for (let k = 0; k < K; k++) for (let n = 0; n < N; n++) sums[n]! += weight[k * N + n]!;
-    const out = new Float32Array(N);
+    // Per column: the step toward −sum that int8 allows around its zero point.
+    const step = new Float64Array(N);
+    let J = 1;
     for (let n = 0; n < N; n++) {
-      const zp = zeroPoint.length === 1 ? zeroPoint[0]! : zeroPoint[n]!;
-      out[n] = (sums[n]! - K * zp) * (scale.length === 1 ? scale[0]! : scale[n]!);
+      sums[n]! -= K * zp(n);
+      step[n] = Math.min(this.levels, sums[n]! > 0 ? 128 + zp(n) : 127 - zp(n));
+      if (sums[n] !== 0 && step[n]! < 1) return undefined;
+      if (sums[n] !== 0) J = Math.max(J, Math.ceil(Math.abs(sums[n]!) / step[n]!));
     }
-    return { name, dataType: DataType.FLOAT, dims: [N], rawData: new Uint8Array(out.buffer) };
-  }
-
-  private shared(): Constants {
-    if (this.constants) return this.constants;
-    const n = this.namespace;
-    this.initializers.push({ name: `${n}/u8_zero`, dataType: DataType.UINT8, dims: [], rawData: Uint8Array.of(0) });
-    this.constants = {
-      unsignedZero: `${n}/u8_zero`,
-
-      one: this.scalar(`${n}/one`, 1),
-      lastAxis: this.int64s(`${n}/last_axis`, -1),
-      first: this.int64s(`${n}/first`, 0),
-      second: this.int64s(`${n}/second`, 1),
+    const rows = new Int8Array(J * N);
+    for (let n = 0; n < N; n++) {
+      let rest = -sums[n]!;
+      for (let j = 0; j < J; j++) {
+        const d = Math.max(-step[n]!, Math.min(step[n]!, rest));
+        rows[j * N + n] = zp(n) + d;
+        rest -= d;
+      }
+    }
+    return {
+      tensor: { name, dataType: DataType.INT8, dims: [J, N], rawData: new Uint8Array(rows.buffer) },
+      rows: J,
+      K,
     };
-    return this.constants;
   }
 
-  private int64s(name: string, value: number): string {
-    this.initializers.push({ name, dataType: DataType.INT64, dims: [1], int64Data: [value] });
+  private unsignedZero(): string {
+    const name = `${this.namespace}/u8_zero`;
+    if (this.fresh(name))
+      this.initializers.push({ name, dataType: DataType.UINT8, dims: [], rawData: Uint8Array.of(0) });
+    return name;
+  }
+
+  private int64s(name: string, values: number[]): string {
+    if (this.fresh(name))
+      this.initializers.push({ name, dataType: DataType.INT64, dims: [values.length], int64Data: values });
     return name;
   }
 
   private scalar(name: string, value: number): string {
-    if (!this.initializers.some((t) => t.name === name))
-      this.initializers.push({ name, dataType: DataType.FLOAT, dims: [], floatData: [value] });
+    if (this.fresh(name)) this.initializers.push({ name, dataType: DataType.FLOAT, dims: [], floatData: [value] });
     return name;
+  }
+
+  /** Whether a shared constant is not yet among the initializers (and marks it as there). */
+  private fresh(name: string): boolean {
+    if (this.names.has(name)) return false;
+    this.names.add(name);
+    return true;
   }
 
   private node(
@@ -205,10 +282,13 @@ export class PerTokenInt8 {
 }
 
 /** One product and its activation's quantization, on its own (no sharing): the simplest call. */
-export function perTokenInt8MatMul(m: PerTokenMatMul, opset: number): PerTokenNodes {
-  const b = new PerTokenInt8(opset, `${m.prefix}/per_token`);
-  b.matMul(m);
-  return { nodes: b.nodes, initializers: b.initializers };
+export function perTokenInt8MatMul(
+  m: PerTokenMatMul,
+  opset: number,
+  initializer: (name: string) => TensorProto | undefined,
+): PerTokenNodes | undefined {
+  const b = new PerTokenInt8(opset, `${m.prefix}/per_token`, initializer);
+  return b.matMul(m) ? { nodes: b.nodes, initializers: b.initializers } : undefined;
 }
 
 /** An int8 or uint8 tensor's values. */
@@ -218,15 +298,6 @@ function integers(t: TensorProto): ArrayLike<number> {
     return t.dataType === DataType.UINT8 ? raw : new Int8Array(raw.buffer, raw.byteOffset, raw.byteLength);
   }
   return t.int32Data ?? [];
-}
-
-/** A float32 tensor's values. */
-function floats(t: TensorProto): ArrayLike<number> {
-  if (t.rawData && t.rawData.byteLength > 0) {
-    const raw = new Uint8Array(t.rawData);
-    return new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4);
-  }
-  return t.floatData ?? [];
 }
 
 function int(name: string, i: number): OnnxTypes.IAttributeProto {

@@ -95,12 +95,12 @@ export function externalDataReader(dir: string): (t: Tensor) => Uint8Array {
  * Rewrites, in place, every 4-bit MatMulNBits whose weights are initializers (and which has no
  * g_idx) into the per-token int8 product. External data must be inlined first (inlineExternalData).
  */
-export function convertQ4ToInt8(model: OnnxTypes.IModelProto): Q4Conversion {
+export function convertQ4ToInt8(model: OnnxTypes.IModelProto, levels = Q4_INT8_LEVELS): Q4Conversion {
   const graph = model.graph!;
   const inits = new Map((graph.initializer ?? []).map((t) => [t.name!, t]));
   const opset = Number((model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx')?.version ?? 17);
   const added: Tensor[] = [];
-  const builder = new PerTokenInt8(opset, 'assay/q4_int8', (name) => added.find((t) => t.name === name));
+  const builder = new PerTokenInt8(opset, 'assay/q4_int8', (name) => added.find((t) => t.name === name), levels);
   const onlyProducts = !(graph.node ?? []).some((n) => INTEGER_PRODUCTS.has(n.opType ?? ''));
   const result: Q4Conversion = { nodes: 0, q4Bytes: 0, int8Bytes: 0, onlyProducts };
   const replaced = new Map<OnnxTypes.INodeProto, OnnxTypes.INodeProto[]>();
@@ -125,7 +125,7 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto): Q4Conversion {
     const block = attr(n, 'block_size')!;
     const half = s.dataType === DataType.FLOAT16;
     const prefix = `assay/q4_int8/${n.name || n.output![0]}`;
-    const { weight, scales } = requantize(bytes(b), floats(s), z ? bytes(z) : undefined, K, N, block);
+    const { weight, scales } = requantize(bytes(b), floats(s), z ? bytes(z) : undefined, K, N, block, levels);
     added.push(
       { name: `${prefix}/weight`, dataType: DataType.INT8, dims: [K, N], rawData: new Uint8Array(weight.buffer) },
       { name: `${prefix}/weight_scale`, dataType: DataType.FLOAT, dims: [N], rawData: new Uint8Array(scales.buffer) },
@@ -142,6 +142,7 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto): Q4Conversion {
     }
     const out = n.output![0]!;
     const product = half || bias ? `${prefix}/product` : out;
+    // The converted weights have zero point 0, so the zero-point correction always fits (matMul's undefined).
     nodes.push(
       ...builder.matMul({
         input,
@@ -149,7 +150,7 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto): Q4Conversion {
         weightScale: `${prefix}/weight_scale`,
         output: product,
         prefix,
-      }),
+      })!,
     );
     let last = product;
     if (half) {
@@ -183,6 +184,7 @@ export function requantize(
   K: number,
   N: number,
   block: number,
+  levels = Q4_INT8_LEVELS,
 ): { weight: Int8Array; scales: Float32Array } {
   const blocks = Math.ceil(K / block);
   const blob = block / 2;
@@ -209,7 +211,7 @@ export function requantize(
           max = Math.max(max, Math.abs(w));
         }
       }
-      scales[n] = max > 0 ? max / Q4_INT8_LEVELS : 1;
+      scales[n] = max > 0 ? max / levels : 1;
     }
     for (let k = 0; k < K; k++) {
       const row = k * N + n0;
