@@ -18,7 +18,9 @@ export type {
 } from './engine/index.js';
 export { decodeModel, encodeModel } from './engine/model/graph-rewrite.js';
 export { openModelFolder } from './engine/model/model-folder.js';
-export { convertQ4ToInt8 } from './engine/model/q4-to-int8.js';
+export { convertQ4ToInt8, Q4_INT8_LEVELS, requantize } from './engine/model/q4-to-int8.js';
+export { PerTokenInt8 } from './engine/model/per-token-int8.js';
+export { int8SessionConfig } from './engine/model/cpu.js';
 export { logSoftmaxAt, ModelRunner } from './engine/model/runner.js';
 export { firstTokens } from './engine/prompting/labels.js';
 export { planRequest } from './engine/prompting/plan.js';
@@ -44,6 +46,7 @@ export {
   type SynthDtype,
 } from './model-files/index.js';
 export { DataType, GraphBuilder } from './model-files/onnx/graph-builder.js';
+export { quantize4 } from './model-files/variants.js';
 export { toHalf } from './model-files/onnx/half.js';
 
 // The server, its keys, the model pool and the registry (benches that run a server in-process).

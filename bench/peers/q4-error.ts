@@ -1,14 +1,17 @@
 // What running 4-bit weights through the int8 kernels costs in accuracy: the q4 export as is
 // (MatMulNBits), the same export converted at load (src/engine/model/q4-to-int8.ts) and the fp32
 // twin (same weights) run one pass of the same token ids; max |Δ logit| and max |Δ P| (softmax over
-// the vocabulary) over every position. Numbers, not timings: run it on each CPU class.
+// the vocabulary) over every position, and two less noisy averages: the root mean square |Δ logit|
+// and the mean KL divergence of the next-token distributions. Numbers, not timings: run it on each
+// CPU class.
 //
-//   npx tsx bench/peers/q4-error.ts [--shape tiny|qwen2.5-0.5b] [--tokens 64] [--flavors q4,q4f16,q4-gqa]
+//   npx tsx bench/peers/q4-error.ts [--shape tiny|qwen2.5-0.5b] [--tokens 64] [--flavors q4,q4f16,q4-gqa] [--levels 64]
 import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-node';
 import {
+  Q4_INT8_LEVELS,
   convertQ4ToInt8,
   cpuKernels,
   decodeModel,
@@ -18,6 +21,7 @@ import {
   type ShapeName,
 } from '../../src/internal.js';
 import { ensureFlavor, type FlavorOptions } from '../../tools/flavors.js';
+import { distance, DISTANCE_COLUMNS, formatDistance } from '../lib/distance.js';
 
 const FLAVORS: Record<string, Omit<FlavorOptions, 'shape'>> = {
   q4: { dtype: 'q4' },
@@ -85,26 +89,9 @@ function halfToFloat(h: number): number {
   return h & 0x8000 ? -v : v;
 }
 
-function softmax(row: Float32Array): Float64Array {
-  let max = -Infinity;
-  for (const v of row) max = Math.max(max, v);
-  const p = Float64Array.from(row, (v) => Math.exp(v - max));
-  const sum = p.reduce((a, b) => a + b, 0);
-  return p.map((v) => v / sum);
-}
-
-function compare(a: Logits, b: Logits): { logit: number; p: number } {
-  let logit = 0;
-  let p = 0;
-  for (let at = 0; at < a.data.length; at += a.vocab) {
-    const ra = a.data.subarray(at, at + a.vocab);
-    const rb = b.data.subarray(at, at + a.vocab);
-    for (let i = 0; i < a.vocab; i++) logit = Math.max(logit, Math.abs(ra[i]! - rb[i]!));
-    const pa = softmax(ra);
-    const pb = softmax(rb);
-    for (let i = 0; i < a.vocab; i++) p = Math.max(p, Math.abs(pa[i]! - pb[i]!));
-  }
-  return { logit, p };
+/** One Float32Array of vocabulary logits per position. */
+function rows(l: Logits): Float32Array[] {
+  return Array.from({ length: l.data.length / l.vocab }, (_, i) => l.data.subarray(i * l.vocab, (i + 1) * l.vocab));
 }
 
 async function main(): Promise<void> {
@@ -114,6 +101,8 @@ async function main(): Promise<void> {
       tokens: { type: 'string', default: '64' },
       flavors: { type: 'string', default: 'q4,q4f16,q4-gqa' },
       threads: { type: 'string', default: '2' },
+      // Largest |int8| of the converted weights (64: the default 7 bits; 127: 8 bits).
+      levels: { type: 'string', default: String(Q4_INT8_LEVELS) },
     },
   });
   const shape = values.shape as ShapeName;
@@ -121,7 +110,8 @@ async function main(): Promise<void> {
   const threads = Number(values.threads);
   const kernels = await cpuKernels();
   console.log(`${kernels.cpu} (${kernels.flags}); shape ${shape}, ${T} tokens, every position`);
-  console.log('| flavor | converted vs q4 as is: max |Δlogit| / max |ΔP| | q4 as is vs fp32 | converted vs fp32 |');
+  console.log(`converted weights: |int8| ≤ ${values.levels}; each cell: ${DISTANCE_COLUMNS}`);
+  console.log('| flavor | converted vs q4 as is | q4 as is vs fp32 | converted vs fp32 |');
   console.log('|---|---|---|---|');
   for (const name of values.flavors!.split(',')) {
     const flavor = { ...FLAVORS[name]!, shape };
@@ -139,11 +129,11 @@ async function main(): Promise<void> {
     const asIs = await logits(await session(q4File, threads), ids);
     const model = decodeModel(readFileSync(q4File));
     inlineExternalData(model, dirname(q4File));
-    const conversion = convertQ4ToInt8(model);
+    const conversion = convertQ4ToInt8(model, Number(values.levels));
     const converted = await logits(await session(encodeModel(model), threads), ids);
-    const f = (d: { logit: number; p: number }) => `${d.logit.toPrecision(3)} / ${d.p.toPrecision(3)}`;
+    const f = (a: Logits, b: Logits) => formatDistance(distance(rows(a), rows(b)));
     console.log(
-      `| ${name} (${conversion.nodes} products) | ${f(compare(converted, asIs))} | ${f(compare(asIs, twin))} | ${f(compare(converted, twin))} |`,
+      `| ${name} (${conversion.nodes} products) | ${f(converted, asIs)} | ${f(asIs, twin)} | ${f(converted, twin)} |`,
     );
   }
 }

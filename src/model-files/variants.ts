@@ -98,7 +98,7 @@ function initializerMap(g: OnnxTypes.IGraphProto): Map<string, Tensor> {
 }
 
 /** W [K, N] (x·W) as MatMulNBits: B uint8 [N, blocks, 16] (low nibble first), scales [N × blocks]. */
-function quantize4(w: Float32Array, K: number, N: number, name: string): { b: Tensor; scales: Tensor } {
+export function quantize4(w: Float32Array, K: number, N: number, name: string): { b: Tensor; scales: Tensor } {
   const blocks = Math.ceil(K / BLOCK);
   const blob = BLOCK / 2;
   const b = new Uint8Array(N * blocks * blob);
