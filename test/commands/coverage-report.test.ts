@@ -34,7 +34,7 @@ const score = (s: number, confidence: number): Answer => ({
 //   urgent (noul, max(p, 1 − p)): 0.95 ✓, 0.8 ✓, 0.6 ✗, 0.7 ✗;  once: 0.9 ✓ (line 1 only)
 //   topic (choice): confidence 0.5 ✓, 0.9 ✗, 0.3 ✓, 0.4 ✓; chosen option probability 0.9, 0.6, 0.7, 0.8
 //   level (score, lines 1–2): confidence 0.2, right within 0.5 (1.4 for 1); 0.6, 0.6 for 2 is not
-const LINES: Array<DatasetLine & { answers: Record<string, Answer> }> = [
+const RAW: Array<Pick<DatasetLine, 'tags' | 'expected'> & { answers: Record<string, Answer> }> = [
   {
     tags: ['a', 'c'],
     expected: { urgent: true, once: true, topic: 'x', level: 1 },
@@ -51,7 +51,8 @@ const LINES: Array<DatasetLine & { answers: Record<string, Answer> }> = [
     answers: { urgent: noul(0.6), topic: choice('x', 0.7, 0.3) },
   },
   { tags: ['b'], expected: { urgent: true, topic: 'y' }, answers: { urgent: noul(0.3), topic: choice('y', 0.2, 0.4) } },
-].map((l) => ({
+];
+const LINES: Array<DatasetLine & { answers: Record<string, Answer> }> = RAW.map((l) => ({
   state: 's',
   questions: Object.fromEntries(Object.keys(l.answers).map((id) => [id, Q[id]!])),
   ...l,
