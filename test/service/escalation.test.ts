@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer, type AssayServer } from '../../src/api/server.js';
 import { ensureSyntheticModels } from '../../src/commands/models-synth.js';
 import { SystemOneResponseSchema, type Answer, type SystemOneResponse } from '../../src/protocol/index.js';
-import { certainty } from '../../src/quality/index.js';
 import {
   checkRegistry,
   loadRegistry,
@@ -16,7 +15,7 @@ import {
   type ModelEntry,
   type Registry,
 } from '../../src/registry.js';
-import { announceEscalations, createModelPool, shouldEscalate } from '../../src/service/index.js';
+import { announceEscalations, createModelPool } from '../../src/service/index.js';
 import { auth, KEY, startServer, testKeys, type TestServer } from '../api/helpers.js';
 
 const LINES = readFileSync('examples/tiny-tasks-heldout.jsonl', 'utf8')
@@ -34,12 +33,23 @@ const entry = (escalate: EscalationSpec): ModelEntry => ({
   release_date: '2026-11-25',
 });
 
-function registryWith(base: Registry, extra: Record<string, ModelEntry>): Registry {
+function registryWith(
+  base: Registry,
+  extra: Record<string, ModelEntry>,
+  aliases: Record<string, string> = {},
+): Registry {
   return checkRegistry(
-    { default: base.default, aliases: base.aliases, models: { ...base.models, ...extra } },
+    { default: base.default, aliases: { ...base.aliases, ...aliases }, models: { ...base.models, ...extra } },
     base.file,
   );
 }
+
+/** The certainty a threshold compares, written out here: noul max(p, 1 − p), choice and score their confidence. */
+const sure = (a: Answer) => (a.type === 'noul' ? Math.max(a.noul, 1 - a.noul) : a.confidence);
+
+/** The questions whose first answer is under its type's threshold in BELOW. */
+const under = (answers: Record<string, Answer>) =>
+  Object.keys(answers).filter((id) => sure(answers[id]!) < BELOW[answers[id]!.type]);
 
 async function ask(app: AssayServer, model: string, line: (typeof LINES)[number], questions = line.questions) {
   const res = await app.inject({
@@ -87,32 +97,36 @@ describe('an escalating registry entry', () => {
     await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', r));
     hangingUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`;
     process.env[KEY_ENV] = KEY;
-    registry = registryWith(base, {
-      'cascade-local': entry({ first: 'svc-1.13.0', second: 'tiny-tasks-1', below: BELOW }),
-      'cascade-remote': entry({
-        first: 'svc-1.13.0',
-        second: { url: remoteUrl, model: 'svc-latest', api_key_env: KEY_ENV },
-        below: BELOW,
-      }),
-      'cascade-hangs': entry({
-        first: 'svc-1.13.0',
-        second: { url: hangingUrl, model: 'svc-latest' },
-        below: { noul: null },
-        timeout_ms: 300,
-      }),
-      'cascade-hangs-strict': entry({
-        first: 'svc-1.13.0',
-        second: { url: hangingUrl, model: 'svc-latest' },
-        below: { noul: null },
-        timeout_ms: 300,
-        on_failure: 'error',
-      }),
-      'cascade-bad-key': entry({
-        first: 'svc-1.13.0',
-        second: { url: remoteUrl, model: 'svc-latest', api_key_env: `${KEY_ENV}_UNSET` },
-        below: { noul: null },
-      }),
-    });
+    registry = registryWith(
+      base,
+      {
+        'cascade-local': entry({ first: 'svc-1.13.0', second: 'tiny-tasks-1', below: BELOW }),
+        'cascade-remote': entry({
+          first: 'svc-1.13.0',
+          second: { url: remoteUrl, model: 'svc-latest', api_key_env: KEY_ENV },
+          below: BELOW,
+        }),
+        'cascade-hangs': entry({
+          first: 'svc-1.13.0',
+          second: { url: hangingUrl, model: 'svc-latest' },
+          below: { noul: null },
+          timeout_ms: 300,
+        }),
+        'cascade-hangs-strict': entry({
+          first: 'svc-1.13.0',
+          second: { url: hangingUrl, model: 'svc-latest' },
+          below: { noul: null },
+          timeout_ms: 300,
+          on_failure: 'error',
+        }),
+        'cascade-bad-key': entry({
+          first: 'svc-1.13.0',
+          second: { url: remoteUrl, model: 'svc-latest', api_key_env: `${KEY_ENV}_UNSET` },
+          below: { noul: null },
+        }),
+      },
+      { 'cascade-latest': 'cascade-local' },
+    );
     pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: (_o, msg) => void warnings.push(msg) });
     await pool.load('svc-1.13.0');
     await pool.load('tiny-tasks-1');
@@ -129,17 +143,17 @@ describe('an escalating registry entry', () => {
 
   it('escalates exactly the questions under their thresholds to the second local model, within the contract', async () => {
     const before = await metric(app, 'assay_escalated_questions_total', 'cascade-local');
-    let escalated = 0;
-    let kept = 0;
-    for (const line of LINES) {
-      const r = await ask(app, 'cascade-local', line);
+    const escalated = { noul: 0, choice: 0, score: 0 };
+    const kept = { noul: 0, choice: 0, score: 0 };
+    for (const [n, line] of LINES.entries()) {
+      // Asked by an alias too: the response names the entry's own id.
+      const r = await ask(app, n % 2 ? 'cascade-latest' : 'cascade-local', line);
       expect(r.status).toBe(200);
       expect(SystemOneResponseSchema.safeParse(r.body).success).toBe(true);
       expect(r.body.model).toBe('cascade-local');
       expect(Object.keys(r.body.answers)).toEqual(Object.keys(line.questions));
       const first = (await ask(app, 'svc-1.13.0', line)).body;
-      const up = Object.keys(line.questions).filter((id) => shouldEscalate(first.answers[id]!, BELOW));
-      for (const id of up) expect(certainty(first.answers[id]!)).toBeLessThan(BELOW[first.answers[id]!.type]);
+      const up = under(first.answers);
       let secondTokens = 0;
       if (up.length) {
         const second = (
@@ -152,13 +166,16 @@ describe('an escalating registry entry', () => {
         expect(r.body.answers[id]).toEqual(first.answers[id]);
       // usage adds both models' tokens: the first on every question, the second on the escalated ones.
       expect(r.body.usage.input_tokens).toBe(first.usage.input_tokens + secondTokens);
-      escalated += up.length;
-      kept += Object.keys(line.questions).length - up.length;
+      for (const [id, a] of Object.entries(first.answers)) (up.includes(id) ? escalated : kept)[a.type]++;
     }
-    // The sample holds both kinds, so the test can tell a threshold that escalates all or none.
-    expect(escalated).toBeGreaterThan(0);
-    expect(kept).toBeGreaterThan(0);
-    expect((await metric(app, 'assay_escalated_questions_total', 'cascade-local')) - before).toBe(escalated);
+    // Each type holds both kinds, so the test tells a type's threshold that escalates all or none.
+    for (const t of ['noul', 'choice', 'score'] as const) {
+      expect(escalated[t], t).toBeGreaterThan(0);
+      expect(kept[t], t).toBeGreaterThan(0);
+    }
+    expect((await metric(app, 'assay_escalated_questions_total', 'cascade-local')) - before).toBe(
+      escalated.noul + escalated.choice + escalated.score,
+    );
   }, 240_000);
 
   it('re-asks a second Assay server on loopback as the remote, with the key from the environment', async () => {
@@ -168,7 +185,7 @@ describe('an escalating registry entry', () => {
       expect(r.status).toBe(200);
       expect(r.body.model).toBe('cascade-remote');
       const first = (await ask(app, 'svc-1.13.0', line)).body;
-      const up = Object.keys(line.questions).filter((id) => shouldEscalate(first.answers[id]!, BELOW));
+      const up = under(first.answers);
       if (!up.length) continue;
       escalated += up.length;
       const sub = Object.fromEntries(up.map((id) => [id, line.questions[id]]));
