@@ -1,9 +1,11 @@
 // assay eval --dataset: the example dataset through the local engine (the registry's synthetic
 // default), metrics per type and tag, the report files; a bad line is refused with its line number.
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { run as evalCmd } from '../../src/commands/eval.js';
@@ -15,6 +17,19 @@ async function run(args: string[], env: Record<string, string> = {}) {
   const sink = (into: string[]) => new Writable({ write: (c, _e, cb) => void (into.push(String(c)), cb()) });
   const code = await evalCmd(args, { stdout: sink(out), stderr: sink(err), env });
   return { code, out: out.join(''), err: err.join('') };
+}
+
+/** `assay eval` as a user runs it: bin/assay.js over dist/ (built by npm test first), its exit status and output. */
+async function cli(args: string[], env: Record<string, string> = {}) {
+  const { ASSAY_REGISTRY: _, ...base } = process.env;
+  return promisify(execFile)(process.execPath, ['bin/assay.js', 'eval', ...args], {
+    env: { ...base, ...env },
+    maxBuffer: 64 << 20,
+    timeout: 120_000,
+  }).then(
+    (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout, err: e.stderr }),
+  );
 }
 
 describe('assay eval --dataset', () => {
@@ -96,9 +111,9 @@ describe('assay eval --dataset', () => {
     expect(html).toContain(svg.split('\n')[2]!); // the same curve inline
   });
 
-  it('--compare v1,letters --fail-if-worse: the constructed regression exits 1, with the intervals and the flipped answers before the tag tables', async () => {
+  it('--compare v1,letters --fail-if-worse: the constructed regression exits 1 (bin/assay.js), with the intervals and the flipped answers before the tag tables', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
-    const r = await run([
+    const r = await cli([
       '--dataset',
       'examples/tiny-tasks-heldout.jsonl',
       '--model',
@@ -169,6 +184,13 @@ describe('assay eval --dataset', () => {
       `the entry re-asked ${own.escalated} of 270 questions (its thresholds predict ${own.escalated}`,
     );
     expect(report.model).toBe('tiny-cascade-1');
+    // The coverage report's thresholds re-ask exactly the answers its coverage did not keep.
+    const first = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
+    const keptAt5 = Object.values(
+      first.coverage.byType as Record<string, { atBudget: Array<{ kept: number }> }>,
+    ).reduce((n, g) => n + g.atBudget[0]!.kept, 0);
+    const fromReport = report.escalation.find((x: { label: string }) => x.label === 'coverage report, 5% budget');
+    expect(fromReport.escalated).toBe(270 - keptAt5);
     const html = readFileSync(join(dir, 'cascade', 'report.html'), 'utf8');
     expect(html).toContain('<h2>Escalation: accuracy against escalation rate</h2>');
     expect(html).toContain(
@@ -254,12 +276,12 @@ describe('assay eval --dataset', () => {
     expect(missing.err).toContain('--thresholds /nonexistent/report.json: ENOENT');
   });
 
-  it('--url --compare of two names of one model is a tie: intervals [0, 0], --fail-if-worse exits 0', async () => {
+  it('--url --compare of two names of one model is a tie: intervals [0, 0], --fail-if-worse exits 0 (bin/assay.js)', async () => {
     const srv = await startServer();
     try {
       await srv.app.listen({ port: 0, host: '127.0.0.1' });
       const url = `http://127.0.0.1:${(srv.app.server.address() as AddressInfo).port}`;
-      const r = await run(
+      const r = await cli(
         [
           '--dataset',
           'examples/support-tickets.jsonl',
