@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { run as evalCmd } from '../../src/commands/eval.js';
-import { KEY, startServer } from '../api/helpers.js';
+import { KEY, startListening, startServer } from '../api/helpers.js';
 
 async function run(args: string[], env: Record<string, string> = {}) {
   const out: string[] = [];
@@ -196,6 +196,52 @@ describe('assay eval --dataset', () => {
     expect(html).toContain(
       '<th scope="row">second model only</th><td>{&quot;noul&quot;:null,&quot;choice&quot;:null,&quot;score&quot;:null}</td><td>270 of 270 (100.0%)</td><td>1.000</td>',
     );
+  });
+
+  it('an escalating model whose second model is another Assay server on loopback: the sweep asks it, the zero-data-retention warning is said once', async () => {
+    const remote = await startListening();
+    const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
+    const registry = join(dir, 'registry.json');
+    const second = { url: remote.base, model: 'svc-latest', api_key_env: 'ASSAY_TEST_SECOND_KEY' };
+    const entry = (below: Record<string, number>) => ({
+      escalate: { first: 'svc-1.13.0', second, below },
+      description: 'escalates to a remote',
+      release_date: '2026-11-25',
+    });
+    writeFileSync(
+      registry,
+      JSON.stringify({
+        default: 'svc-1.13.0',
+        models: {
+          'svc-1.13.0': { path: remote.evaluator.modelDir, description: 'tiny', release_date: '2026-11-22' },
+          'cascade-remote-1': entry({ noul: 0.7, choice: 0.5, score: 0.5 }),
+          'other-remote-1': entry({ noul: 0.9 }),
+        },
+        aliases: {},
+      }),
+    );
+    process.env.ASSAY_TEST_SECOND_KEY = KEY; // the service's re-asks read the process environment
+    try {
+      const r = await run(
+        ['--dataset', 'examples/support-tickets.jsonl', '--registry', registry, '--model', 'cascade-remote-1'],
+        { ASSAY_TEST_SECOND_KEY: KEY },
+      );
+      expect(r.code, r.err).toBe(0);
+      // Said once, for the entry run (not for the other escalating entry, not again by the sweep's pools).
+      expect(r.err.match(/ESCALATING TO A REMOTE MODEL/g)).toHaveLength(1);
+      expect(r.out).toContain(`is re-asked to svc-latest at ${remote.base}.`);
+      // The remote is the first model's own weights: escalating everything changes no accuracy.
+      const row = (label: string) =>
+        new RegExp(`^\\| ${label} \\| [^|]+ \\| [^|]+ \\| (\\d\\.\\d{3}) \\|`, 'm').exec(r.out)?.[1];
+      expect(row('first model only')).toMatch(/^\d\.\d{3}$/);
+      expect(row('second model only')).toBe(row('first model only'));
+      const measured = /the entry re-asked (\d+) of 96 questions \(its thresholds predict (\d+) /.exec(r.out);
+      expect(Number(measured?.[1])).toBeGreaterThan(0);
+      expect(measured?.[1]).toBe(measured?.[2]);
+    } finally {
+      delete process.env.ASSAY_TEST_SECOND_KEY;
+      await remote.close();
+    }
   });
 
   it('refuses a line whose label does not fit its question, naming the line', async () => {
