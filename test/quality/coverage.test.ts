@@ -138,6 +138,19 @@ describe('paired bootstrap', () => {
     expect(d.noul!.accuracy).toMatchObject({ a: 1, b: 0, diff: -1, low: -1, high: -1 });
     expect(d.noul!.coverage[0]).toMatchObject({ a: 1, b: 0, low: -1, high: -1 });
     expect(worse(d)).toEqual(['noul accuracy', 'noul coverage at 5% error']);
+    // A score answer's accuracy is its most probable level's, and is named so, as the table names it.
+    const level = (l: number): Answer => ({
+      type: 'score',
+      score: l,
+      legend: { 0: 'x', 1: 'y' },
+      probabilities: l ? { 0: 0.1, 1: 0.9 } : { 0: 0.9, 1: 0.1 },
+      confidence: 0.5,
+    });
+    const scores = Array.from({ length: 12 }, () => ({ a: level(1), b: level(0), expected: 1 }));
+    expect(worse(drift(scores, { budgets: [0.05], scoreTolerance: 0.5, resamples: 50 }))).toEqual([
+      'score exact-level accuracy',
+      'score coverage at 5% error',
+    ]);
   });
 
   it('4 of 20 broken: the resampled difference is −X/20 with X ~ Binomial(20, 0.2)', () => {
