@@ -117,6 +117,10 @@ describe('coverage at an error budget', () => {
     expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
     expect(svg).toContain('budget 5%');
     expect(svg).toContain('coverage 0.200 at threshold 0.925 (2 kept, 0 wrong)');
+    expect(svg).toContain('>0.20 kept at ≥ 0.925</text>');
+    const none = riskCoverageSvg('choice', riskCoverage(TEN), [coverageAtBudget(TEN.slice(3), 0.05)]);
+    expect(none).toContain('>none kept within 5%</text>');
+    expect(none).not.toContain('<circle');
   });
 });
 
