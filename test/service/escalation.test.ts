@@ -1,6 +1,7 @@
 // Escalation through the API: an entry that answers with the synthetic default (svc-1.13.0) and
 // re-asks the questions under its thresholds to the trained tiny-tasks-1, on the real engine; then
-// with a second Assay server on loopback as the remote; then a remote that fails or hangs.
+// with a second Assay server on loopback as the remote; then a remote that hangs, answers 500 or
+// answers what does not fit the questions.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
@@ -93,7 +94,21 @@ describe('an escalating registry entry', () => {
     remote = await startServer();
     await remote.app.listen({ port: 0, host: '127.0.0.1' });
     remoteUrl = `http://127.0.0.1:${(remote.app.server.address() as AddressInfo).port}`;
-    hanging = createServer(() => {}); // accepts, never answers
+    // Accepts and never answers; under /500 answers 500; under /misfit answers 200 with a noul
+    // answer to every question (the wrong shape for choice and score).
+    hanging = createServer((req, res) => {
+      if (req.url?.startsWith('/500/')) res.writeHead(500).end('{"detail":"down"}');
+      else if (req.url?.startsWith('/misfit/')) {
+        let body = '';
+        req.on('data', (d) => (body += d));
+        req.on('end', () => {
+          const ids = Object.keys((JSON.parse(body) as { questions: object }).questions);
+          const answers = Object.fromEntries(ids.map((id) => [id, { type: 'noul', noul: 0.5 }]));
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ model: 'x', answers, usage: { input_tokens: 1, output_tokens: 0 } }));
+        });
+      }
+    });
     await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', r));
     hangingUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`;
     process.env[KEY_ENV] = KEY;
@@ -118,6 +133,16 @@ describe('an escalating registry entry', () => {
           below: { noul: null },
           timeout_ms: 300,
           on_failure: 'error',
+        }),
+        'cascade-500': entry({
+          first: 'svc-1.13.0',
+          second: { url: `${hangingUrl}/500`, model: 'svc-latest' },
+          below: { noul: null, choice: null },
+        }),
+        'cascade-misfit': entry({
+          first: 'svc-1.13.0',
+          second: { url: `${hangingUrl}/misfit/`, model: 'svc-latest' },
+          below: { noul: null, choice: null },
         }),
         'cascade-bad-key': entry({
           first: 'svc-1.13.0',
@@ -230,6 +255,14 @@ describe('an escalating registry entry', () => {
     expect(noKey.status).toBe(200);
     expect(noKey.body.answers).toEqual(first.answers);
     expect(await metric(app, 'assay_escalation_failures_total', 'cascade-bad-key')).toBe(1);
+    // A remote that answers 500, or answers that do not fit the questions: the first answers stand.
+    for (const id of ['cascade-500', 'cascade-misfit']) {
+      const r = await ask(app, id, line);
+      expect(r.status, id).toBe(200);
+      expect(r.body.answers, id).toEqual(first.answers);
+      expect(r.body.usage, id).toEqual(first.usage);
+      expect(await metric(app, 'assay_escalation_failures_total', id), id).toBe(1);
+    }
   }, 60_000);
 
   it('the startup log says that a remote second model breaks zero data retention', () => {
@@ -237,7 +270,7 @@ describe('an escalating registry entry', () => {
       warnings.filter(
         (w) => w.includes('ESCALATING TO A REMOTE MODEL') && w.includes('zero data retention does not hold'),
       ),
-    ).toHaveLength(4);
+    ).toHaveLength(6);
     expect(warnings).toContain('the remote model API key variable is not set: escalations will fail');
     const lines: string[] = [];
     announceEscalations(registryWith(loadRegistry(), {}), {
