@@ -1,6 +1,7 @@
 // The local engine of `assay eval` (one request or a dataset): a model pool over the registry with
 // the resolved model loaded, a synthetic model the registry declares generated on first use (the
-// generator is imported only then: a production image leaves it out), warnings said once.
+// generator is imported only then: a production image leaves it out), warnings said once, an
+// escalating entry's notice only when that entry is the one run.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EngineConfig } from '../engine/index.js';
@@ -24,7 +25,11 @@ export async function openLocalModel(
   const warned = new Set<string>();
   const pool = createModelPool(registry, engine, {
     info: () => {},
-    warn: (_o, msg) => {
+    warn: (o, msg) => {
+      // The pool announces every escalating entry of the registry; the command says only what
+      // concerns the model it runs (each of the pools one run may open would repeat it).
+      const about = (o as { model?: string }).model;
+      if (about !== undefined && about !== resolved.id && registry.models[about]?.escalate) return;
       if (!warned.has(msg)) io.err(`assay ${command}: ${msg}\n`);
       warned.add(msg);
     },

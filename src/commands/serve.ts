@@ -69,11 +69,14 @@ export async function run(argv: string[]): Promise<number> {
     return 1;
   }
 
-  // The pool logs through the server's logger, which exists once the server is built.
+  // The pool logs through the server's logger, which exists once the server is built; what it says
+  // before (the escalating entries, at its creation: a remote one's zero-data-retention warning) is
+  // held and written then, in order.
   const logger: { app?: AssayServer } = {};
+  const held: Array<[level: 'info' | 'warn', o: object, m: string]> = [];
   const log: PoolLog = {
-    info: (o, m) => logger.app?.log.info(o, m),
-    warn: (o, m) => logger.app?.log.warn(o, m),
+    info: (o, m) => (logger.app ? logger.app.log.info(o, m) : held.push(['info', o, m])),
+    warn: (o, m) => (logger.app ? logger.app.log.warn(o, m) : held.push(['warn', o, m])),
   };
   // Every setting whose schema entry names an engine option (src/config/settings.ts).
   const pool = createModelPool(registry, settingsFor('engine', config), log);
@@ -103,6 +106,7 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   logger.app = app;
+  for (const [level, o, m] of held.splice(0)) app.log[level](o, m);
   app.log[kernels.int8Exact ? 'info' : 'warn'](kernels, `cpu kernels: int8 ${kernels.int8}; 4-bit ${kernels.q4}`);
   const server = app;
   const stopped = new Promise<number>((resolve) => {

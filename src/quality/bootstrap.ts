@@ -135,7 +135,7 @@ export function drift(pairs: AnswerPair[], o: DriftOptions): Record<string, Type
 export function worse(d: Record<string, TypeDrift>): string[] {
   const out: string[] = [];
   for (const [type, t] of Object.entries(d)) {
-    if (t.accuracy.high < 0) out.push(`${type} accuracy`);
+    if (t.accuracy.high < 0) out.push(`${type} ${type === 'score' ? 'exact-level accuracy' : 'accuracy'}`);
     for (const c of t.coverage) if (c.high < 0) out.push(`${type} coverage at ${c.budget * 100}% error`);
   }
   return out;

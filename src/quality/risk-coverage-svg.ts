@@ -26,6 +26,10 @@ export function riskCoverageSvg(title: string, curve: RiskPoint[], atBudget: Cov
     b.kept > 0
       ? `<circle cx="${x(b.coverage).toFixed(1)}" cy="${y(b.risk).toFixed(1)}" r="5" fill="#b45309"><title>coverage ${b.coverage.toFixed(3)} at threshold ${b.threshold?.toFixed(3)} (${b.kept} kept, ${b.errors} wrong)</title></circle>`
       : '',
+    // The chosen point said in words too (a printed or embedded SVG has no tooltip).
+    b.kept > 0
+      ? `<text x="${(x(b.coverage) + (b.coverage > 0.5 ? -8 : 8)).toFixed(1)}" y="${(y(b.risk) - 8).toFixed(1)}" text-anchor="${b.coverage > 0.5 ? 'end' : 'start'}" fill="#b45309">${b.coverage.toFixed(2)} kept at ≥ ${b.threshold?.toFixed(3)}</text>`
+      : `<text x="${x(0) + 4}" y="${(y(b.budget) - 4).toFixed(1)}" fill="#b45309">none kept within ${+(b.budget * 100).toFixed(2)}%</text>`,
   ]);
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}" viewBox="0 0 ${size} ${size}" font-family="sans-serif" font-size="11">`,
@@ -34,7 +38,7 @@ export function riskCoverageSvg(title: string, curve: RiskPoint[], atBudget: Cov
     `<rect x="${pad}" y="${pad}" width="${plot}" height="${plot}" fill="none" stroke="#999"/>`,
     ...xTicks.map((t) => `<text x="${x(t)}" y="${size - pad + 14}" text-anchor="middle">${t}</text>`),
     ...yTicks.map((t) => `<text x="${pad - 6}" y="${y(t) + 4}" text-anchor="end">${+t.toFixed(3)}</text>`),
-    line ? `<polyline points="${start}${line}" fill="none" stroke="#2563eb"/>` : '',
+    line ? `<polyline points="${start}${line}" fill="none" stroke="#2563eb" stroke-width="2"/>` : '',
     ...budgets,
     `<text x="${size / 2}" y="${size - 12}" text-anchor="middle">coverage (share of answers kept)</text>`,
     `<text x="14" y="${size / 2}" text-anchor="middle" transform="rotate(-90 14 ${size / 2})">error rate of the kept answers</text>`,

@@ -1,13 +1,15 @@
 // assay eval --dataset: the example dataset through the local engine (the registry's synthetic
 // default), metrics per type and tag, the report files; a bad line is refused with its line number.
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { run as evalCmd } from '../../src/commands/eval.js';
-import { KEY, startServer } from '../api/helpers.js';
+import { KEY, startListening, startServer } from '../api/helpers.js';
 
 async function run(args: string[], env: Record<string, string> = {}) {
   const out: string[] = [];
@@ -15,6 +17,19 @@ async function run(args: string[], env: Record<string, string> = {}) {
   const sink = (into: string[]) => new Writable({ write: (c, _e, cb) => void (into.push(String(c)), cb()) });
   const code = await evalCmd(args, { stdout: sink(out), stderr: sink(err), env });
   return { code, out: out.join(''), err: err.join('') };
+}
+
+/** `assay eval` as a user runs it: bin/assay.js over dist/ (built by npm test first), its exit status and output. */
+async function cli(args: string[], env: Record<string, string> = {}) {
+  const { ASSAY_REGISTRY: _, ...base } = process.env;
+  return promisify(execFile)(process.execPath, ['bin/assay.js', 'eval', ...args], {
+    env: { ...base, ...env },
+    maxBuffer: 64 << 20,
+    timeout: 120_000,
+  }).then(
+    (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout, err: e.stderr }),
+  );
 }
 
 describe('assay eval --dataset', () => {
@@ -96,9 +111,9 @@ describe('assay eval --dataset', () => {
     expect(html).toContain(svg.split('\n')[2]!); // the same curve inline
   });
 
-  it('--compare v1,letters --fail-if-worse: the constructed regression exits 1, with the intervals and the flipped answers before the tag tables', async () => {
+  it('--compare v1,letters --fail-if-worse: the constructed regression exits 1 (bin/assay.js), with the intervals and the flipped answers before the tag tables', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
-    const r = await run([
+    const r = await cli([
       '--dataset',
       'examples/tiny-tasks-heldout.jsonl',
       '--model',
@@ -169,11 +184,64 @@ describe('assay eval --dataset', () => {
       `the entry re-asked ${own.escalated} of 270 questions (its thresholds predict ${own.escalated}`,
     );
     expect(report.model).toBe('tiny-cascade-1');
+    // The coverage report's thresholds re-ask exactly the answers its coverage did not keep.
+    const first = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
+    const keptAt5 = Object.values(
+      first.coverage.byType as Record<string, { atBudget: Array<{ kept: number }> }>,
+    ).reduce((n, g) => n + g.atBudget[0]!.kept, 0);
+    const fromReport = report.escalation.find((x: { label: string }) => x.label === 'coverage report, 5% budget');
+    expect(fromReport.escalated).toBe(270 - keptAt5);
     const html = readFileSync(join(dir, 'cascade', 'report.html'), 'utf8');
     expect(html).toContain('<h2>Escalation: accuracy against escalation rate</h2>');
     expect(html).toContain(
       '<th scope="row">second model only</th><td>{&quot;noul&quot;:null,&quot;choice&quot;:null,&quot;score&quot;:null}</td><td>270 of 270 (100.0%)</td><td>1.000</td>',
     );
+  });
+
+  it('an escalating model whose second model is another Assay server on loopback: the sweep asks it, the zero-data-retention warning is said once', async () => {
+    const remote = await startListening();
+    const dir = mkdtempSync(join(tmpdir(), 'assay-dataset-'));
+    const registry = join(dir, 'registry.json');
+    const second = { url: remote.base, model: 'svc-latest', api_key_env: 'ASSAY_TEST_SECOND_KEY' };
+    const entry = (below: Record<string, number>) => ({
+      escalate: { first: 'svc-1.13.0', second, below },
+      description: 'escalates to a remote',
+      release_date: '2026-11-25',
+    });
+    writeFileSync(
+      registry,
+      JSON.stringify({
+        default: 'svc-1.13.0',
+        models: {
+          'svc-1.13.0': { path: remote.evaluator.modelDir, description: 'tiny', release_date: '2026-11-22' },
+          'cascade-remote-1': entry({ noul: 0.7, choice: 0.5, score: 0.5 }),
+          'other-remote-1': entry({ noul: 0.9 }),
+        },
+        aliases: {},
+      }),
+    );
+    process.env.ASSAY_TEST_SECOND_KEY = KEY; // the service's re-asks read the process environment
+    try {
+      const r = await run(
+        ['--dataset', 'examples/support-tickets.jsonl', '--registry', registry, '--model', 'cascade-remote-1'],
+        { ASSAY_TEST_SECOND_KEY: KEY },
+      );
+      expect(r.code, r.err).toBe(0);
+      // Said once, for the entry run (not for the other escalating entry, not again by the sweep's pools).
+      expect(r.err.match(/ESCALATING TO A REMOTE MODEL/g)).toHaveLength(1);
+      expect(r.out).toContain(`is re-asked to svc-latest at ${remote.base}.`);
+      // The remote is the first model's own weights: escalating everything changes no accuracy.
+      const row = (label: string) =>
+        new RegExp(`^\\| ${label} \\| [^|]+ \\| [^|]+ \\| (\\d\\.\\d{3}) \\|`, 'm').exec(r.out)?.[1];
+      expect(row('first model only')).toMatch(/^\d\.\d{3}$/);
+      expect(row('second model only')).toBe(row('first model only'));
+      const measured = /the entry re-asked (\d+) of 96 questions \(its thresholds predict (\d+) /.exec(r.out);
+      expect(Number(measured?.[1])).toBeGreaterThan(0);
+      expect(measured?.[1]).toBe(measured?.[2]);
+    } finally {
+      delete process.env.ASSAY_TEST_SECOND_KEY;
+      await remote.close();
+    }
   });
 
   it('refuses a line whose label does not fit its question, naming the line', async () => {
@@ -254,12 +322,12 @@ describe('assay eval --dataset', () => {
     expect(missing.err).toContain('--thresholds /nonexistent/report.json: ENOENT');
   });
 
-  it('--url --compare of two names of one model is a tie: intervals [0, 0], --fail-if-worse exits 0', async () => {
+  it('--url --compare of two names of one model is a tie: intervals [0, 0], --fail-if-worse exits 0 (bin/assay.js)', async () => {
     const srv = await startServer();
     try {
       await srv.app.listen({ port: 0, host: '127.0.0.1' });
       const url = `http://127.0.0.1:${(srv.app.server.address() as AddressInfo).port}`;
-      const r = await run(
+      const r = await cli(
         [
           '--dataset',
           'examples/support-tickets.jsonl',

@@ -7,6 +7,7 @@ import { isAbsolute, join } from 'node:path';
 import { expect, it } from 'vitest';
 import { run as serveCmd } from '../../src/commands/serve.js';
 import { withStderr } from '../capture.js';
+import { serveLog } from '../serve-process.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 
 it('a missing synthetic default model: exit 1, nothing generated, and `assay models synth` named', async () => {
@@ -117,3 +118,39 @@ it('a keys file naming a model the registry lacks is refused at startup, with th
   expect(err).toContain('key "team-a" names "svc-typo"');
   expect(err).toMatch(/not in the model registry \(it accepts svc-latest, svc-preview, svc-1\.13\.0, tiny-tasks-1\b/);
 });
+
+it('the startup log says that a remote escalation breaks zero data retention, and that its key is not set (bin/assay.js)', async () => {
+  const folder = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
+  const registry = join(mkdtempSync(join(tmpdir(), 'assay-serve-escalate-')), 'registry.json');
+  writeFileSync(
+    registry,
+    JSON.stringify({
+      default: 'svc-1',
+      models: {
+        'svc-1': { path: folder, description: 'tiny', release_date: '2026-11-22' },
+        'cascade-1': {
+          escalate: {
+            first: 'svc-1',
+            second: { url: 'http://127.0.0.1:9', model: 'svc-latest', api_key_env: 'ASSAY_TEST_UNSET_SECOND_KEY' },
+            below: { noul: 0.7 },
+          },
+          description: 'escalates to a remote',
+          release_date: '2026-11-25',
+        },
+      },
+      aliases: {},
+    }),
+  );
+  const { ASSAY_TEST_UNSET_SECOND_KEY: _, ...env } = process.env;
+  const out = await serveLog(registry, [], env);
+  const warnings = out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level: number; msg: string; model?: string; second_url?: string })
+    .filter((l) => l.level === 40 && l.model === 'cascade-1');
+  expect(warnings.map((w) => w.msg)).toEqual([
+    'ESCALATING TO A REMOTE MODEL: the questions this model escalates, with their state, are sent to that endpoint; zero data retention does not hold for them',
+    'the remote model API key variable is not set: escalations will fail',
+  ]);
+  expect(warnings[0]!.second_url).toBe('http://127.0.0.1:9');
+}, 60_000);

@@ -1,7 +1,6 @@
 // One configuration: every setting of `assay serve` comes from one zod schema, parsed once into a
 // frozen object; the help text and the README table are generated from it; invalid values stop
 // the server at startup, naming the flag or variable; logs are pretty or JSON as asked.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +12,7 @@ import { settingsFor, settingsInfo } from '../../src/config/settings.js';
 import { withConfigTable } from '../../src/config/write-readme.js';
 import { ensureSynthModel } from '../../src/model-files/synth/index.js';
 import { withStderr } from '../capture.js';
+import { serveLog } from '../serve-process.js';
 
 describe('serve settings', () => {
   it('the README configuration table is the one the schema generates (npm run docs:config)', () => {
@@ -116,28 +116,7 @@ describe('logs', () => {
         aliases: {},
       }),
     );
-    const child = spawn(
-      process.execPath,
-      ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry, ...flags],
-      {
-        env: { ...process.env, ASSAY_API_KEYS: 'log-key' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    const exited = new Promise<void>((r) => child.on('exit', () => r()));
-    try {
-      for (let i = 0; !/ready/.test(out); i++) {
-        if (child.exitCode !== null) throw new Error(`serve exited: ${out}`);
-        expect(i).toBeLessThan(600);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    } finally {
-      child.kill('SIGTERM');
-    }
-    await exited;
-    return out;
+    return serveLog(registry, flags);
   }
 
   it('--log-format pretty writes readable lines (pino-pretty), json writes one JSON object per line', async () => {

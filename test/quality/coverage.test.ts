@@ -82,6 +82,11 @@ describe('coverage at an error budget', () => {
     expect(c.riskUpper95).toBeCloseTo(1 - Math.sqrt(0.05), 12);
     const many = Array.from({ length: 100 }, (_, i) => ({ certainty: i / 100, correct: true }));
     expect(coverageAtBudget(many, 0.05)).toMatchObject({ coverage: 1, enough: true });
+    // 20%: 6 kept, 1 wrong. ⌈ln 0.05 / ln 0.8⌉ = ⌈13.43⌉ = 14 kept needed, so ⌈14 / 0.6⌉ = ⌈23.3⌉ = 24
+    // labeled; Clopper–Pearson one-sided 95% for 1 of 6 = 0.5818 (tables).
+    const at20 = coverageAtBudget(TEN, 0.2);
+    expect(at20).toMatchObject({ kept: 6, errors: 1, enough: false, keptNeeded: 14, labeledNeeded: 24 });
+    expect(at20.riskUpper95).toBeCloseTo(0.5818, 4);
   });
 
   it('certainty per type, and a score answer is right within the tolerance', () => {
@@ -102,6 +107,9 @@ describe('coverage at an error budget', () => {
     expect(answerCorrect(score, 1, 0.5)).toBe(true);
     expect(answerCorrect(score, 1, 0.3)).toBe(false);
     expect(answerCorrect({ ...score, score: 1.6 }, 1, 0.5)).toBe(false);
+    // "within" the tolerance includes its edge.
+    expect(answerCorrect({ ...score, score: 1.5 }, 1, 0.5)).toBe(true);
+    expect(answerCorrect({ ...score, score: 0.75 }, 1, 0.25)).toBe(true);
   });
 
   it('draws the curve and marks the budget point', () => {
@@ -109,6 +117,10 @@ describe('coverage at an error budget', () => {
     expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
     expect(svg).toContain('budget 5%');
     expect(svg).toContain('coverage 0.200 at threshold 0.925 (2 kept, 0 wrong)');
+    expect(svg).toContain('>0.20 kept at ≥ 0.925</text>');
+    const none = riskCoverageSvg('choice', riskCoverage(TEN), [coverageAtBudget(TEN.slice(3), 0.05)]);
+    expect(none).toContain('>none kept within 5%</text>');
+    expect(none).not.toContain('<circle');
   });
 });
 
@@ -130,6 +142,19 @@ describe('paired bootstrap', () => {
     expect(d.noul!.accuracy).toMatchObject({ a: 1, b: 0, diff: -1, low: -1, high: -1 });
     expect(d.noul!.coverage[0]).toMatchObject({ a: 1, b: 0, low: -1, high: -1 });
     expect(worse(d)).toEqual(['noul accuracy', 'noul coverage at 5% error']);
+    // A score answer's accuracy is its most probable level's, and is named so, as the table names it.
+    const level = (l: number): Answer => ({
+      type: 'score',
+      score: l,
+      legend: { 0: 'x', 1: 'y' },
+      probabilities: l ? { 0: 0.1, 1: 0.9 } : { 0: 0.9, 1: 0.1 },
+      confidence: 0.5,
+    });
+    const scores = Array.from({ length: 12 }, () => ({ a: level(1), b: level(0), expected: 1 }));
+    expect(worse(drift(scores, { budgets: [0.05], scoreTolerance: 0.5, resamples: 50 }))).toEqual([
+      'score exact-level accuracy',
+      'score coverage at 5% error',
+    ]);
   });
 
   it('4 of 20 broken: the resampled difference is −X/20 with X ~ Binomial(20, 0.2)', () => {
@@ -144,11 +169,13 @@ describe('paired bootstrap', () => {
       4000,
       7,
     );
+    // With 4000 resamples the empirical percentiles land on those values: about 128 resamples
+    // (3.2%) have X ≥ 8 where the 2.5% cut needs 100, and about 46 (1.2%) have X = 0 where the 97.5%
+    // cut needs 100, each several standard deviations (11 and 7) from the cut. (A 90% interval
+    // would give [−0.35, −0.05].)
     expect(r.diff).toBeCloseTo(-0.2, 12);
-    expect(r.low).toBeGreaterThanOrEqual(-0.45);
-    expect(r.low).toBeLessThanOrEqual(-0.35);
-    expect(r.high).toBeGreaterThanOrEqual(-0.1);
-    expect(r.high).toBeLessThanOrEqual(0);
+    expect(r.low).toBeCloseTo(-0.4, 12);
+    expect(r.high).toBeCloseTo(-0.05, 12);
     // Seeded: the same seed gives the same interval.
     expect(
       pairedBootstrap(
@@ -158,5 +185,38 @@ describe('paired bootstrap', () => {
         7,
       ),
     ).toEqual(r);
+    // The mirror, 4 of 20 fixed: [+1/20, +8/20] (a 90% interval would end at +0.35).
+    const fixed = pairedBootstrap(
+      20,
+      (ix, arm) => ix.reduce((s, i) => s + (arm === 'a' && flags[i] ? 0 : 1), 0) / ix.length,
+      4000,
+      7,
+    );
+    expect([fixed.diff, fixed.low, fixed.high].map((x) => +x.toFixed(12))).toEqual([0.2, 0.05, 0.4]);
+  });
+
+  it('seeded: the same seed gives the same interval of a continuous statistic, another seed another', () => {
+    const values = Array.from({ length: 25 }, (_, i) => Math.sin(i + 1));
+    const mean = (ix: number[], arm: 'a' | 'b') =>
+      ix.reduce((s, i) => s + values[i]! * (arm === 'a' ? 1 : 2), 0) / ix.length;
+    const once = pairedBootstrap(25, mean, 300, 3);
+    expect(pairedBootstrap(25, mean, 300, 3)).toEqual(once);
+    expect(pairedBootstrap(25, mean, 300, 4).low).not.toBe(once.low);
+  });
+
+  it('an interval that holds 0 is not worse: 2 answers broken and 2 fixed of 20', () => {
+    // A: right on all but 18, 19; B: wrong on 0, 1, right on 18, 19. The difference is 0; a
+    // resample draws each broken or fixed question about 1/10 of the time, so some resamples come
+    // out below 0 and some above: the interval holds 0 inside it.
+    const pairs = Array.from({ length: 20 }, (_, i) => ({
+      a: noul(i >= 18 ? 0.1 : 0.9),
+      b: noul(i < 2 ? 0.1 : 0.9),
+      expected: true,
+    }));
+    const d = drift(pairs, { budgets: [0.05], scoreTolerance: 0.5, resamples: 1000 });
+    expect(d.noul!.accuracy.diff).toBe(0);
+    expect(d.noul!.accuracy.low).toBeLessThan(0);
+    expect(d.noul!.accuracy.high).toBeGreaterThan(0);
+    expect(worse(d)).toEqual([]);
   });
 });

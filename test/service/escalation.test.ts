@@ -1,6 +1,7 @@
 // Escalation through the API: an entry that answers with the synthetic default (svc-1.13.0) and
 // re-asks the questions under its thresholds to the trained tiny-tasks-1, on the real engine; then
-// with a second Assay server on loopback as the remote; then a remote that fails or hangs.
+// with a second Assay server on loopback as the remote; then a remote that hangs, answers 500 or
+// answers what does not fit the questions.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
@@ -8,7 +9,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer, type AssayServer } from '../../src/api/server.js';
 import { ensureSyntheticModels } from '../../src/commands/models-synth.js';
 import { SystemOneResponseSchema, type Answer, type SystemOneResponse } from '../../src/protocol/index.js';
-import { certainty } from '../../src/quality/index.js';
 import {
   checkRegistry,
   loadRegistry,
@@ -16,7 +16,7 @@ import {
   type ModelEntry,
   type Registry,
 } from '../../src/registry.js';
-import { announceEscalations, createModelPool, shouldEscalate } from '../../src/service/index.js';
+import { announceEscalations, createModelPool } from '../../src/service/index.js';
 import { auth, KEY, startServer, testKeys, type TestServer } from '../api/helpers.js';
 
 const LINES = readFileSync('examples/tiny-tasks-heldout.jsonl', 'utf8')
@@ -34,12 +34,23 @@ const entry = (escalate: EscalationSpec): ModelEntry => ({
   release_date: '2026-11-25',
 });
 
-function registryWith(base: Registry, extra: Record<string, ModelEntry>): Registry {
+function registryWith(
+  base: Registry,
+  extra: Record<string, ModelEntry>,
+  aliases: Record<string, string> = {},
+): Registry {
   return checkRegistry(
-    { default: base.default, aliases: base.aliases, models: { ...base.models, ...extra } },
+    { default: base.default, aliases: { ...base.aliases, ...aliases }, models: { ...base.models, ...extra } },
     base.file,
   );
 }
+
+/** The certainty a threshold compares, written out here: noul max(p, 1 − p), choice and score their confidence. */
+const sure = (a: Answer) => (a.type === 'noul' ? Math.max(a.noul, 1 - a.noul) : a.confidence);
+
+/** The questions whose first answer is under its type's threshold in BELOW. */
+const under = (answers: Record<string, Answer>) =>
+  Object.keys(answers).filter((id) => sure(answers[id]!) < BELOW[answers[id]!.type]);
 
 async function ask(app: AssayServer, model: string, line: (typeof LINES)[number], questions = line.questions) {
   const res = await app.inject({
@@ -83,36 +94,64 @@ describe('an escalating registry entry', () => {
     remote = await startServer();
     await remote.app.listen({ port: 0, host: '127.0.0.1' });
     remoteUrl = `http://127.0.0.1:${(remote.app.server.address() as AddressInfo).port}`;
-    hanging = createServer(() => {}); // accepts, never answers
+    // Accepts and never answers; under /500 answers 500; under /misfit answers 200 with a noul
+    // answer to every question (the wrong shape for choice and score).
+    hanging = createServer((req, res) => {
+      if (req.url?.startsWith('/500/')) res.writeHead(500).end('{"detail":"down"}');
+      else if (req.url?.startsWith('/misfit/')) {
+        let body = '';
+        req.on('data', (d) => (body += d));
+        req.on('end', () => {
+          const ids = Object.keys((JSON.parse(body) as { questions: object }).questions);
+          const answers = Object.fromEntries(ids.map((id) => [id, { type: 'noul', noul: 0.5 }]));
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ model: 'x', answers, usage: { input_tokens: 1, output_tokens: 0 } }));
+        });
+      }
+    });
     await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', r));
     hangingUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}`;
     process.env[KEY_ENV] = KEY;
-    registry = registryWith(base, {
-      'cascade-local': entry({ first: 'svc-1.13.0', second: 'tiny-tasks-1', below: BELOW }),
-      'cascade-remote': entry({
-        first: 'svc-1.13.0',
-        second: { url: remoteUrl, model: 'svc-latest', api_key_env: KEY_ENV },
-        below: BELOW,
-      }),
-      'cascade-hangs': entry({
-        first: 'svc-1.13.0',
-        second: { url: hangingUrl, model: 'svc-latest' },
-        below: { noul: null },
-        timeout_ms: 300,
-      }),
-      'cascade-hangs-strict': entry({
-        first: 'svc-1.13.0',
-        second: { url: hangingUrl, model: 'svc-latest' },
-        below: { noul: null },
-        timeout_ms: 300,
-        on_failure: 'error',
-      }),
-      'cascade-bad-key': entry({
-        first: 'svc-1.13.0',
-        second: { url: remoteUrl, model: 'svc-latest', api_key_env: `${KEY_ENV}_UNSET` },
-        below: { noul: null },
-      }),
-    });
+    registry = registryWith(
+      base,
+      {
+        'cascade-local': entry({ first: 'svc-1.13.0', second: 'tiny-tasks-1', below: BELOW }),
+        'cascade-remote': entry({
+          first: 'svc-1.13.0',
+          second: { url: remoteUrl, model: 'svc-latest', api_key_env: KEY_ENV },
+          below: BELOW,
+        }),
+        'cascade-hangs': entry({
+          first: 'svc-1.13.0',
+          second: { url: hangingUrl, model: 'svc-latest' },
+          below: { noul: null },
+          timeout_ms: 300,
+        }),
+        'cascade-hangs-strict': entry({
+          first: 'svc-1.13.0',
+          second: { url: hangingUrl, model: 'svc-latest' },
+          below: { noul: null },
+          timeout_ms: 300,
+          on_failure: 'error',
+        }),
+        'cascade-500': entry({
+          first: 'svc-1.13.0',
+          second: { url: `${hangingUrl}/500`, model: 'svc-latest' },
+          below: { noul: null, choice: null },
+        }),
+        'cascade-misfit': entry({
+          first: 'svc-1.13.0',
+          second: { url: `${hangingUrl}/misfit/`, model: 'svc-latest' },
+          below: { noul: null, choice: null },
+        }),
+        'cascade-bad-key': entry({
+          first: 'svc-1.13.0',
+          second: { url: remoteUrl, model: 'svc-latest', api_key_env: `${KEY_ENV}_UNSET` },
+          below: { noul: null },
+        }),
+      },
+      { 'cascade-latest': 'cascade-local' },
+    );
     pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: (_o, msg) => void warnings.push(msg) });
     await pool.load('svc-1.13.0');
     await pool.load('tiny-tasks-1');
@@ -129,17 +168,17 @@ describe('an escalating registry entry', () => {
 
   it('escalates exactly the questions under their thresholds to the second local model, within the contract', async () => {
     const before = await metric(app, 'assay_escalated_questions_total', 'cascade-local');
-    let escalated = 0;
-    let kept = 0;
-    for (const line of LINES) {
-      const r = await ask(app, 'cascade-local', line);
+    const escalated = { noul: 0, choice: 0, score: 0 };
+    const kept = { noul: 0, choice: 0, score: 0 };
+    for (const [n, line] of LINES.entries()) {
+      // Asked by an alias too: the response names the entry's own id.
+      const r = await ask(app, n % 2 ? 'cascade-latest' : 'cascade-local', line);
       expect(r.status).toBe(200);
       expect(SystemOneResponseSchema.safeParse(r.body).success).toBe(true);
       expect(r.body.model).toBe('cascade-local');
       expect(Object.keys(r.body.answers)).toEqual(Object.keys(line.questions));
       const first = (await ask(app, 'svc-1.13.0', line)).body;
-      const up = Object.keys(line.questions).filter((id) => shouldEscalate(first.answers[id]!, BELOW));
-      for (const id of up) expect(certainty(first.answers[id]!)).toBeLessThan(BELOW[first.answers[id]!.type]);
+      const up = under(first.answers);
       let secondTokens = 0;
       if (up.length) {
         const second = (
@@ -152,13 +191,16 @@ describe('an escalating registry entry', () => {
         expect(r.body.answers[id]).toEqual(first.answers[id]);
       // usage adds both models' tokens: the first on every question, the second on the escalated ones.
       expect(r.body.usage.input_tokens).toBe(first.usage.input_tokens + secondTokens);
-      escalated += up.length;
-      kept += Object.keys(line.questions).length - up.length;
+      for (const [id, a] of Object.entries(first.answers)) (up.includes(id) ? escalated : kept)[a.type]++;
     }
-    // The sample holds both kinds, so the test can tell a threshold that escalates all or none.
-    expect(escalated).toBeGreaterThan(0);
-    expect(kept).toBeGreaterThan(0);
-    expect((await metric(app, 'assay_escalated_questions_total', 'cascade-local')) - before).toBe(escalated);
+    // Each type holds both kinds, so the test tells a type's threshold that escalates all or none.
+    for (const t of ['noul', 'choice', 'score'] as const) {
+      expect(escalated[t], t).toBeGreaterThan(0);
+      expect(kept[t], t).toBeGreaterThan(0);
+    }
+    expect((await metric(app, 'assay_escalated_questions_total', 'cascade-local')) - before).toBe(
+      escalated.noul + escalated.choice + escalated.score,
+    );
   }, 240_000);
 
   it('re-asks a second Assay server on loopback as the remote, with the key from the environment', async () => {
@@ -168,7 +210,7 @@ describe('an escalating registry entry', () => {
       expect(r.status).toBe(200);
       expect(r.body.model).toBe('cascade-remote');
       const first = (await ask(app, 'svc-1.13.0', line)).body;
-      const up = Object.keys(line.questions).filter((id) => shouldEscalate(first.answers[id]!, BELOW));
+      const up = under(first.answers);
       if (!up.length) continue;
       escalated += up.length;
       const sub = Object.fromEntries(up.map((id) => [id, line.questions[id]]));
@@ -213,6 +255,14 @@ describe('an escalating registry entry', () => {
     expect(noKey.status).toBe(200);
     expect(noKey.body.answers).toEqual(first.answers);
     expect(await metric(app, 'assay_escalation_failures_total', 'cascade-bad-key')).toBe(1);
+    // A remote that answers 500, or answers that do not fit the questions: the first answers stand.
+    for (const id of ['cascade-500', 'cascade-misfit']) {
+      const r = await ask(app, id, line);
+      expect(r.status, id).toBe(200);
+      expect(r.body.answers, id).toEqual(first.answers);
+      expect(r.body.usage, id).toEqual(first.usage);
+      expect(await metric(app, 'assay_escalation_failures_total', id), id).toBe(1);
+    }
   }, 60_000);
 
   it('the startup log says that a remote second model breaks zero data retention', () => {
@@ -220,7 +270,7 @@ describe('an escalating registry entry', () => {
       warnings.filter(
         (w) => w.includes('ESCALATING TO A REMOTE MODEL') && w.includes('zero data retention does not hold'),
       ),
-    ).toHaveLength(4);
+    ).toHaveLength(6);
     expect(warnings).toContain('the remote model API key variable is not set: escalations will fail');
     const lines: string[] = [];
     announceEscalations(registryWith(loadRegistry(), {}), {

@@ -153,7 +153,11 @@ export const COVERAGE_HEAD = [
 
 function row(name: string, g: GroupCoverage, i: number): string[] {
   const c = g.atBudget[i]!;
-  const enough = c.enough ? 'yes' : c.labeledNeeded === null ? `no: none kept` : `no: ~${c.labeledNeeded} needed`;
+  const enough = c.enough
+    ? 'yes'
+    : c.labeledNeeded === null
+      ? `no: none kept (≥ ${c.keptNeeded} needed)`
+      : `no: ~${c.labeledNeeded} needed`;
   return [
     name,
     g.measure,
@@ -183,7 +187,7 @@ export function coverageRows(r: CoverageReport, i: number): string[][] {
 export function enoughNote(budget: number): string {
   return (
     `A coverage figure means something when the kept answers' error rate is shown within ${pct(budget)}: its one-sided 95% (Clopper–Pearson) upper bound must be ≤ ${pct(budget)}. ` +
-    `Even with no error that takes ${minKeptForBudget(budget)} kept answers (⌈ln 0.05 / ln(1 − ${budget})⌉), so about ${minKeptForBudget(budget)} ÷ coverage labeled answers of the group ("~N needed").`
+    `Even with no error that takes ${minKeptForBudget(budget)} kept answers (⌈ln 0.05 / ln(1 − ${budget})⌉), so about ${minKeptForBudget(budget)} ÷ coverage labeled answers of the group ("~N needed"; at least ${minKeptForBudget(budget)} where none is kept).`
   );
 }
 
