@@ -144,7 +144,7 @@ export interface KernelPaths {
   int8: string;
   /**
    * 4-bit exports (MatMulNBits): "int8 kernels via load-time conversion: …" with the int8 kernel
-   * the converted 7-bit weights run (q4-to-int8.ts), or onnxruntime's native 4-bit kernel and the
+   * the converted weights run (q4-to-int8.ts: the int8 exports' own), or onnxruntime's native 4-bit kernel and the
    * widest SIMD the flags name.
    */
   q4: string;
@@ -180,11 +180,9 @@ export function kernelPaths(
           : has('avx2')
             ? 'avx2'
             : 'sse/generic';
-  // Converted weights use 7 bits: the default u8 × s8 kernel cannot saturate on them, so it runs as is.
-  const converted = probe.saturates ? 'u8s8, exact with 7-bit weights' : int8.replace(/ \(exact.*$/, ' (exact)');
   const q4 =
     q4Kernels === 'int8'
-      ? `int8 kernels via load-time conversion: ${converted}`
+      ? `int8 kernels via load-time conversion: ${int8}`
       : `native MatMulNBits, ${simd} (accuracy_level 4: int8 dot products)`;
   return { cpu: cpu.model, flags: cpu.flags.join(' ') || 'none reported', int8, q4, int8Exact: !saturating };
 }

@@ -22,8 +22,8 @@
 //
 //   [q | z … z] · [W ; D] = Σ_k q_k W_k − z_row · Σ_k W_k          (w_zp = 0 shown)
 //
-// J = ⌈max_n |Σ_k W_k,n| / L⌉ rows with |D| ≤ L (L = 127, or the 7-bit bound of converted 4-bit
-// weights) adds J of K + J terms to each sum: under 3% at the 0.5B shapes. The weight keeps its
+// J = ⌈max_n |Σ_k W_k,n| / L⌉ rows with |D| ≤ L = 127 adds J of K + J terms to each sum: under 3%
+// at the 0.5B shapes. The weight keeps its
 // initializer and D is a small new one; a Concat node joins them, which onnxruntime folds into one
 // constant at session creation (then prepacks it as it does the export's weight). The row scale is
 // the kernel's activation scale given per row ([R, 1]): the kernel applies it to its output in place.
@@ -94,8 +94,8 @@ export class PerTokenInt8 {
     /** The graph's initializers by name (the weights, their scales and zero points are read from them). */
     private readonly initializer: (name: string) => TensorProto | undefined = () => undefined,
     /**
-     * Largest |entry| of the correction rows (the weight's own entries should stay within it too):
-     * 4-bit weights converted to 7 bits keep the fast u8 × s8 kernel exact with 64 (q4-to-int8.ts).
+     * Largest |entry| of the correction rows. Where the fast u8 × s8 kernel runs without the exact
+     * setting on a CPU whose pair sums saturate, |entries| ≤ 64 keep them exact (255 · 64 · 2 < 2¹⁵).
      */
     private readonly levels = INT8_LEVELS,
   ) {}

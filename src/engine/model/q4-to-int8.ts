@@ -10,14 +10,16 @@
 // LUT GEMM option is 2-bit only), so the weights go to the int8 kernels instead:
 //
 //   w[k, n]  = (q[k, n] − zero_point) · scale[block(k), n]            the 4-bit weight, exactly
-//   s[n]     = max_k |w[k, n]| / 64                                   one scale per output channel
-//   W8[k, n] = round(w[k, n] / s[n]) ∈ [−64, 64]                      int8, 7 bits used
+//   s[n]     = max_k |w[k, n]| / 127                                  one scale per output channel
+//   W8[k, n] = round(w[k, n] / s[n]) ∈ [−127, 127]                    int8
 //
-// Seven bits, not eight: onnxruntime's fast u8 × s8 kernel on CPUs without VNNI adds pairs of
-// products in int16 (cpu.ts), and 255 · 64 · 2 = 32,640 fits where 255 · 127 · 2 does not, so the
-// converted product is exact on every x86 CPU without the slower exact-int8 setting. The rounding
-// adds at most s[n] / 2 = max|w| / 128 per weight, against the 4-bit grid's own step of up to
-// max|w| / 7 (half a step of error): small next to what 4 bits already cost (docs/peers.md).
+// The products then run as a dynamic int8 export's do after the per-token rewrite: the same kernels,
+// and the same exact-int8 setting where the CPU's fast u8 × s8 kernel saturates (AVX2 without VNNI,
+// cpu.ts), so the integer sums are exact on every x86 CPU. The rounding adds at most s[n] / 2 =
+// max|w| / 254 per weight, against the 4-bit grid's own step of up to max|w| / 7: measured, the
+// converted model is as close to the fp32 twin as the 4-bit export itself (docs/peers.md). (A first
+// form used 7 bits, |W8| ≤ 64, which keeps the fast kernel exact on AVX2 without the setting; it
+// doubled that rounding and left the converted 0.5B shape measurably farther from fp32.)
 //
 // Memory: an int8 weight takes 1 byte where 4 bits took 0.5 + 4 / 32 (scales), so the weights grow
 // about 1.6× (the Qwen2.5-0.5B shape: 310 → 495 MB of matrix weights, +185 MB).
@@ -27,19 +29,8 @@ import type { onnx as OnnxTypes } from 'onnx-proto';
 import { AttributeType, DataType } from '../../common/index.js';
 import { PerTokenInt8 } from './per-token-int8.js';
 
-/** Integer products onnxruntime runs on its u8 × s8 GEMM (whose pair sums saturate without VNNI). */
-const INTEGER_PRODUCTS = new Set([
-  'MatMulInteger',
-  'DynamicQuantizeMatMul',
-  'MatMulIntegerToFloat',
-  'QLinearMatMul',
-  'ConvInteger',
-  'QLinearConv',
-  'QAttention',
-  'DynamicQuantizeLSTM',
-]);
 /** Largest |int8| the converted weights use (see the header). */
-export const Q4_INT8_LEVELS = 64;
+export const Q4_INT8_LEVELS = 127;
 
 /** What the conversion did, for the load log and the graph facts. */
 export interface Q4Conversion {
@@ -49,11 +40,6 @@ export interface Q4Conversion {
   q4Bytes: number;
   /** Bytes of the int8 weights and their scales. */
   int8Bytes: number;
-  /**
-   * Whether these are the graph's only integer products: then no product can overflow the fast
-   * kernel's 16-bit pair sums (7-bit weights) and sessions need no exact-int8 setting.
-   */
-  onlyProducts: boolean;
 }
 
 type Tensor = OnnxTypes.ITensorProto;
@@ -101,8 +87,7 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto, levels = Q4_INT8_L
   const opset = Number((model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx')?.version ?? 17);
   const added: Tensor[] = [];
   const builder = new PerTokenInt8(opset, 'assay/q4_int8', (name) => added.find((t) => t.name === name), levels);
-  const onlyProducts = !(graph.node ?? []).some((n) => INTEGER_PRODUCTS.has(n.opType ?? ''));
-  const result: Q4Conversion = { nodes: 0, q4Bytes: 0, int8Bytes: 0, onlyProducts };
+  const result: Q4Conversion = { nodes: 0, q4Bytes: 0, int8Bytes: 0 };
   const replaced = new Map<OnnxTypes.INodeProto, OnnxTypes.INodeProto[]>();
   const casts = new Set<string>();
   for (const n of graph.node ?? []) {

@@ -154,25 +154,21 @@ export class ModelRunner {
       // With CUDA, warnings stay on: onnxruntime then logs each node it places on the CPU instead.
       logSeverityLevel: provider === 'cuda' ? 2 : 3,
     };
-    const create = async (
-      path: string,
-      externalDataDir?: string,
-      sessionExtra = extra,
-    ): Promise<ort.InferenceSession> => {
+    const create = async (path: string, externalDataDir?: string): Promise<ort.InferenceSession> => {
       try {
         // A rewritten graph whose weights stay in the (read-only) export folder: from its bytes, told
         // where the weights are (onnxruntime refuses external data outside the model file's folder).
         if (externalDataDir) {
           const session = {
-            ...(sessionExtra.session as object | undefined),
+            ...(extra.session as object | undefined),
             model_external_initializers_file_folder_path: externalDataDir,
           };
           return await ort.InferenceSession.create(await readFile(path), {
             ...options,
-            extra: { ...sessionExtra, session },
+            extra: { ...extra, session },
           });
         }
-        return await ort.InferenceSession.create(path, { ...options, extra: sessionExtra });
+        return await ort.InferenceSession.create(path, { ...options, extra });
       } catch (error) {
         const message = (error as Error).message;
         if (provider === 'cuda' && /cuda|provider/i.test(message)) {
@@ -200,13 +196,7 @@ export class ModelRunner {
       }
       if (rewritten) {
         try {
-          // 4-bit weights converted to 7-bit int8 (q4-to-int8.ts) cannot saturate the fast int8
-          // kernel: where they are the only integer products, the slower exact setting is not needed.
-          session = await create(
-            rewritten.path,
-            rewritten.externalDataDir,
-            rewritten.q4ToInt8?.onlyProducts ? {} : extra,
-          );
+          session = await create(rewritten.path, rewritten.externalDataDir);
           facts = rewritten;
           const q4 = rewritten.q4ToInt8;
           if (q4) {
