@@ -105,5 +105,6 @@ Run by hand with \`npx tsx\`; each says its flags in its first lines.
 | \`bench/peers/check-llamacpp.ts\` | \`npm run check:llamacpp\`: llama.cpp's logits against ours on the same weights and token ids |
 | \`bench/peers/q4-error.ts\` | the accuracy cost of running 4-bit weights through the int8 kernels, against the fp32 twin |
 | \`bench/peers/q4-prefill.ts\` | q4 prefill on its two paths next to int8, interleaved |
+| \`bench/sdk-retries.ts\` | 12 concurrent calls with the official TypeScript SDK's default retries against \`assay serve --max-queue 1\`: how many are answered, and what each attempt was told (\`--fresh\`, \`--repo DIR\`) |
 `;
 }

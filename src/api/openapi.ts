@@ -39,18 +39,23 @@ function addDiscriminators(node: unknown, schemas: Record<string, Json>): void {
   for (const v of Object.values(o)) addDiscriminators(v, schemas);
 }
 
+/** The named schemas ($defs) of these zod schemas, as JSON Schema read as `io` says. */
+function defs(members: z.ZodType[], io: 'input' | 'output'): Json {
+  const shape = Object.fromEntries(members.map((m, i) => [`m${i}`, m]));
+  return z.toJSONSchema(z.object(shape), { target: 'draft-2020-12', unrepresentable: 'any', io }).$defs ?? {};
+}
+
 export function buildOpenApi(serverUrl?: string): Json {
-  const all = z.toJSONSchema(
-    z.object({
-      a: SystemOneRequestSchema,
-      b: SystemOneResponseSchema,
-      c: ModelMetadataListSchema,
-      d: HTTPValidationErrorSchema,
-      e: ErrorMessageSchema,
-    }),
-    { target: 'draft-2020-12', unrepresentable: 'any' },
-  );
-  const text = JSON.stringify(all.$defs ?? {}).replaceAll('"#/$defs/', '"#/components/schemas/');
+  // The request as the server reads it (input: fields it does not name are ignored, so no
+  // `additionalProperties: false`), the answers and errors as it writes them (output).
+  const all = {
+    ...defs([SystemOneRequestSchema], 'input'),
+    ...defs(
+      [SystemOneResponseSchema, ModelMetadataListSchema, HTTPValidationErrorSchema, ErrorMessageSchema],
+      'output',
+    ),
+  };
+  const text = JSON.stringify(all).replaceAll('"#/$defs/', '"#/components/schemas/');
   const schemas = JSON.parse(text) as Record<string, Json>;
   addDiscriminators(schemas, schemas);
 

@@ -117,6 +117,8 @@ function buildReport(
     arm: run.target.label,
     model: run.target.model,
     synthetic: run.target.synthetic,
+    /** The confidence formula of its answers; null: a server's own, not reported by the API. */
+    confidence: run.target.confidence ?? null,
     lines: lines.length,
     answers: all.noul.length + all.choice.length + all.score.length,
     usage: { input_tokens: run.inputTokens },
@@ -336,6 +338,7 @@ function htmlArm(r: Report): HtmlArm {
   }));
   return {
     arm: r.arm,
+    confidence: r.confidence,
     summary: summary(r),
     metrics: { head: HEAD_CELLS, rows: cells(r.metrics) },
     coverage,

@@ -44,7 +44,7 @@ const instructions = ContentSchema.nullable()
 // ---------------------------------------------------------------- questions
 // Request objects ignore fields they do not name (`z.object`, not `z.strictObject`), as the hosted
 // service's pydantic models do by default: real clients send fields of their own (OpenRouter's
-// `user`, `session_id`, `provider`, `trace`; the official SDKs' extra-body options). The one field
+// `user`, `session_id`, `provider`, `trace`; the official SDK, whatever its request object holds). The one field
 // refused is the retired `document` (validate.ts).
 
 export const NoulCriteriaSchema = z

@@ -39,6 +39,29 @@ const BODIES: Record<string, string> = {
   '__proto__ keys':
     '{"state": {"__proto__": {"x": 1}}, "model": "svc-latest", "questions": {"__proto__": {"type": "nope"}}}',
   'too deep': `{"state": ${'['.repeat(80)}${']'.repeat(80)}, "model": "svc-latest", "questions": {"n": {"type": "noul"}}}`,
+  'document beside state': JSON.stringify({ state: 'x', document: 'x', model: 'svc-latest', questions: { n: noul } }),
+  'unknown fields at every level': JSON.stringify({
+    state: 'The invoice was paid.',
+    model: 'svc-latest',
+    user: 'user-7',
+    session_id: 's-7',
+    provider: { allow_fallbacks: false },
+    trace: { trace_id: 't-7' },
+    questions: {
+      n: { ...noul, weight: 2, criteria: { true: 'paid', false: 'unpaid', maybe: 'partly' } },
+      c: { type: 'choice', instructions: 'How?', options: ['a'], criteria: { card: null, cash: null } },
+      s: { type: 'score', instructions: 'How late?', scale: 3, criteria: ['on time', 'late'] },
+    },
+  }),
+  'an empty string state': valid(''),
+  'an empty object state': valid({}),
+  'an empty array state': valid([]),
+  'a choice with one option': valid('x', { c: { type: 'choice', instructions: 'How?', criteria: { only: null } } }),
+  'a choice with no options': valid('x', { c: { type: 'choice', instructions: 'How?', criteria: {} } }),
+  'a choice with 256 options': valid('x', {
+    c: { type: 'choice', criteria: Object.fromEntries(Array.from({ length: 256 }, (_, i) => [`o${i}`, null])) },
+  }),
+  'a score with 11 levels': valid('x', { s: { type: 'score', criteria: Array.from({ length: 11 }, String) } }),
   'unknown model': JSON.stringify({ state: 'x', model: 'svc-nope', questions: { n: noul } }),
   'model not a string': JSON.stringify({ state: 'x', model: 7, questions: { n: noul } }),
   'over the token budget': valid('token '.repeat(70_000)),
@@ -57,14 +80,28 @@ const BODIES: Record<string, string> = {
   }),
 };
 
+/** What the hosted service does with these, so both paths must: answer them, or refuse them. */
+const STATUS: Record<string, number> = {
+  'document beside state': 422,
+  'unknown fields at every level': 200,
+  'an empty string state': 200,
+  'an empty object state': 200,
+  'an empty array state': 200,
+  'a choice with one option': 200,
+  'a choice with no options': 422,
+  'a choice with 256 options': 422,
+  'a score with 11 levels': 422,
+};
+
 describe('the body worker answers as the inline parser does', () => {
-  it.each(Object.entries(BODIES))('%s', async (_name, body) => {
+  it.each(Object.entries(BODIES))('%s', async (name, body) => {
     const send = (s: TestServer) =>
       s.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: body });
     const [a, b] = [await send(inline), await send(worker)];
     expect(b.statusCode).toBe(a.statusCode);
     expect(b.body).toBe(a.body);
     expect(a.statusCode).not.toBe(500);
+    if (name in STATUS) expect(a.statusCode, a.body.slice(0, 300)).toBe(STATUS[name]);
   });
 
   it('a valid body past the inline size reaches the engine as bytes (the engine plans it) and is answered', async () => {

@@ -70,6 +70,15 @@ describe('a body without Content-Type', () => {
     expect(large.status).toBe(200);
   });
 
+  it('an empty Content-Type header counts as none (FastAPI tests it for truth)', async () => {
+    const r = await fetch(`${base}/v1/systemone`, {
+      method: 'POST',
+      headers: { ...bearer, 'content-type': '' },
+      body: bytes(JSON.stringify(mixedRequest())),
+    });
+    expect(r.status).toBe(200);
+  });
+
   it('that is not JSON gets json_invalid, as with application/json', async () => {
     const r = await fetch(`${base}/v1/systemone`, {
       method: 'POST',

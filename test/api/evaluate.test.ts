@@ -197,6 +197,12 @@ describe('operational endpoints', () => {
     expect(schemas.ChoiceQuestion.properties.criteria.maxProperties).toBe(255);
     expect(schemas.HTTPValidationError.properties.detail.items.$ref).toBe('#/components/schemas/ValidationError');
     expect(JSON.stringify(doc)).not.toContain('#/$defs/');
+    // Fields a request object does not name are ignored, so the document must not forbid them; the
+    // answers hold exactly their fields.
+    for (const name of ['SystemOneRequest', 'NoulQuestion', 'NoulCriteria', 'ChoiceQuestion', 'ScoreQuestion'])
+      expect(schemas[name].additionalProperties, name).toBeUndefined();
+    for (const name of ['SystemOneResponse', 'NoulAnswer', 'ChoiceAnswer', 'ScoreAnswer', 'Usage'])
+      expect(schemas[name].additionalProperties, name).toBe(false);
   });
 
   it('answers /healthz 200 when ready, without a key', async () => {

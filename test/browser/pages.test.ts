@@ -126,9 +126,10 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
       const keys = Object.keys(a.probabilities);
       expect(drawn.map((d) => Number(d[1]))).toEqual(keys.map((k) => a.probabilities[k]));
       expect(drawn.map((d) => d[2])).toEqual(keys.map((k) => `${(a.probabilities[k] * 100).toFixed(1)}%`));
-      expect(
-        Number(await page.locator(`.answer[data-question="${id}"] .confidence`).getAttribute('data-confidence')),
-      ).toBe(a.confidence);
+      const conf = page.locator(`.answer[data-question="${id}"] .confidence`);
+      expect(Number(await conf.getAttribute('data-confidence'))).toBe(a.confidence);
+      // Which formula the number comes from (the server's --confidence; this one runs the default).
+      expect(await conf.textContent()).toBe(`confidence ${(a.confidence * 100).toFixed(1)}% (entropy)`);
       if (id === 'topic') expect(drawn.filter((d) => d[3]).map((d) => d[0])).toEqual([a.choice]);
     }
     expect(Number(await page.locator('.answer[data-question="severity"]').getAttribute('data-score'))).toBe(

@@ -67,6 +67,24 @@ describe('official TypeScript SDK against Assay', () => {
     expect(requestId).toBe(response.headers.get('x-request-id'));
   });
 
+  it('sends fields added to the request object as they are (it spreads the request into the body), and Assay ignores them', async () => {
+    const sent: string[] = [];
+    const c = new TypeSafeClient({
+      apiKey: KEY,
+      baseURL: base,
+      defaultModel: 'svc-latest',
+      logLevel: 'off',
+      fetch: (input, init) => {
+        sent.push(String(init?.body));
+        return globalThis.fetch(input, init);
+      },
+    });
+    const request = { state: 'x', questions: { paid: questions.paid }, user: 'user-7', metadata: { team: 'billing' } };
+    const r = await c.systemOne(request);
+    expect(JSON.parse(sent[0]!)).toMatchObject({ user: 'user-7', metadata: { team: 'billing' } });
+    expect(r.answers.paid.type).toBe('noul');
+  });
+
   it('lists the models', async () => {
     const { c } = client();
     const names = (await c.models.list()).map((m) => m.name);

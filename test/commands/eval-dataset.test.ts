@@ -373,6 +373,11 @@ describe('assay eval --dataset', () => {
         expect(report.metrics[type].logLoss).toBeCloseTo(local.metrics[type].logLoss, 5);
       }
       expect(report.usage.input_tokens).toBe(local.usage.input_tokens);
+      // Which confidence formula the numbers come from: the local engine's is known, a server's is its own.
+      expect([local.confidence, report.confidence]).toEqual(['entropy', null]);
+      const html = (d: string) => readFileSync(join(d, 'report.html'), 'utf8');
+      expect(html(localDir)).toContain('Choice and score confidence: entropy, 1 − H/ln N');
+      expect(html(dir)).toContain('Choice and score confidence: as the server computes it');
     } finally {
       await srv.close();
     }

@@ -47,6 +47,48 @@ describe('scheduler', () => {
     expect(await s.request(async (t) => t.pass(async () => 'later'))).toBe('later');
   });
 
+  // A fresh server's first burst: no request has finished, so the scheduler has timed nothing. A
+  // caller told less than the running request has already held the session comes back while it
+  // still runs and spends a retry on another refusal (the official SDK has two).
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const refusal = async (s: Scheduler) =>
+    ((await s.request(async () => 1).catch((e: unknown) => e)) as OverloadedError).retryAfterSeconds * 1000;
+
+  it('before any request has finished, a refused caller is told at least what the running one has held so far', async () => {
+    const s = new Scheduler(0);
+    const g = gate();
+    let passStarted = 0;
+    const running = s.request((t) =>
+      t.pass(async () => {
+        passStarted = performance.now();
+        await g.promise;
+      }),
+    );
+    await sleep(250);
+    const heldAtLeast = performance.now() - passStarted;
+    expect(await refusal(s)).toBeGreaterThanOrEqual(heldAtLeast);
+    g.open();
+    await running;
+  });
+
+  it("the first finished request's time is the estimate at once, not a step from a guess", async () => {
+    const s = new Scheduler(0);
+    let held = 0;
+    await s.request((t) =>
+      t.pass(async () => {
+        const began = performance.now();
+        await sleep(250);
+        held = performance.now() - began;
+      }),
+    );
+    const g = gate();
+    const running = s.request((t) => t.pass(() => g.promise));
+    // One request admitted: the wait told is at least its service time as measured.
+    expect(await refusal(s)).toBeGreaterThanOrEqual(held);
+    g.open();
+    await running;
+  });
+
   it('an aborted request leaves at its next pass; a failing pass does not stop the next', async () => {
     const s = new Scheduler(4);
     const g = gate();

@@ -56,6 +56,11 @@ async function body(app: FastifyInstance, options: BodyOptions): Promise<void> {
     if (req.headers['content-type'] === undefined) return json(data as Buffer, done);
     done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(), undefined);
   });
+  // An empty Content-Type is none (FastAPI tests the header for truth); fastify would refuse it as an
+  // invalid media type before any parser runs.
+  app.addHook('onRequest', async (req) => {
+    if (req.headers['content-type'] === '') delete req.headers['content-type'];
+  });
   app.addHook('onClose', async () => bodyWorker.close());
 }
 

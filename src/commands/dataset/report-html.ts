@@ -11,6 +11,8 @@ export interface HtmlTable {
 
 export interface HtmlArm {
   arm: string;
+  /** The formula of its choice and score confidence; null: the server's own (its --confidence), unknown here. */
+  confidence: 'entropy' | 'hosted' | null;
   summary: string;
   metrics: HtmlTable;
   /** Coverage at each error budget: caption (with the thresholds), table, and the note on how many answers are enough. */
@@ -98,6 +100,22 @@ function changedTable(c: HtmlCompare): string {
   return `<table class="changed"><caption>Answers that flipped (${c.changed.length})</caption><thead><tr>${head.map((h) => `<th scope="col">${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
+const FORMULAS = {
+  entropy: 'entropy, 1 − H/ln N over every outcome (<code>assay serve --confidence entropy</code>, the default)',
+  hosted:
+    "the hosted service's formulas, (p<sub>max</sub> − 1/k)/(1 − 1/k) for a choice and 1 − distance from the most probable level for a score (<code>assay serve --confidence hosted</code>)",
+  server:
+    'as the server computes it: its <code>--confidence</code>, entropy (1 − H/ln N) unless it was started with <code>--confidence hosted</code>; the API does not report which',
+} as const;
+
+/** Which formula the choice and score confidence (and so coverage and calibration) comes from, per arm when they differ. */
+function confidenceLine(arms: HtmlArm[]): string {
+  const of = (a: HtmlArm) => FORMULAS[a.confidence ?? 'server'];
+  if (arms.every((a) => of(a) === of(arms[0]!)))
+    return `<p class="confidence">Choice and score confidence: ${of(arms[0]!)}.</p>`;
+  return `<p class="confidence">Choice and score confidence: ${arms.map((a) => `${esc(a.arm)}: ${of(a)}`).join('; ')}.</p>`;
+}
+
 /** The whole page. */
 export function reportHtml(title: string, synthetic: boolean, arms: HtmlArm[], compare?: HtmlCompare): string {
   return `<!doctype html>
@@ -111,7 +129,7 @@ export function reportHtml(title: string, synthetic: boolean, arms: HtmlArm[], c
 <body>
 <h1>${esc(title)}</h1>
 ${synthetic ? '<p class="synthetic" role="alert"><strong>This model is synthetic (random weights): its answers, and so these metrics, mean nothing.</strong> Register a real model to measure quality.</p>' : ''}
-<p>Choice and score confidence: entropy (1 − H/ln N), the default of <code>assay serve --confidence</code>.</p>
+${arms.length ? confidenceLine(arms) : ''}
 ${arms.map((a) => armSummary(a, arms.length > 1)).join('\n')}
 ${compare ? `<h2>${esc(compare.b)} against ${esc(compare.a)}</h2>\n<p>${esc(compare.driftNote)}</p>\n${table(compare.drift, 'Differences with 95% intervals')}\n${table(compare.flips)}\n${changedTable(compare)}` : ''}
 ${arms.map((a) => armTags(a, arms.length > 1)).join('\n')}

@@ -9,6 +9,7 @@
 // runs every kind of arm; a server (--url) only model names.
 import { basename, dirname, join, relative } from 'node:path';
 import { AssayClient } from '../../client/index.js';
+import { DEFAULTS } from '../../defaults.js';
 import type { EngineConfig } from '../../engine/index.js';
 import { PROMPT_VERSIONS, parseVariant, VARIANTS } from '../../engine/index.js';
 import type { SystemOneRequest, SystemOneResponse } from '../../protocol/index.js';
@@ -58,6 +59,11 @@ export interface Target {
   synthetic: boolean;
   /** The model folder (local engine only): where `assay calibrate` writes. */
   dir?: string;
+  /**
+   * The formula of its choice and score confidence: the local engine's (the default, entropy); a
+   * server: undefined, as its own --confidence decides and the API does not report it.
+   */
+  confidence?: NonNullable<EngineConfig['confidence']>;
   evaluate(line: DatasetLine): Promise<SystemOneResponse>;
   close(): Promise<void>;
 }
@@ -124,6 +130,7 @@ export async function openTarget(spec: ArmSpec, ctx: TargetContext): Promise<Tar
     model: arm.id,
     synthetic: evaluator.synthetic === true,
     dir: arm.dir,
+    confidence: engine.confidence ?? DEFAULTS.confidence,
     async evaluate(line) {
       const { response } = await evaluateRequest(
         { registry, models: pool },

@@ -13,6 +13,9 @@
 import { RetrySlots } from '../../protocol/index.js';
 import { AbortedError, OverloadedError } from '../errors.js';
 
+/** What one request is taken to hold the session for before any has been timed (and its floor then). */
+const FIRST_GUESS_MS = 100;
+
 interface Turn {
   grant: () => void;
   signal?: AbortSignal;
@@ -30,8 +33,13 @@ export class Scheduler {
   private busy = false;
   private admitted = 0;
   private startedCount = 0;
-  /** Moving average of how long one request holds the session (the sum of its passes), for retry-after hints. */
-  private serviceMs = 100;
+  /**
+   * Moving average of how long one request holds the session (the sum of its passes), for
+   * retry-after hints; undefined until a request has finished (the first one sets it).
+   */
+  private serviceMs: number | undefined;
+  /** Admitted requests that have run a pass: the session time each has held so far. */
+  private readonly holding = new Set<{ held: number; since?: number }>();
   private readonly slots = new RetrySlots();
 
   constructor(private readonly maxQueue: number) {}
@@ -52,19 +60,21 @@ export class Scheduler {
     if (this.admitted > this.maxQueue) throw new OverloadedError(this.retryAfterMs() / 1000);
     this.admitted++;
     let started = false;
-    let held = 0;
+    const hold: { held: number; since?: number } = { held: 0 };
     const ticket: Ticket = {
       pass: async (fn) => {
         await this.turn(signal);
         if (!started) {
           started = true;
           this.startedCount++;
+          this.holding.add(hold);
         }
-        const began = performance.now();
+        hold.since = performance.now();
         try {
           return await fn();
         } finally {
-          held += performance.now() - began;
+          hold.held += performance.now() - hold.since;
+          hold.since = undefined;
           this.release();
         }
       },
@@ -75,7 +85,8 @@ export class Scheduler {
       this.admitted--;
       if (started) {
         this.startedCount--;
-        this.serviceMs = 0.8 * this.serviceMs + 0.2 * held;
+        this.holding.delete(hold);
+        this.serviceMs = this.serviceMs === undefined ? hold.held : 0.8 * this.serviceMs + 0.2 * hold.held;
       }
     }
   }
@@ -86,7 +97,21 @@ export class Scheduler {
    * spends one of its few retries on another refusal, while one told a little late only waits.
    */
   private retryAfterMs(): number {
-    return this.slots.next(performance.now(), this.admitted * this.serviceMs, 1.5 * this.serviceMs);
+    const service = this.serviceEstimateMs(performance.now());
+    return this.slots.next(performance.now(), this.admitted * service, 1.5 * service);
+  }
+
+  /**
+   * How long one request holds the session: the moving average once a request has finished. Before
+   * that (a fresh server's first burst) nothing has been timed, and a guess told to a burst of
+   * callers sends them all back too early: the longest any running request has held the session so
+   * far is a floor that grows while they wait.
+   */
+  private serviceEstimateMs(now: number): number {
+    if (this.serviceMs !== undefined) return this.serviceMs;
+    let longest = 0;
+    for (const h of this.holding) longest = Math.max(longest, h.held + (h.since === undefined ? 0 : now - h.since));
+    return Math.max(FIRST_GUESS_MS, longest);
   }
 
   /** Runs `fn` alone on the session once every pass asked for before it is done (e.g. closing it). */

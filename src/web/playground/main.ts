@@ -188,7 +188,8 @@ async function send(): Promise<void> {
   sendButton.disabled = true;
   answers.setAttribute('aria-busy', 'true');
   try {
-    showAnswers(answers, await evaluate(key.value.trim(), body));
+    const formula = models.find((m) => m.name === body.model)?.confidence;
+    showAnswers(answers, await evaluate(key.value.trim(), body), formula);
   } catch (error) {
     clearAnswers();
     showFailure(error);

@@ -2,7 +2,7 @@
 // bar charts with the picked option and the expected score marked; confidence, usage and time.
 // Every drawn number also sits in a data- attribute with its full precision (the browser test
 // compares them with the API's JSON).
-import type { Answer, Content, Evaluation } from './api.js';
+import type { Answer, Content, Evaluation, PlaygroundModel } from './api.js';
 import { h } from './dom.js';
 
 const pct = (p: number) => `${(p * 100).toFixed(1)}%`;
@@ -32,11 +32,27 @@ function bar(p: number, label: string, picked = false): HTMLElement {
 
 const text = (c: Content): string => (typeof c === 'string' ? c : JSON.stringify(c));
 
-function confidence(c: number): HTMLElement {
-  return h('p', { class: 'confidence', 'data-confidence': String(c) }, `confidence ${pct(c)}`);
+/** The formula of a choice's or score's confidence, as the model's server computes it (its --confidence). */
+export type ConfidenceFormula = PlaygroundModel['confidence'];
+
+const FORMULAS: Record<ConfidenceFormula, string> = {
+  entropy: 'entropy: 1 − H/ln N over every outcome',
+  hosted:
+    "the hosted service's formula: (p_max − 1/k)/(1 − 1/k) for a choice, 1 − distance from the most probable level for a score",
+};
+
+function confidence(c: number, formula: ConfidenceFormula | undefined): HTMLElement {
+  const p = h(
+    'p',
+    { class: 'confidence', 'data-confidence': String(c) },
+    `confidence ${pct(c)}`,
+    formula ? h('span', { class: 'formula', title: FORMULAS[formula] }, ` (${formula})`) : null,
+  );
+  if (formula) p.dataset.formula = formula;
+  return p;
 }
 
-function answerView(id: string, a: Answer): HTMLElement {
+function answerView(id: string, a: Answer, formula: ConfidenceFormula | undefined): HTMLElement {
   const root = h(
     'article',
     { class: 'answer', 'data-question': id, 'data-type': a.type },
@@ -52,7 +68,7 @@ function answerView(id: string, a: Answer): HTMLElement {
       root.append(
         h('p', { class: 'headline' }, `picked: ${a.choice}`),
         ...Object.entries(a.probabilities).map(([option, p]) => bar(p, option, option === a.choice)),
-        confidence(a.confidence),
+        confidence(a.confidence, formula),
       );
       break;
     case 'score': {
@@ -72,7 +88,7 @@ function answerView(id: string, a: Answer): HTMLElement {
         h('p', { class: 'headline' }, `expected score ${a.score.toFixed(2)} (0–${top})`),
         scale,
         ...levels.map((l) => bar(a.probabilities[l]!, `${l}: ${text(a.legend[l] ?? '')}`, l === best)),
-        confidence(a.confidence),
+        confidence(a.confidence, formula),
       );
       break;
     }
@@ -80,11 +96,11 @@ function answerView(id: string, a: Answer): HTMLElement {
   return root;
 }
 
-/** Replaces `target`'s content with the answers and the request's facts. */
-export function showAnswers(target: HTMLElement, e: Evaluation): void {
+/** Replaces `target`'s content with the answers and the request's facts; `formula`: the model's confidence formula, when known. */
+export function showAnswers(target: HTMLElement, e: Evaluation, formula?: ConfidenceFormula): void {
   const { response } = e;
   target.replaceChildren(
-    ...Object.entries(response.answers).map(([id, a]) => answerView(id, a)),
+    ...Object.entries(response.answers).map(([id, a]) => answerView(id, a, formula)),
     h(
       'dl',
       { class: 'facts' },
