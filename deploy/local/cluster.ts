@@ -70,12 +70,17 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-async function waitForHealth(url: string, timeoutMs: number): Promise<void> {
+/** Polls `url`/healthz until it answers 200 (and `ours` accepts the answer). */
+async function waitForHealth(
+  url: string,
+  timeoutMs: number,
+  ours: (res: Response) => boolean = () => true,
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (
       await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) }).then(
-        (r) => r.ok,
+        (r) => r.ok && ours(r),
         () => false,
       )
     )
@@ -156,7 +161,21 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   writeConf();
   const proxy = spawn(nginx, ['-p', prefix, '-c', confFile], { stdio: ['ignore', 'ignore', 'inherit'] });
   const url = `http://127.0.0.1:${port}`;
-  await waitForHealth(url, 30_000);
+  // Ready when a replica answers through the proxy (it names itself): another server already on the
+  // port answers /healthz too, without the header, while nginx fails to bind and exits.
+  const exited = new Promise<never>((_, reject) =>
+    proxy.once('exit', (code) =>
+      reject(new Error(`nginx exited (code ${code}) before it answered on ${url}: is port ${port} taken?`)),
+    ),
+  );
+  try {
+    await Promise.race([waitForHealth(url, 30_000, (r) => r.headers.has('x-assay-replica')), exited]);
+  } catch (error) {
+    proxy.kill('SIGKILL');
+    for (const r of replicas) r.process.kill('SIGKILL');
+    throw error;
+  }
+  exited.catch(() => {}); // a later exit is stop()'s
 
   // The readiness probes: a replica that fails one check leaves the rotation, one that passes returns.
   let stopped = false;

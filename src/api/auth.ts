@@ -96,14 +96,20 @@ export function loadKeysFile(file: string): ApiKey[] {
  * Throws when a key's `models` names a model the registry does not accept: such a key could use
  * nothing (403 on everything), so the server refuses it at startup, naming the key and the names.
  */
-export function checkKeyModels(keys: readonly ApiKey[], accepted: readonly string[]): void {
+export function checkKeyModels(
+  keys: readonly ApiKey[],
+  accepted: readonly string[],
+  files: { keysFile: string; registryFile: string },
+): void {
   const known = new Set(accepted);
   const problems = keys.flatMap((k) => {
     const unknown = (k.models ?? []).filter((m) => !known.has(m));
     return unknown.length ? [`key "${k.name}" names ${unknown.map((m) => `"${m}"`).join(', ')}`] : [];
   });
   if (problems.length)
-    throw new Error(`keys file: ${problems.join('; ')}: not in the model registry (it accepts ${accepted.join(', ')})`);
+    throw new Error(
+      `${files.keysFile}: ${problems.join('; ')}: not in the model registry (${files.registryFile} accepts ${accepted.join(', ')})`,
+    );
 }
 
 /** Finds the key a request presented. Every stored hash is compared (no early exit), in constant time. */

@@ -14,7 +14,8 @@ import { describeError, parseCommand, parseFormat, resolveIo, table, type Comman
 const FLAGS = commandFlags({
   head: `Usage: assay models [options]
 
-Lists the model names the \`model\` field accepts.
+Lists the models a server lists (GET /v1/models): its aliases and the versioned ids the registry
+marks "listed", each a name the \`model\` field accepts (as is every versioned id of the registry).
 `,
   flags: {
     url: COMMON_FLAGS.url('ask a running server (GET /v1/models; key from ASSAY_API_KEY)'),

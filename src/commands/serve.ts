@@ -52,7 +52,10 @@ export async function run(argv: string[]): Promise<number> {
   let registry;
   try {
     registry = loadRegistry(config.registryFile);
-    checkKeyModels(config.keys, acceptedModelNames(registry));
+    checkKeyModels(config.keys, acceptedModelNames(registry), {
+      keysFile: config.keysFile ?? 'keys file',
+      registryFile: config.registryFile,
+    });
   } catch (e) {
     process.stderr.write(`assay serve: ${(e as Error).message}\n`);
     return 2;

@@ -1,13 +1,24 @@
 // The serving core over a real socket: tenants do not share prefix caches (unless the operator
-// says so), refused requests are charged, failed model loads are remembered and answered 503,
-// engine failures are logged with their (content-free) message, and a small request is never
-// stuck behind heavy ones.
+// says so), refused requests are charged, a model still loading is waited for, failed model loads
+// are remembered and answered 503, engine failures are logged with their (content-free) message,
+// and a small request is never stuck behind heavy ones.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/api/auth.js';
 import { createModelPool } from '../../src/service/model-pool.js';
 import { EngineError } from '../../src/engine/index.js';
 import { checkRegistry } from '../../src/registry.js';
-import { auth, KEY, mixedRequest, OTHER_KEY, startServer, testKeys, withEvaluate, type TestServer } from './helpers.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import {
+  auth,
+  KEY,
+  mixedRequest,
+  OTHER_KEY,
+  startServer,
+  testKeys,
+  testRegistry,
+  withEvaluate,
+  type TestServer,
+} from './helpers.js';
 
 async function listen(s: TestServer): Promise<string> {
   return s.app.listen({ host: '127.0.0.1', port: 0 });
@@ -65,6 +76,28 @@ describe('charging', () => {
 });
 
 describe('model loading off the request path', () => {
+  it('the first request for a model not loaded yet waits for its load and is answered 200, not 503 "loading"', async () => {
+    // The real pool with nothing loaded, as right after `assay serve` starts: the request's model
+    // (svc-0.9.0, never preloaded) loads while the request waits, within its deadline.
+    const registry = testRegistry(await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }));
+    const pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: () => {} });
+    const s = await startServer({ registry, models: pool, logging: false });
+    try {
+      const base = await listen(s);
+      const [first, second] = await Promise.all([
+        post(base, { ...mixedRequest(), model: 'svc-0.9.0' }),
+        post(base, { ...mixedRequest(), model: 'svc-0.9.0' }),
+      ]);
+      expect([first.status, first.headers.get('retry-after')]).toEqual([200, null]);
+      expect(first.json.model).toBe('svc-0.9.0');
+      expect(second.status).toBe(200);
+      expect(pool.loaded().map((m) => m.model)).toEqual(['svc-0.9.0']); // one load, shared by both
+    } finally {
+      await s.close();
+      await pool.close();
+    }
+  });
+
   it('a model that fails to load is answered 503 with retry-after, and not retried by every request', async () => {
     const registry = checkRegistry(
       {

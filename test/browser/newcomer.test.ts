@@ -183,6 +183,7 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
     expect(limited[0]).toMatch(/^HTTP 429: Rate limit exceeded/);
     expect(limited[0]!.match(/retry/gi)).toHaveLength(1); // the wait, said once
     expect(await page.locator('#answers .answer').count()).toBe(0);
+    expect(await page.locator('#answers').textContent()).toContain('the error is above');
     // The error box sits beside the form, in the answers panel: where the answers would be.
     expect(
       await page.locator('#request-error').evaluate((e) => e.closest('section')?.getAttribute('aria-labelledby')),
@@ -209,6 +210,8 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
     expect(await errorLines(page, '.question:last-child .field-error')).toHaveLength(1);
     expect(await page.locator('#answers .answer').count()).toBe(0);
     expect(await page.locator('#request-error').isVisible()).toBe(false);
+    // The answers panel points at where the error is: the question's card, not an empty box above.
+    expect(await page.locator('#answers').textContent()).toContain('the error is shown in the form');
     await page.screenshot({ path: join(SHOTS, 'newcomer-422.png'), fullPage: true });
     expect(problems).toEqual([]);
     await page.close();

@@ -115,8 +115,8 @@ it('a keys file naming a model the registry lacks is refused at startup, with th
     serveCmd(['--keys-file', keys, '--port', '0', '--log-level', 'silent']),
   );
   expect(result).toBe(2);
-  expect(err).toContain('key "team-a" names "svc-typo"');
-  expect(err).toMatch(/not in the model registry \(it accepts svc-latest, svc-preview, svc-1\.13\.0, tiny-tasks-1\b/);
+  expect(err).toContain(`${keys}: key "team-a" names "svc-typo": not in the model registry (`);
+  expect(err).toMatch(/registry\.json accepts svc-latest, svc-preview, svc-1\.13\.0, tiny-tasks-1\b/);
 });
 
 it('the startup log says that a remote escalation breaks zero data retention, and that its key is not set (bin/assay.js)', async () => {

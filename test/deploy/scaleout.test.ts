@@ -3,6 +3,8 @@
 // Each replica names itself in x-assay-replica (--replica-id, an operator setting). The client SDK
 // sends x-assay-state-hash by default; curl-like callers send no header.
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AssayClient } from '../../src/client/index.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
@@ -132,4 +134,25 @@ describe.skipIf(!nginx)('three replicas behind nginx', () => {
     await cluster.waitForRotation(['r1']);
     expect(await ask(state)).toBe('r1');
   });
+});
+
+describe.skipIf(!nginx)('the cluster harness, as a person runs it', () => {
+  it('a proxy port another server already answers on: it stops naming the port, not "nginx on …"', async () => {
+    // Another server on the port, answering /healthz 200 (as another Assay would): nginx cannot bind.
+    const other = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+    const port = (other.address() as AddressInfo).port;
+    try {
+      await expect(
+        startCluster({
+          modelDir: await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }),
+          replicas: 1,
+          port,
+          key: KEY,
+        }),
+      ).rejects.toThrow(`is port ${port} taken?`);
+    } finally {
+      other.close();
+    }
+  }, 120_000);
 });

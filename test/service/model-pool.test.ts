@@ -68,3 +68,32 @@ describe('model pool', () => {
     }
   });
 });
+
+describe('model pool load notes', () => {
+  it('packing unavailable on an export is an info line ("model runs without packing"), not a "fell back" warning', async () => {
+    // A dynamic int8 export run as exported (--no-per-token-int8) with --batch-tokens: its one
+    // activation scale per pass keeps packing across requests off. That is how the export runs, not a fallback.
+    const dir = await ensureSynthModel({ shape: 'tiny', dtype: 'int8' });
+    const registry = checkRegistry(
+      {
+        default: 'svc-q',
+        models: { 'svc-q': { path: dir, variant: 'int8', description: 'tiny int8', release_date: '2026-11-22' } },
+        aliases: {},
+      },
+      '/tmp/assay-pool-registry.json',
+    );
+    const lines: Array<[string, string]> = [];
+    const pool = createModelPool(
+      registry,
+      { threads: 1, perTokenInt8: false, batchTokens: 256 },
+      { info: (_o, m) => void lines.push(['info', m]), warn: (_o, m) => void lines.push(['warn', m]) },
+    );
+    try {
+      await pool.preload();
+      expect(lines).toContainEqual(['info', 'model runs without packing']);
+      expect(lines.filter(([level, m]) => level === 'warn' && m !== SYNTHETIC_WARNING)).toEqual([]);
+    } finally {
+      await pool.close();
+    }
+  });
+});

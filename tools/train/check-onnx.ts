@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureSynthModel, logSoftmaxAt, ModelRunner, openModelFolder, type SynthDtype } from '../../src/internal.js';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Row i of a line's tokenized questions: fact (noul), pick (choice), urgency (score), as tiny-tasks.ts asks them. */
 const TYPES = ['noul', 'choice', 'score'] as const;
 

@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { ensureSynthModel, planRequest, promptSet, TextCodec } from '../../src/internal.js';
 import { generateLines, type TaskLine } from './tiny-tasks.js';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const TRAIN_SEED = 1;
 export const HELDOUT_SEED = 2;
 export const HELDOUT_FILE = join(ROOT, 'examples', 'tiny-tasks-heldout.jsonl');

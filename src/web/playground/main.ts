@@ -78,9 +78,15 @@ function reveal(el: HTMLElement): void {
   if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({ block: 'nearest' });
 }
 
-/** The answers of an earlier request go once a later one fails: what is on screen is never stale. */
+/**
+ * The answers of an earlier request go once a later one fails: what is on screen is never stale.
+ * Called after the error is shown, to point at it: the box above, or the form's field or question.
+ */
 function clearAnswers(): void {
-  answers.replaceChildren(h('p', { class: 'hint' }, 'No answers: the request failed (the error is above).'));
+  const where = requestError.hidden
+    ? 'the error is shown in the form, at the field or question it concerns'
+    : 'the error is above';
+  answers.replaceChildren(h('p', { class: 'hint' }, `No answers: the request failed (${where}).`));
 }
 
 /** Shows `message` next to what `loc` names: the state, the model, a question's card, or the error box. */
@@ -179,8 +185,8 @@ async function loadModels(asked = false): Promise<void> {
 async function send(): Promise<void> {
   clearErrors();
   if (!key.value.trim()) {
-    clearAnswers();
-    return showError(NO_KEY, 'key');
+    showError(NO_KEY, 'key');
+    return clearAnswers();
   }
   const body = request();
   if (!body) return clearAnswers();
@@ -191,8 +197,8 @@ async function send(): Promise<void> {
     const formula = models.find((m) => m.name === body.model)?.confidence;
     showAnswers(answers, await evaluate(key.value.trim(), body), formula);
   } catch (error) {
-    clearAnswers();
     showFailure(error);
+    clearAnswers();
   } finally {
     sendButton.disabled = false;
     answers.removeAttribute('aria-busy');
