@@ -20,6 +20,7 @@
 // (a reshape after the head, say), the rewrite is skipped and the engine reads full logits instead.
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
+import { topologicalOrder } from './graph-order.js';
 import { PerTokenInt8 } from './per-token-int8.js';
 import { externalDataReader } from './q4-to-int8.js';
 import { AttributeType, DataType } from '../../common/index.js';
@@ -185,8 +186,10 @@ export function quantizePerToken(model: ModelProto, dir?: string): number {
     kept = kept.filter((n) => !maybeUnused.has(n) || (n.output ?? []).some((o) => read.has(o)));
     again = kept.length < before;
   }
-  graph.node = topologicalOrder(kept);
-  graph.initializer = [...(graph.initializer ?? []), ...builder.initializers];
+  // Each activation's row quantization, read by its products.
+  const quantization = builder.finish();
+  graph.node = topologicalOrder([...kept, ...quantization.nodes]);
+  graph.initializer = [...(graph.initializer ?? []), ...quantization.initializers];
   if (!(model.opsetImport ?? []).some((o) => o.domain === 'com.microsoft'))
     model.opsetImport = [...(model.opsetImport ?? []), { domain: 'com.microsoft', version: 1 }];
   return count;
@@ -278,32 +281,6 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
     tensorInfo(LOGPROBS_OUTPUT, FLOAT, ['batch_size', 'assay_keep', 'assay_candidates']),
   ];
   return true;
-}
-
-/** The nodes in an order where each comes after the producers of its inputs (as ONNX requires), stable otherwise. */
-function topologicalOrder(nodes: OnnxTypes.INodeProto[]): OnnxTypes.INodeProto[] {
-  const producerOf = new Map<string, number>();
-  nodes.forEach((n, i) => (n.output ?? []).forEach((o) => producerOf.set(o, i)));
-  const waiting = nodes.map(
-    (n) => new Set((n.input ?? []).map((i) => producerOf.get(i)).filter((p): p is number => p !== undefined)),
-  );
-  const consumers = nodes.map(() => [] as number[]);
-  waiting.forEach((deps, i) => deps.forEach((d) => consumers[d]!.push(i)));
-  const out: OnnxTypes.INodeProto[] = [];
-  const ready = waiting.map((d, i) => (d.size === 0 ? i : -1)).filter((i) => i >= 0);
-  // A min-ordered ready list keeps the original order wherever the dependencies allow.
-  while (ready.length > 0) {
-    ready.sort((a, b) => b - a);
-    const i = ready.pop()!;
-    out.push(nodes[i]!);
-    for (const c of consumers[i]!) {
-      const deps = waiting[c]!;
-      deps.delete(i);
-      if (deps.size === 0) ready.push(c);
-    }
-  }
-  if (out.length !== nodes.length) throw new Error('the rewritten graph has a cycle');
-  return out;
 }
 
 /**

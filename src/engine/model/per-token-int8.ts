@@ -7,33 +7,31 @@
 // on that row alone, and the integer product is exact, so a token's result is the same whatever
 // shares its pass. Each row gets what DynamicQuantizeLinear gives the tensor, over its own range:
 //
-//   lo, hi = min(min x_row, 0), max(max x_row, 0)                ReduceMin / ReduceMax      [R, 1]
+//   lo, hi = min(min x_row, 0), max(max x_row, 0)                ReduceMin / ReduceMax      [..., M, 1]
 //   s_row  = (hi − lo) / 255,  z_row = round(−lo / s_row)        256 levels, 0 exactly one of them
-//   q      = QuantizeLinear(x, s_row, z_row), per row            uint8 [R, K]
+//   q      = QuantizeLinear(x, s_row, z_row) along the rows      uint8 [..., M, K]
 //   y      = s_row · w_scale · Σ_k (q_k − z_row) · (W_k − w_zp)  exact int32 sums, then two scales
 //
-// with x seen as R = M·(batch) rows of K. A row's range lies inside the tensor's, so its step is
-// never coarser than the per-tensor form's.
+// A row's range lies inside the tensor's, so its step is never coarser than the per-tensor form's.
 //
 // The whole of y is one MatMulIntegerToFloat: onnxruntime's integer GEMM takes one activation zero
-// point for all rows, so each row's own is folded into the product itself. The row is extended by J
-// columns holding z_row, and the weight by J rows whose entries sum, per column, to −Σ_k (W_k − w_zp)
-// (the column sum, computed here at load), so the extra terms add exactly −z_row · Σ_k (W_k − w_zp):
+// point for all rows, so each row's own is folded into the product. The row is extended by J columns
+// holding z_row, and the weight by J rows whose entries sum, per column, to −Σ_k (W_k − w_zp) (the
+// column sum, computed here at load), so the extra terms add exactly −z_row · Σ_k (W_k − w_zp):
 //
 //   [q | z … z] · [W ; D] = Σ_k q_k W_k − z_row · Σ_k W_k          (w_zp = 0 shown)
 //
-// J = ⌈max_n |Σ_k W_k,n| / L⌉ rows with |D| ≤ L = 127 adds J of K + J terms to each sum: under 3%
-// at the 0.5B shapes. The weight keeps its
-// initializer and D is a small new one; a Concat node joins them, which onnxruntime folds into one
-// constant at session creation (then prepacks it as it does the export's weight). The row scale is
-// the kernel's activation scale given per row ([R, 1]): the kernel applies it to its output in place.
-// So the work added to the export's form is one more read of x (min and max are two reductions),
-// a copy of the uint8 rows with their J columns, and one in-place pass over the output.
+// J = ⌈max_n |Σ_k W_k,n| / L⌉ rows with |D| ≤ L = 127, the most any product reading the activation
+// needs (the others' D is padded with rows of w_zp, which add nothing); one extension serves them
+// all. The weight keeps its initializer and D is a small new one; a Concat node joins them, which
+// onnxruntime folds into one constant at session creation (then prepacks it as it does the export's
+// weight). The row scale is the kernel's activation scale given per row ([..., M, 1]): the kernel
+// applies it to its output in place. The rows are quantized along axis −2 in one pass, which takes
+// the rows of one sequence: the engine's passes have batch 1, and a batch of several would be
+// refused by onnxruntime (a scale per row of every batch does not match that axis), not mixed.
 //
 // The integer kernel is the one the exports run (u8 × s8, or the exact u8 × u8 form under
-// `session.x64quantprecision`, cpu.ts). The quantization of an activation is shared by every
-// product that reads it (q, k and v; gate and up), as quantize_dynamic shares its
-// DynamicQuantizeLinear.
+// `session.x64quantprecision`, cpu.ts).
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { AttributeType, DataType } from '../../common/index.js';
 
@@ -42,7 +40,7 @@ export type TensorProto = OnnxTypes.ITensorProto;
 
 /** One matrix product to emit. */
 export interface PerTokenMatMul {
-  /** The fp32 activation [..., K]. */
+  /** The fp32 activation [..., M, K]. */
   input: string;
   /** An int8 initializer [K, N], quantized per output channel or per tensor. */
   weight: string;
@@ -50,41 +48,41 @@ export interface PerTokenMatMul {
   weightScale: string;
   /** Its zero points (int8): a scalar or [N]; omitted: 0. */
   weightZeroPoint?: string;
-  /** The fp32 result [..., N]. */
+  /** The fp32 result [..., M, N]. */
   output: string;
   /** Prefix of every node, tensor and initializer name emitted (unique per product). */
   prefix: string;
 }
 
-/** What to add to the graph: nodes in a valid order (after the producer of `input`), and initializers. */
-export interface PerTokenNodes {
-  nodes: NodeProto[];
-  initializers: TensorProto[];
+/** A product's correction rows before they are padded to its activation's J. */
+interface Correction {
+  name: string;
+  N: number;
+  /** Rows × N, row-major. */
+  rows: Int8Array;
+  /** The weight's zero point per column (padding rows hold it: they add nothing). */
+  zeroPoints: (n: number) => number;
 }
 
-/** The quantized rows of an activation, shared by the products that read it. */
-interface QuantizedRows {
-  /** uint8, the activation's shape. */
-  quantized: string;
-  /** float [..., M, 1]. */
-  rowScale: string;
-  /** uint8 [..., M, 1]: each row's zero point. */
-  zeroPoint: string;
+/** An activation read by per-token products: the names its nodes define, and the rows its products need. */
+interface Activation {
+  prefix: string;
+  corrections: Correction[];
 }
 
 /** Largest |entry| of the rows that carry the zero-point correction, unless the caller asks for less. */
 const INT8_LEVELS = 127;
 
 /**
- * Emits the per-token products into `nodes` and `initializers`. `opset` is the model's ai.onnx
- * opset (ReduceMax takes its axes as an input from 18 on; Reshape has allowzero from 14 on, which
- * the one-pass per-row QuantizeLinear needs); the quantization of each activation is shared by the
- * products that read it (q, k and v quantize their input once).
+ * Emits per-token products: `matMul` for each product (its nodes, returned to take the place of the
+ * export's), then `finish` once, which adds the nodes that quantize each activation (after its
+ * producer, before the products: the caller orders the graph) and every initializer. `opset` is the
+ * model's ai.onnx opset (ReduceMax takes its axes as an input from 18 on).
  */
 export class PerTokenInt8 {
   readonly nodes: NodeProto[] = [];
   readonly initializers: TensorProto[] = [];
-  private readonly rows = new Map<string, QuantizedRows>();
+  private readonly activations = new Map<string, Activation>();
   private readonly names = new Set<string>();
 
   constructor(
@@ -101,28 +99,27 @@ export class PerTokenInt8 {
   ) {}
 
   /**
-   * Adds the nodes of one product; returns the nodes added by this call (also kept in `nodes`), or
-   * undefined, with nothing added, where the weight's zero point leaves no room for the correction.
+   * The nodes of one product (also kept in `nodes`), or undefined, with nothing added, where the
+   * weight's zero point leaves no room for the correction.
    */
   matMul(m: PerTokenMatMul): NodeProto[] | undefined {
-    const correction = this.correctionRows(m, `${m.prefix}/per_token_zero_point_rows`);
+    const correction = this.correction(m, `${m.prefix}/per_token_zero_point_rows`);
     if (!correction) return undefined;
+    const activation = this.activation(m.input);
+    activation.corrections.push(correction);
     const start = this.nodes.length;
-    const rows = this.quantizeRows(m.input, correction.K);
-    this.initializers.push(correction.tensor);
     const weight = `${m.prefix}/per_token_weight`;
-    this.node('Concat', [m.weight, correction.tensor.name!], weight, [int('axis', 0)]);
-    const zeros = `${m.prefix}/per_token_zero_point_columns`;
-    this.node(
-      'Expand',
-      [rows.zeroPoint, this.int64s(`${this.namespace}/columns_${correction.rows}`, [1, correction.rows])],
-      zeros,
-    );
-    const extended = `${m.prefix}/per_token_rows`;
-    this.node('Concat', [rows.quantized, zeros], extended, [int('axis', -1)]);
+    this.node('Concat', [m.weight, correction.name], weight, [int('axis', 0)]);
     this.node(
       'MatMulIntegerToFloat',
-      [extended, weight, rows.rowScale, m.weightScale, this.unsignedZero(), m.weightZeroPoint ?? ''],
+      [
+        `${activation.prefix}/rows`,
+        weight,
+        `${activation.prefix}/row_scale`,
+        m.weightScale,
+        this.unsignedZero(),
+        m.weightZeroPoint ?? '',
+      ],
       m.output,
       [],
       'com.microsoft',
@@ -130,71 +127,66 @@ export class PerTokenInt8 {
     return this.nodes.slice(start);
   }
 
+  /** The nodes quantizing each activation and the initializers, once every product is added. */
+  finish(): { nodes: NodeProto[]; initializers: TensorProto[] } {
+    const start = this.nodes.length;
+    for (const [input, activation] of this.activations) {
+      const J = Math.max(...activation.corrections.map((c) => c.rows.length / c.N));
+      for (const c of activation.corrections) this.initializers.push(padded(c, J));
+      this.quantizeRows(input, activation.prefix, J);
+    }
+    return { nodes: this.nodes.slice(start), initializers: this.initializers };
+  }
+
+  private activation(input: string): Activation {
+    let a = this.activations.get(input);
+    if (!a) {
+      a = { prefix: `${this.namespace}/${input.replace(/[^A-Za-z0-9_.]+/g, '_')}`, corrections: [] };
+      this.activations.set(input, a);
+    }
+    return a;
+  }
+
   /**
    * Each row over its own [min, max] (0 included, so zero is a level): 256 levels, a zero point per
-   * row. A row's step is never coarser than the per-tensor form's, which spans every row's range.
+   * row; then J copies of the zero point after each row (`<prefix>/rows`, uint8 [..., M, K + J]).
    */
-  private quantizeRows(input: string, K: number): QuantizedRows {
-    const known = this.rows.get(input);
-    if (known) return known;
-    const p = `${this.namespace}/${input.replace(/[^A-Za-z0-9_.]+/g, '_')}`;
+  private quantizeRows(input: string, p: string, J: number): void {
     const lastAxis = this.int64s(`${this.namespace}/last_axis`, [-1]);
     const reduce = (op: string, out: string) => {
       if (this.opset >= 18) this.node(op, [input, lastAxis], `${out}_reduced`, [int('keepdims', 1)]);
       else this.node(op, [input], `${out}_reduced`, [ints('axes', [-1]), int('keepdims', 1)]);
-      // An empty pass (no rows) must still give [..., 0, 1].
-      this.node(
-        'Slice',
-        [
-          `${out}_reduced`,
-          this.int64s(`${this.namespace}/first`, [0]),
-          this.int64s(`${this.namespace}/second`, [1]),
-          lastAxis,
-        ],
-        out,
-      );
+      // onnxruntime reduces an empty pass (no rows) to the input's shape: keep [..., 0, 1].
+      const [first, second] = [
+        this.int64s(`${this.namespace}/first`, [0]),
+        this.int64s(`${this.namespace}/second`, [1]),
+      ];
+      this.node('Slice', [`${out}_reduced`, first, second, lastAxis], out);
     };
     reduce('ReduceMax', `${p}/max`);
     reduce('ReduceMin', `${p}/min`);
     const zero = this.scalar(`${this.namespace}/float_zero`, 0);
     this.node('Max', [`${p}/max`, zero], `${p}/high`);
-    this.node('Min', [`${p}/min`, zero], `${p}/low`);
-    this.node('Sub', [`${p}/high`, `${p}/low`], `${p}/range`);
+    this.node('Neg', [`${p}/min`], `${p}/negated_min`);
+    this.node('Max', [`${p}/negated_min`, zero], `${p}/negated_low`);
+    this.node('Add', [`${p}/high`, `${p}/negated_low`], `${p}/range`);
     // A row of zeros: any positive range keeps the scale finite and quantizes it to its zero point.
     this.node('Max', [`${p}/range`, this.scalar(`${this.namespace}/smallest_range`, 1e-30)], `${p}/range_nonzero`);
     this.node('Div', [`${p}/range_nonzero`, this.scalar(`${this.namespace}/levels_255`, 255)], `${p}/row_scale`);
-    // z = round(−low / s): an integer in [0, 255].
-    this.node('Div', [`${p}/low`, `${p}/row_scale`], `${p}/low_scaled`);
-    this.node('Neg', [`${p}/low_scaled`], `${p}/zero_unrounded`);
-    this.node('Round', [`${p}/zero_unrounded`], `${p}/zero_float`);
-    this.node('Cast', [`${p}/zero_float`], `${p}/zero_point`, [int('to', DataType.UINT8)]);
-    const quantized = `${p}/quantized`;
-    if (this.opset >= 14) {
-      // One pass: QuantizeLinear along the rows of a [R, K] view, then back to the input's shape
-      // (allowzero, so that an empty pass keeps its zero-length axis).
-      const flat = this.int64s(`${this.namespace}/flat`, [-1]);
-      const shape = `${p}/shape`;
-      this.node('Shape', [input], shape);
-      this.node('Reshape', [input, this.int64s(`${this.namespace}/rows_of_${K}`, [-1, K])], `${p}/rows`);
-      this.node('Reshape', [`${p}/row_scale`, flat], `${p}/row_scale_flat`);
-      this.node('Reshape', [`${p}/zero_point`, flat], `${p}/zero_point_flat`);
-      this.node('QuantizeLinear', [`${p}/rows`, `${p}/row_scale_flat`, `${p}/zero_point_flat`], `${p}/quantized_rows`, [
-        int('axis', 0),
-      ]);
-      this.node('Reshape', [`${p}/quantized_rows`, shape], quantized, [int('allowzero', 1)]);
-    } else {
-      // Older opsets: x / s + z, then QuantizeLinear with scale 1 and zero point 0.
-      this.node('Div', [input, `${p}/row_scale`], `${p}/scaled`);
-      this.node('Add', [`${p}/scaled`, `${p}/zero_float`], `${p}/shifted`);
-      this.node(
-        'QuantizeLinear',
-        [`${p}/shifted`, this.scalar(`${this.namespace}/one`, 1), this.unsignedZero()],
-        quantized,
-      );
-    }
-    const rows = { quantized, rowScale: `${p}/row_scale`, zeroPoint: `${p}/zero_point` };
-    this.rows.set(input, rows);
-    return rows;
+    const flat = this.int64s(`${this.namespace}/flat`, [-1]);
+    this.node('Reshape', [`${p}/row_scale`, flat], `${p}/row_scale_flat`);
+    // z = round(−low / s), saturated to uint8 (it lies in [0, 255]): QuantizeLinear computes exactly that.
+    this.node('QuantizeLinear', [`${p}/negated_low`, `${p}/row_scale_flat`], `${p}/zero_point`, [int('axis', -2)]);
+    this.node('Reshape', [`${p}/zero_point`, flat], `${p}/zero_point_flat`);
+    this.node('QuantizeLinear', [input, `${p}/row_scale_flat`, `${p}/zero_point_flat`], `${p}/quantized`, [
+      int('axis', -2),
+    ]);
+    this.node(
+      'Expand',
+      [`${p}/zero_point`, this.int64s(`${this.namespace}/columns_${J}`, [1, J])],
+      `${p}/zero_columns`,
+    );
+    this.node('Concat', [`${p}/quantized`, `${p}/zero_columns`], `${p}/rows`, [int('axis', -1)]);
   }
 
   /**
@@ -202,10 +194,7 @@ export class PerTokenInt8 {
    * columns holding the row's zero point z, they add −z · Σ_k (W[k, n] − w_zp[n]): each column of
    * D − w_zp sums to minus the weight's column sum, in steps of at most `levels`.
    */
-  private correctionRows(
-    m: PerTokenMatMul,
-    name: string,
-  ): { tensor: TensorProto; rows: number; K: number } | undefined {
+  private correction(m: PerTokenMatMul, name: string): Correction | undefined {
     const tensor = (n: string) => {
       const t = this.initializer(n);
       if (!t) throw new Error(`per-token int8: initializer ${n} not found`);
@@ -236,11 +225,7 @@ export class PerTokenInt8 {
         rest -= d;
       }
     }
-    return {
-      tensor: { name, dataType: DataType.INT8, dims: [J, N], rawData: new Uint8Array(rows.buffer) },
-      rows: J,
-      K,
-    };
+    return { name, N, rows, zeroPoints: zp };
   }
 
   private unsignedZero(): string {
@@ -281,14 +266,12 @@ export class PerTokenInt8 {
   }
 }
 
-/** One product and its activation's quantization, on its own (no sharing): the simplest call. */
-export function perTokenInt8MatMul(
-  m: PerTokenMatMul,
-  opset: number,
-  initializer: (name: string) => TensorProto | undefined,
-): PerTokenNodes | undefined {
-  const b = new PerTokenInt8(opset, `${m.prefix}/per_token`, initializer);
-  return b.matMul(m) ? { nodes: b.nodes, initializers: b.initializers } : undefined;
+/** A product's correction rows padded to J rows with the weight's zero point (rows that add nothing). */
+function padded(c: Correction, J: number): TensorProto {
+  const rows = new Int8Array(J * c.N);
+  rows.set(c.rows);
+  for (let j = c.rows.length / c.N; j < J; j++) for (let n = 0; n < c.N; n++) rows[j * c.N + n] = c.zeroPoints(n);
+  return { name: c.name, dataType: DataType.INT8, dims: [J, c.N], rawData: new Uint8Array(rows.buffer) };
 }
 
 /** An int8 or uint8 tensor's values. */

@@ -27,6 +27,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { AttributeType, DataType } from '../../common/index.js';
+import { topologicalOrder } from './graph-order.js';
 import { PerTokenInt8 } from './per-token-int8.js';
 
 /** Largest |int8| the converted weights use (see the header). */
@@ -147,11 +148,13 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto, levels = Q4_INT8_L
     result.nodes++;
   }
   if (result.nodes === 0) return result;
-  graph.node = (graph.node ?? []).flatMap((n) => replaced.get(n) ?? [n]);
+  // Each activation's row quantization, read by its products.
+  const quantization = builder.finish();
+  graph.node = topologicalOrder([...(graph.node ?? []).flatMap((n) => replaced.get(n) ?? [n]), ...quantization.nodes]);
   const used = new Set(graph.node.flatMap((n) => n.input ?? []));
   graph.initializer = [
     ...(graph.initializer ?? []).filter((t) => used.has(t.name!)),
-    ...builder.initializers,
+    ...quantization.initializers,
     ...added,
   ];
   return result;
