@@ -102,8 +102,10 @@ Run by hand with \`npx tsx\`; each says its flags in its first lines.
 | \`bench/serving.ts\` | the serving section alone, against another checkout (\`--repo DIR\`) or a running server (\`--url URL\`, with \`ASSAY_API_KEY\`) |
 | \`bench/engine/load-memory.ts\` | peak resident memory while loading a single-file int8 model, in a fresh process (\`--repo DIR\`) |
 | \`bench/engine/tokenize-runs.ts\` | tokenizer time on pathological runs (\`--repo DIR\`) |
+| \`bench/engine/per-token-error.ts\` | a dynamic int8 export per tensor (as exported) and per token against its fp32 twin: max \\|Δlogit\\|, max \\|ΔP\\|, rms Δlogit, mean KL |
 | \`bench/peers/check-llamacpp.ts\` | \`npm run check:llamacpp\`: llama.cpp's logits against ours on the same weights and token ids |
-| \`bench/peers/q4-error.ts\` | the accuracy cost of running 4-bit weights through the int8 kernels, against the fp32 twin |
+| \`bench/peers/q4-error.ts\` | the accuracy cost of running 4-bit weights through the int8 kernels, against the fp32 twin (\`--levels\`: the largest \\|int8\\| of the converted weights) |
+| \`bench/peers/q4-products.ts\` | one 0.5b-shaped matrix product at M = 1 … 512 rows per form: MatMulNBits, the export's per-tensor int8, the per-token int8 form on 8-bit and on converted 4-bit weights |
 | \`bench/peers/q4-prefill.ts\` | q4 prefill on its two paths next to int8, interleaved |
 | \`bench/sdk-retries.ts\` | 12 concurrent calls with the official TypeScript SDK's default retries against \`assay serve --max-queue 1\`: how many are answered, and what each attempt was told (\`--fresh\`, \`--repo DIR\`) |
 `;
