@@ -146,7 +146,8 @@ for (const shape of values.shapes!.split(',')) {
       interOpNumThreads: 1,
       graphOptimizationLevel: 'all',
       logSeverityLevel: 3,
-      extra,
+      // Sessions run one after another here: a finished one's threads, spinning, would slow the next.
+      extra: { ...extra, session: { ...(extra.session as object | undefined), 'intra_op.allow_spinning': '0' } },
     });
   if (header.length === 2)
     header.push(
