@@ -104,7 +104,7 @@ async function main(): Promise<void> {
       tokens: { type: 'string', default: '64' },
       flavors: { type: 'string', default: 'q4,q4f16,q4-gqa' },
       threads: { type: 'string', default: '2' },
-      // Largest |int8| of the converted weights (64: the default 7 bits; 127: 8 bits).
+      // Largest |int8| of the converted weights (127, the default: 8 bits; 64: the 7 bits of the first form).
       levels: { type: 'string', default: String(Q4_INT8_LEVELS) },
     },
   });
