@@ -111,6 +111,9 @@ export function quantizePerToken(model: ModelProto, dir?: string): number {
     return t !== undefined && t.dataType === INT8 && (t.dims ?? []).length === 2;
   };
   const floatConstant = (name: string | undefined) => name !== undefined && initializers.get(name)?.dataType === FLOAT;
+  // A weight whose bytes are in the graph and that only this product reads takes its correction rows in place.
+  const ownWeight = (name: string) =>
+    !initializers.get(name)?.externalData?.length && (consumers.get(name) ?? []).length === 1;
   const only = (tensor: string) => {
     const c = consumers.get(tensor) ?? [];
     return c.length === 1 && !(graph.output ?? []).some((o) => o.name === tensor) ? c[0] : undefined;
@@ -140,6 +143,7 @@ export function quantizePerToken(model: ModelProto, dir?: string): number {
         ...(zeroPoint ? { weightZeroPoint: zeroPoint } : {}),
         output: product,
         prefix,
+        extendInPlace: ownWeight(w!),
       });
       if (!added) continue;
       if (bias) added.push({ opType: 'Add', input: [product, bias], output: [out], name: `${prefix}/bias` });
@@ -168,6 +172,7 @@ export function quantizePerToken(model: ModelProto, dir?: string): number {
       ...(wZeroPoint ? { weightZeroPoint: wZeroPoint } : {}),
       output: mul.output![0]!,
       prefix,
+      extendInPlace: ownWeight(w!),
     });
     if (!added) continue;
     replaced.set(n, []);

@@ -23,9 +23,11 @@
 //
 // J = ⌈max_n |Σ_k W_k,n| / L⌉ rows with |D| ≤ L = 127, the most any product reading the activation
 // needs (the others' D is padded with rows of w_zp, which add nothing); one extension serves them
-// all. The weight keeps its initializer and D is a small new one; a Concat node joins them, which
-// onnxruntime folds into one constant at session creation (then prepacks it as it does the export's
-// weight). The row scale is the kernel's activation scale given per row ([..., M, 1]): the kernel
+// all. A weight whose bytes are in the graph, read by this product alone, takes D in place (the
+// graph grows by J rows). An external one keeps its file and D is a small new initializer, joined
+// by a Concat that onnxruntime folds into one constant at session creation; the joined copy then
+// sits in memory beside the mapped file (measured on the 0.5b int8 shape: about +150 MB resident).
+// The row scale is the kernel's activation scale given per row ([..., M, 1]): the kernel
 // applies it to its output in place. The rows are quantized along axis −2 in one pass, which takes
 // the rows of one sequence: the engine's passes have batch 1, and a batch of several would be
 // refused by onnxruntime (a scale per row of every batch does not match that axis), not mixed.
@@ -52,11 +54,20 @@ export interface PerTokenMatMul {
   output: string;
   /** Prefix of every node, tensor and initializer name emitted (unique per product). */
   prefix: string;
+  /**
+   * The weight's initializer (as `initializer` returns it) holds its bytes and is read by this
+   * product only: its correction rows are appended to it in place. Otherwise (external data, other
+   * readers) a Concat joins them, which onnxruntime folds at session creation, at the price of
+   * holding the joined copy in memory besides what it maps.
+   */
+  extendInPlace?: boolean;
 }
 
 /** A product's correction rows before they are padded to its activation's J. */
 interface Correction {
   name: string;
+  /** The weight to extend in place, if so. */
+  weight?: TensorProto;
   N: number;
   /** Rows × N, row-major. */
   rows: Int8Array;
@@ -108,8 +119,12 @@ export class PerTokenInt8 {
     const activation = this.activation(m.input);
     activation.corrections.push(correction);
     const start = this.nodes.length;
-    const weight = `${m.prefix}/per_token_weight`;
-    this.node('Concat', [m.weight, correction.name], weight, [int('axis', 0)]);
+    let weight = m.weight;
+    if (m.extendInPlace) correction.weight = this.initializer(m.weight);
+    else {
+      weight = `${m.prefix}/per_token_weight`;
+      this.node('Concat', [m.weight, correction.name], weight, [int('axis', 0)]);
+    }
     this.node(
       'MatMulIntegerToFloat',
       [
@@ -132,7 +147,11 @@ export class PerTokenInt8 {
     const start = this.nodes.length;
     for (const [input, activation] of this.activations) {
       const J = Math.max(...activation.corrections.map((c) => c.rows.length / c.N));
-      for (const c of activation.corrections) this.initializers.push(padded(c, J));
+      for (const c of activation.corrections) {
+        const rows = padded(c, J);
+        if (c.weight) appendRows(c.weight, rows);
+        else this.initializers.push(rows);
+      }
       this.quantizeRows(input, activation.prefix, J);
     }
     return { nodes: this.nodes.slice(start), initializers: this.initializers };
@@ -264,6 +283,24 @@ export class PerTokenInt8 {
     while (input.length > 0 && input[input.length - 1] === '') input.pop();
     this.nodes.push({ opType, input, output: [output], name: output, attribute, ...(domain ? { domain } : {}) });
   }
+}
+
+/** Appends int8 rows [J, N] to an inline int8 weight [K, N]: [K + J, N]. */
+function appendRows(weight: TensorProto, rows: TensorProto): void {
+  const [K, N] = (weight.dims ?? []).map(Number) as [number, number];
+  const J = Number(rows.dims![0]);
+  const joined = new Uint8Array((K + J) * N);
+  joined.set(integerBytes(weight));
+  joined.set(rows.rawData!, K * N);
+  weight.rawData = joined;
+  weight.int32Data = [];
+  weight.dims = [K + J, N];
+}
+
+/** An int8 tensor's bytes, whether stored raw or widened to int32Data. */
+function integerBytes(t: TensorProto): Uint8Array {
+  if (t.rawData && t.rawData.byteLength > 0) return t.rawData;
+  return new Uint8Array(Int8Array.from(t.int32Data ?? []).buffer);
 }
 
 /** A product's correction rows padded to J rows with the weight's zero point (rows that add nothing). */

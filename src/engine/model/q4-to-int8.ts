@@ -136,6 +136,7 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto, levels = Q4_INT8_L
         weightScale: `${prefix}/weight_scale`,
         output: product,
         prefix,
+        extendInPlace: true,
       })!,
     );
     let last = product;
