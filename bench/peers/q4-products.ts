@@ -112,8 +112,8 @@ function forms(K: number, N: number, random: () => number): Record<string, Uint8
     { name: 'w8c', dataType: DataType.INT8, dims: [K, N], rawData: new Uint8Array(eightBit.weight.buffer) },
     { name: 'w8c_scale', dataType: DataType.FLOAT, dims: [N], rawData: new Uint8Array(eightBit.scales.buffer) },
   ];
-  const perToken = (weights: Tensor[], levels: number): Uint8Array => {
-    const builder = new PerTokenInt8(17, 'p', (name) => weights.find((t) => t.name === name), levels);
+  const perToken = (weights: Tensor[]): Uint8Array => {
+    const builder = new PerTokenInt8(17, 'p');
     builder.matMul({ input: 'x', weight: weights[0]!.name!, weightScale: weights[1]!.name!, output: 'y', prefix: 'p' });
     const { initializers } = builder.finish();
     return graph(topologicalOrder(builder.nodes), [...weights, ...initializers], K);
@@ -125,8 +125,8 @@ function forms(K: number, N: number, random: () => number): Record<string, Uint8
       int8,
       K,
     ),
-    'int8 per token': perToken(int8, 127),
-    'q4 converted, per token': perToken(converted, 127),
+    'int8 per token': perToken(int8),
+    'q4 converted, per token': perToken(converted),
   };
 }
 

@@ -201,14 +201,11 @@ describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
         const row = x.subarray(r * K, (r + 1) * K);
         // Alone, the row gives the same numbers (the integer product is exact; only float rounding of the scales is left).
         const alone = await run(model, row, 1);
-        // And they are the row's own asymmetric quantization (as DynamicQuantizeLinear does a tensor's),
-        // in float32 as the graph computes it: s = (hi − lo) / 255, z = round(−lo / s), q = round(x / s) + z.
+        // And they are the row's own symmetric quantization, in float32 as the graph computes it:
+        // s = max |x| / 127, q = round(x / s) + 128 (zero point 128 for every row).
         const f = Math.fround;
-        const lo = Math.min(0, ...row);
-        const hi = Math.max(0, ...row);
-        const range = f(hi - lo);
-        const s = f(range / 255);
-        const z = roundHalfEven(f(-f(lo / s)));
+        const s = f(Math.max(...row.map(Math.abs)) / 127);
+        const z = 128;
         const q = (v: number) => Math.min(255, Math.max(0, roundHalfEven(f(v / s)) + z));
         for (let n = 0; n < N; n++) {
           let sum = 0;
@@ -221,6 +218,104 @@ describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
       }
     });
   }
+
+  it('a product only multiplied into another per-token activation (the MLP up projection) leaves its row scale to the next product, and rows stay independent', async () => {
+    const { quantizePerToken, encodeModel } = await import('../../src/engine/model/graph-rewrite.js');
+    const ort = await import('onnxruntime-node');
+    const { int8SessionConfig } = await import('../../src/engine/model/cpu.js');
+    // up = x · W1, gate = Sigmoid(x), h = gate ⊙ up, y = h · W2 (W2 [N, N]); both products fused, no bias.
+    const w1 = Int8Array.from({ length: K * N }, (_, i) => ((i * 37) % 255) - 127);
+    const w2 = Int8Array.from({ length: N * N }, (_, i) => ((i * 53) % 251) - 125);
+    const s1 = Array.from({ length: N }, (_, n) => 0.01 * (n + 1));
+    const s2 = Array.from({ length: N }, (_, n) => 0.02 * (N - n));
+    const dqmm = (x: string, w: string, out: string) => ({
+      opType: 'DynamicQuantizeMatMul',
+      domain: 'com.microsoft',
+      input: [x, w, `${w}_scale`],
+      output: [out],
+    });
+    const model = {
+      irVersion: 8,
+      opsetImport: [
+        { domain: '', version: 17 },
+        { domain: 'com.microsoft', version: 1 },
+      ],
+      graph: {
+        name: 'mlp',
+        node: [
+          dqmm('x', 'w1', 'up'),
+          { opType: 'Sigmoid', input: ['x_gate'], output: ['gate'] },
+          { opType: 'Mul', input: ['gate', 'up'], output: ['h'] },
+          dqmm('h', 'w2', 'y'),
+        ],
+        initializer: [
+          { name: 'w1', dataType: 3, dims: [K, N], rawData: new Uint8Array(w1.buffer) },
+          { name: 'w1_scale', dataType: 1, dims: [N], floatData: s1 },
+          { name: 'w2', dataType: 3, dims: [N, N], rawData: new Uint8Array(w2.buffer) },
+          { name: 'w2_scale', dataType: 1, dims: [N], floatData: s2 },
+        ],
+        input: [
+          { name: 'x', type: { tensorType: { elemType: 1, shape: { dim: [{ dimParam: 'm' }, { dimValue: K }] } } } },
+          {
+            name: 'x_gate',
+            type: { tensorType: { elemType: 1, shape: { dim: [{ dimParam: 'm' }, { dimValue: N }] } } },
+          },
+        ],
+        output: [
+          { name: 'y', type: { tensorType: { elemType: 1, shape: { dim: [{ dimParam: 'm' }, { dimValue: N }] } } } },
+        ],
+      },
+    };
+    expect(quantizePerToken(model as never)).toBe(2);
+    const products = model.graph.node.filter((n) => n.opType === 'MatMulIntegerToFloat');
+    // The up product runs with activation scale 1; the next product's row scale carries the factor.
+    const up = products.find((n) => n.output[0] === 'up')!;
+    expect(up.input[2]).toBe('assay/per_token/float_one');
+    const down = products.find((n) => n.output[0] === 'y')!;
+    expect(model.graph.node.find((n) => n.output[0] === down.input[2])?.opType).toBe('Mul');
+    const session = await ort.InferenceSession.create(encodeModel(model as never), {
+      logSeverityLevel: 3,
+      extra: await int8SessionConfig(),
+    });
+    const m = 4;
+    const x = rows(m);
+    const xGate = Float32Array.from({ length: m * N }, (_, i) => Math.cos(i * 0.9) * 3);
+    const forward = async (a: Float32Array, g: Float32Array, count: number) =>
+      (
+        await session.run({
+          x: new ort.Tensor('float32', a, [count, K]),
+          x_gate: new ort.Tensor('float32', g, [count, N]),
+        })
+      ).y!.data as Float32Array;
+    const together = await forward(x, xGate, m);
+    const f = Math.fround;
+    /** y of one row as the per-token form defines it: each activation quantized symmetrically over its own row. */
+    const quantized = (v: ArrayLike<number>, w: Int8Array, scales: number[], k: number) => {
+      const s = f(Math.max(...Array.from(v, Math.abs)) / 127);
+      const q = Array.from(v, (e) => Math.min(255, Math.max(0, roundHalfEven(f(e / s)) + 128)) - 128);
+      return {
+        s,
+        y: scales.map((scale, n) => q.reduce((sum, qk, kk) => sum + qk * w[kk * N + n]!, 0) * s * scale),
+        k,
+      };
+    };
+    for (let r = 0; r < m; r++) {
+      const row = x.subarray(r * K, (r + 1) * K);
+      const gateRow = xGate.subarray(r * N, (r + 1) * N);
+      const alone = await forward(row, gateRow, 1);
+      const up1 = quantized(row, w1, s1, K).y;
+      const h = up1.map((u, n) => u / (1 + Math.exp(-gateRow[n]!)));
+      const { s: sh, y: want } = quantized(h, w2, s2, N);
+      for (let n = 0; n < N; n++) {
+        const got = together[r * N + n]!;
+        expect(Math.abs(got - alone[n]!)).toBeLessThanOrEqual(1e-6 * Math.abs(got) + 1e-6);
+        // h's row is quantized without the factor the graph moved: float rounding may put one
+        // element on the other side of a half step (one level of one term).
+        expect(Math.abs(got - want[n]!)).toBeLessThanOrEqual(1e-5 * Math.abs(want[n]!) + sh * 127 * s2[n]! + 1e-5);
+      }
+    }
+    await session.release();
+  });
 
   it('rewrites every product of the tiny int8 export, records it, and --no-per-token-int8 keeps the per-pass form', async () => {
     const modelDir = await tinyInt8();

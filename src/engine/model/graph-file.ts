@@ -166,7 +166,7 @@ export async function writeRewrittenGraph(
   if (!rewriteHead(model, vocab)) return undefined;
   if (perToken) {
     // Each token's activations quantized on their own: a token's numbers no longer depend on its pass.
-    const rewritten = quantizePerToken(model, dirname(source));
+    const rewritten = quantizePerToken(model);
     if (rewritten > 0) facts.perTokenInt8 = rewritten;
   }
   // Only an export with 4-bit products has a rewrite per 4-bit setting (kept side by side).

@@ -22,7 +22,6 @@ import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { topologicalOrder } from './graph-order.js';
 import { PerTokenInt8 } from './per-token-int8.js';
-import { externalDataReader } from './q4-to-int8.js';
 import { AttributeType, DataType } from '../../common/index.js';
 
 const onnx = onnxProto.onnx;
@@ -40,7 +39,7 @@ const MATMULS = new Set([
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
 /** Bumped whenever the rewrite changes, so graphs rewritten by an older version are not reused. */
-export const REWRITE_VERSION = 10;
+export const REWRITE_VERSION = 11;
 
 export const POSITIONS_INPUT = 'assay_positions';
 export const BIAS_INPUT = 'assay_attention_bias';
@@ -95,7 +94,7 @@ export function sharesActivationScales(model: ModelProto): boolean {
  * each with a constant int8 weight. What it does not recognize stays as it was (then
  * sharesActivationScales still says so). Returns how many products were rewritten.
  */
-export function quantizePerToken(model: ModelProto, dir?: string): number {
+export function quantizePerToken(model: ModelProto): number {
   const graph = model.graph!;
   const nodes = graph.node ?? [];
   const initializers = new Map((graph.initializer ?? []).map((t) => [t.name!, t]));
@@ -111,20 +110,12 @@ export function quantizePerToken(model: ModelProto, dir?: string): number {
     return t !== undefined && t.dataType === INT8 && (t.dims ?? []).length === 2;
   };
   const floatConstant = (name: string | undefined) => name !== undefined && initializers.get(name)?.dataType === FLOAT;
-  // A weight whose bytes are in the graph and that only this product reads takes its correction rows in place.
-  const ownWeight = (name: string) =>
-    !initializers.get(name)?.externalData?.length && (consumers.get(name) ?? []).length === 1;
   const only = (tensor: string) => {
     const c = consumers.get(tensor) ?? [];
     return c.length === 1 && !(graph.output ?? []).some((o) => o.name === tensor) ? c[0] : undefined;
   };
   const opset = Number((model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx')?.version ?? 17);
-  // The builder reads the weights (their column sums); external ones from `dir`, the export's folder.
-  const read = dir ? externalDataReader(dir) : undefined;
-  const builder = new PerTokenInt8(opset, undefined, (name) => {
-    const t = initializers.get(name);
-    return t?.externalData?.length && read ? { ...t, rawData: read(t), externalData: [] } : t;
-  });
+  const builder = new PerTokenInt8(opset);
   /** A node to take out → the nodes that replace it (empty: just removed). */
   const replaced = new Map<OnnxTypes.INodeProto, OnnxTypes.INodeProto[]>();
   const maybeUnused = new Set<OnnxTypes.INodeProto>();
@@ -143,7 +134,6 @@ export function quantizePerToken(model: ModelProto, dir?: string): number {
         ...(zeroPoint ? { weightZeroPoint: zeroPoint } : {}),
         output: product,
         prefix,
-        extendInPlace: ownWeight(w!),
       });
       if (!added) continue;
       if (bias) added.push({ opType: 'Add', input: [product, bias], output: [out], name: `${prefix}/bias` });
@@ -172,7 +162,6 @@ export function quantizePerToken(model: ModelProto, dir?: string): number {
       ...(wZeroPoint ? { weightZeroPoint: wZeroPoint } : {}),
       output: mul.output![0]!,
       prefix,
-      extendInPlace: ownWeight(w!),
     });
     if (!added) continue;
     replaced.set(n, []);
@@ -192,7 +181,7 @@ export function quantizePerToken(model: ModelProto, dir?: string): number {
     again = kept.length < before;
   }
   // Each activation's row quantization, read by its products.
-  const quantization = builder.finish();
+  const quantization = builder.finish({ nodes: kept, outputs: (graph.output ?? []).map((o) => o.name!) });
   graph.node = topologicalOrder([...kept, ...quantization.nodes]);
   graph.initializer = [...(graph.initializer ?? []), ...quantization.initializers];
   if (!(model.opsetImport ?? []).some((o) => o.domain === 'com.microsoft'))

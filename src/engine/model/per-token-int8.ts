@@ -5,32 +5,29 @@
 // its fused DynamicQuantizeMatMul) quantizes a whole activation tensor with one scale and zero point,
 // so a token's numbers depend on every other token of the pass. Here a row's quantized values depend
 // on that row alone, and the integer product is exact, so a token's result is the same whatever
-// shares its pass. Each row gets what DynamicQuantizeLinear gives the tensor, over its own range:
+// shares its pass. Each row is quantized symmetrically over its own largest magnitude:
 //
-//   lo, hi = min(min x_row, 0), max(max x_row, 0)                ReduceMin / ReduceMax      [..., M, 1]
-//   s_row  = (hi − lo) / 255,  z_row = round(−lo / s_row)        256 levels, 0 exactly one of them
-//   q      = QuantizeLinear(x, s_row, z_row) along the rows      uint8 [..., M, K]
-//   y      = s_row · w_scale · Σ_k (q_k − z_row) · (W_k − w_zp)  exact int32 sums, then two scales
+//   a_row = max(max |x_row|, tiny)                                ReduceMax, ReduceMin       [..., M, 1]
+//   s_row = a_row / 127,  q = QuantizeLinear(x, s_row, 128)       uint8 [..., M, K], 255 levels around 128
+//   y     = s_row · w_scale · Σ_k (q_k − 128) · (W_k − w_zp)      one MatMulIntegerToFloat
 //
-// A row's range lies inside the tensor's, so its step is never coarser than the per-tensor form's.
+// One zero point (128) for every row is what onnxruntime's integer GEMM takes (one activation zero
+// point per product), so the kernel runs exactly as for the export, with the row scale as its
+// activation scale given per row ([..., M, 1]; onnxruntime applies it to the output after the
+// product). A zero point per row (each row over its own [min, max], as DynamicQuantizeLinear does a
+// tensor) was built and measured: folding 256 zero points into one GEMM needs correction terms and a
+// copy of every row, and cost 1.11× to 1.17× the export's pass where this form costs 1.03× to 1.05×
+// (docs/decisions.md); its step is finer only on rows that lean to one side.
 //
-// The whole of y is one MatMulIntegerToFloat: onnxruntime's integer GEMM takes one activation zero
-// point for all rows, so each row's own is folded into the product. The row is extended by J columns
-// holding z_row, and the weight by J rows whose entries sum, per column, to −Σ_k (W_k − w_zp) (the
-// column sum, computed here at load), so the extra terms add exactly −z_row · Σ_k (W_k − w_zp):
+// Each activation is quantized once for all the products that read it (q, k and v; gate and up). The
+// rows are quantized along axis −2 in one pass, which takes the rows of one sequence: the engine's
+// passes have batch 1, and a batch of several would be refused by onnxruntime (a scale per row of
+// every batch does not match that axis), not mixed.
 //
-//   [q | z … z] · [W ; D] = Σ_k q_k W_k − z_row · Σ_k W_k          (w_zp = 0 shown)
-//
-// J = ⌈max_n |Σ_k W_k,n| / L⌉ rows with |D| ≤ L = 127, the most any product reading the activation
-// needs (the others' D is padded with rows of w_zp, which add nothing); one extension serves them
-// all. A weight whose bytes are in the graph, read by this product alone, takes D in place (the
-// graph grows by J rows). An external one keeps its file and D is a small new initializer, joined
-// by a Concat that onnxruntime folds into one constant at session creation; the joined copy then
-// sits in memory beside the mapped file (measured on the 0.5b int8 shape: about +150 MB resident).
-// The row scale is the kernel's activation scale given per row ([..., M, 1]): the kernel
-// applies it to its output in place. The rows are quantized along axis −2 in one pass, which takes
-// the rows of one sequence: the engine's passes have batch 1, and a batch of several would be
-// refused by onnxruntime (a scale per row of every batch does not match that axis), not mixed.
+// Where a product's output is only multiplied, element by element, into an activation that is itself
+// quantized per row (the MLP's up projection: silu(gate) · up → down), the row scale need not be
+// applied to it: quantizing a row is blind to a factor on that row, so the factor moves to the next
+// product's row scale (one multiply of two [M, 1] vectors instead of a pass over an [M, 4864] output).
 //
 // The integer kernel is the one the exports run (u8 × s8, or the exact u8 × u8 form under
 // `session.x64quantprecision`, cpu.ts).
@@ -54,38 +51,27 @@ export interface PerTokenMatMul {
   output: string;
   /** Prefix of every node, tensor and initializer name emitted (unique per product). */
   prefix: string;
-  /**
-   * The weight's initializer (as `initializer` returns it) holds its bytes and is read by this
-   * product only: its correction rows are appended to it in place. Otherwise (external data, other
-   * readers) a Concat joins them, which onnxruntime folds at session creation, at the price of
-   * holding the joined copy in memory besides what it maps.
-   */
-  extendInPlace?: boolean;
 }
 
-/** A product's correction rows before they are padded to its activation's J. */
-interface Correction {
-  name: string;
-  /** The weight to extend in place, if so. */
-  weight?: TensorProto;
-  N: number;
-  /** Rows × N, row-major. */
-  rows: Int8Array;
-  /** The weight's zero point per column (padding rows hold it: they add nothing). */
-  zeroPoints: (n: number) => number;
-}
-
-/** An activation read by per-token products: the names its nodes define, and the rows its products need. */
+/** An activation read by per-token products. */
 interface Activation {
   prefix: string;
-  corrections: Correction[];
+  /** The row scale of an activation whose rows carry a factor its producer left out ([..., M, 1]). */
+  factor?: string;
 }
 
-/** Largest |entry| of the rows that carry the zero-point correction, unless the caller asks for less. */
-const INT8_LEVELS = 127;
+/** A product emitted here: its node and the activation it reads. */
+interface Product {
+  node: NodeProto;
+  input: string;
+}
+
+/** Largest |q − 128| of a row: 255 levels, symmetric around the zero point. */
+const LEVELS = 127;
+const ZERO_POINT = 128;
 
 /**
- * Emits per-token products: `matMul` for each product (its nodes, returned to take the place of the
+ * Emits per-token products: `matMul` for each product (its node, returned to take the place of the
  * export's), then `finish` once, which adds the nodes that quantize each activation (after its
  * producer, before the products: the caller orders the graph) and every initializer. `opset` is the
  * model's ai.onnx opset (ReduceMax takes its axes as an input from 18 on).
@@ -94,163 +80,119 @@ export class PerTokenInt8 {
   readonly nodes: NodeProto[] = [];
   readonly initializers: TensorProto[] = [];
   private readonly activations = new Map<string, Activation>();
+  private readonly products: Product[] = [];
   private readonly names = new Set<string>();
 
   constructor(
     private readonly opset: number,
     /** Prefix of the constants shared by every product. */
     private readonly namespace = 'assay/per_token',
-    /** The graph's initializers by name (the weights, their scales and zero points are read from them). */
-    private readonly initializer: (name: string) => TensorProto | undefined = () => undefined,
-    /**
-     * Largest |entry| of the correction rows. Where the fast u8 × s8 kernel runs without the exact
-     * setting on a CPU whose pair sums saturate, |entries| ≤ 64 keep them exact (255 · 64 · 2 < 2¹⁵).
-     */
-    private readonly levels = INT8_LEVELS,
   ) {}
 
-  /**
-   * The nodes of one product (also kept in `nodes`), or undefined, with nothing added, where the
-   * weight's zero point leaves no room for the correction.
-   */
-  matMul(m: PerTokenMatMul): NodeProto[] | undefined {
-    const correction = this.correction(m, `${m.prefix}/per_token_zero_point_rows`);
-    if (!correction) return undefined;
+  /** The nodes of one product (also kept in `nodes`). */
+  matMul(m: PerTokenMatMul): NodeProto[] {
     const activation = this.activation(m.input);
-    activation.corrections.push(correction);
     const start = this.nodes.length;
-    let weight = m.weight;
-    if (m.extendInPlace) correction.weight = this.initializer(m.weight);
-    else {
-      weight = `${m.prefix}/per_token_weight`;
-      this.node('Concat', [m.weight, correction.name], weight, [int('axis', 0)]);
-    }
-    this.node(
+    const node = this.node(
       'MatMulIntegerToFloat',
       [
         `${activation.prefix}/rows`,
-        weight,
+        m.weight,
         `${activation.prefix}/row_scale`,
         m.weightScale,
-        this.unsignedZero(),
+        this.zeroPoint(),
         m.weightZeroPoint ?? '',
       ],
       m.output,
       [],
       'com.microsoft',
     );
+    this.products.push({ node, input: m.input });
     return this.nodes.slice(start);
   }
 
-  /** The nodes quantizing each activation and the initializers, once every product is added. */
-  finish(): { nodes: NodeProto[]; initializers: TensorProto[] } {
+  /**
+   * The nodes quantizing each activation and the initializers, once every product is added.
+   * `graph`: the caller's nodes (with the products, without these) and its outputs; given, a
+   * product whose output is only multiplied into another per-token activation leaves its row scale
+   * to that activation's products.
+   */
+  finish(graph?: { nodes: NodeProto[]; outputs: string[] }): { nodes: NodeProto[]; initializers: TensorProto[] } {
+    if (graph) this.moveFactors(graph.nodes, new Set(graph.outputs));
     const start = this.nodes.length;
-    for (const [input, activation] of this.activations) {
-      const J = Math.max(...activation.corrections.map((c) => c.rows.length / c.N));
-      for (const c of activation.corrections) {
-        const rows = padded(c, J);
-        if (c.weight) appendRows(c.weight, rows);
-        else this.initializers.push(rows);
-      }
-      this.quantizeRows(input, activation.prefix, J);
-    }
+    for (const [input, activation] of this.activations) this.quantizeRows(input, activation);
     return { nodes: this.nodes.slice(start), initializers: this.initializers };
   }
 
   private activation(input: string): Activation {
     let a = this.activations.get(input);
     if (!a) {
-      a = { prefix: `${this.namespace}/${input.replace(/[^A-Za-z0-9_.]+/g, '_')}`, corrections: [] };
+      a = { prefix: `${this.namespace}/${input.replace(/[^A-Za-z0-9_.]+/g, '_')}` };
       this.activations.set(input, a);
     }
     return a;
   }
 
   /**
-   * Each row over its own [min, max] (0 included, so zero is a level): 256 levels, a zero point per
-   * row; then J copies of the zero point after each row (`<prefix>/rows`, uint8 [..., M, K + J]).
+   * y = x ⊙ (s_row · p) feeding only per-token products: p is what the kernel gives with activation
+   * scale 1, and s_row moves to y's row scale (quantizing y's row is blind to the factor).
    */
-  private quantizeRows(input: string, p: string, J: number): void {
-    const lastAxis = this.int64s(`${this.namespace}/last_axis`, [-1]);
-    const reduce = (op: string, out: string) => {
-      if (this.opset >= 18) this.node(op, [input, lastAxis], `${out}_reduced`, [int('keepdims', 1)]);
-      else this.node(op, [input], `${out}_reduced`, [ints('axes', [-1]), int('keepdims', 1)]);
-      // onnxruntime reduces an empty pass (no rows) to the input's shape: keep [..., 0, 1].
-      const [first, second] = [
-        this.int64s(`${this.namespace}/first`, [0]),
-        this.int64s(`${this.namespace}/second`, [1]),
-      ];
-      this.node('Slice', [`${out}_reduced`, first, second, lastAxis], out);
-    };
-    reduce('ReduceMax', `${p}/max`);
-    reduce('ReduceMin', `${p}/min`);
-    const zero = this.scalar(`${this.namespace}/float_zero`, 0);
-    this.node('Max', [`${p}/max`, zero], `${p}/high`);
-    this.node('Neg', [`${p}/min`], `${p}/negated_min`);
-    this.node('Max', [`${p}/negated_min`, zero], `${p}/negated_low`);
-    this.node('Add', [`${p}/high`, `${p}/negated_low`], `${p}/range`);
-    // A row of zeros: any positive range keeps the scale finite and quantizes it to its zero point.
-    this.node('Max', [`${p}/range`, this.scalar(`${this.namespace}/smallest_range`, 1e-30)], `${p}/range_nonzero`);
-    this.node('Div', [`${p}/range_nonzero`, this.scalar(`${this.namespace}/levels_255`, 255)], `${p}/row_scale`);
-    const flat = this.int64s(`${this.namespace}/flat`, [-1]);
-    this.node('Reshape', [`${p}/row_scale`, flat], `${p}/row_scale_flat`);
-    // z = round(−low / s), saturated to uint8 (it lies in [0, 255]): QuantizeLinear computes exactly that.
-    this.node('QuantizeLinear', [`${p}/negated_low`, `${p}/row_scale_flat`], `${p}/zero_point`, [int('axis', -2)]);
-    this.node('Reshape', [`${p}/zero_point`, flat], `${p}/zero_point_flat`);
-    this.node('QuantizeLinear', [input, `${p}/row_scale_flat`, `${p}/zero_point_flat`], `${p}/quantized`, [
-      int('axis', -2),
-    ]);
-    this.node(
-      'Expand',
-      [`${p}/zero_point`, this.int64s(`${this.namespace}/columns_${J}`, [1, J])],
-      `${p}/zero_columns`,
-    );
-    this.node('Concat', [`${p}/quantized`, `${p}/zero_columns`], `${p}/rows`, [int('axis', -1)]);
+  private moveFactors(nodes: NodeProto[], outputs: Set<string>): void {
+    const consumers = new Map<string, NodeProto[]>();
+    for (const n of nodes) for (const i of new Set(n.input ?? [])) consumers.set(i, [...(consumers.get(i) ?? []), n]);
+    for (const p of this.products) {
+      const output = p.node.output![0]!;
+      const [mul, ...others] = consumers.get(output) ?? [];
+      if (!mul || others.length > 0 || outputs.has(output)) continue;
+      if (mul.opType !== 'Mul' || (mul.domain ?? '') !== '' || mul.input?.length !== 2) continue;
+      if (mul.input[0] === mul.input[1]) continue;
+      const y = mul.output![0]!;
+      const target = this.activations.get(y);
+      // y read by nothing but its row quantization (added by finish), and carrying no factor yet.
+      if (!target || target.factor || (consumers.get(y) ?? []).length > 0 || outputs.has(y)) continue;
+      target.factor = p.node.input![2]!;
+      p.node.input![2] = this.scalar(`${this.namespace}/float_one`, 1);
+    }
   }
 
   /**
-   * The rows D [J, N] (the weight's type) appended to the weight so that, against J activation
-   * columns holding the row's zero point z, they add −z · Σ_k (W[k, n] − w_zp[n]): each column of
-   * D − w_zp sums to minus the weight's column sum, in steps of at most `levels`.
+   * Each row over its own largest magnitude: a scale per row, zero point 128 (`<prefix>/rows`, uint8
+   * [..., M, K]; `<prefix>/row_scale` [..., M, 1], times the row's factor where it has one).
    */
-  private correction(m: PerTokenMatMul, name: string): Correction | undefined {
-    const tensor = (n: string) => {
-      const t = this.initializer(n);
-      if (!t) throw new Error(`per-token int8: initializer ${n} not found`);
-      return t;
+  private quantizeRows(input: string, a: Activation): void {
+    const p = a.prefix;
+    const lastAxis = this.int64s(`${this.namespace}/last_axis`, [-1]);
+    const reduce = (op: string, out: string) => {
+      if (this.opset >= 18) this.node(op, [input, lastAxis], out, [int('keepdims', 1)]);
+      else this.node(op, [input], out, [ints('axes', [-1]), int('keepdims', 1)]);
     };
-    const w = tensor(m.weight);
-    const [K, N] = (w.dims ?? []).map(Number) as [number, number];
-    const weight = integers(w);
-    const zeroPoints = m.weightZeroPoint ? integers(tensor(m.weightZeroPoint)) : [0];
-    const zp = (n: number) => (zeroPoints.length === 1 ? zeroPoints[0]! : zeroPoints[n]!);
-    const sums = new Float64Array(N);
-    for (let k = 0; k < K; k++) for (let n = 0; n < N; n++) sums[n]! += weight[k * N + n]!;
-    // Per column: the step toward −sum that int8 allows around its zero point.
-    const step = new Float64Array(N);
-    let J = 1;
-    for (let n = 0; n < N; n++) {
-      sums[n]! -= K * zp(n);
-      step[n] = Math.min(this.levels, sums[n]! > 0 ? 128 + zp(n) : 127 - zp(n));
-      if (sums[n] !== 0 && step[n]! < 1) return undefined;
-      if (sums[n] !== 0) J = Math.max(J, Math.ceil(Math.abs(sums[n]!) / step[n]!));
-    }
-    const rows = new Int8Array(J * N);
-    for (let n = 0; n < N; n++) {
-      let rest = -sums[n]!;
-      for (let j = 0; j < J; j++) {
-        const d = Math.max(-step[n]!, Math.min(step[n]!, rest));
-        rows[j * N + n] = zp(n) + d;
-        rest -= d;
-      }
-    }
-    return { name, N, rows, zeroPoints: zp };
+    reduce('ReduceMax', `${p}/max`);
+    reduce('ReduceMin', `${p}/min`);
+    this.node('Neg', [`${p}/min`], `${p}/negated_min`);
+    // A row of zeros: any positive scale quantizes it to its zero point.
+    const tiny = this.scalar(`${this.namespace}/smallest_magnitude`, 1e-30);
+    this.node('Max', [`${p}/max`, `${p}/negated_min`, tiny], `${p}/magnitude_reduced`);
+    // onnxruntime reduces an empty pass (no rows) to the input's shape: keep [..., 0, 1].
+    const [first, second] = [this.int64s(`${this.namespace}/first`, [0]), this.int64s(`${this.namespace}/second`, [1])];
+    this.node('Slice', [`${p}/magnitude_reduced`, first, second, lastAxis], `${p}/magnitude`);
+    const own = a.factor ? `${p}/own_scale` : `${p}/row_scale`;
+    this.node('Div', [`${p}/magnitude`, this.scalar(`${this.namespace}/levels`, LEVELS)], own);
+    if (a.factor) this.node('Mul', [own, a.factor], `${p}/row_scale`);
+    this.node('Reshape', [own, this.int64s(`${this.namespace}/flat`, [-1])], `${p}/scale_flat`);
+    // The zero point per row that per-axis QuantizeLinear wants: 128 for each, from the scales
+    // themselves (a scale over 1e38 rounds to 0, plus the zero point).
+    this.node(
+      'QuantizeLinear',
+      [`${p}/scale_flat`, this.scalar(`${this.namespace}/huge`, 3e38), this.zeroPoint()],
+      `${p}/zero_points`,
+    );
+    this.node('QuantizeLinear', [input, `${p}/scale_flat`, `${p}/zero_points`], `${p}/rows`, [int('axis', -2)]);
   }
 
-  private unsignedZero(): string {
-    const name = `${this.namespace}/u8_zero`;
+  private zeroPoint(): string {
+    const name = `${this.namespace}/u8_zero_point`;
     if (this.fresh(name))
-      this.initializers.push({ name, dataType: DataType.UINT8, dims: [], rawData: Uint8Array.of(0) });
+      this.initializers.push({ name, dataType: DataType.UINT8, dims: [], rawData: Uint8Array.of(ZERO_POINT) });
     return name;
   }
 
@@ -278,46 +220,13 @@ export class PerTokenInt8 {
     output: string,
     attribute: OnnxTypes.IAttributeProto[] = [],
     domain?: string,
-  ): void {
+  ): NodeProto {
     // Trailing empty optional inputs are dropped (an empty name in the middle means "absent").
     while (input.length > 0 && input[input.length - 1] === '') input.pop();
-    this.nodes.push({ opType, input, output: [output], name: output, attribute, ...(domain ? { domain } : {}) });
+    const node = { opType, input, output: [output], name: output, attribute, ...(domain ? { domain } : {}) };
+    this.nodes.push(node);
+    return node;
   }
-}
-
-/** Appends int8 rows [J, N] to an inline int8 weight [K, N]: [K + J, N]. */
-function appendRows(weight: TensorProto, rows: TensorProto): void {
-  const [K, N] = (weight.dims ?? []).map(Number) as [number, number];
-  const J = Number(rows.dims![0]);
-  const joined = new Uint8Array((K + J) * N);
-  joined.set(integerBytes(weight));
-  joined.set(rows.rawData!, K * N);
-  weight.rawData = joined;
-  weight.int32Data = [];
-  weight.dims = [K + J, N];
-}
-
-/** An int8 tensor's bytes, whether stored raw or widened to int32Data. */
-function integerBytes(t: TensorProto): Uint8Array {
-  if (t.rawData && t.rawData.byteLength > 0) return t.rawData;
-  return new Uint8Array(Int8Array.from(t.int32Data ?? []).buffer);
-}
-
-/** A product's correction rows padded to J rows with the weight's zero point (rows that add nothing). */
-function padded(c: Correction, J: number): TensorProto {
-  const rows = new Int8Array(J * c.N);
-  rows.set(c.rows);
-  for (let j = c.rows.length / c.N; j < J; j++) for (let n = 0; n < c.N; n++) rows[j * c.N + n] = c.zeroPoints(n);
-  return { name: c.name, dataType: DataType.INT8, dims: [J, c.N], rawData: new Uint8Array(rows.buffer) };
-}
-
-/** An int8 or uint8 tensor's values. */
-function integers(t: TensorProto): ArrayLike<number> {
-  if (t.rawData && t.rawData.byteLength > 0) {
-    const raw = t.rawData;
-    return t.dataType === DataType.UINT8 ? raw : new Int8Array(raw.buffer, raw.byteOffset, raw.byteLength);
-  }
-  return t.int32Data ?? [];
 }
 
 function int(name: string, i: number): OnnxTypes.IAttributeProto {

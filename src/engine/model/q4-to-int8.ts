@@ -87,7 +87,7 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto, levels = Q4_INT8_L
   const inits = new Map((graph.initializer ?? []).map((t) => [t.name!, t]));
   const opset = Number((model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx')?.version ?? 17);
   const added: Tensor[] = [];
-  const builder = new PerTokenInt8(opset, 'assay/q4_int8', (name) => added.find((t) => t.name === name), levels);
+  const builder = new PerTokenInt8(opset, 'assay/q4_int8');
   const result: Q4Conversion = { nodes: 0, q4Bytes: 0, int8Bytes: 0 };
   const replaced = new Map<OnnxTypes.INodeProto, OnnxTypes.INodeProto[]>();
   const casts = new Set<string>();
@@ -128,7 +128,6 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto, levels = Q4_INT8_L
     }
     const out = n.output![0]!;
     const product = half || bias ? `${prefix}/product` : out;
-    // The converted weights have zero point 0, so the zero-point correction always fits (matMul's undefined).
     nodes.push(
       ...builder.matMul({
         input,
@@ -136,8 +135,7 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto, levels = Q4_INT8_L
         weightScale: `${prefix}/weight_scale`,
         output: product,
         prefix,
-        extendInPlace: true,
-      })!,
+      }),
     );
     let last = product;
     if (half) {
@@ -150,8 +148,9 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto, levels = Q4_INT8_L
   }
   if (result.nodes === 0) return result;
   // Each activation's row quantization, read by its products.
-  const quantization = builder.finish();
-  graph.node = topologicalOrder([...(graph.node ?? []).flatMap((n) => replaced.get(n) ?? [n]), ...quantization.nodes]);
+  const kept = (graph.node ?? []).flatMap((n) => replaced.get(n) ?? [n]);
+  const quantization = builder.finish({ nodes: kept, outputs: (graph.output ?? []).map((o) => o.name!) });
+  graph.node = topologicalOrder([...kept, ...quantization.nodes]);
   const used = new Set(graph.node.flatMap((n) => n.input ?? []));
   graph.initializer = [
     ...(graph.initializer ?? []).filter((t) => used.has(t.name!)),
