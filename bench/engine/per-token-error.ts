@@ -4,7 +4,7 @@
 // Numbers, not timings: run it on each CPU class (an AVX2 one under emulation:
 // `qemu-x86_64 -cpu Haswell-noTSX node …`, docs/cpu.md).
 //
-//   npx tsx bench/engine/per-token-error.ts [--shape tiny|qwen2.5-0.5b] [--tokens 128] [--threads 2]
+//   npx tsx bench/engine/per-token-error.ts [--shape tiny|qwen2.5-0.5b|tiny-tasks-1] [--tokens 128] [--threads 2]
 import { parseArgs } from 'node:util';
 import { cpuKernels, ensureSynthModel, ModelRunner, openModelFolder, type ShapeName } from '../../src/internal.js';
 import { distance, DISTANCE_COLUMNS, formatDistance } from '../lib/distance.js';
@@ -16,7 +16,15 @@ const { values } = parseArgs({
     threads: { type: 'string', default: '2' },
   },
 });
-const shape = values.shape as ShapeName;
+/** tiny-tasks-1: the tiny shape with the weights trained in this repository (models/README.md). */
+const trained = values.shape === 'tiny-tasks-1';
+const shape = (trained ? 'tiny' : values.shape) as ShapeName;
+const twin = (dtype: 'fp32' | 'int8') =>
+  ensureSynthModel(
+    trained
+      ? { shape, dtype, weights: 'models/trained/tiny-tasks.safetensors', out: `models/generated/tiny-tasks-${dtype}` }
+      : { shape, dtype },
+  );
 const threads = Number(values.threads);
 /** Token ids spread over the vocabulary (no tokenizer needed: numerics only). */
 const ids = Array.from({ length: Number(values.tokens) }, (_, i) => (i * 7919 + 13) % 150000);
@@ -31,9 +39,9 @@ async function logits(modelDir: string, perTokenInt8 = true): Promise<Float32Arr
 }
 
 const k = await cpuKernels();
-console.log(`${k.cpu} (${k.flags}); int8 ${k.int8}; shape ${shape}, ${ids.length} tokens, every position`);
-const reference = await logits(await ensureSynthModel({ shape, dtype: 'fp32' }));
-const int8 = await ensureSynthModel({ shape, dtype: 'int8' });
+console.log(`${k.cpu} (${k.flags}); int8 ${k.int8}; shape ${values.shape}, ${ids.length} tokens, every position`);
+const reference = await logits(await twin('fp32'));
+const int8 = await twin('int8');
 console.log(`against the fp32 twin: ${DISTANCE_COLUMNS}`);
 console.log(`| per tensor (as exported) | ${formatDistance(distance(await logits(int8, false), reference))} |`);
 console.log(`| per token (Assay's default) | ${formatDistance(distance(await logits(int8, true), reference))} |`);
