@@ -20,8 +20,8 @@ const STATE = 'The quick brown fox jumps over the lazy dog, twice, near the old 
 //   max|w| / 254 per weight, against the 4-bit grid's max|w| / 14) and of the activations per row
 //   (native accuracy_level 4 rounds them per block of 32): the rounding an int8 export adds to fp32,
 //   so the int8 export's bound against fp32 applies (0.05, test/engine/flavors.test.ts). Measured
-//   over every position and the whole vocabulary, the same on AVX-512 VNNI, AMX and emulated AVX2:
-//   max |ΔP| 1.8e-3 (0.5B q4), 2.3e-3 (0.5B q4f16), 3.0e-3 (tiny q4) (docs/peers.md).
+//   over every position and the whole vocabulary (AVX-512 VNNI; the integer sums are exact on every
+//   CPU class): max |ΔP| 1.7e-3 (0.5B q4), 1.9e-3 (0.5B q4f16), 1.8e-3 (tiny q4) (docs/peers.md).
 // - together against alone: the converted products are exact integer sums scaled per row and per
 //   column, so a row's result does not depend on the others; what remains is fp32 rounding of the
 //   float parts (attention), the fp32 bound (1e-5).
