@@ -135,7 +135,6 @@ export function quantizePerToken(model: ModelProto): number {
         output: product,
         prefix,
       });
-      if (!added) continue;
       if (bias) added.push({ opType: 'Add', input: [product, bias], output: [out], name: `${prefix}/bias` });
       replaced.set(n, added);
       count++;
@@ -163,7 +162,6 @@ export function quantizePerToken(model: ModelProto): number {
       output: mul.output![0]!,
       prefix,
     });
-    if (!added) continue;
     replaced.set(n, []);
     replaced.set(cast, []);
     replaced.set(mul, added);
