@@ -60,12 +60,6 @@ interface Activation {
   factor?: string;
 }
 
-/** A product emitted here: its node and the activation it reads. */
-interface Product {
-  node: NodeProto;
-  input: string;
-}
-
 /** Largest |q − 128| of a row: 255 levels, symmetric around the zero point. */
 const LEVELS = 127;
 const ZERO_POINT = 128;
@@ -80,7 +74,8 @@ export class PerTokenInt8 {
   readonly nodes: NodeProto[] = [];
   readonly initializers: TensorProto[] = [];
   private readonly activations = new Map<string, Activation>();
-  private readonly products: Product[] = [];
+  /** The MatMulIntegerToFloat node of each product emitted. */
+  private readonly products: NodeProto[] = [];
   private readonly names = new Set<string>();
 
   constructor(
@@ -107,7 +102,7 @@ export class PerTokenInt8 {
       [],
       'com.microsoft',
     );
-    this.products.push({ node, input: m.input });
+    this.products.push(node);
     return this.nodes.slice(start);
   }
 
@@ -140,8 +135,8 @@ export class PerTokenInt8 {
   private moveFactors(nodes: NodeProto[], outputs: Set<string>): void {
     const consumers = new Map<string, NodeProto[]>();
     for (const n of nodes) for (const i of new Set(n.input ?? [])) consumers.set(i, [...(consumers.get(i) ?? []), n]);
-    for (const p of this.products) {
-      const output = p.node.output![0]!;
+    for (const product of this.products) {
+      const output = product.output![0]!;
       const [mul, ...others] = consumers.get(output) ?? [];
       if (!mul || others.length > 0 || outputs.has(output)) continue;
       if (mul.opType !== 'Mul' || (mul.domain ?? '') !== '' || mul.input?.length !== 2) continue;
@@ -150,8 +145,8 @@ export class PerTokenInt8 {
       const target = this.activations.get(y);
       // y read by nothing but its row quantization (added by finish), and carrying no factor yet.
       if (!target || target.factor || (consumers.get(y) ?? []).length > 0 || outputs.has(y)) continue;
-      target.factor = p.node.input![2]!;
-      p.node.input![2] = this.scalar(`${this.namespace}/float_one`, 1);
+      target.factor = product.input![2]!;
+      product.input![2] = this.scalar(`${this.namespace}/float_one`, 1);
     }
   }
 
