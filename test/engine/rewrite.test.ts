@@ -290,22 +290,21 @@ describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
     const together = await forward(x, xGate, m);
     const f = Math.fround;
     /** y of one row as the per-token form defines it: each activation quantized symmetrically over its own row. */
-    const quantized = (v: ArrayLike<number>, w: Int8Array, scales: number[], k: number) => {
+    const quantized = (v: ArrayLike<number>, w: Int8Array, scales: number[]) => {
       const s = f(Math.max(...Array.from(v, Math.abs)) / 127);
       const q = Array.from(v, (e) => Math.min(255, Math.max(0, roundHalfEven(f(e / s)) + 128)) - 128);
       return {
         s,
         y: scales.map((scale, n) => q.reduce((sum, qk, kk) => sum + qk * w[kk * N + n]!, 0) * s * scale),
-        k,
       };
     };
     for (let r = 0; r < m; r++) {
       const row = x.subarray(r * K, (r + 1) * K);
       const gateRow = xGate.subarray(r * N, (r + 1) * N);
       const alone = await forward(row, gateRow, 1);
-      const up1 = quantized(row, w1, s1, K).y;
+      const up1 = quantized(row, w1, s1).y;
       const h = up1.map((u, n) => u / (1 + Math.exp(-gateRow[n]!)));
-      const { s: sh, y: want } = quantized(h, w2, s2, N);
+      const { s: sh, y: want } = quantized(h, w2, s2);
       for (let n = 0; n < N; n++) {
         const got = together[r * N + n]!;
         expect(Math.abs(got - alone[n]!)).toBeLessThanOrEqual(1e-6 * Math.abs(got) + 1e-6);

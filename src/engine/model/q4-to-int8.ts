@@ -65,7 +65,7 @@ export function inlineExternalData(model: OnnxTypes.IModelProto, dir: string): v
 }
 
 /** Reads an external-data tensor's bytes from `dir` (each file read once per reader). */
-export function externalDataReader(dir: string): (t: Tensor) => Uint8Array {
+function externalDataReader(dir: string): (t: Tensor) => Uint8Array {
   const files = new Map<string, Buffer>();
   return (t) => {
     const at = (key: string) => t.externalData!.find((e) => e.key === key)?.value;
