@@ -267,12 +267,14 @@ describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
       },
     };
     expect(quantizePerToken(model as never)).toBe(2);
-    const products = model.graph.node.filter((n) => n.opType === 'MatMulIntegerToFloat');
-    // The up product runs with activation scale 1; the next product's row scale carries the factor.
-    const up = products.find((n) => n.output[0] === 'up')!;
-    expect(up.input[2]).toBe('assay/per_token/float_one');
-    const down = products.find((n) => n.output[0] === 'y')!;
-    expect(model.graph.node.find((n) => n.output[0] === down.input[2])?.opType).toBe('Mul');
+    const producer = (name: string) => model.graph.node.find((n) => n.output[0] === name);
+    // The up product's output is used as the kernel gives it; the next product's row scale (the Mul
+    // after it) carries the factor.
+    expect(producer('up')?.opType).toBe('MatMulIntegerToFloat');
+    const scaled = producer('y')!;
+    expect(scaled.opType).toBe('Mul');
+    expect(producer(scaled.input[0]!)?.opType).toBe('MatMulIntegerToFloat');
+    expect(producer(scaled.input[1]!)?.opType).toBe('Mul');
     const session = await ort.InferenceSession.create(encodeModel(model as never), {
       logSeverityLevel: 3,
       extra: await int8SessionConfig(),

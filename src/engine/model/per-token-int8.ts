@@ -8,21 +8,19 @@
 // shares its pass. Each row is quantized symmetrically over its own largest magnitude:
 //
 //   a_row = max(max |x_row|, tiny)                                ReduceMax, ReduceMin       [..., M, 1]
-//   s_row = a_row / 127,  q = QuantizeLinear(x, s_row, 128)       uint8 [..., M, K], 255 levels around 128
-//   y     = s_row · w_scale · Σ_k (q_k − 128) · (W_k − w_zp)      one MatMulIntegerToFloat
+//   s_row = a_row / 127,  q = QuantizeLinear(x / s_row, 1, 128)   uint8 [..., M, K], 255 levels around 128
+//   y     = s_row · (w_scale · Σ_k (q_k − 128) · (W_k − w_zp))    MatMulIntegerToFloat, then Mul
 //
 // One zero point (128) for every row is what onnxruntime's integer GEMM takes (one activation zero
-// point per product), so the kernel runs exactly as for the export, with the row scale as its
-// activation scale given per row ([..., M, 1]; onnxruntime applies it to the output after the
-// product). A zero point per row (each row over its own [min, max], as DynamicQuantizeLinear does a
+// point per product), so the kernel runs exactly as for the export, with activation scale 1; the
+// row scale ([..., M, 1]) multiplies its output in a Mul, which onnxruntime runs on all its threads
+// (given to the product as a per-row activation scale, it is applied in one thread after the GEMM). A zero point per row (each row over its own [min, max], as DynamicQuantizeLinear does a
 // tensor) was built and measured: folding 256 zero points into one GEMM needs correction terms and a
 // copy of every row, and cost 1.11× to 1.17× the export's pass where this form costs 1.03× to 1.05×
 // (docs/decisions.md); its step is finer only on rows that lean to one side.
 //
-// Each activation is quantized once for all the products that read it (q, k and v; gate and up). The
-// rows are quantized along axis −2 in one pass, which takes the rows of one sequence: the engine's
-// passes have batch 1, and a batch of several would be refused by onnxruntime (a scale per row of
-// every batch does not match that axis), not mixed.
+// Each activation is quantized once for all the products that read it (q, k and v; gate and up).
+// The engine's passes have batch 1 (one sequence, or one packed tree of them).
 //
 // Where a product's output is only multiplied, element by element, into an activation that is itself
 // quantized per row (the MLP's up projection: silu(gate) · up → down), the row scale need not be
@@ -115,6 +113,7 @@ export class PerTokenInt8 {
   finish(graph?: { nodes: NodeProto[]; outputs: string[] }): { nodes: NodeProto[]; initializers: TensorProto[] } {
     if (graph) this.moveFactors(graph.nodes, new Set(graph.outputs));
     const start = this.nodes.length;
+    for (const product of this.products) this.scaleRows(product);
     for (const [input, activation] of this.activations) this.quantizeRows(input, activation);
     return { nodes: this.nodes.slice(start), initializers: this.initializers };
   }
@@ -151,6 +150,26 @@ export class PerTokenInt8 {
   }
 
   /**
+   * The row scale applied by a Mul after the product (activation scale 1): onnxruntime applies an
+   * activation scale given per row in one thread after the GEMM, a Mul runs on all of them.
+   */
+  private scaleRows(product: NodeProto): void {
+    const one = this.scalar(`${this.namespace}/float_one`, 1);
+    const rowScale = product.input![2]!;
+    if (rowScale === one) return;
+    const output = product.output![0]!;
+    product.input![2] = one;
+    product.output = [`${output}/unscaled`];
+    this.nodes.push({
+      opType: 'Mul',
+      input: [product.output[0]!, rowScale],
+      output: [output],
+      name: `${output}/scaled_rows`,
+      attribute: [],
+    });
+  }
+
+  /**
    * Each row over its own largest magnitude: a scale per row, zero point 128 (`<prefix>/rows`, uint8
    * [..., M, K]; `<prefix>/row_scale` [..., M, 1], times the row's factor where it has one).
    */
@@ -173,15 +192,15 @@ export class PerTokenInt8 {
     const own = a.factor ? `${p}/own_scale` : `${p}/row_scale`;
     this.node('Div', [`${p}/magnitude`, this.scalar(`${this.namespace}/levels`, LEVELS)], own);
     if (a.factor) this.node('Mul', [own, a.factor], `${p}/row_scale`);
-    this.node('Reshape', [own, this.int64s(`${this.namespace}/flat`, [-1])], `${p}/scale_flat`);
-    // The zero point per row that per-axis QuantizeLinear wants: 128 for each, from the scales
-    // themselves (a scale over 1e38 rounds to 0, plus the zero point).
+    // x / s_row, then one QuantizeLinear for the tensor (scale 1, zero point 128): the same numbers
+    // as QuantizeLinear along the rows (it divides by the scale too), and faster in onnxruntime,
+    // which quantizes a tensor in parallel but walks the rows of a per-axis scale one by one.
+    this.node('Div', [input, own], `${p}/scaled`);
     this.node(
       'QuantizeLinear',
-      [`${p}/scale_flat`, this.scalar(`${this.namespace}/huge`, 3e38), this.zeroPoint()],
-      `${p}/zero_points`,
+      [`${p}/scaled`, this.scalar(`${this.namespace}/unit_scale`, 1), this.zeroPoint()],
+      `${p}/rows`,
     );
-    this.node('QuantizeLinear', [input, `${p}/scale_flat`, `${p}/zero_points`], `${p}/rows`, [int('axis', -2)]);
   }
 
   private zeroPoint(): string {
