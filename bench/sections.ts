@@ -54,9 +54,9 @@ export const SECTIONS: SectionInfo[] = [
   {
     id: 'per-token-int8',
     measures:
-      'What the per-token int8 rewrite costs: the int8 engine rows (256 and 2,000-token states × 1–16 questions, prefix cache off) on an engine with the rewrite on and one with it off, interleaved (A, B, then B, A), the on / off ratio per row with p10–p90; goal ≤ 1.05×.',
-    quick: 'the 256-token state only, 6 rounds',
-    seconds: { full: 240, quick: 60 },
+      'What the per-token int8 rewrite costs: the int8 engine rows (256 and 2,000-token states × 1–16 questions, prefix cache off) on an engine with the rewrite on and one with it off, the same request on both back to back (A, B, then B, A), the on / off ratio per row with p10–p90 over 24 rounds (6 at 2,000 tokens); goal ≤ 1.05×.',
+    quick: 'the 256-token state only, 8 rounds',
+    seconds: { full: 240, quick: 40 },
     load: async () => (await import('./engine/per-token-int8.js')).perTokenInt8Section,
   },
   {
