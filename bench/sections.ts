@@ -118,7 +118,7 @@ export const SECTIONS: SectionInfo[] = [
   {
     id: 'peers',
     measures:
-      'The real peers on the same weights: node-llama-cpp (its structured decisions) and llama.cpp Q8_0 against our int8, and llama.cpp Q4_0 against our q4, same threads; prefill rows are the median of 3 passes after one at the same size, both sides interleaved; our q4 prefill against our int8 prefill, interleaved; installs node-llama-cpp on demand outside the project.',
+      'The real peers on the same weights: node-llama-cpp (its structured decisions) and llama.cpp by hand, Q8_0 against our int8 and Q4_0 against our q4, the four workloads timed in one interleaved loop, same threads; prefill rows are the median of 3 passes after one at the same size, both sides interleaved; our q4 prefill against our int8 prefill, interleaved; installs node-llama-cpp on demand outside the project.',
     quick: 'a 1,000-token state, 2 rounds, prefill at 256 and 512 tokens',
     seconds: { full: 390, quick: 225 },
     load: async () => (await import('./peers/section.js')).peersSection,

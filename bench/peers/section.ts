@@ -5,7 +5,8 @@
 //     (our prefix cache off) and the same state repeated (its document cache vs our prefix cache);
 //   - llama.cpp used by hand the way a competent user would, on the identical token ids of our plan:
 //     the prefix once (controlledEvaluate), each question's suffix on it reading its label logits,
-//     then the suffix erased;
+//     then the suffix erased; against our int8 (Q8_0) and our q4 (Q4_0), the four timed in one
+//     loop so that both classes see the same minutes of a noisy machine;
 //   - prefill throughput at 256 / 512 / 2,000 tokens, and a 16-token suffix on a cached prefix.
 // Skipped, and said so, when node-llama-cpp cannot be installed or its CPU binary does not load.
 import {
@@ -177,7 +178,9 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
       context: 1e9,
     },
   );
-  const compareClass = async (c: {
+  const request = { state: states[1]!, questions };
+  /** One class: our export and evaluator, llama.cpp's model of the same class with a context of its own. */
+  interface QuantClass {
     ours: string;
     theirs: string;
     modelDir: string;
@@ -185,10 +188,9 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
     model: Model;
     evaluator: Awaited<ReturnType<typeof loadEvaluator>>;
     target: number;
-  }): Promise<void> => {
-    const { model: classModel, evaluator: cold } = c;
-    const classFolder = await openModelFolder(c.modelDir, c.variant);
-    const context = await classModel.createContext({
+  }
+  const openClass = async (c: QuantClass) => {
+    const context = await c.model.createContext({
       contextSize: stateTokens + 1024,
       batchSize: 512,
       threads,
@@ -214,153 +216,172 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
         ]);
       }
     };
-    try {
-      ctx.log(
-        `  ${c.theirs} vs ours ${c.ours}: llama.cpp by hand vs evaluate() on the same token ids, ${rounds} rounds; prefill; a suffix`,
-      );
-      const request = { state: states[1]!, questions };
-      const s = await interleaved({ ours: () => cold.evaluate(request), theirs: byHand }, { rounds, warmup: 1 });
-      // Agreement on the identical token ids (questions whose labels are single tokens): the label
-      // distribution from llama.cpp's Q8_0 logits vs our int8 answer.
-      const ourAnswers = (await cold.evaluate(request)).answers;
-      let compared = 0;
-      let samePicks = 0;
-      let maxDelta = 0;
-      for (const q of plan.questions) {
-        if (q.labels.some((l) => l.tokens.length > 1)) continue;
-        const z = handLogits.get(q.key)!;
-        const m = Math.max(...z);
-        const e = z.map((v) => Math.exp(v - m));
-        const p = e.map((v) => v / e.reduce((x, y) => x + y, 0));
-        const a = ourAnswers[q.key]!;
-        const ours = a.type === 'noul' ? [a.noul, 1 - a.noul] : Object.values(a.probabilities);
-        compared++;
-        samePicks += Number(ours.indexOf(Math.max(...ours)) === p.indexOf(Math.max(...p)));
-        ours.forEach((v, k) => (maxDelta = Math.max(maxDelta, Math.abs(v - p[k]!))));
-      }
-      agreements[`${c.theirs} vs ours ${c.ours}`] = {
-        questionsCompared: compared,
-        samePicks,
-        maxProbabilityDelta: round(maxDelta, 3),
-      };
-      const r = pairedRatio(s.theirs, s.ours);
-      rows.push({
-        measure: `llama.cpp by hand (${c.theirs}: prefix, then each suffix + erase) vs our evaluate() (${c.ours})`,
-        ours: round(summarize(s.ours).median, 0),
-        theirs: round(summarize(s.theirs).median, 0),
-        unit: 'ms',
-        ratio: r,
-      });
-      targets.push({
-        name: `hand-written llama.cpp workload takes ≥ ${c.target}× our time (${c.theirs} vs ${c.ours})`,
-        goal: `≥ ${c.target}×`,
-        value: r.median,
-        unit: '×',
-        met: r.median >= c.target,
-      });
+    return { ...c, context, sequence, handLogits, byHand };
+  };
+  type OpenClass = Awaited<ReturnType<typeof openClass>>;
 
-      // --- prefill and a suffix on a cached prefix
-      const runner = await ModelRunner.create(classFolder, { modelDir: c.modelDir, threads: ctx.threads });
-      try {
-        for (const n of ctx.quick ? [256, 512] : [256, 512, 2000]) {
-          // A pass at this size on each side first (it pages the weights in and grows onnxruntime's
-          // arena, llama.cpp's buffers likewise), then the median of 3, the two sides interleaved.
-          const ids = (seed: number) => codec.encode(textOfTokens(codec, n, seed)).slice(0, n);
-          const prefill = { ours: [] as number[], theirs: [] as number[] };
-          for (let k = 0; k <= 3; k++) {
-            const tokens = ids(700 + n + k);
-            const ours = await timeMs(() => runner.forward(tokens, null, [[0]], false)); // one position read, no KV fetched
-            await sequence.clearHistory();
-            const theirs = await timeMs(() => sequence.controlledEvaluate(tokens));
-            if (k === 0) continue;
-            prefill.ours.push(ours);
-            prefill.theirs.push(theirs);
-          }
-          const [o, t] = [(n / summarize(prefill.ours).median) * 1000, (n / summarize(prefill.theirs).median) * 1000];
-          rows.push({
-            measure: `prefill ${n} tokens (${c.theirs} / ours ${c.ours})`,
-            ours: round(o, 0),
-            theirs: round(t, 0),
-            unit: 'tok/s',
-            ratio: { median: round(o / t, 2), p10: round(o / t, 2), p90: round(o / t, 2) },
-          });
+  /** The by-hand row and target of a class from its rounds, and how its answers agree with llama.cpp's. */
+  const byHandRow = async (c: OpenClass, ours: number[], theirs: number[]): Promise<void> => {
+    // Agreement on the identical token ids (questions whose labels are single tokens): the label
+    // distribution from llama.cpp's logits vs our answer.
+    const ourAnswers = (await c.evaluator.evaluate(request)).answers;
+    let compared = 0;
+    let samePicks = 0;
+    let maxDelta = 0;
+    for (const q of plan.questions) {
+      if (q.labels.some((l) => l.tokens.length > 1)) continue;
+      const z = c.handLogits.get(q.key)!;
+      const m = Math.max(...z);
+      const e = z.map((v) => Math.exp(v - m));
+      const p = e.map((v) => v / e.reduce((x, y) => x + y, 0));
+      const a = ourAnswers[q.key]!;
+      const mine = a.type === 'noul' ? [a.noul, 1 - a.noul] : Object.values(a.probabilities);
+      compared++;
+      samePicks += Number(mine.indexOf(Math.max(...mine)) === p.indexOf(Math.max(...p)));
+      mine.forEach((v, k) => (maxDelta = Math.max(maxDelta, Math.abs(v - p[k]!))));
+    }
+    agreements[`${c.theirs} vs ours ${c.ours}`] = {
+      questionsCompared: compared,
+      samePicks,
+      maxProbabilityDelta: round(maxDelta, 3),
+    };
+    const r = pairedRatio(theirs, ours);
+    rows.push({
+      measure: `llama.cpp by hand (${c.theirs}: prefix, then each suffix + erase) vs our evaluate() (${c.ours})`,
+      ours: round(summarize(ours).median, 0),
+      theirs: round(summarize(theirs).median, 0),
+      unit: 'ms',
+      ratio: r,
+    });
+    targets.push({
+      name: `hand-written llama.cpp workload takes ≥ ${c.target}× our time (${c.theirs} vs ${c.ours})`,
+      goal: `≥ ${c.target}×`,
+      value: r.median,
+      unit: '×',
+      met: r.median >= c.target,
+    });
+  };
+
+  /** Prefill at several sizes and a 16-token suffix on a cached prefix, ours and llama.cpp's, one class. */
+  const prefillRows = async (c: OpenClass): Promise<void> => {
+    const { sequence } = c;
+    const runner = await ModelRunner.create(await openModelFolder(c.modelDir, c.variant), {
+      modelDir: c.modelDir,
+      threads: ctx.threads,
+    });
+    try {
+      for (const n of ctx.quick ? [256, 512] : [256, 512, 2000]) {
+        // A pass at this size on each side first (it pages the weights in and grows onnxruntime's
+        // arena, llama.cpp's buffers likewise), then the median of 3, the two sides interleaved.
+        const ids = (seed: number) => codec.encode(textOfTokens(codec, n, seed)).slice(0, n);
+        const prefill = { ours: [] as number[], theirs: [] as number[] };
+        for (let k = 0; k <= 3; k++) {
+          const tokens = ids(700 + n + k);
+          const ours = await timeMs(() => runner.forward(tokens, null, [[0]], false)); // one position read, no KV fetched
+          await sequence.clearHistory();
+          const theirs = await timeMs(() => sequence.controlledEvaluate(tokens));
+          if (k === 0) continue;
+          prefill.ours.push(ours);
+          prefill.theirs.push(theirs);
         }
-        const prefix = plan.prefix;
-        const suffix = plan.questions[0]!.suffix.slice(0, 16);
-        const past = (await runner.forward(prefix, null, [], true)).present!;
-        const mine: number[] = [];
-        for (let k = 0; k < 3; k++) mine.push(await timeMs(() => runner.forward(suffix, past, [[0]], false)));
-        const oursSuffix = summarize(mine).median;
-        await sequence.clearHistory();
-        await sequence.controlledEvaluate(prefix);
-        const times: number[] = [];
-        for (let k = 0; k < 3; k++) {
-          times.push(
-            await timeMs(() =>
-              sequence.controlledEvaluate(
-                suffix.map((t, x) => (x === suffix.length - 1 ? [t, { generateNext: { logits: true } }] : t)),
-              ),
-            ),
-          );
-          await sequence.eraseContextTokenRanges([{ start: prefix.length, end: prefix.length + suffix.length }]);
-        }
-        const theirsSuffix = summarize(times).median;
+        const [o, t] = [(n / summarize(prefill.ours).median) * 1000, (n / summarize(prefill.theirs).median) * 1000];
         rows.push({
-          measure: `16-token suffix on a cached ${prefix.length}-token prefix (${c.theirs} / ours ${c.ours})`,
-          ours: round(oursSuffix, 1),
-          theirs: round(theirsSuffix, 1),
-          unit: 'ms',
-          ratio: {
-            median: round(theirsSuffix / oursSuffix, 2),
-            p10: round(theirsSuffix / oursSuffix, 2),
-            p90: round(theirsSuffix / oursSuffix, 2),
-          },
+          measure: `prefill ${n} tokens (${c.theirs} / ours ${c.ours})`,
+          ours: round(o, 0),
+          theirs: round(t, 0),
+          unit: 'tok/s',
+          ratio: { median: round(o / t, 2), p10: round(o / t, 2), p90: round(o / t, 2) },
         });
-      } finally {
-        await runner.close();
       }
+      const prefix = plan.prefix;
+      const suffix = plan.questions[0]!.suffix.slice(0, 16);
+      const past = (await runner.forward(prefix, null, [], true)).present!;
+      const mine: number[] = [];
+      for (let k = 0; k < 3; k++) mine.push(await timeMs(() => runner.forward(suffix, past, [[0]], false)));
+      const oursSuffix = summarize(mine).median;
+      await sequence.clearHistory();
+      await sequence.controlledEvaluate(prefix);
+      const times: number[] = [];
+      for (let k = 0; k < 3; k++) {
+        times.push(
+          await timeMs(() =>
+            sequence.controlledEvaluate(
+              suffix.map((t, x) => (x === suffix.length - 1 ? [t, { generateNext: { logits: true } }] : t)),
+            ),
+          ),
+        );
+        await sequence.eraseContextTokenRanges([{ start: prefix.length, end: prefix.length + suffix.length }]);
+      }
+      const theirsSuffix = summarize(times).median;
+      rows.push({
+        measure: `16-token suffix on a cached ${prefix.length}-token prefix (${c.theirs} / ours ${c.ours})`,
+        ours: round(oursSuffix, 1),
+        theirs: round(theirsSuffix, 1),
+        unit: 'ms',
+        ratio: {
+          median: round(theirsSuffix / oursSuffix, 2),
+          p10: round(theirsSuffix / oursSuffix, 2),
+          p90: round(theirsSuffix / oursSuffix, 2),
+        },
+      });
     } finally {
-      await context.dispose();
+      await runner.close();
     }
   };
 
   const agreements: Record<string, unknown> = {};
-  try {
-    await compareClass({
-      ours: 'int8',
-      theirs: 'Q8_0',
-      modelDir: int8Dir,
-      variant: 'int8',
-      model,
-      evaluator: cold,
-      target: 5,
-    });
-  } finally {
-    await cold.close();
-    await model.dispose();
-  }
   // The 4-bit class: our q4 export (MatMulNBits, block 32, accuracy_level 4; run through the int8
   // kernels, converted at load, by default: src/engine/model/q4-to-int8.ts) vs llama.cpp Q4_0, same weights.
   const q4Dir = await ensureFlavor({ shape: 'qwen2.5-0.5b', dtype: 'q4' });
   const q4Model = await llama.loadModel({ modelPath: ggufOf(fp32Dir, 'Q4_0', ctx.log) });
   const q4 = await loadEvaluator({ modelDir: q4Dir, variant: 'q4', threads: ctx.threads, prefixCacheBytes: 0 });
+  const opened: OpenClass[] = [];
   try {
-    await compareClass({
-      ours: 'q4',
-      theirs: 'Q4_0',
-      modelDir: q4Dir,
-      variant: 'q4',
-      model: q4Model,
-      evaluator: q4,
-      target: 3.5,
-    });
+    opened.push(
+      await openClass({
+        ours: 'int8',
+        theirs: 'Q8_0',
+        modelDir: int8Dir,
+        variant: 'int8',
+        model,
+        evaluator: cold,
+        target: 5,
+      }),
+      await openClass({
+        ours: 'q4',
+        theirs: 'Q4_0',
+        modelDir: q4Dir,
+        variant: 'q4',
+        model: q4Model,
+        evaluator: q4,
+        target: 3.5,
+      }),
+    );
+    // Both classes' workloads, ours and llama.cpp's, in one loop (rotating order): a class is never
+    // timed in other minutes than the other, and each ratio pairs the two sides of one round.
+    ctx.log(
+      `  llama.cpp by hand vs evaluate() on the same token ids, Q8_0 / int8 and Q4_0 / q4 interleaved, ${rounds} rounds; prefill; a suffix`,
+    );
+    const tasks = Object.fromEntries(
+      opened.flatMap((c) => [
+        [c.ours, () => c.evaluator.evaluate(request)],
+        [c.theirs, c.byHand],
+      ]),
+    ) as Record<string, () => Promise<unknown>>;
+    const s = await interleaved(tasks, { rounds, warmup: 1 });
+    for (const c of opened) await byHandRow(c, s[c.ours]!, s[c.theirs]!);
+    for (const c of opened) await prefillRows(c);
   } finally {
+    for (const c of opened) await c.context.dispose();
+    await cold.close();
     await q4.close();
+    await model.dispose();
     await q4Model.dispose();
     await llama.dispose();
   }
   // Our two classes against each other: q4 (through the int8 kernels) and int8 prefill, interleaved,
-  // so the 4-bit class's speed is read against the 8-bit one in the same minutes.
+  // so the 4-bit class's speed is read against the 8-bit one in the same minutes. Single rounds
+  // scatter by ±10% on a shared machine, hence 30 rounds (16 quick) where the ratio is a target.
   const classes = {
     q4: await ModelRunner.create(await openModelFolder(q4Dir, 'q4'), { modelDir: q4Dir, threads: ctx.threads }),
     int8: await ModelRunner.create(folder, { modelDir: int8Dir, threads: ctx.threads }),
@@ -374,7 +395,7 @@ export async function peersSection(ctx: BenchContext): Promise<SectionResult> {
           int8: () =>
             classes.int8.forward(codec.encode(textOfTokens(codec, n, seed++)).slice(0, n), null, [[0]], false),
         },
-        { rounds: Math.max(5, rounds), warmup: 1 },
+        { rounds: n > 512 ? 6 : ctx.quick ? 16 : 30, warmup: 1 },
       );
       const r = pairedRatio(s.int8, s.q4);
       rows.push({
