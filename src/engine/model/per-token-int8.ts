@@ -14,9 +14,10 @@
 // One zero point (128) for every row is what onnxruntime's integer GEMM takes (one activation zero
 // point per product), so the kernel runs exactly as for the export, with activation scale 1; the
 // row scale ([..., M, 1]) multiplies its output in a Mul, which onnxruntime runs on all its threads
-// (given to the product as a per-row activation scale, it is applied in one thread after the GEMM). A zero point per row (each row over its own [min, max], as DynamicQuantizeLinear does a
-// tensor) was built and measured: folding 256 zero points into one GEMM needs correction terms and a
-// copy of every row, and cost 1.11× to 1.17× the export's pass where this form costs 1.03× to 1.05×
+// (given to the product as a per-row activation scale, it is applied in one thread after the GEMM).
+// A zero point per row (each row over its own [min, max], as DynamicQuantizeLinear does a tensor)
+// was built and measured: folding 256 zero points into one GEMM needs correction terms and a copy
+// of every row, and cost 1.11× to 1.17× the export's pass where this form costs 1.04× to 1.07×
 // (docs/decisions.md); its step is finer only on rows that lean to one side.
 //
 // Each activation is quantized once for all the products that read it (q, k and v; gate and up).
@@ -198,7 +199,7 @@ export class PerTokenInt8 {
     this.node('Div', [input, own], `${p}/scaled`);
     this.node(
       'QuantizeLinear',
-      [`${p}/scaled`, this.scalar(`${this.namespace}/unit_scale`, 1), this.zeroPoint()],
+      [`${p}/scaled`, this.scalar(`${this.namespace}/float_one`, 1), this.zeroPoint()],
       `${p}/rows`,
     );
   }
