@@ -6,7 +6,12 @@ import { defineConfig } from 'vitest/config';
 // the kernels such a CPU gets. Worker threads, not forks: a forked child would run natively.
 export default defineConfig({
   test: {
-    include: ['test/numerics/**/*.test.ts', 'test/tools/flavors.test.ts', 'test/engine/flavors.test.ts'],
+    include: [
+      'test/numerics/**/*.test.ts',
+      'test/tools/flavors.test.ts',
+      'test/engine/flavors.test.ts',
+      'test/engine/opset.test.ts',
+    ],
     globalSetup: ['test/global-setup.ts'],
     pool: 'threads',
     fileParallelism: false,

@@ -20,6 +20,7 @@ export { decodeModel, encodeModel } from './engine/model/graph-rewrite.js';
 export { openModelFolder } from './engine/model/model-folder.js';
 export { convertQ4ToInt8, Q4_INT8_LEVELS, requantize } from './engine/model/q4-to-int8.js';
 export { PerTokenInt8 } from './engine/model/per-token-int8.js';
+export { BLOCKED_QUANTIZE_OPSET } from './engine/model/opset.js';
 export { topologicalOrder } from './engine/model/graph-order.js';
 export { int8SessionConfig } from './engine/model/cpu.js';
 export { logSoftmaxAt, ModelRunner } from './engine/model/runner.js';

@@ -20,6 +20,7 @@ import {
   encodeModel,
   int8SessionConfig,
   PerTokenInt8,
+  BLOCKED_QUANTIZE_OPSET,
   quantize4,
   requantize,
   seededRandom,
@@ -46,9 +47,9 @@ const rounds = Number(values.rounds);
 
 function graph(nodes: Node[], initializer: Tensor[], K: number): Uint8Array {
   const model: onnx.IModelProto = {
-    irVersion: 8,
+    irVersion: 10,
     opsetImport: [
-      { domain: '', version: 17 },
+      { domain: '', version: BLOCKED_QUANTIZE_OPSET },
       { domain: 'com.microsoft', version: 1 },
     ],
     graph: {
@@ -113,8 +114,9 @@ function forms(K: number, N: number, random: () => number): Record<string, Uint8
     { name: 'w8c_scale', dataType: DataType.FLOAT, dims: [N], rawData: new Uint8Array(eightBit.scales.buffer) },
   ];
   const perToken = (weights: Tensor[]): Uint8Array => {
-    const builder = new PerTokenInt8(17, 'p');
-    builder.matMul({ input: 'x', weight: weights[0]!.name!, weightScale: weights[1]!.name!, output: 'y', prefix: 'p' });
+    const builder = new PerTokenInt8(BLOCKED_QUANTIZE_OPSET, 'p');
+    const [weight, weightScale] = [weights[0]!.name!, weights[1]!.name!];
+    builder.matMul({ input: 'x', weight, weightScale, depth: K, output: 'y', prefix: 'p' });
     const { initializers } = builder.finish();
     return graph(topologicalOrder(builder.nodes), [...weights, ...initializers], K);
   };

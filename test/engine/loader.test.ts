@@ -165,7 +165,7 @@ describe('rewritten graphs on disk', () => {
     entry('ba9876543210', '/elsewhere/onnx/model.onnx');
     mkdirSync(join(cache, 'notes'));
     const evaluator = await loadEvaluator({ modelDir: dir, threads: 1, graphCacheDir: cache });
-    const target = (await rewrittenGraph(await openModelFolder(dir), 151936, cache))!;
+    const target = (await rewrittenGraph(await openModelFolder(dir), 151936, { cacheDir: cache }))!;
     expect(evaluator.graph).toBe(target.path);
     await evaluator.close();
     expect(listing()).toEqual(before);

@@ -127,8 +127,12 @@ describe('chunked prefill', () => {
 describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
   const K = 64;
   const N = 8;
-  /** One product as quantize_dynamic writes it (unfused, or fused DynamicQuantizeMatMul with a bias), with int8 weights per output channel. */
-  const product = (fused: boolean) => {
+  /**
+   * One product as quantize_dynamic writes it (unfused, or fused DynamicQuantizeMatMul with a bias),
+   * with int8 weights per output channel; at opset 17 the rows are divided by their scale before one
+   * QuantizeLinear, at 21 one QuantizeLinear takes a scale per row (a block per row).
+   */
+  const product = (fused: boolean, opset: number) => {
     const w = Int8Array.from({ length: K * N }, (_, i) => ((i * 37) % 255) - 127);
     const scales = Array.from({ length: N }, (_, n) => 0.01 * (n + 1));
     const init = [
@@ -155,8 +159,8 @@ describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
           { opType: 'Add', input: ['y0', 'bias'], output: ['y'] },
         ];
     const model = {
-      irVersion: 8,
-      opsetImport: [{ domain: '', version: 17 }, ...(fused ? [{ domain: 'com.microsoft', version: 1 }] : [])],
+      irVersion: 10,
+      opsetImport: [{ domain: '', version: opset }, ...(fused ? [{ domain: 'com.microsoft', version: 1 }] : [])],
       graph: {
         name: 'product',
         node,
@@ -187,13 +191,25 @@ describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
     return y;
   };
 
-  for (const fused of [false, true]) {
-    it(`${fused ? 'DynamicQuantizeMatMul' : 'DynamicQuantizeLinear + MatMulInteger'}: each row is quantized on its own, whatever the other rows are`, async () => {
+  for (const [fused, opset] of [
+    [false, 17],
+    [true, 17],
+    [false, 21],
+    [true, 21],
+  ] as const) {
+    it(`${fused ? 'DynamicQuantizeMatMul' : 'DynamicQuantizeLinear + MatMulInteger'}, opset ${opset}: each row is quantized on its own, whatever the other rows are`, async () => {
       const { quantizePerToken, sharesActivationScales } = await import('../../src/engine/model/graph-rewrite.js');
-      const { model, w, scales } = product(fused);
+      const { model, w, scales } = product(fused, opset);
       expect(sharesActivationScales(model as never)).toBe(true);
       expect(quantizePerToken(model as never)).toBe(1);
       expect(sharesActivationScales(model as never)).toBe(false);
+      // The form of the opset: a block per row from 21 on; under it the rows divided by their scale.
+      const quantize = model.graph.node.find((n) => n.opType === 'QuantizeLinear') as {
+        attribute?: { name: string; i: number }[];
+      };
+      const blockSize = quantize.attribute?.find((a) => a.name === 'block_size')?.i;
+      expect(blockSize).toBe(opset >= 21 ? K : undefined);
+      expect(model.graph.node.filter((n) => n.opType === 'Div').length).toBe(opset >= 21 ? 1 : 2);
       const m = 4;
       const x = rows(m);
       const together = await run(model, x, m);
@@ -216,6 +232,8 @@ describe('per-token int8 (dynamic int8 products rewritten at load)', () => {
           expect(Math.abs(got - want)).toBeLessThanOrEqual(1e-5 * Math.abs(want) + 1e-5);
         }
       }
+      // A pass of no rows gives no rows.
+      expect((await run(model, new Float32Array(0), 0)).length).toBe(0);
     });
   }
 

@@ -8,8 +8,7 @@ import { writeRewrittenGraph, type GraphFileCalls } from './graph-file.js';
 serveChannel<GraphFileCalls>(
   parentPort!,
   {
-    rewrite: async ({ folder, vocab, cacheDir, q4, perToken }) =>
-      (await writeRewrittenGraph(folder, vocab, cacheDir, q4, perToken)) ?? null,
+    rewrite: async ({ folder, vocab, options }) => (await writeRewrittenGraph(folder, vocab, options)) ?? null,
   },
   (error) => (error instanceof Error ? error.message : String(error)),
 );

@@ -35,6 +35,7 @@ import {
   type ModelProto,
 } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
+import { aiOnnxOpset, raiseOpset } from './opset.js';
 import { convertQ4ToInt8, hasQ4MatMuls, inlineExternalData, type Q4Conversion } from './q4-to-int8.js';
 import { startWorker, workerEntry } from '../../workers/index.js';
 
@@ -53,6 +54,8 @@ export interface GraphFacts {
   perTokenInt8?: number;
   /** The 4-bit products turned into int8 ones at load (q4-to-int8.ts), when any were. */
   q4ToInt8?: Q4Conversion;
+  /** The ai.onnx opset the export was raised to, from its own, for the per-token products (opset.ts). */
+  raisedOpset?: { from: number; to: number };
 }
 
 /** How 4-bit MatMulNBits run: through the int8 kernels (converted at load) or onnxruntime's own 4-bit kernel. */
@@ -76,11 +79,23 @@ export function defaultGraphCacheDirs(env: NodeJS.ProcessEnv = process.env): str
 }
 
 /** The graph rewrite worker's one call (graph-file-worker.ts); null: the head was not recognized. */
+/** How an export is rewritten (each choice is a rewrite of its own in the cache). */
+export interface RewriteOptions {
+  /** Where rewritten graphs go (default: defaultGraphCacheDirs). */
+  cacheDir?: string;
+  /** How 4-bit products run (default: through the int8 kernels). */
+  q4?: Q4Kernels;
+  /** Each token's activations quantized on their own (default: on). */
+  perToken?: boolean;
+  /**
+   * The provider the graph runs on (default: cpu). Per-token rows are quantized in one pass
+   * (opset 21) for the CPU only: CUDA's QuantizeLinear takes blocks for 4-bit types alone.
+   */
+  provider?: 'cpu' | 'cuda';
+}
+
 export type GraphFileCalls = {
-  rewrite: [
-    { folder: ModelFolder; vocab: number; cacheDir?: string; q4?: Q4Kernels; perToken?: boolean },
-    RewrittenGraph | null,
-  ];
+  rewrite: [{ folder: ModelFolder; vocab: number; options: RewriteOptions }, RewrittenGraph | null];
 };
 
 /**
@@ -92,11 +107,9 @@ export type GraphFileCalls = {
 export async function rewrittenGraph(
   folder: ModelFolder,
   vocab: number,
-  cacheDir?: string,
-  q4: Q4Kernels = 'int8',
-  perToken = true,
+  options: RewriteOptions = {},
 ): Promise<RewrittenGraph | undefined> {
-  const found = await cached(await targets(folder, cacheDir, q4, perToken));
+  const found = await cached(await targets(folder, options));
   if (found) return found;
   const entry = workerEntry('graph-file-worker', import.meta.url);
   const { worker, channel } = startWorker<GraphFileCalls>(
@@ -105,7 +118,7 @@ export async function rewrittenGraph(
     { name: 'the graph rewrite worker', decodeError: (m) => new Error(String(m)) },
   );
   try {
-    return (await channel.call('rewrite', { folder, vocab, cacheDir, q4, perToken })) ?? undefined;
+    return (await channel.call('rewrite', { folder, vocab, options })) ?? undefined;
   } finally {
     await worker.terminate();
   }
@@ -125,6 +138,7 @@ async function readFacts(graph: string): Promise<GraphFacts> {
       ...(facts.externalDataDir ? { externalDataDir: facts.externalDataDir } : {}),
       ...(facts.q4ToInt8 ? { q4ToInt8: facts.q4ToInt8 } : {}),
       ...(facts.perTokenInt8 ? { perTokenInt8: facts.perTokenInt8 } : {}),
+      ...(facts.raisedOpset ? { raisedOpset: facts.raisedOpset } : {}),
     };
   } catch {
     return { sharesActivationScales: true };
@@ -132,16 +146,13 @@ async function readFacts(graph: string): Promise<GraphFacts> {
 }
 
 /** Where the rewritten graph of an export goes, in order of preference: <cache>/<id>/<name>.assay-<id>.onnx. */
-async function targets(
-  folder: ModelFolder,
-  cacheDir?: string,
-  q4: Q4Kernels = 'int8',
-  perToken = true,
-): Promise<string[]> {
+async function targets(folder: ModelFolder, options: RewriteOptions): Promise<string[]> {
+  const { cacheDir, q4 = 'int8', perToken = true, provider = 'cpu' } = options;
   const source = resolve(folder.onnxPath);
   const info = await stat(source);
+  const variant = `${q4}${perToken ? '' : ':per-tensor'}${provider === 'cpu' ? '' : `:${provider}`}`;
   const id = createHash('sha256')
-    .update(`${REWRITE_VERSION}:${source}:${info.size}:${info.mtimeMs}:${q4}${perToken ? '' : ':per-tensor'}`)
+    .update(`${REWRITE_VERSION}:${source}:${info.size}:${info.mtimeMs}:${variant}`)
     .digest('hex')
     .slice(0, 12);
   const name = basename(source).replace(/\.onnx$/, `.assay-${id}.onnx`);
@@ -152,25 +163,30 @@ async function targets(
 export async function writeRewrittenGraph(
   folder: ModelFolder,
   vocab: number,
-  cacheDir?: string,
-  q4: Q4Kernels = 'int8',
-  perToken = true,
+  options: RewriteOptions = {},
 ): Promise<RewrittenGraph | undefined> {
+  const { q4 = 'int8', perToken = true, provider = 'cpu' } = options;
   const source = resolve(folder.onnxPath);
-  const candidates = await targets(folder, cacheDir, q4, perToken);
+  const candidates = await targets(folder, options);
   const found = await cached(candidates);
   if (found) return found;
 
   const model = decodeModel(await readFile(source));
   const facts: GraphFacts = { sharesActivationScales: sharesActivationScales(model) };
   if (!rewriteHead(model, vocab)) return undefined;
+  // Only an export with 4-bit products has a rewrite per 4-bit setting (kept side by side).
+  const q4Setting = hasQ4MatMuls(model) ? q4 : undefined;
+  if (provider === 'cpu' && ((perToken && facts.sharesActivationScales) || q4Setting === 'int8')) {
+    // Opset 21 quantizes each row over its own scale in one pass; where it cannot be, the per-token
+    // products divide the rows first (per-token-int8.ts).
+    const from = aiOnnxOpset(model);
+    if (raiseOpset(model) && from !== aiOnnxOpset(model)) facts.raisedOpset = { from, to: aiOnnxOpset(model) };
+  }
   if (perToken) {
     // Each token's activations quantized on their own: a token's numbers no longer depend on its pass.
     const rewritten = quantizePerToken(model);
     if (rewritten > 0) facts.perTokenInt8 = rewritten;
   }
-  // Only an export with 4-bit products has a rewrite per 4-bit setting (kept side by side).
-  const q4Setting = hasQ4MatMuls(model) ? q4 : undefined;
   if (q4Setting === 'int8') {
     // The int8 weights are new: the whole graph's weights go to the cache (onnxruntime reads external
     // data from one folder only).

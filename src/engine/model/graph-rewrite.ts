@@ -21,6 +21,7 @@
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { topologicalOrder } from './graph-order.js';
+import { aiOnnxOpset } from './opset.js';
 import { PerTokenInt8 } from './per-token-int8.js';
 import { AttributeType, DataType } from '../../common/index.js';
 
@@ -39,7 +40,7 @@ const MATMULS = new Set([
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
 /** Bumped whenever the rewrite changes, so graphs rewritten by an older version are not reused. */
-export const REWRITE_VERSION = 14;
+export const REWRITE_VERSION = 15;
 
 export const POSITIONS_INPUT = 'assay_positions';
 export const BIAS_INPUT = 'assay_attention_bias';
@@ -114,8 +115,7 @@ export function quantizePerToken(model: ModelProto): number {
     const c = consumers.get(tensor) ?? [];
     return c.length === 1 && !(graph.output ?? []).some((o) => o.name === tensor) ? c[0] : undefined;
   };
-  const opset = Number((model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx')?.version ?? 17);
-  const builder = new PerTokenInt8(opset);
+  const builder = new PerTokenInt8(aiOnnxOpset(model));
   /** A node to take out → the nodes that replace it (empty: just removed). */
   const replaced = new Map<OnnxTypes.INodeProto, OnnxTypes.INodeProto[]>();
   const maybeUnused = new Set<OnnxTypes.INodeProto>();
@@ -130,6 +130,7 @@ export function quantizePerToken(model: ModelProto): number {
       const added = builder.matMul({
         input: x,
         weight: w!,
+        depth: Number(initializers.get(w!)!.dims![0]),
         weightScale: scale!,
         ...(zeroPoint ? { weightZeroPoint: zeroPoint } : {}),
         output: product,
@@ -157,6 +158,7 @@ export function quantizePerToken(model: ModelProto): number {
     const added = builder.matMul({
       input: dql.input![0]!,
       weight: w!,
+      depth: Number(initializers.get(w!)!.dims![0]),
       weightScale: weightScale!,
       ...(wZeroPoint ? { weightZeroPoint: wZeroPoint } : {}),
       output: mul.output![0]!,
@@ -207,7 +209,7 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
   // The path hidden → logits must not reshape (its output keeps the [batch, seq, vocab] layout).
   if (!pathIsRankPreserving(hidden, 'logits', producer)) return false;
 
-  const opset = Number((model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx')?.version ?? 17);
+  const opset = aiOnnxOpset(model);
   const added: OnnxTypes.INodeProto[] = [];
   const init: OnnxTypes.ITensorProto[] = [];
   const c = (name: string, values: number[]): string => {

@@ -8,8 +8,14 @@
 // shares its pass. Each row is quantized symmetrically over its own largest magnitude:
 //
 //   a_row = max(max |x_row|, tiny)                                ReduceMax, ReduceMin       [..., M, 1]
-//   s_row = a_row / 127,  q = QuantizeLinear(x / s_row, 1, 128)   uint8 [..., M, K], 255 levels around 128
+//   s_row = a_row / 127,  q = round(x / s_row) + 128              uint8 [..., M, K], 255 levels around 128
 //   y     = s_row · (w_scale · Σ_k (q_k − 128) · (W_k − w_zp))    MatMulIntegerToFloat, then Mul
+//
+// q is one QuantizeLinear with a block per row (opset 21: a scale per row, all rows in parallel, one
+// pass over x; opset.ts raises the model to 21 where it can). Under opset 21 the rows are divided by
+// their scale first and one QuantizeLinear quantizes the tensor with scale 1: the same numbers
+// (QuantizeLinear divides by its scale too), one more pass over x; a per-axis QuantizeLinear would do
+// it in one, but onnxruntime walks its rows one by one, on one thread.
 //
 // One zero point (128) for every row is what onnxruntime's integer GEMM takes (one activation zero
 // point per product), so the kernel runs exactly as for the export, with activation scale 1; the
@@ -17,7 +23,7 @@
 // (given to the product as a per-row activation scale, it is applied in one thread after the GEMM).
 // A zero point per row (each row over its own [min, max], as DynamicQuantizeLinear does a tensor)
 // was built and measured: folding 256 zero points into one GEMM needs correction terms and a copy
-// of every row, and cost 1.11× to 1.17× the export's pass where this form costs 1.04× to 1.07×
+// of every row, and cost 1.11× to 1.17× the export's pass where the divided form cost 1.04× to 1.07×
 // (docs/decisions.md); its step is finer only on rows that lean to one side.
 //
 // Each activation is quantized once for all the products that read it (q, k and v; gate and up).
@@ -32,6 +38,7 @@
 // `session.x64quantprecision`, cpu.ts).
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { AttributeType, DataType } from '../../common/index.js';
+import { BLOCKED_QUANTIZE_OPSET } from './opset.js';
 
 export type NodeProto = OnnxTypes.INodeProto;
 export type TensorProto = OnnxTypes.ITensorProto;
@@ -46,6 +53,8 @@ export interface PerTokenMatMul {
   weightScale: string;
   /** Its zero points (int8): a scalar or [N]; omitted: 0. */
   weightZeroPoint?: string;
+  /** K: the activation's last dimension (the weight's rows). */
+  depth: number;
   /** The fp32 result [..., M, N]. */
   output: string;
   /** Prefix of every node, tensor and initializer name emitted (unique per product). */
@@ -55,6 +64,8 @@ export interface PerTokenMatMul {
 /** An activation read by per-token products. */
 interface Activation {
   prefix: string;
+  /** Its last dimension. */
+  depth: number;
   /** The row scale of an activation whose rows carry a factor its producer left out ([..., M, 1]). */
   factor?: string;
 }
@@ -85,7 +96,7 @@ export class PerTokenInt8 {
 
   /** The nodes of one product (also kept in `nodes`). */
   matMul(m: PerTokenMatMul): NodeProto[] {
-    const activation = this.activation(m.input);
+    const activation = this.activation(m.input, m.depth);
     const start = this.nodes.length;
     const node = this.node(
       'MatMulIntegerToFloat',
@@ -119,12 +130,13 @@ export class PerTokenInt8 {
     return { nodes: this.nodes.slice(start), initializers: this.initializers };
   }
 
-  private activation(input: string): Activation {
+  private activation(input: string, depth: number): Activation {
     let a = this.activations.get(input);
     if (!a) {
-      a = { prefix: `${this.namespace}/${input.replace(/[^A-Za-z0-9_.]+/g, '_')}` };
+      a = { prefix: `${this.namespace}/${input.replace(/[^A-Za-z0-9_.]+/g, '_')}`, depth };
       this.activations.set(input, a);
     }
+    if (a.depth !== depth) throw new Error(`products read ${input} with ${a.depth} and ${depth} columns`);
     return a;
   }
 
@@ -193,9 +205,19 @@ export class PerTokenInt8 {
     const own = a.factor ? `${p}/own_scale` : `${p}/row_scale`;
     this.node('Div', [`${p}/magnitude`, this.scalar(`${this.namespace}/levels`, LEVELS)], own);
     if (a.factor) this.node('Mul', [own, a.factor], `${p}/row_scale`);
-    // x / s_row, then one QuantizeLinear for the tensor (scale 1, zero point 128): the same numbers
-    // as QuantizeLinear along the rows (it divides by the scale too), and faster in onnxruntime,
-    // which quantizes a tensor in parallel but walks the rows of a per-axis scale one by one.
+    if (this.opset >= BLOCKED_QUANTIZE_OPSET) {
+      // One block per row (opset 21): onnxruntime quantizes the rows in parallel, each over its own
+      // scale, in one pass. The zero points take the scale's shape.
+      this.node('Shape', [own], `${p}/scale_shape`);
+      this.node('Expand', [this.zeroPoint(), `${p}/scale_shape`], `${p}/zero_points`);
+      this.node('QuantizeLinear', [input, own, `${p}/zero_points`], `${p}/rows`, [
+        int('axis', -1),
+        int('block_size', a.depth),
+      ]);
+      return;
+    }
+    // Under opset 21: x / s_row, then one QuantizeLinear for the tensor (scale 1, zero point 128):
+    // the same numbers (it divides by the scale too); a per-axis scale would be walked row by row.
     this.node('Div', [input, own], `${p}/scaled`);
     this.node(
       'QuantizeLinear',

@@ -28,6 +28,7 @@ import { join } from 'node:path';
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { AttributeType, DataType } from '../../common/index.js';
 import { topologicalOrder } from './graph-order.js';
+import { aiOnnxOpset } from './opset.js';
 import { PerTokenInt8 } from './per-token-int8.js';
 
 /** Largest |int8| the converted weights use (see the header). */
@@ -85,9 +86,8 @@ function externalDataReader(dir: string): (t: Tensor) => Uint8Array {
 export function convertQ4ToInt8(model: OnnxTypes.IModelProto, levels = Q4_INT8_LEVELS): Q4Conversion {
   const graph = model.graph!;
   const inits = new Map((graph.initializer ?? []).map((t) => [t.name!, t]));
-  const opset = Number((model.opsetImport ?? []).find((o) => !o.domain || o.domain === 'ai.onnx')?.version ?? 17);
   const added: Tensor[] = [];
-  const builder = new PerTokenInt8(opset, 'assay/q4_int8');
+  const builder = new PerTokenInt8(aiOnnxOpset(model), 'assay/q4_int8');
   const result: Q4Conversion = { nodes: 0, q4Bytes: 0, int8Bytes: 0 };
   const replaced = new Map<OnnxTypes.INodeProto, OnnxTypes.INodeProto[]>();
   const casts = new Set<string>();
@@ -132,6 +132,7 @@ export function convertQ4ToInt8(model: OnnxTypes.IModelProto, levels = Q4_INT8_L
       ...builder.matMul({
         input,
         weight: `${prefix}/weight`,
+        depth: K,
         weightScale: `${prefix}/weight_scale`,
         output: product,
         prefix,

@@ -189,7 +189,12 @@ export class ModelRunner {
       try {
         // The int8 form of 4-bit products is a CPU form (CUDA has MatMulNBits kernels, no integer ones): never on CUDA.
         const q4 = provider === 'cuda' ? 'native' : c.q4Kernels;
-        rewritten = await rewrittenGraph(folder, vocab, c.graphCacheDir, q4, c.perTokenInt8);
+        rewritten = await rewrittenGraph(folder, vocab, {
+          ...(c.graphCacheDir ? { cacheDir: c.graphCacheDir } : {}),
+          q4,
+          perToken: c.perTokenInt8,
+          provider,
+        });
       } catch (error) {
         // An unreadable or undecodable file: the stock load below reports it.
         c.onWarning?.(`graph rewrite skipped for ${folder.onnxPath}: ${(error as Error).message}`);
