@@ -25,8 +25,8 @@ export async function perTokenInt8Section(ctx: BenchContext): Promise<SectionRes
   const rows: Row[] = ctx.quick
     ? [1, 4, 16].map((questions) => ({ stateTokens: 256, questions, rounds: 8 }))
     : [
-        ...[1, 4, 16].map((questions) => ({ stateTokens: 256, questions, rounds: 24 })),
-        ...[1, 16].map((questions) => ({ stateTokens: 2000, questions, rounds: 6 })),
+        ...[1, 4, 16].map((questions) => ({ stateTokens: 256, questions, rounds: 40 })),
+        ...[1, 16].map((questions) => ({ stateTokens: 2000, questions, rounds: 12 })),
       ];
   const dir = await ctx.model('qwen2.5-0.5b', 'int8');
   const codec = await TextCodec.load(dir);
@@ -97,7 +97,7 @@ export async function perTokenInt8Section(ctx: BenchContext): Promise<SectionRes
       'A ratio above 1 is the rewrite’s cost. Read the p10–p90 spread before a median: on a busy machine single rounds scatter by more than the effect.',
       ...(ctx.quick
         ? [
-            '--quick: the 256-token state only, 8 rounds; the full run has 24 rounds and adds the 2,000-token state (6 rounds).',
+            '--quick: the 256-token state only, 8 rounds; the full run has 40 rounds and adds the 2,000-token state (12 rounds).',
           ]
         : []),
       ...warnings.map((w) => `Load: ${w}`),
