@@ -78,7 +78,6 @@ export function defaultGraphCacheDirs(env: NodeJS.ProcessEnv = process.env): str
   return [join(cache, 'assay', 'graphs'), join(tmpdir(), 'assay-graphs')];
 }
 
-/** The graph rewrite worker's one call (graph-file-worker.ts); null: the head was not recognized. */
 /** How an export is rewritten (each choice is a rewrite of its own in the cache). */
 export interface RewriteOptions {
   /** Where rewritten graphs go (default: defaultGraphCacheDirs). */
@@ -94,6 +93,7 @@ export interface RewriteOptions {
   provider?: 'cpu' | 'cuda';
 }
 
+/** The graph rewrite worker's one call (graph-file-worker.ts); null: the head was not recognized. */
 export type GraphFileCalls = {
   rewrite: [{ folder: ModelFolder; vocab: number; options: RewriteOptions }, RewrittenGraph | null];
 };
