@@ -59,7 +59,11 @@ export function raiseOpset(model: ModelProto): boolean {
     if (subgraph || (aiOnnx(n) && from < (CHANGED_AT[n.opType!] ?? 0))) return false;
   }
   const added: OnnxTypes.ITensorProto[] = [];
-  const names = new Set([...(graph.initializer ?? []).map((t) => t.name!), ...nodes.flatMap((n) => n.output ?? [])]);
+  const names = new Set([
+    ...(graph.initializer ?? []).map((t) => t.name!),
+    ...(graph.input ?? []).map((i) => i.name!),
+    ...nodes.flatMap((n) => n.output ?? []),
+  ]);
   for (const n of nodes) {
     if (!aiOnnx(n) || from >= 18) continue;
     const attributes = n.attribute ?? [];
