@@ -35,7 +35,7 @@ import {
   type ModelProto,
 } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
-import { aiOnnxOpset, raiseOpset } from './opset.js';
+import { aiOnnxOpset, BLOCKED_QUANTIZE_OPSET, raiseOpset } from './opset.js';
 import { convertQ4ToInt8, hasQ4MatMuls, inlineExternalData, type Q4Conversion } from './q4-to-int8.js';
 import { startWorker, workerEntry } from '../../workers/index.js';
 
@@ -180,7 +180,7 @@ export async function writeRewrittenGraph(
     // Opset 21 quantizes each row over its own scale in one pass; where it cannot be, the per-token
     // products divide the rows first (per-token-int8.ts).
     const from = aiOnnxOpset(model);
-    if (raiseOpset(model) && from !== aiOnnxOpset(model)) facts.raisedOpset = { from, to: aiOnnxOpset(model) };
+    if (from < BLOCKED_QUANTIZE_OPSET && raiseOpset(model)) facts.raisedOpset = { from, to: BLOCKED_QUANTIZE_OPSET };
   }
   if (perToken) {
     // Each token's activations quantized on their own: a token's numbers no longer depend on its pass.
