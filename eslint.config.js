@@ -76,6 +76,18 @@ const LAYERS = {
     '**/config/**',
   ],
   'src/model-files/**': ['**/tools/**', '**/service/**', '**/api/**', '**/commands/**', '**/client/**'],
+  // The MCP tools see answers only through their backend (the service, a client or the route).
+  'src/mcp/**': [
+    '**/engine/**',
+    '**/service/**',
+    '**/api/**',
+    '**/commands/**',
+    '**/tools/**',
+    '**/model-files/**',
+    '**/client/**',
+    '**/config/**',
+    '**/registry.js',
+  ],
 };
 
 /** Every layer has one entry file (index.ts): code outside it may import only that (src/commands, the top, has none). */
@@ -90,6 +102,7 @@ const ENTRIES = [
   'quality',
   'config',
   'model-files',
+  'mcp',
 ];
 
 /** src/internal.ts: the one door through which bench/, tools/ and deploy/ reach inner parts (never used inside src/). */

@@ -1,6 +1,6 @@
-// assay <serve|eval|calibrate|models> [--help] [--version]: the command dispatcher.
-import { readFileSync } from 'node:fs';
+// assay <serve|eval|calibrate|models|mcp> [--help] [--version]: the command dispatcher.
 import { pathToFileURL } from 'node:url';
+import { packageVersion } from './common/index.js';
 
 const HELP = `Usage: assay <command> [options]
 
@@ -9,13 +9,9 @@ Commands:
   eval       answer questions about a state, locally or against a server (assay eval --help)
   calibrate  fit a temperature per question type on a labeled dataset (assay calibrate --help)
   models     list, fetch and register models (assay models --help)
+  mcp        an MCP server for agents on stdio: the engine in-process or a server (assay mcp --help)
 
 Run 'assay <command> --help' for a command's options; 'assay --version' prints the version.`;
-
-/** The package's version (package.json sits one folder above src/ and dist/ alike). */
-function version(): string {
-  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-}
 
 type Command = (argv: string[]) => Promise<number>;
 
@@ -25,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<{ run: Command }>> = {
   eval: () => import('./commands/eval.js'),
   calibrate: () => import('./commands/calibrate.js'),
   models: () => import('./commands/models.js'),
+  mcp: () => import('./commands/mcp.js'),
 };
 
 export async function main(argv: string[]): Promise<number> {
@@ -34,7 +31,7 @@ export async function main(argv: string[]): Promise<number> {
     return name === undefined ? 2 : 0;
   }
   if (name === '--version' || name === '-v' || name === 'version') {
-    process.stdout.write(`assay ${version()}\n`);
+    process.stdout.write(`assay ${packageVersion()}\n`);
     return 0;
   }
   const load = COMMANDS[name];

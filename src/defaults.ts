@@ -57,6 +57,8 @@ export const DEFAULTS = {
   /** /docs (Swagger UI) and /playground. */
   docs: true,
   playground: true,
+  /** /mcp, the MCP endpoint for agents (docs/agents.md). */
+  mcp: true,
   // Logs
   logLevel: 'info',
 } as const;

@@ -55,6 +55,23 @@ export const EscalationSchema = fileObject({
     ),
 });
 
+/** Per question type, a certainty threshold between 0 and 1 (the MCP tools' act | review | abstain). */
+const threshold = 'expected a certainty between 0 and 1';
+const TypeThresholdsSchema = z.strictObject({
+  noul: z.number(threshold).min(0, threshold).max(1, threshold).optional().describe('For noul: max(p, 1 − p).'),
+  choice: z.number(threshold).min(0, threshold).max(1, threshold).optional().describe('For choice: the confidence.'),
+  score: z.number(threshold).min(0, threshold).max(1, threshold).optional().describe('For score: the confidence.'),
+});
+
+export const DecisionSchema = fileObject({
+  act: TypeThresholdsSchema.describe(
+    'Certainty at or above which an answer can be acted on, per question type; a type left out gets no decision.',
+  ),
+  review: TypeThresholdsSchema.optional().describe(
+    'Certainty under `act` but at or above this: review; under it: abstain. A type left out is never abstained on.',
+  ),
+});
+
 export const SyntheticSchema = fileObject({
   shape: z.string().describe('A shape of models/shapes.json (tiny, qwen2.5-0.5b, ...).'),
   dtype: z.string().describe('fp32, fp16, int8, q4 or q4f16.'),
@@ -99,6 +116,9 @@ export const ModelEntrySchema = fileObject({
     .regex(/^\d{4}-\d{2}-\d{2}$/, 'expected a date as YYYY-MM-DD')
     .describe('YYYY-MM-DD, shown in GET /v1/models.'),
   listed: z.boolean().optional().describe('List this versioned id in GET /v1/models as well as its aliases.'),
+  decision_thresholds: DecisionSchema.optional().describe(
+    "Thresholds that turn this model's answers into act | review | abstain for agents (the MCP tools; docs/agents.md), e.g. from a coverage report.",
+  ),
 });
 
 function own<T>(o: Record<string, T>, k: string): T | undefined {

@@ -1,5 +1,6 @@
-// The API's own HTTP refusals (401, 429, 503 while draining or when the body worker is gone): each
-// a class with its stable code and log policy, answered by its row in the error table with
+// The API's own HTTP refusals (401, 403 for a Host or Origin not allowed, 429, 503 while draining
+// or when the body worker is gone): each a class with its stable code and log policy, answered by
+// its row in the error table with
 // `{"detail": "<message>"}` and the headers it carries. Validation failures are InvalidRequestError
 // (src/protocol/errors.ts).
 import type { LogPolicy } from '../protocol/index.js';
@@ -35,4 +36,14 @@ export class DrainingError extends ApiError {
 /** The body worker died with the body in it (never parsed inline instead). → 503 with retry headers */
 export class BodyWorkerUnavailableError extends ApiError {
   static readonly code = 'body_worker_unavailable';
+}
+
+/** The request's Host is not one this server answers to (DNS rebinding guard, hosts.ts). → 403 */
+export class HostForbiddenError extends ApiError {
+  static readonly code = 'host_forbidden';
+}
+
+/** A browser request from an origin that is neither this server's nor in --cors-origins. → 403 */
+export class OriginForbiddenError extends ApiError {
+  static readonly code = 'origin_forbidden';
 }

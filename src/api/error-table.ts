@@ -12,7 +12,14 @@ import {
   OverloadedError,
 } from '../engine/index.js';
 import { InvalidRequestError, ModelForbiddenError, retryHeaders, type LogPolicy } from '../protocol/index.js';
-import { BodyWorkerUnavailableError, DrainingError, RateLimitedError, UnauthenticatedError } from './api-error.js';
+import {
+  BodyWorkerUnavailableError,
+  DrainingError,
+  HostForbiddenError,
+  OriginForbiddenError,
+  RateLimitedError,
+  UnauthenticatedError,
+} from './api-error.js';
 import { ModelUnavailableError, ResponseContractError } from '../service/index.js';
 
 export interface ErrorResponse {
@@ -63,6 +70,8 @@ const refusal = (status: number) => (e: { detail: string; headers: Record<string
 
 const ROWS: [string, Row][] = [
   row(UnauthenticatedError, refusal(401)),
+  row(HostForbiddenError, refusal(403)),
+  row(OriginForbiddenError, refusal(403)),
   row(RateLimitedError, refusal(429)),
   row(DrainingError, refusal(503)),
   row(BodyWorkerUnavailableError, refusal(503)),

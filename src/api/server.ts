@@ -19,6 +19,9 @@ import { modelsRoute } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
 import { systemoneRoute } from './routes/systemone.js';
 import { pagesRoutes } from './routes/pages.js';
+import { mcpRoute } from './routes/mcp.js';
+import { originChecks } from './plugins/origins.js';
+import type { AllowedHosts } from '../common/index.js';
 
 export interface ServerOptions {
   registry: Registry;
@@ -54,6 +57,15 @@ export interface ServerOptions {
   inlineBodyBytes?: number;
   /** The confidence formula the models were given (engine `confidence`), reported by /playground/models; default entropy. */
   confidence?: 'entropy' | 'hosted';
+  /**
+   * Host names the server answers to besides localhost, *.localhost, IP literals and the machine's
+   * name (`*.suffix` allowed); 'any': no Host check. Default: none besides those (hosts.ts).
+   */
+  allowedHosts?: AllowedHosts;
+  /** Origins (`scheme://host[:port]`) browser apps may call from, with CORS headers; `*`: any. Default: none. */
+  corsOrigins?: readonly string[];
+  /** Serve the MCP endpoint /mcp; default true. */
+  mcp?: boolean;
   /** Clock of the rate limiter (ms). */
   now?: () => number;
 }
@@ -78,6 +90,9 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     requestTimeout: options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
     // Requests that still arrive while draining get our own 503 (plugins/requests.ts).
     return503OnClosing: false,
+    // A request without Host reaches the Host check (plugins/origins.ts) and gets its JSON 403,
+    // instead of Node's bare 400.
+    http: { requireHostHeader: false },
   });
 
   const metrics = createMetrics(
@@ -101,6 +116,11 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
   await app.register(bodyParsing, { bodyLimit, inlineBodyBytes: options.inlineBodyBytes ?? DEFAULTS.inlineBodyBytes });
   await app.register(notFoundHandling);
   await app.register(errorHandling, { deadlineMs, bodyLimit });
+  // After the error handler: its refusals (and the CORS preflight route it may add) are answered by it.
+  await app.register(originChecks, {
+    allowedHosts: options.allowedHosts ?? [],
+    corsOrigins: options.corsOrigins ?? [],
+  });
 
   await app.register(systemoneRoute);
   await app.register(modelsRoute);
@@ -109,6 +129,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     playground: options.playground ?? DEFAULTS.playground,
   });
   await app.register(opsRoutes);
+  if (options.mcp ?? DEFAULTS.mcp) await app.register(mcpRoute, { bodyLimit });
   await app.ready();
   return app;
 }

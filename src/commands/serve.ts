@@ -14,6 +14,7 @@ import { loadServeSettings, serveHelp, settingsFor, type ServeSettings } from '.
 import { acceptedModelNames, loadRegistry, resolveModel } from '../registry.js';
 import { createModelPool, type PoolLog } from '../service/index.js';
 import { cpuKernels } from '../engine/index.js';
+import { hostPolicy } from '../common/index.js';
 
 export type ServeConfig = Readonly<
   ServeSettings & {
@@ -97,6 +98,8 @@ export async function run(argv: string[]): Promise<number> {
     models: pool,
     keys: config.keys,
     rateLimits: { requestsPerMinute: config.requestsPerMinute, inputTokensPerSecond: config.inputTokensPerSecond },
+    // The Host check: --allowed-hosts when set, else on by default on a loopback bind only.
+    allowedHosts: hostPolicy(config.host, config.allowedHosts),
     logFormat: config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json'),
   });
 

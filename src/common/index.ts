@@ -3,3 +3,5 @@
 export * from './random.js';
 export * from './html.js';
 export * from './onnx.js';
+export * from './version.js';
+export * from './hosts.js';

@@ -7,6 +7,7 @@ import { DEFAULTS } from '../defaults.js';
 import { DEFAULT_REGISTRY_FILE } from '../registry.js';
 import type { EngineConfig } from '../engine/index.js';
 import type { ServerOptions } from '../api/index.js';
+import { normalOrigin, validHostEntry } from '../common/index.js';
 
 export interface SettingMeta {
   /** Long flag without dashes; a boolean setting that defaults to true is turned off by `--no-<flag>`. */
@@ -69,6 +70,25 @@ function text() {
   return z.string().min(1, 'must not be empty');
 }
 
+/** A comma-separated list, each entry trimmed and checked by `valid` (normalised by it when it returns a string). */
+function list(what: string, valid: (entry: string) => boolean | string | undefined) {
+  return z.string().transform((v, ctx) => {
+    const out: string[] = [];
+    for (const entry of v
+      .split(',')
+      .map((e) => e.trim())
+      .filter(Boolean)) {
+      const ok = valid(entry);
+      if (ok === false || ok === undefined) {
+        ctx.addIssue({ code: 'custom', message: `expected ${what}, got '${entry}'` });
+        return z.NEVER;
+      }
+      out.push(typeof ok === 'string' ? ok : entry);
+    }
+    return out;
+  });
+}
+
 const m = (meta: SettingMeta): SettingMeta & Record<string, unknown> => ({ ...meta });
 
 /** Settings in the order the help lists them. Every field is optional in input and has its default. */
@@ -79,6 +99,29 @@ export const ServeSettingsSchema = z.strictObject({
   port: int(0, 65535)
     .default(DEFAULTS.port)
     .meta(m({ flag: 'port', env: 'PORT', arg: 'N', doc: 'listen port (0: any free port)' })),
+  allowedHosts: list('host names (name, *.suffix, IP literal, or *)', validHostEntry)
+    .optional()
+    .meta(
+      m({
+        flag: 'allowed-hosts',
+        env: 'ASSAY_ALLOWED_HOSTS',
+        arg: 'NAMES',
+        doc: "comma-separated Host names the server answers to besides localhost, *.localhost, IP literals and the machine's name (exact, or *.suffix); any other Host gets 403 (DNS rebinding guard). Checked on a loopback bind by default, on other binds only when set (behind a proxy: its public names); * turns the check off",
+        shownDefault: 'none (checked on a loopback bind)',
+      }),
+    ),
+  corsOrigins: list('origins as scheme://host[:port], or *', (e) => (e === '*' ? e : normalOrigin(e)))
+    .optional()
+    .meta(
+      m({
+        server: 'corsOrigins',
+        flag: 'cors-origins',
+        env: 'ASSAY_CORS_ORIGINS',
+        arg: 'ORIGINS',
+        doc: 'comma-separated origins (https://app.example.com) whose pages may call the API from a browser, with CORS headers (Authorization allowed, never credentials); * allows any origin. Off by default: a browser request from any other origin gets 403',
+        shownDefault: 'none',
+      }),
+    ),
   registry: text()
     .default(DEFAULT_REGISTRY_FILE)
     .meta(
@@ -242,6 +285,16 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'playground',
         env: 'ASSAY_PLAYGROUND',
         doc: 'serve /playground, a page to send a request and see its answers as charts (static files; the key stays in the browser tab); --no-playground turns it off',
+      }),
+    ),
+  mcp: bool()
+    .default(DEFAULTS.mcp)
+    .meta(
+      m({
+        server: 'mcp',
+        flag: 'mcp',
+        env: 'ASSAY_MCP',
+        doc: 'serve /mcp, the MCP endpoint for agents (Streamable HTTP, the same keys and limits as /v1/systemone; docs/agents.md); --no-mcp turns it off',
       }),
     ),
   replicaId: text()

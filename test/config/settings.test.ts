@@ -133,6 +133,7 @@ describe('where each setting goes', () => {
   // Settings assay serve reads itself (listening, the registry, keys, rate limits, log format).
   const READ_BY_SERVE = [
     'host',
+    'allowedHosts',
     'port',
     'registry',
     'keysFile',

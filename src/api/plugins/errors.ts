@@ -1,8 +1,9 @@
 // The error handler: every error a request ends in is answered from the error table
 // (error-table.ts), logged by its policy, and named in the request's access line.
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { errorResponse } from '../error-table.js';
+import { HostForbiddenError, OriginForbiddenError } from '../api-error.js';
 import { drain } from './body.js';
 
 export interface ErrorsOptions {
@@ -12,10 +13,13 @@ export interface ErrorsOptions {
   bodyLimit: number;
 }
 
-async function errors(app: FastifyInstance, options: ErrorsOptions): Promise<void> {
-  app.setErrorHandler((err: FastifyError | Error, req, reply) => {
+/** The handler; a route with its own body limit (/mcp) sets one of its own with that limit. */
+export function errorHandler(app: FastifyInstance, options: ErrorsOptions) {
+  return (err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply) => {
     // Body errors (media type, size, JSON) on an unknown path or method: the path is what is wrong.
-    if (!req.routeOptions.url) return app.notFound(req, reply);
+    // A Host or Origin refused is refused on every path: a rebinding page learns nothing of the routes.
+    const everyPath = err instanceof HostForbiddenError || err instanceof OriginForbiddenError;
+    if (!req.routeOptions.url && !everyPath) return app.notFound(req, reply);
     const r = errorResponse(err, options);
     req.facts = { ...req.facts, error: r.code };
     if (r.log) req.log.error({ err }, r.status >= 500 ? 'request failed' : 'request refused');
@@ -27,7 +31,11 @@ async function errors(app: FastifyInstance, options: ErrorsOptions): Promise<voi
     // A client still sending an oversized body would see its connection reset (EPIPE) instead of
     // the 413: read and discard what it sends, up to a bound, then answer and close.
     return r.status === 413 ? drain(req.raw).then(respond) : respond();
-  });
+  };
+}
+
+async function errors(app: FastifyInstance, options: ErrorsOptions): Promise<void> {
+  app.setErrorHandler(errorHandler(app, options));
 }
 
 /** On the server itself, so every route's errors reach it; after not-found (it answers unrouted requests). */
