@@ -1,7 +1,7 @@
 // /mcp: the MCP tools (src/mcp) over Streamable HTTP, behind the same bearer keys, per-key models
 // and limits as /v1/systemone. Stateless: each POST is answered by a fresh server and transport
-// (no session to keep or to steal), with a JSON response; GET and DELETE (sessions, server-sent
-// streams) are answered 405 by the transport. The Host and Origin checks of every route
+// (no session to keep or to steal), with a JSON response. GET (a server-sent stream) and DELETE
+// (ending a session) have nothing to serve without sessions: 405 with Allow: POST, as for any path. The Host and Origin checks of every route
 // (plugins/origins.ts) are the transport spec's Origin validation: they run before this route, and
 // they know what the SDK's exact-match lists cannot say (`*.localhost`, IP literals, `*.suffix`).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -72,6 +72,5 @@ export async function mcpRoute(app: FastifyInstance, options: McpRouteOptions): 
     await server.connect(transport);
     await transport.handleRequest(req.raw, reply.raw, req.body);
   };
-  for (const method of ['POST', 'GET', 'DELETE'] as const)
-    app.route({ method, url: '/mcp', onRequest: admission(ctx), handler: handle });
+  app.post('/mcp', { onRequest: admission(ctx) }, handle);
 }
