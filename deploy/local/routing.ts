@@ -144,6 +144,8 @@ ${o.balance === 'hash' ? `        hash $${ROUTING.keyVariable} consistent;\n` : 
             proxy_pass http://assay;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+            # The client's Host, as ingress-nginx passes it: the replicas check it (--allowed-hosts).
+            proxy_set_header Host $host;
             proxy_set_header X-Request-Id $request_id;
             proxy_read_timeout ${ROUTING.readTimeoutSeconds}s;
             proxy_next_upstream error timeout http_502 http_503 non_idempotent;

@@ -3,7 +3,7 @@
 // Each replica names itself in x-assay-replica (--replica-id, an operator setting). The client SDK
 // sends x-assay-state-hash by default; curl-like callers send no header.
 import { createHash } from 'node:crypto';
-import { createServer } from 'node:http';
+import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AssayClient } from '../../src/client/index.js';
@@ -69,6 +69,8 @@ describe.skipIf(!nginx)('three replicas behind nginx', () => {
       modelDir: await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }),
       replicas: 3,
       key: KEY,
+      // The recipe for a proxy in front: the public name allowed (docs/operations.md).
+      serveArgs: ['--allowed-hosts', 'assay.example.com'],
     });
   }, 180_000);
   afterAll(() => cluster?.stop());
@@ -91,6 +93,26 @@ describe.skipIf(!nginx)('three replicas behind nginx', () => {
       seen[replica] = (seen[replica] ?? 0) + 1;
     }
     expect(Object.keys(seen).sort(), JSON.stringify(seen)).toEqual(['r1', 'r2', 'r3']);
+  });
+
+  it('the proxy passes the Host on: a rebinding name is refused by the replica, the allowed public name answered', async () => {
+    const status = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const { hostname, port } = new URL(cluster.url);
+        const req = request(
+          { hostname, port, path: '/v1/models', headers: { host, authorization: `Bearer ${KEY}` } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          },
+        );
+        req.on('error', reject);
+        req.end();
+      });
+    for (let i = 0; i < 6; i++) {
+      expect(await status('attacker.example')).toBe(403);
+      expect(await status('assay.example.com')).toBe(200);
+    }
   });
 
   it('a stopped replica gets no traffic once its health check fails; its states move, the others stay', async () => {
