@@ -1,17 +1,14 @@
 // A real MCP client from npm driven from the command line, as a person would try a server: the
-// official inspector's CLI (@modelcontextprotocol/inspector-cli, pinned) lists and calls every
+// official inspector's CLI mode (@modelcontextprotocol/inspector 2.12.0, pinned) lists and calls every
 // tool against `assay mcp` (stdio) and against a server's /mcp with a key (Streamable HTTP), and
 // shows an invalid call's error.
 import { spawn } from 'node:child_process';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY, startListening, type TestServer } from '../api/helpers.js';
 import { tinyRegistry } from './helpers.js';
 
-const CLI = resolve('node_modules/@modelcontextprotocol/inspector-cli/build/cli.js');
-// The CLI reads its own package.json as "../package.json" relative to the working directory
-// (a bug of 1.0.3): run it from its build folder, where that path is its own.
-const CWD = dirname(CLI);
+const CLI = resolve('node_modules/.bin/mcp-inspector');
 
 /** One inspector CLI run: its JSON output (stdout), or its failure. */
 function inspect(
@@ -19,7 +16,7 @@ function inspect(
   method: string[],
 ): Promise<{ code: number | null; json?: any; out: string; err: string }> {
   return new Promise((res) => {
-    const child = spawn(process.execPath, [CLI, '--cli', ...target, '--method', ...method], { cwd: CWD });
+    const child = spawn(CLI, ['--cli', ...target, '--method', ...method]);
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -100,6 +97,6 @@ describe('the MCP inspector CLI (a real client from npm)', () => {
     await everyTool([url, '--transport', 'http', '--header', `Authorization: Bearer ${KEY}`]);
     const anonymous = await inspect([url, '--transport', 'http'], ['tools/list']);
     expect(anonymous.code).not.toBe(0);
-    expect(anonymous.err).toMatch(/Not authenticated|401/);
+    expect(anonymous.err + anonymous.out).toMatch(/auth_required|Not authenticated|401/);
   }, 180_000);
 });
