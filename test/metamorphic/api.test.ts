@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type EngineConfig } from '../../src/engine/index.js';
 import { auth, KEY, OTHER_KEY, startServer, type TestServer } from '../api/helpers.js';
-import { type Ask, FLAVORS, probabilitiesOf, RELATIONS, type Servings, TOLERANCE } from './relations.js';
+import { type Ask, FLAVORS, probabilitiesOf, referenced, RELATIONS, type Servings, TOLERANCE } from './relations.js';
+import { tinyFp32 } from '../engine/fixtures.js';
 
 const servers: TestServer[] = [];
 afterAll(async () => {
@@ -40,6 +41,20 @@ for (const flavor of FLAVORS) {
         unpacked: await serve(dir, { prefixCacheBytes: 0, packQuestions: false }),
         cached: await serve(dir, {}),
       };
+      // A quantized flavor's answers are measured against its fp32 twin's too (relations.ts).
+      if (flavor.name !== 'fp32') {
+        const fp32 = await loadEvaluator({
+          modelDir: await tinyFp32(),
+          threads: 1,
+          plannerThreads: 0,
+          prefixCacheBytes: 0,
+        });
+        servers.push({ close: () => fp32.close() } as TestServer);
+        s = referenced(s, async (request) => {
+          const result = await fp32.evaluate(request, {});
+          return Object.fromEntries(Object.entries(result.answers).map(([k, a]) => [k, probabilitiesOf(a as never)]));
+        });
+      }
     });
     for (const relation of RELATIONS) {
       it(`${relation.name}: answers equal within ${TOLERANCE}`, async () => {

@@ -11,6 +11,17 @@
 // (|∂P/∂logit| ≤ 1/4). Quantized exports meet the same bound only when a row's quantized values
 // depend on that row alone (per-token activation scales, engine/model/per-token-int8.ts); one
 // activation scale per pass moved the same answers by 6e-4 to 6e-2.
+//
+// One exception, which quantization itself makes: a quantizer rounds its input to a step, so an
+// input that the two passes' float sums put on either side of a rounding boundary (they differ by
+// ~1e-7, the fp32 row above) lands one step apart. That flip is rare (on an AVX2 EPYC, one question
+// of 56 packed-vs-unpacked comparisons of the q4 flavor moved, by 1.1e-3; every other one stayed
+// under 2e-7) and it is local to the question whose row holds it, while a leak from the rest of the
+// pass (a shared activation scale) moves every question it reaches. So a quantized flavor is asked
+// the same questions of its fp32 twin too (Servings.reference), and in each comparison at most one
+// question may differ past TOLERANCE, and then by less than that question's own distance from its
+// fp32 answer: one flipped step of one activation moves an answer less than the rounding of all its
+// activations together moves it from the fp32 answer.
 import type { EvaluateRequest, Question } from '../../src/engine/types.js';
 import { ensureFlavor } from '../../tools/flavors.js';
 import { choice, manyQuestions, noul, score, tinyFp32, tinyInt8 } from '../engine/fixtures.js';
@@ -40,6 +51,29 @@ export interface Servings {
   cached: Ask;
 }
 
+/** Per question, max |P − P_fp32| of a quantized flavor's answers (withReference): a flip's allowance. */
+const deviation = new WeakMap<Probabilities, Record<string, number>>();
+
+/** `ask`, with each answer's distance from the fp32 twin's answer to the same request recorded (for `difference`). */
+export function withReference(ask: Ask, reference: Ask): Ask {
+  return async (request, scope) => {
+    const [p, ref] = await Promise.all([ask(request, scope), reference(request)]);
+    const d: Record<string, number> = {};
+    for (const [k, v] of Object.entries(p)) d[k] = Math.max(...v.map((x, i) => Math.abs(x - (ref[k]?.[i] ?? NaN))));
+    deviation.set(p, d);
+    return p;
+  };
+}
+
+/** Each serving of a quantized flavor, its answers measured against the fp32 twin's (see the file's head). */
+export function referenced(s: Servings, reference: Ask): Servings {
+  return {
+    packed: withReference(s.packed, reference),
+    unpacked: withReference(s.unpacked, reference),
+    cached: withReference(s.cached, reference),
+  };
+}
+
 export interface Relation {
   name: string;
   /** The largest probability difference between answers that must be equal. */
@@ -55,20 +89,30 @@ export function probabilitiesOf(answer: { noul?: number; probabilities?: Record<
     .map((k) => p[k]!);
 }
 
-/** max |ΔP| between the answers of `a` and `b`; `pairs` maps a's question ids to b's (default: the same ids). */
+/**
+ * max |ΔP| between the answers of `a` and `b`; `pairs` maps a's question ids to b's (default: the
+ * same ids). Answers of a quantized flavor (withReference) may have one quantizer flip: the one
+ * question past TOLERANCE, if only one, counts as equal when it moved less than its distance from
+ * the fp32 answer on both sides (see the file's head).
+ */
 export function difference(
   a: Probabilities,
   b: Probabilities,
   pairs: Array<[string, string]> = Object.keys(a).map((k) => [k, k]),
 ): number {
-  let d = 0;
+  const moved: Array<{ d: number; allowance: number }> = [];
+  let within = 0;
   for (const [ka, kb] of pairs) {
     const x = a[ka];
     const y = b[kb];
     if (!x || !y || x.length !== y.length) return Infinity;
-    x.forEach((v, i) => (d = Math.max(d, Math.abs(v - y[i]!))));
+    const q = Math.max(0, ...x.map((v, i) => Math.abs(v - y[i]!)));
+    const allowance = Math.min(deviation.get(a)?.[ka] ?? 0, deviation.get(b)?.[kb] ?? 0);
+    if (q < TOLERANCE) within = Math.max(within, q);
+    else moved.push({ d: q, allowance });
   }
-  return d;
+  const flip = moved.length === 1 && moved[0]!.d < moved[0]!.allowance;
+  return flip ? within : Math.max(within, ...moved.map((m) => m.d));
 }
 
 const words = 'the customer wrote that the parcel arrived late and the invoice was paid twice by card'.split(' ');
