@@ -32,13 +32,14 @@ models, check (yes/no), classify (one option), score (a rubric level) and evalua
     registry: COMMON_FLAGS.registry('local engine: model registry'),
     thresholds: {
       arg: 'FILE#ACT[,REVIEW]',
-      doc: `decision thresholds from a coverage report (report.json of assay eval --dataset
---out): the budget ACT's thresholds say act, REVIEW's (optional, a looser budget)
-review, below them abstain, e.g. report.json#0.02,0.1; for every model (the
-registry's "decision_thresholds" apply otherwise)`,
+      doc: `decision thresholds from a coverage report (report.json of
+assay eval --dataset --out): the budget ACT's thresholds say act,
+REVIEW's (optional, a looser budget) review, below them abstain,
+e.g. report.json#0.02,0.1; for every model (the registry's
+"decision_thresholds" apply otherwise)`,
     },
   },
-  column: 22,
+  column: 34,
   tail: `It runs until the agent closes stdin. Exit status: 0 closed, 1 failed, 2 bad arguments.`,
 });
 

@@ -1,14 +1,18 @@
 // A real MCP client from npm driven from the command line, as a person would try a server: the
-// official inspector's CLI mode (@modelcontextprotocol/inspector 2.12.0, pinned) lists and calls every
+// official inspector's CLI (@modelcontextprotocol/inspector-cli 1.0.3, pinned: the 2.x inspector
+// takes the same arguments but needs Node 22, past our engines field) lists and calls every
 // tool against `assay mcp` (stdio) and against a server's /mcp with a key (Streamable HTTP), and
 // shows an invalid call's error.
 import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY, startListening, type TestServer } from '../api/helpers.js';
 import { tinyRegistry } from './helpers.js';
 
-const CLI = resolve('node_modules/.bin/mcp-inspector');
+const CLI = resolve('node_modules/@modelcontextprotocol/inspector-cli/build/cli.js');
+// 1.0.3 reads its own package.json as "../package.json" against the working directory, not its own
+// folder: run it from its build folder, where that path is its own.
+const CWD = dirname(CLI);
 
 /** One inspector CLI run: its JSON output (stdout), or its failure. */
 function inspect(
@@ -16,7 +20,7 @@ function inspect(
   method: string[],
 ): Promise<{ code: number | null; json?: any; out: string; err: string }> {
   return new Promise((res) => {
-    const child = spawn(CLI, ['--cli', ...target, '--method', ...method]);
+    const child = spawn(process.execPath, [CLI, '--cli', ...target, '--method', ...method], { cwd: CWD });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));

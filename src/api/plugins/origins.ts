@@ -1,6 +1,6 @@
 // Who may reach the server from a browser: a Host this server answers to (DNS rebinding guard),
 // an Origin that is its own or on the CORS allowlist (anything else 403, preflights included),
-// and CORS headers for the allowlisted origins (none by default). Rules in hosts.ts.
+// and CORS headers for the allowlisted origins (none by default). The rules: common/hosts.ts.
 import type { FastifyInstance } from 'fastify';
 import cors from '@fastify/cors';
 import fp from 'fastify-plugin';

@@ -1,9 +1,10 @@
 // /mcp: the MCP tools (src/mcp) over Streamable HTTP, behind the same bearer keys, per-key models
 // and limits as /v1/systemone. Stateless: each POST is answered by a fresh server and transport
 // (no session to keep or to steal), with a JSON response. GET (a server-sent stream) and DELETE
-// (ending a session) have nothing to serve without sessions: 405 with Allow: POST, as for any path. The Host and Origin checks of every route
-// (plugins/origins.ts) are the transport spec's Origin validation: they run before this route, and
-// they know what the SDK's exact-match lists cannot say (`*.localhost`, IP literals, `*.suffix`).
+// (ending a session) have nothing to serve without sessions: 405 with Allow: POST, as for any
+// path. The Host and Origin checks of every route (plugins/origins.ts) are the transport spec's
+// Origin validation: they run before this route, and they say what the SDK's exact-match lists
+// cannot (`*.localhost`, IP literals, `*.suffix`).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { packageVersion } from '../../common/index.js';
@@ -18,7 +19,7 @@ import { errorHandler } from '../plugins/errors.js';
 import { evaluateAsKey, untilClientGone } from '../evaluate-as-key.js';
 
 /** Largest MCP message, bytes: parsed on the event loop, so small (a bigger state goes to POST /v1/systemone). */
-export const MCP_BODY_LIMIT = 256 * 1024;
+const MCP_BODY_LIMIT = 256 * 1024;
 
 export interface McpRouteOptions {
   /** The server's body limit (the MCP one is the smaller of it and MCP_BODY_LIMIT). */
