@@ -1,4 +1,4 @@
-// assay <serve|eval|calibrate|models> [--help] [--version]: the command dispatcher.
+// assay <serve|eval|calibrate|models|ps|load|unload|reload> [--help] [--version]: the command dispatcher.
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
@@ -9,6 +9,10 @@ Commands:
   eval       answer questions about a state, locally or against a server (assay eval --help)
   calibrate  fit a temperature per question type on a labeled dataset (assay calibrate --help)
   models     list, fetch and register models (assay models --help)
+  ps         the models resident in a running server (assay ps --url URL; operator key)
+  load       load a model on a running server (assay load MODEL --url URL; operator key)
+  unload     unload an idle model from a running server (assay unload MODEL --url URL)
+  reload     make a running server read its registry again (assay reload --url URL)
 
 Run 'assay <command> --help' for a command's options; 'assay --version' prints the version.`;
 
@@ -25,6 +29,10 @@ const COMMANDS: Record<string, () => Promise<{ run: Command }>> = {
   eval: () => import('./commands/eval.js'),
   calibrate: () => import('./commands/calibrate.js'),
   models: () => import('./commands/models.js'),
+  ps: () => import('./commands/operator.js').then((m) => ({ run: m.ps })),
+  load: () => import('./commands/operator.js').then((m) => ({ run: m.load })),
+  unload: () => import('./commands/operator.js').then((m) => ({ run: m.unload })),
+  reload: () => import('./commands/operator.js').then((m) => ({ run: m.reload })),
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -36,3 +36,8 @@ export class DrainingError extends ApiError {
 export class BodyWorkerUnavailableError extends ApiError {
   static readonly code = 'body_worker_unavailable';
 }
+
+/** A key that is not the operator's asked for an operator endpoint (/admin/...). → 403 */
+export class OperatorOnlyError extends ApiError {
+  static readonly code = 'operator_only';
+}

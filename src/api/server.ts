@@ -4,7 +4,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { DEFAULTS } from '../defaults.js';
 import type { Registry } from '../registry.js';
 import { KeyStore, type ApiKey } from './auth.js';
-import type { ApiContext } from './context.js';
+import type { ApiContext, OperatorControls } from './context.js';
 import { loggerOptions, requestId, type LogStream } from './plugins/logging.js';
 import { bodyParsing } from './plugins/body.js';
 import { errorHandling } from './plugins/errors.js';
@@ -17,12 +17,16 @@ import type { KernelPaths } from '../engine/index.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.js';
 import { modelsRoute } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
+import { adminRoutes } from './routes/admin.js';
 import { systemoneRoute } from './routes/systemone.js';
 import { pagesRoutes } from './routes/pages.js';
 
 export interface ServerOptions {
+  /** The registry at startup (the model provider's own, when it has one, is read after a reload). */
   registry: Registry;
   models: ModelProvider;
+  /** The operator endpoints' controls (/admin/..., operator keys only); absent: not served. */
+  operator?: OperatorControls;
   keys: readonly ApiKey[];
   rateLimits?: Partial<RateLimits>;
   /** Per-request deadline (queue wait + evaluation), ms. */
@@ -58,7 +62,7 @@ export interface ServerOptions {
   now?: () => number;
 }
 
-export type { LogStream };
+export type { LogStream, OperatorControls };
 
 /**
  * The server: Fastify's instance with the state plugins/state.ts puts on it (declared in context.ts;
@@ -84,11 +88,13 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     () => options.models.loaded(),
     options.kernels,
     () => options.models.restarts?.() ?? {},
+    options.models,
   );
   const deadlineMs = options.deadlineMs ?? DEFAULTS.deadlineMs;
   await app.register(serverState, {
-    registry: options.registry,
+    registryNow: () => options.models.registry?.() ?? options.registry,
     models: options.models,
+    operator: options.operator,
     keys: new KeyStore(options.keys),
     limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.rateLimits }, options.now),
     metrics,
@@ -109,6 +115,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     playground: options.playground ?? DEFAULTS.playground,
   });
   await app.register(opsRoutes);
+  if (options.operator) await app.register(adminRoutes);
   await app.ready();
   return app;
 }

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
-import { staticModels } from '../../src/service/model-pool.js';
+import { staticModels } from '../../src/service/provider.js';
 import { buildServer } from '../../src/api/server.js';
 import { auth, mixedRequest, startServer, testRegistry, withEvaluate } from './helpers.js';
 

@@ -140,6 +140,11 @@ describe('where each setting goes', () => {
     'requestsPerMinute',
     'inputTokensPerSecond',
     'logFormat',
+    // The model pool's residency (src/commands/serve.ts hands them to createModelPool).
+    'maxLoadedModels',
+    'keepAlive',
+    'memoryBudget',
+    'preload',
   ];
 
   it('every setting names the engine or server option it sets, or is one serve reads itself: none is silently unused', () => {
