@@ -176,8 +176,9 @@ export function createModelPool(
       onDeath: (error) => died(slot, error),
     });
     // Its resident cost: what the process grew by over the load (weights, rewritten graph, the engine
-    // thread). Loads run one at a time, so the growth is this model's.
-    slot.bytes = Math.max(0, opts.rss() - before);
+    // thread). Loads run one at a time, so the growth is this model's; never less than its files
+    // (memory an unloaded model freed and the allocator hands out again does not show as growth).
+    slot.bytes = Math.max(opts.rss() - before, folderBytes(slot.dir));
     sizes.set(slot.source, slot.bytes);
     slot.loadMs = performance.now() - started;
     const c = countOf(slot.id);
