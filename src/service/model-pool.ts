@@ -2,6 +2,7 @@
 // resident within a count and a memory budget (residency.ts) and unloads them when idle or to make
 // room; serving a synthetic (random-weight) model is always announced with a loud warning.
 import { EngineDeadError, loadEvaluator, Q4_NOTE, type EngineConfig, type Evaluator } from '../engine/index.js';
+import { DEFAULTS } from '../defaults.js';
 import type { LogPolicy } from '../protocol/index.js';
 import { resolveModel, type Registry } from '../registry.js';
 import { announceEscalations } from './escalation-notice.js';
@@ -49,8 +50,10 @@ interface Slot {
   /** Requests holding it, and requests waiting for it (its load, or room to load it). */
   leases: number;
   queued: number;
-  /** RSS growth over its load, bytes. */
+  /** RSS growth over its load, bytes (never less than its files). */
   bytes: number;
+  /** The most RSS grew over a request of its that ran alone: the working memory onnxruntime keeps for its passes. */
+  workBytes: number;
   loadMs?: number;
   lastUsed?: number;
   expiresAt?: number;
@@ -144,8 +147,19 @@ export function createModelPool(
   /** Models that take memory or a place: loaded, or loading. */
   const occupying = () => all().filter((s) => s.ready !== undefined || s.loading !== undefined);
   const prefixBytes = (s: Slot) => (s.ready ? s.ready.stats().prefixCacheBytes : 0);
-  const estimate = (s: Slot) => sizes.get(s.source) ?? folderBytes(s.dir);
-  const sizeOf = (s: Slot) => (s.ready ? s.bytes + prefixBytes(s) : estimate(s));
+  /** Each model's prefix cache may grow to this: its share, counted in full against the budget. */
+  const cacheShare = engine.prefixCacheBytes ?? DEFAULTS.prefixCacheBytes;
+  /** The most its folder measured (any id loading it), else its files; with its prefix cache's share. */
+  const estimate = (s: Slot) => (sizes.get(s.source) ?? folderBytes(s.dir)) + cacheShare;
+  const sizeOf = (s: Slot) =>
+    s.ready ? Math.max(s.bytes + s.workBytes, sizes.get(s.source) ?? 0) + cacheShare : estimate(s);
+  /** Keeps the largest measurement of a folder: RSS readings of one process are noisy, the budget errs high. */
+  const measured = (s: Slot) => sizes.set(s.source, Math.max(sizes.get(s.source) ?? 0, s.bytes + s.workBytes));
+  /** Requests holding any model now, and the one request being measured (it ran alone, or it does not count). */
+  let active = 0;
+  let probe: { slot: Slot; token: object; before: number; clean: boolean } | undefined;
+  /** Loads started and not ended. */
+  let loading = 0;
   const evictable = (s: Slot) => !!s.ready && !s.loading && !s.pinned && s.leases === 0 && s.queued === 0;
 
   function sourceOf(id: string, r: Registry): { source: string; dir: string } | undefined {
@@ -159,6 +173,7 @@ export function createModelPool(
     const m = resolveModel(registry, slot.id);
     if (!m || m.dir !== slot.dir) throw new Error(`model ${slot.id} is no longer in the registry as it was`);
     const started = performance.now();
+    if (probe) probe.clean = false; // a load inside a measured request is not that request's memory
     const before = opts.rss();
     const evaluator = await loadEvaluator({
       ...engine,
@@ -179,7 +194,7 @@ export function createModelPool(
     // thread). Loads run one at a time, so the growth is this model's; never less than its files
     // (memory an unloaded model freed and the allocator hands out again does not show as growth).
     slot.bytes = Math.max(opts.rss() - before, folderBytes(slot.dir));
-    sizes.set(slot.source, slot.bytes);
+    measured(slot);
     slot.loadMs = performance.now() - started;
     const c = countOf(slot.id);
     c.loads++;
@@ -214,6 +229,7 @@ export function createModelPool(
           leases: 0,
           queued: 0,
           bytes: 0,
+          workBytes: 0,
           pinned: false,
           retired: false,
         }),
@@ -262,7 +278,7 @@ export function createModelPool(
   function makeRoom(slot: Slot): 'ok' | 'full' {
     const need = estimate(slot);
     if (need > opts.memoryBudget)
-      throw new ModelTooLargeError(slot.id, need, opts.memoryBudget, sizes.has(slot.source));
+      throw new ModelTooLargeError(slot.id, need, cacheShare, opts.memoryBudget, sizes.has(slot.source));
     for (;;) {
       const others = occupying().filter((s) => s !== slot);
       const used = others.reduce((t, s) => t + sizeOf(s), 0);
@@ -356,7 +372,8 @@ export function createModelPool(
     if (slot.ready) return Promise.resolve(slot.ready);
     if (slot.loading) return slot.loading;
     const attempts = slot.failure?.attempts ?? 0;
-    const run = loadChain.then(() => open(slot));
+    loading++;
+    const run = loadChain.then(() => open(slot)).finally(() => loading--);
     loadChain = run.catch(() => undefined);
     slot.loading = run.then(
       (evaluator) => {
@@ -369,9 +386,9 @@ export function createModelPool(
         slot.ready = evaluator;
         slot.readySince = now();
         slot.lastUsed = now();
-        if (slot.bytes > opts.memoryBudget) {
+        if (slot.bytes + cacheShare > opts.memoryBudget) {
           unload(slot, 'too_large');
-          throw new ModelTooLargeError(slot.id, slot.bytes, opts.memoryBudget, true);
+          throw new ModelTooLargeError(slot.id, slot.bytes + cacheShare, cacheShare, opts.memoryBudget, true);
         }
         trim(slot);
         idle(slot);
@@ -390,6 +407,10 @@ export function createModelPool(
   }
 
   function lease(slot: Slot, evaluator: Evaluator): Lease {
+    const token = {};
+    if (probe) probe.clean = false;
+    else if (active === 0 && loading === 0) probe = { slot, token, before: opts.rss(), clean: true };
+    active++;
     slot.leases++;
     clearTimeout(slot.timer);
     slot.timer = undefined;
@@ -401,6 +422,15 @@ export function createModelPool(
       release() {
         if (released) return;
         released = true;
+        active--;
+        if (probe?.token === token) {
+          if (probe.clean) {
+            slot.workBytes = Math.max(slot.workBytes, opts.rss() - probe.before);
+            measured(slot);
+          }
+          probe = undefined;
+          trim(slot);
+        }
         slot.leases--;
         slot.lastUsed = now();
         idle(slot);

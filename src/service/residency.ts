@@ -25,9 +25,14 @@ export interface ResidencyOptions {
 /** What a resident model looks like to the operator (GET /admin/models, `assay ps`). */
 export interface ResidentModel {
   model: string;
-  /** Measured size: RSS growth over the load plus the prefix cache's bytes now. */
+  /**
+   * What it counts against the budget: the RSS growth over its load (never less than its files)
+   * plus the most RSS grew over one of its requests that ran alone (onnxruntime's working memory),
+   * the largest such figure measured for its folder; plus its prefix cache's share
+   * (--prefix-cache-bytes, the most its cache may grow to).
+   */
   size_bytes: number;
-  /** Of which the prefix cache (it goes with the model). */
+  /** What its prefix cache holds now (it goes with the model). */
   prefix_cache_bytes: number;
   state: 'loading' | 'ready';
   /** ISO times; expires_at null while requests are in flight or for a model kept resident. */
@@ -82,9 +87,9 @@ export class ModelTooLargeError extends Error {
   static readonly code = 'model_too_large';
   static readonly log: LogPolicy = 'message';
 
-  constructor(id: string, bytes: number, budget: number, measured: boolean) {
+  constructor(id: string, bytes: number, cacheShare: number, budget: number, measured: boolean) {
     super(
-      `Model ${id} needs ${mib(bytes)} (${measured ? 'measured at its load' : 'its files'}), more than the whole memory budget of ${mib(budget)} (--memory-budget)`,
+      `Model ${id} needs ${mib(bytes)} (${measured ? 'measured at its load' : 'its files'}, with its prefix cache's ${mib(cacheShare)}), more than the whole memory budget of ${mib(budget)} (--memory-budget)`,
     );
     this.name = 'ModelTooLargeError';
   }

@@ -140,7 +140,7 @@ describe('residency', () => {
     const refused = await pool.acquire('m-b').catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ModelTooLargeError);
     expect((refused as Error).message).toMatch(
-      /^Model m-b needs [\d.]+ MiB \(its files\), more than the whole memory budget of 0\.0 MiB/,
+      /^Model m-b needs [\d.]+ MiB \(its files, with its prefix cache's 256\.0 MiB\), more than the whole memory budget of 0\.0 MiB/,
     );
     expect(pool.loaded()).toEqual([]);
   });
