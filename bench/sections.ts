@@ -14,9 +14,14 @@ export interface SectionInfo {
   quick: string;
   /** About how long it takes on a 2-core x86 machine, in seconds: the full run, then --quick. */
   seconds: { full: number; quick: number };
+  /** Figures from a run, with the CPU they were measured on (bench/README.md shows them). */
+  measured?: string;
   /** Loaded only when the section runs: a section's imports can be heavy (transformers.js, node-llama-cpp). */
   load: () => Promise<Section>;
 }
+
+/** bench/results/2026-11-27-residency.md, on the CPU it names. */
+const RESIDENCY_MEASURED = 'not measured yet';
 
 export const SECTIONS: SectionInfo[] = [
   {
@@ -98,6 +103,15 @@ export const SECTIONS: SectionInfo[] = [
     quick: 'the same run',
     seconds: { full: 10, quick: 10 },
     load: async () => (await import('./engine-death.js')).engineDeathSection,
+  },
+  {
+    id: 'residency',
+    measures:
+      'Model residency (the pool in-process, as `assay serve` runs it): the first request on a cold model (its load, then the answer) against the same request warm, per model size and flavor (tiny fp32 and int8, qwen2.5-0.5b int8); and four clients round-robin over three models with room for two of them, against all three resident.',
+    quick: 'tiny fp32 and int8 only; 20 s of churn instead of 60 s',
+    seconds: { full: 200, quick: 70 },
+    measured: RESIDENCY_MEASURED,
+    load: async () => (await import('./residency.js')).residencySection,
   },
   {
     id: 'scaleout',

@@ -12,6 +12,7 @@ import {
   type ResidencyOptions,
 } from '../../src/service/residency.js';
 import { checkRegistry, type Registry } from '../../src/registry.js';
+import type { EvaluateRequest } from '../../src/engine/index.js';
 import { mixedRequest } from '../api/helpers.js';
 
 const IDS = ['svc-a', 'm-b', 'm-c', 'm-d'];
@@ -47,7 +48,7 @@ async function open(residency: Partial<ResidencyOptions>, r?: Registry) {
 }
 
 const resident = (p: ModelPool) => p.residency!().models.map((m) => m.model);
-const { state, questions } = mixedRequest();
+const { state, questions } = mixedRequest() as unknown as EvaluateRequest;
 /** One real evaluation on a model, held for its duration (as a request is). */
 const ask = (p: ModelPool, id: string, signal?: AbortSignal) =>
   p.acquire(id, signal).then(async (lease) => {
