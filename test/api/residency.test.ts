@@ -11,6 +11,10 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { startServe, type ServeProcess } from '../serve-process.js';
+import { buildServer } from '../../src/api/server.js';
+import { keysFromList } from '../../src/api/auth.js';
+import { createModelPool } from '../../src/service/model-pool.js';
+import { checkRegistry } from '../../src/registry.js';
 import { mixedRequest } from './helpers.js';
 
 const OPERATOR = 'op-key-1';
@@ -239,5 +243,61 @@ describe('residency in assay serve', () => {
     }
     expect(statuses.length).toBeGreaterThan(3);
     expect(statuses.filter((x) => x !== 200)).toEqual([]);
+  });
+});
+
+describe('residency over HTTP, server in-process', () => {
+  it('no room within the deadline: 503 with jittered retry-after and the reason; the playground marks warm models', async () => {
+    const reg = checkRegistry(
+      {
+        default: 'svc-a',
+        models: Object.fromEntries(
+          ['svc-a', 'm-b', 'm-c'].map((id) => [
+            id,
+            { path: modelDir, description: 'tiny', release_date: '2026-11-22' },
+          ]),
+        ),
+        aliases: { 'svc-latest': 'svc-a', 'b-latest': 'm-b', 'c-latest': 'm-c' },
+      },
+      join(dir, 'inproc-registry.json'),
+    );
+    const pool = createModelPool(reg, { threads: 1 }, { info: () => {}, warn: () => {} }, Date.now, {
+      maxLoadedModels: 2,
+    });
+    await pool.preload();
+    const app = await buildServer({
+      registry: reg,
+      models: pool,
+      keys: keysFromList(CALLER),
+      logging: false,
+      deadlineMs: 1500,
+    });
+    try {
+      const held = await pool.acquire('m-b'); // the one place left, in use
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/systemone',
+        headers: headers(CALLER),
+        payload: JSON.stringify({ ...mixedRequest(), model: 'm-c' }),
+      });
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toEqual({
+        detail:
+          'Model m-c cannot be loaded now: 2 of 2 models are resident (--max-loaded-models) and each has requests in flight; retry later',
+      });
+      expect(Number(res.headers['retry-after-ms'])).toBeGreaterThanOrEqual(2000);
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(2);
+      const warm = await app.inject({ method: 'GET', url: '/playground/models', headers: headers(CALLER) });
+      const listed = (warm.json() as { models: Array<{ name: string; warm: boolean }> }).models;
+      expect(Object.fromEntries(listed.map((m) => [m.name, m.warm]))).toEqual({
+        'svc-latest': true,
+        'b-latest': true,
+        'c-latest': false,
+      });
+      held.release();
+    } finally {
+      await app.close();
+      await pool.close();
+    }
   });
 });
