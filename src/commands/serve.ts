@@ -83,6 +83,11 @@ export async function run(argv: string[]): Promise<number> {
   let registry;
   try {
     registry = readRegistry(config);
+    const unknown = (config.preload ?? []).filter((n) => !resolveModel(registry!, n));
+    if (unknown.length)
+      throw new Error(
+        `--preload names ${unknown.join(', ')}, not in the model registry (${config.registryFile} accepts ${acceptedModelNames(registry).join(', ')})`,
+      );
   } catch (e) {
     process.stderr.write(`assay serve: ${(e as Error).message}\n`);
     return 2;

@@ -97,6 +97,12 @@ describe('serve settings', () => {
     expect(out.err).toContain("assay serve: ASSAY_MAX_QUEUE must be an integer >= 0, got '-3'");
   });
 
+  it('assay serve exits 2 at startup when --preload names a model the registry lacks', async () => {
+    const out = await withStderr(() => serveCmd(['--preload', 'no-such-model']));
+    expect(out.result).toBe(2);
+    expect(out.err).toContain('assay serve: --preload names no-such-model, not in the model registry (');
+  });
+
   it('the serve config adds the keys: a generated one when none is configured', () => {
     const c = serveConfig([], { ASSAY_API_KEYS: 'a,b' });
     if (c === 'help') throw new Error('help');

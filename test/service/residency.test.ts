@@ -146,6 +146,15 @@ describe('residency', () => {
     expect(pool.loaded()).toEqual([]);
   });
 
+  it('--preload models load at startup beside the default and stay, however long idle', async () => {
+    const { pool } = await open({ preload: ['m-c'], keepAliveMs: 0, maxLoadedModels: 3 });
+    await pool.preload();
+    expect(resident(pool).sort()).toEqual(['m-c', 'svc-a']);
+    expect(pool.residency!().models.every((m) => m.pinned && m.expires_at === null)).toBe(true);
+    await ask(pool, 'm-b'); // keep-alive 0: m-b leaves after its request; the kept ones stay
+    expect(resident(pool).sort()).toEqual(['m-c', 'svc-a']);
+  });
+
   it("a model's size is the process's RSS growth over its load, never less than its files", async () => {
     const { pool } = await open({});
     await pool.preload();
