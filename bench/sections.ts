@@ -21,7 +21,8 @@ export interface SectionInfo {
 }
 
 /** bench/results/2026-11-27-residency.md, on the CPU it names. */
-const RESIDENCY_MEASURED = 'not measured yet';
+const RESIDENCY_MEASURED =
+  "AMD EPYC (2 cores, AVX2), 2 threads, 2026-11-27, while another test suite shared the two cores (load average about 5): a cold first request took 13.3 s on tiny fp32 (of which the load 9.0 s), 13.0 s on tiny int8 (8.8 s) and 13.7 s on qwen2.5-0.5b int8 (10.3 s), against 45 ms, 64 ms and 1,073 ms warm (the same loads took about 2 s on the tiny model with the cores free); sizes counted against the budget 758, 636 and 1,478 MiB (each with its 256 MiB prefix cache share). Four clients round-robin over 3 models: 0.82 requests/s with room for 2 (13 loads and 14 evictions in 60 s: a cyclic pattern is the least-recently-used rule's worst case, every switch a load) against 38.9 with all 3 resident ([results](results/2026-11-27-amd-epyc-2c-only-residency.md)).";
 
 export const SECTIONS: SectionInfo[] = [
   {

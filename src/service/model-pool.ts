@@ -4,7 +4,7 @@
 import { EngineDeadError, loadEvaluator, Q4_NOTE, type EngineConfig, type Evaluator } from '../engine/index.js';
 import { DEFAULTS } from '../defaults.js';
 import type { LogPolicy } from '../protocol/index.js';
-import { resolveModel, type Registry } from '../registry.js';
+import { resolveModel, type ModelEntry, type Registry } from '../registry.js';
 import { announceEscalations } from './escalation-notice.js';
 import { ModelUnavailableError, type Lease, type ModelProvider } from './provider.js';
 import {
@@ -40,6 +40,8 @@ interface Slot {
   /** The folder, variant and rewrite it loads (a registry reload that changes it re-points the id). */
   source: string;
   dir: string;
+  /** Its registry entry when the slot was made: a load started before a reload loads what was asked for. */
+  entry: ModelEntry;
   loading?: Promise<Evaluator>;
   ready?: Evaluator;
   failure?: { error: Error; attempts: number; retryAt: number };
@@ -162,16 +164,15 @@ export function createModelPool(
   let loading = 0;
   const evictable = (s: Slot) => !!s.ready && !s.loading && !s.pinned && s.leases === 0 && s.queued === 0;
 
-  function sourceOf(id: string, r: Registry): { source: string; dir: string } | undefined {
+  function sourceOf(id: string, r: Registry): { source: string; dir: string; entry: ModelEntry } | undefined {
     const m = resolveModel(r, id);
     if (!m || m.entry.escalate) return undefined;
     const rewrite = engine.rewriteGraph !== false && m.entry.graph_rewrite !== false;
-    return { source: `${m.dir}|${m.entry.variant ?? ''}|${rewrite}`, dir: m.dir };
+    return { source: `${m.dir}|${m.entry.variant ?? ''}|${rewrite}`, dir: m.dir, entry: m.entry };
   }
 
   async function open(slot: Slot): Promise<Evaluator> {
-    const m = resolveModel(registry, slot.id);
-    if (!m || m.dir !== slot.dir) throw new Error(`model ${slot.id} is no longer in the registry as it was`);
+    const m = { dir: slot.dir, entry: slot.entry };
     const started = performance.now();
     if (probe) probe.clean = false; // a load inside a measured request is not that request's memory
     const before = opts.rss();
