@@ -163,6 +163,23 @@ describe('residency', () => {
     expect(m!.load_ms).toBeGreaterThan(0);
   });
 
+  it('a re-pointed model: the request in flight finishes on the old folder, the next one loads the new', async () => {
+    const { pool, unloads } = await open({ maxLoadedModels: 4 });
+    await pool.preload();
+    const old = await pool.acquire('m-b');
+    const next = await registry(IDS);
+    const int8 = await ensureSynthModel({ shape: 'tiny', dtype: 'int8' });
+    next.models['m-b'] = { ...next.models['m-b']!, path: int8, variant: 'int8' };
+    expect(pool.replaceRegistry(next)).toMatchObject({ added: [], removed: [], changed: ['m-b'] });
+    expect(Object.keys((await old.evaluator.evaluate({ state, questions })).answers)).toHaveLength(3);
+    expect(old.evaluator.modelDir).not.toBe(int8);
+    old.release();
+    expect(unloads).toEqual([{ model: 'm-b', cause: 'registry', bytes: expect.any(Number) }]);
+    const fresh = await pool.acquire('m-b');
+    expect(fresh.evaluator.modelDir).toBe(int8);
+    fresh.release();
+  });
+
   it('a registry replaced under a request: it finishes on its model, which then unloads; added models load', async () => {
     const { pool, unloads } = await open({ maxLoadedModels: 4 });
     await pool.preload();
