@@ -267,11 +267,15 @@ export function createModelPool(
     wake(); // it can now be unloaded to make room
     if (slot.pinned || opts.keepAliveMs < 0 || slot.timer) return;
     if (opts.keepAliveMs === 0) return unload(slot, 'expired');
-    slot.expiresAt = now() + opts.keepAliveMs;
-    slot.timer = setTimeout(() => {
-      slot.timer = undefined;
-      if (slot.leases === 0 && slot.queued === 0 && !slot.pinned) unload(slot, 'expired');
-    }, opts.keepAliveMs);
+    // Keep-alive counts from its last use.
+    slot.expiresAt = (slot.lastUsed ?? now()) + opts.keepAliveMs;
+    slot.timer = setTimeout(
+      () => {
+        slot.timer = undefined;
+        if (slot.leases === 0 && slot.queued === 0 && !slot.pinned) unload(slot, 'expired');
+      },
+      Math.max(0, slot.expiresAt - now()),
+    );
     slot.timer.unref();
   }
 

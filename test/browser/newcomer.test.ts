@@ -244,7 +244,7 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
     // The list arrives when the models endpoint answers: on a loaded CI machine past vitest's 1 s default.
     await expect
       .poll(() => page.locator('#model option').allTextContents(), { timeout: 30_000 })
-      .toContain('tiny-tasks-1 (knows only its training task; cold: loads on first use)');
+      .toContain('tiny-tasks-1 (knows only its training task; warm)');
     await page.click('#example');
     // The click fetches the held-out lines first (once), then fills the form: on a loaded machine not at once.
     await expect.poll(() => page.locator('#model').inputValue(), { timeout: 30_000 }).toBe('tiny-tasks-1');

@@ -78,7 +78,7 @@ describe('model pool backoff', () => {
     const log = { info: () => {}, warn: (_o: object, m: string) => void (m === 'model failed to load' && attempts++) };
     const pool = createModelPool(registryFor(empty), { threads: 1 }, log, () => clock);
     const refusal = async (): Promise<ModelUnavailableError> =>
-      (await pool.load('svc-x').catch((e: unknown) => e)) as ModelUnavailableError;
+      (await pool.acquire('svc-x').catch((e: unknown) => e)) as ModelUnavailableError;
     try {
       for (const wait of [1, 2, 4]) {
         const before = attempts;

@@ -117,11 +117,11 @@ describe('residency', () => {
   });
 
   it('an idle model unloads once its keep-alive has passed, not before; 0 unloads after each request', async () => {
-    const { pool, unloads } = await open({ maxLoadedModels: 4, keepAliveMs: 1500 });
+    const { pool, unloads } = await open({ maxLoadedModels: 4, keepAliveMs: 4000 });
     await pool.preload();
     await ask(pool, 'm-b');
     const view = pool.residency!().models.find((m) => m.model === 'm-b')!;
-    expect(Date.parse(view.expires_at!) - Date.parse(view.last_used!)).toBe(1500);
+    expect(Date.parse(view.expires_at!) - Date.parse(view.last_used!)).toBe(4000);
     // Waits on the event (the unload), then checks when it came.
     while (!unloads.some((u) => u.model === 'm-b')) await new Promise((r) => setTimeout(r, 50));
     expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(view.expires_at!));
