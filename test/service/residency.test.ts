@@ -4,7 +4,7 @@
 // for the budget is refused before it loads, and a registry replaced under a request lets it finish.
 import { afterEach, describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
-import { createModelPool, type ModelPool } from '../../src/service/model-pool.js';
+import { createModelPool, ModelInUseError, type ModelPool } from '../../src/service/model-pool.js';
 import {
   folderBytes,
   ModelsBusyError,
@@ -76,6 +76,13 @@ describe('residency', () => {
     expect(pool.counts!()['m-b']).toMatchObject({ loads: 1, unloads: { evicted: 1 } });
     // The default stays resident however long ago it was used.
     expect(pool.residency!().models.find((m) => m.model === 'svc-a')).toMatchObject({ pinned: true });
+    // By hand: never under a request (409 to the operator), then unloaded.
+    const held = await pool.acquire('m-c');
+    expect(() => pool.unload('m-c')).toThrow(ModelInUseError);
+    held.release();
+    expect(pool.unload('m-c')).toBe(true);
+    expect(pool.unload('m-c')).toBe(false); // not resident any more
+    expect(unloads.at(-1)).toEqual({ model: 'm-c', cause: 'operator', bytes: expect.any(Number) });
   });
 
   it('never unloads a model under a request: a long request on m-b while m-c and m-d are asked for repeatedly', async () => {
