@@ -51,6 +51,7 @@ export function benchReadme(): string {
     '',
     `- \`--quick\`: ${s.quick}.`,
     `- Takes ${about(s.seconds.full)} (\`--quick\`: ${about(s.seconds.quick)}) on a 2-core x86 machine.`,
+    ...(s.measured ? [`- Measured: ${s.measured}`] : []),
     `- Alone: \`npm run bench -- --only ${s.id}\` writes \`bench/results/<date>-<machine>-only-${s.id}.json\` and \`.md\`; in any run its results are the \`sections\` entry with \`"id": "${s.id}"\`.`,
     '',
   ]);

@@ -14,9 +14,15 @@ export interface SectionInfo {
   quick: string;
   /** About how long it takes on a 2-core x86 machine, in seconds: the full run, then --quick. */
   seconds: { full: number; quick: number };
+  /** Figures from a run, with the CPU they were measured on (bench/README.md shows them). */
+  measured?: string;
   /** Loaded only when the section runs: a section's imports can be heavy (transformers.js, node-llama-cpp). */
   load: () => Promise<Section>;
 }
+
+/** bench/results/2026-11-27-residency.md, on the CPU it names. */
+const RESIDENCY_MEASURED =
+  "AMD EPYC (2 cores, AVX2), 2 threads, 2026-11-27, while another test suite shared the two cores (load average about 5): a cold first request took 13.3 s on tiny fp32 (of which the load 9.0 s), 13.0 s on tiny int8 (8.8 s) and 13.7 s on qwen2.5-0.5b int8 (10.3 s), against 45 ms, 64 ms and 1,073 ms warm (the same loads took about 2 s on the tiny model with the cores free); sizes counted against the budget 758, 636 and 1,478 MiB (each with its 256 MiB prefix cache share). Four clients round-robin over 3 models: 0.82 requests/s with room for 2 (13 loads and 14 evictions in 60 s: a cyclic pattern is the least-recently-used rule's worst case, every switch a load) against 38.9 with all 3 resident ([results](results/2026-11-27-amd-epyc-2c-only-residency.md)).";
 
 export const SECTIONS: SectionInfo[] = [
   {
@@ -98,6 +104,15 @@ export const SECTIONS: SectionInfo[] = [
     quick: 'the same run',
     seconds: { full: 10, quick: 10 },
     load: async () => (await import('./engine-death.js')).engineDeathSection,
+  },
+  {
+    id: 'residency',
+    measures:
+      'Model residency (the pool in-process, as `assay serve` runs it): the first request on a cold model (its load, then the answer) against the same request warm, per model size and flavor (tiny fp32 and int8, qwen2.5-0.5b int8); and four clients round-robin over three models with room for two of them, against all three resident.',
+    quick: 'tiny fp32 and int8 only; 20 s of churn instead of 60 s',
+    seconds: { full: 200, quick: 70 },
+    measured: RESIDENCY_MEASURED,
+    load: async () => (await import('./residency.js')).residencySection,
   },
   {
     id: 'scaleout',

@@ -1,4 +1,4 @@
-// assay <serve|eval|calibrate|models|mcp> [--help] [--version]: the command dispatcher.
+// assay <serve|eval|calibrate|models|mcp|ps|load|unload|reload> [--help] [--version]: the command dispatcher.
 import { pathToFileURL } from 'node:url';
 import { packageVersion } from './common/index.js';
 
@@ -10,6 +10,10 @@ Commands:
   calibrate  fit a temperature per question type on a labeled dataset (assay calibrate --help)
   models     list, fetch and register models (assay models --help)
   mcp        an MCP server for agents on stdio: the engine in-process or a server (assay mcp --help)
+  ps         the models resident in a running server (assay ps --url URL; operator key)
+  load       load a model on a running server (assay load MODEL --url URL; operator key)
+  unload     unload an idle model from a running server (assay unload MODEL --url URL)
+  reload     make a running server read its registry again (assay reload --url URL)
 
 Run 'assay <command> --help' for a command's options; 'assay --version' prints the version.`;
 
@@ -22,6 +26,10 @@ const COMMANDS: Record<string, () => Promise<{ run: Command }>> = {
   calibrate: () => import('./commands/calibrate.js'),
   models: () => import('./commands/models.js'),
   mcp: () => import('./commands/mcp.js'),
+  ps: () => import('./commands/operator.js').then((m) => ({ run: m.ps })),
+  load: () => import('./commands/operator.js').then((m) => ({ run: m.load })),
+  unload: () => import('./commands/operator.js').then((m) => ({ run: m.unload })),
+  reload: () => import('./commands/operator.js').then((m) => ({ run: m.reload })),
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -51,6 +51,13 @@ export const DEFAULTS = {
   packQuestions: true,
   /** The load-time graph rewrite (engine/model/graph-rewrite.ts). */
   rewriteGraph: true,
+  // Residency (src/service/residency.ts; docs/operations.md#model-residency)
+  /** Most models resident at once (Ollama's OLLAMA_MAX_LOADED_MODELS on CPU). */
+  maxLoadedModels: 3,
+  /** Idle time before a model is unloaded (Ollama's OLLAMA_KEEP_ALIVE): 0 after each request, negative never. */
+  keepAlive: '5m',
+  /** With no --memory-budget: this share of the machine's memory (its cgroup limit when lower) for resident models. */
+  memoryBudgetShare: 0.5,
   // Server extras
   /** engine;dur= in Server-Timing: off, because it tells a prefix-cache hit from a miss. */
   serverTimingEngine: false,

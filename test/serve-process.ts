@@ -24,3 +24,46 @@ export async function serveLog(registry: string, flags: string[] = [], env: Node
   await exited;
   return out;
 }
+
+export interface ServeProcess {
+  base: string;
+  pid: number;
+  /** Everything it wrote so far (stdout and stderr). */
+  out(): string;
+  /** SIGTERM, then its exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** `assay serve` started and left running: resolves once /healthz answers 200. */
+export async function startServe(registry: string, flags: string[], env: NodeJS.ProcessEnv): Promise<ServeProcess> {
+  const child = spawn(
+    process.execPath,
+    ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry, ...flags],
+    { env: { ...process.env, HOST: '127.0.0.1', ASSAY_LOG_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const base = await new Promise<string>((resolve, reject) => {
+    const check = () => {
+      const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      if (m) resolve(m[1]!);
+    };
+    child.stdout.on('data', check);
+    child.on('exit', () => reject(new Error(`serve exited early:\n${out}`)));
+  });
+  for (let i = 0; (await fetch(`${base}/healthz`)).status !== 200; i++) {
+    expect(i).toBeLessThan(1200);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    base,
+    pid: child.pid!,
+    out: () => out,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}

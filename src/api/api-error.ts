@@ -47,3 +47,8 @@ export class HostForbiddenError extends ApiError {
 export class OriginForbiddenError extends ApiError {
   static readonly code = 'origin_forbidden';
 }
+
+/** A key that is not the operator's asked for an operator endpoint (/admin/...). → 403 */
+export class OperatorOnlyError extends ApiError {
+  static readonly code = 'operator_only';
+}

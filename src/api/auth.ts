@@ -20,6 +20,8 @@ export interface ApiKey {
   models?: string[];
   requestsPerMinute?: number;
   inputTokensPerSecond?: number;
+  /** May use the operator endpoints (/admin/...: the resident models, load, unload, registry reload). */
+  operator?: boolean;
 }
 
 export function sha256(key: string): Buffer {
@@ -31,13 +33,20 @@ export function generateKey(): string {
   return `sk-assay-${randomBytes(32).toString('base64url')}`;
 }
 
-/** ASSAY_API_KEYS: comma-separated plain keys, each allowed every model and the default limits. */
-export function keysFromList(list: string): ApiKey[] {
+/**
+ * ASSAY_API_KEYS: comma-separated plain keys, each allowed every model and the default limits. With
+ * `firstIsOperator` (no keys file), the first key is the operator's too.
+ */
+export function keysFromList(list: string, firstIsOperator = false): ApiKey[] {
   return list
     .split(',')
     .map((k) => k.trim())
     .filter(Boolean)
-    .map((k, i) => ({ name: `env-${i + 1}`, hash: sha256(k) }));
+    .map((k, i) => ({
+      name: `env-${i + 1}`,
+      hash: sha256(k),
+      ...(firstIsOperator && i === 0 ? { operator: true } : {}),
+    }));
 }
 
 /** One key of the keys file. Unknown fields are refused: a misspelt `models` would allow every model. */
@@ -65,6 +74,12 @@ const KeyEntrySchema = z.strictObject({
     .finite()
     .optional()
     .describe("The key's input-token rate limit (default: the server's --input-tokens-per-second)."),
+  operator: z
+    .boolean('expected true or false')
+    .optional()
+    .describe(
+      'true: the key may also use the operator endpoints (/admin/...: resident models, load, unload, registry reload; `assay ps`). Default false: an ordinary caller never can.',
+    ),
 });
 
 /** The keys file (--keys-file). */
@@ -85,6 +100,7 @@ export function parseKeysFile(text: string, file = 'keys file'): ApiKey[] {
     models: k.models,
     requestsPerMinute: k.requests_per_minute,
     inputTokensPerSecond: k.input_tokens_per_second,
+    ...(k.operator ? { operator: true } : {}),
   }));
 }
 

@@ -3,11 +3,26 @@
 import type { Registry } from '../registry.js';
 import type { ApiKey, KeyStore } from './auth.js';
 import type { Metrics } from './metrics.js';
-import type { ModelProvider } from '../service/index.js';
+import type { ModelProvider, RegistryChange, ResidencyView, ResidentModel } from '../service/index.js';
 import type { RateLimiter } from './rate-limit.js';
 
+/** What the operator endpoints (/admin/...) steer: the model pool's residency and the registry reload. */
+export interface OperatorControls {
+  residency(): ResidencyView;
+  /** Loads a versioned id as a request would (room made; kept by keep-alive). */
+  load(id: string, signal?: AbortSignal): Promise<unknown>;
+  view(id: string): ResidentModel | undefined;
+  /** Unloads an idle model: false when it is not resident; ModelInUseError while requests hold it. */
+  unload(id: string): boolean;
+  /** Reads the registry file again and takes it; RegistryRefusedError (the set unchanged) when it is bad. */
+  reloadRegistry(): RegistryChange;
+}
+
 export interface ApiContext {
-  registry: Registry;
+  /** The registry now (a reload replaces it). */
+  readonly registry: Registry;
+  /** The operator endpoints' controls; absent: /admin/... is not served. */
+  operator?: OperatorControls;
   models: ModelProvider;
   keys: KeyStore;
   limiter: RateLimiter;

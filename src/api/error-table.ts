@@ -16,11 +16,19 @@ import {
   BodyWorkerUnavailableError,
   DrainingError,
   HostForbiddenError,
+  OperatorOnlyError,
   OriginForbiddenError,
   RateLimitedError,
   UnauthenticatedError,
 } from './api-error.js';
-import { ModelUnavailableError, ResponseContractError } from '../service/index.js';
+import {
+  ModelInUseError,
+  ModelsBusyError,
+  ModelTooLargeError,
+  ModelUnavailableError,
+  RegistryRefusedError,
+  ResponseContractError,
+} from '../service/index.js';
 
 export interface ErrorResponse {
   /** The error's stable code, logged with the request (never sent: bodies keep FastAPI's shape). */
@@ -104,6 +112,16 @@ const ROWS: [string, Row][] = [
     body: { detail: e.message },
     headers: retryAfter(e.retryAfterSeconds),
   })),
+  row(ModelsBusyError, (e) => ({
+    status: 503,
+    body: { detail: e.message },
+    headers: retryAfter(e.retryAfterSeconds),
+  })),
+  // Retrying does not help until the budget or the model changes: no retry-after.
+  row(ModelTooLargeError, (e) => ({ status: 503, body: { detail: e.message } })),
+  row(OperatorOnlyError, refusal(403)),
+  row(ModelInUseError, (e) => ({ status: 409, body: { detail: e.message } })),
+  row(RegistryRefusedError, (e) => ({ status: 422, body: { detail: e.message } })),
   row(ModelLoadError, (e) => ({
     status: 503,
     body: { detail: `The model cannot be loaded: ${e.message}` },

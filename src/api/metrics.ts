@@ -2,7 +2,14 @@
 // methods, status codes and model ids: never anything a request contained.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EngineStats, KernelPaths } from '../engine/index.js';
-import { escalationCounts, type EngineSnapshot, type EscalationCounts } from '../service/index.js';
+import {
+  escalationCounts,
+  type EngineSnapshot,
+  type EscalationCounts,
+  type ModelProvider,
+  type ResidencyCounts,
+  type ResidencyView,
+} from '../service/index.js';
 
 export interface Metrics {
   registry: Registry;
@@ -19,6 +26,7 @@ export function createMetrics(
   engines: () => EngineSnapshot[],
   kernels?: KernelPaths,
   restarts: () => Record<string, number> = () => ({}),
+  residency?: Pick<ModelProvider, 'residency' | 'counts'>,
 ): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'assay_' });
@@ -137,6 +145,7 @@ export function createMetrics(
     'Re-asks whose second model failed or missed its deadline (the first answers kept, or a 503)',
     escalation((c) => c.failed),
   );
+  if (residency) residencyMetrics(registry, residency, modelCounter);
   engineGauge('assay_prefix_cache_bytes', 'Bytes held by the prefix KV cache', (s) => s.prefixCacheBytes);
   engineGauge('assay_engine_queue_depth', 'Requests waiting for the engine', (s) => s.queueDepth);
   engineGauge('assay_engine_running', 'Requests the engine is running', (s) => s.running);
@@ -157,4 +166,68 @@ export function createMetrics(
     text: () => registry.metrics(),
     contentType: registry.contentType,
   };
+}
+
+/** Residency (docs/operations.md#model-residency): sizes, the limits, loads, unloads by cause, waits for room. */
+function residencyMetrics(
+  registry: Registry,
+  models: Pick<ModelProvider, 'residency' | 'counts'>,
+  modelCounter: (name: string, help: string, values: () => Record<string, number>) => unknown,
+): void {
+  const counts = () => models.counts?.() ?? {};
+  const per = (pick: (c: ResidencyCounts) => number) => () =>
+    Object.fromEntries(Object.entries(counts()).map(([id, c]) => [id, pick(c)]));
+  new Gauge({
+    name: 'assay_model_resident_bytes',
+    help: "A resident model's measured size: RSS growth over its load plus its prefix cache, by model",
+    labelNames: ['model'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const m of models.residency?.().models ?? []) this.set({ model: m.model }, m.size_bytes);
+    },
+  });
+  const limit = (name: string, help: string, pick: (v: ResidencyView) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const v = models.residency?.();
+        if (v) this.set(Number.isFinite(pick(v)) ? pick(v) : -1);
+      },
+    });
+  limit(
+    'assay_memory_budget_bytes',
+    "The resident models' memory budget (--memory-budget)",
+    (v) => v.memory_budget_bytes,
+  );
+  limit('assay_max_loaded_models', 'Most models resident at once (--max-loaded-models)', (v) => v.max_loaded_models);
+  limit('assay_models_resident', 'Models resident or loading now', (v) => v.models.length);
+  modelCounter(
+    'assay_model_loads_total',
+    'Model loads, by model',
+    per((c) => c.loads),
+  );
+  modelCounter(
+    'assay_model_load_seconds_total',
+    'Seconds spent loading, by model (over loads_total: the mean load time)',
+    per((c) => c.loadSeconds),
+  );
+  modelCounter(
+    'assay_model_slot_waits_total',
+    'Requests that waited for room to load their model, by model',
+    per((c) => c.slotWaits),
+  );
+  new Counter({
+    name: 'assay_model_unloads_total',
+    help: 'Model unloads, by model and cause (evicted, expired, operator, registry, too_large)',
+    labelNames: ['model', 'cause'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [model, c] of Object.entries(counts()))
+        for (const [cause, n] of Object.entries(c.unloads)) this.inc({ model, cause }, n);
+    },
+  });
 }

@@ -4,7 +4,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { DEFAULTS } from '../defaults.js';
 import type { Registry } from '../registry.js';
 import { KeyStore, type ApiKey } from './auth.js';
-import type { ApiContext } from './context.js';
+import type { ApiContext, OperatorControls } from './context.js';
 import { loggerOptions, requestId, type LogStream } from './plugins/logging.js';
 import { bodyParsing } from './plugins/body.js';
 import { errorHandling } from './plugins/errors.js';
@@ -17,6 +17,7 @@ import type { KernelPaths } from '../engine/index.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.js';
 import { modelsRoute } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
+import { adminRoutes } from './routes/admin.js';
 import { systemoneRoute } from './routes/systemone.js';
 import { pagesRoutes } from './routes/pages.js';
 import { mcpRoute } from './routes/mcp.js';
@@ -24,8 +25,11 @@ import { originChecks } from './plugins/origins.js';
 import type { AllowedHosts } from '../common/index.js';
 
 export interface ServerOptions {
+  /** The registry at startup (the model provider's own, when it has one, is read after a reload). */
   registry: Registry;
   models: ModelProvider;
+  /** The operator endpoints' controls (/admin/..., operator keys only); absent: not served. */
+  operator?: OperatorControls;
   keys: readonly ApiKey[];
   rateLimits?: Partial<RateLimits>;
   /** Per-request deadline (queue wait + evaluation), ms. */
@@ -70,7 +74,7 @@ export interface ServerOptions {
   now?: () => number;
 }
 
-export type { LogStream };
+export type { LogStream, OperatorControls };
 
 /**
  * The server: Fastify's instance with the state plugins/state.ts puts on it (declared in context.ts;
@@ -99,11 +103,13 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     () => options.models.loaded(),
     options.kernels,
     () => options.models.restarts?.() ?? {},
+    options.models,
   );
   const deadlineMs = options.deadlineMs ?? DEFAULTS.deadlineMs;
   await app.register(serverState, {
-    registry: options.registry,
+    registryNow: () => options.models.registry?.() ?? options.registry,
     models: options.models,
+    operator: options.operator,
     keys: new KeyStore(options.keys),
     limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.rateLimits }, options.now),
     metrics,
@@ -130,6 +136,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
   });
   await app.register(opsRoutes);
   if (options.mcp ?? DEFAULTS.mcp) await app.register(mcpRoute, { bodyLimit });
+  if (options.operator) await app.register(adminRoutes);
   await app.ready();
   return app;
 }

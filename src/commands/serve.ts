@@ -12,7 +12,13 @@ import {
 } from '../api/index.js';
 import { loadServeSettings, serveHelp, settingsFor, type ServeSettings } from '../config/index.js';
 import { acceptedModelNames, loadRegistry, resolveModel } from '../registry.js';
-import { createModelPool, type PoolLog } from '../service/index.js';
+import {
+  createModelPool,
+  defaultMemoryBudget,
+  RegistryRefusedError,
+  type ModelPool,
+  type PoolLog,
+} from '../service/index.js';
 import { cpuKernels } from '../engine/index.js';
 import { hostPolicy } from '../common/index.js';
 
@@ -29,13 +35,38 @@ export type ServeConfig = Readonly<
 export function serveConfig(argv: string[], env: Record<string, string | undefined>): ServeConfig | 'help' {
   const settings = loadServeSettings(argv, env);
   if (settings === 'help') return 'help';
-  const keys = [...(settings.keysFile ? loadKeysFile(settings.keysFile) : []), ...keysFromList(settings.apiKeys ?? '')];
+  // With ASSAY_API_KEYS alone, its first key is the operator's; with a keys file, the keys it marks.
+  const keys = [
+    ...(settings.keysFile ? loadKeysFile(settings.keysFile) : []),
+    ...keysFromList(settings.apiKeys ?? '', !settings.keysFile),
+  ];
   let generatedKey: string | undefined;
   if (keys.length === 0) {
     generatedKey = generateKey();
-    keys.push(...keysFromList(generatedKey));
+    keys.push(...keysFromList(generatedKey, true));
   }
   return Object.freeze({ ...settings, registryFile: settings.registry, keys, generatedKey });
+}
+
+/** The registry file, checked, and checked against the keys (a key's `models` must name what it holds). */
+function readRegistry(config: ServeConfig) {
+  const registry = loadRegistry(config.registryFile);
+  checkKeyModels(config.keys, acceptedModelNames(registry), {
+    keysFile: config.keysFile ?? 'keys file',
+    registryFile: config.registryFile,
+  });
+  return registry;
+}
+
+/** Reads the registry file again and hands it to the pool; RegistryRefusedError for a bad file or keys it would orphan. */
+function reloadFrom(config: ServeConfig, pool: ModelPool) {
+  let next;
+  try {
+    next = readRegistry(config);
+  } catch (e) {
+    throw new RegistryRefusedError((e as Error).message);
+  }
+  return pool.replaceRegistry(next);
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -52,11 +83,12 @@ export async function run(argv: string[]): Promise<number> {
   }
   let registry;
   try {
-    registry = loadRegistry(config.registryFile);
-    checkKeyModels(config.keys, acceptedModelNames(registry), {
-      keysFile: config.keysFile ?? 'keys file',
-      registryFile: config.registryFile,
-    });
+    registry = readRegistry(config);
+    const unknown = (config.preload ?? []).filter((n) => !resolveModel(registry!, n));
+    if (unknown.length)
+      throw new Error(
+        `--preload names ${unknown.join(', ')}, not in the model registry (${config.registryFile} accepts ${acceptedModelNames(registry).join(', ')})`,
+      );
   } catch (e) {
     process.stderr.write(`assay serve: ${(e as Error).message}\n`);
     return 2;
@@ -82,8 +114,14 @@ export async function run(argv: string[]): Promise<number> {
     info: (o, m) => (logger.app ? logger.app.log.info(o, m) : held.push(['info', o, m])),
     warn: (o, m) => (logger.app ? logger.app.log.warn(o, m) : held.push(['warn', o, m])),
   };
-  // Every setting whose schema entry names an engine option (src/config/settings.ts).
-  const pool = createModelPool(registry, settingsFor('engine', config), log);
+  // Every setting whose schema entry names an engine option (src/config/settings.ts), and residency.
+  const pool = createModelPool(registry, settingsFor('engine', config), log, Date.now, {
+    maxLoadedModels: config.maxLoadedModels,
+    keepAliveMs: config.keepAlive,
+    memoryBudget: config.memoryBudget ?? defaultMemoryBudget(),
+    preload: config.preload ?? [],
+  });
+  const reloadRegistry = () => reloadFrom(config, pool);
   // Which int8 and 4-bit kernels onnxruntime runs here (a probe of a few ms): logged and on /metrics.
   const kernels = await cpuKernels(
     config.exactInt8,
@@ -96,6 +134,13 @@ export async function run(argv: string[]): Promise<number> {
     kernels,
     registry,
     models: pool,
+    // The operator's load answers as a request would (a failed load: 503 with its reason).
+    operator: {
+      ...pool,
+      residency: pool.residency!,
+      load: (id, signal) => pool.acquire(id, signal).then((lease) => lease.release()),
+      reloadRegistry,
+    },
     keys: config.keys,
     rateLimits: { requestsPerMinute: config.requestsPerMinute, inputTokensPerSecond: config.inputTokensPerSecond },
     // The Host check: --allowed-hosts when set, else on by default on a loopback bind only.
@@ -143,6 +188,16 @@ export async function run(argv: string[]): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+  // SIGHUP: read the registry again (a bad file is refused and logged; the models stay as they were).
+  const onHup = () => {
+    try {
+      reloadRegistry();
+    } catch (err) {
+      server.log.error({ reason: (err as Error).message }, 'registry reload refused');
+    }
+  };
+  process.on('SIGHUP', onHup);
+  void stopped.then(() => process.off('SIGHUP', onHup));
 
   try {
     await server.listen({ host: config.host, port: config.port });

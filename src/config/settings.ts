@@ -66,6 +66,42 @@ function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
   });
 }
 
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * A duration as Ollama's keep_alive reads: Go-style (`5m`, `1h30m`, `500ms`) or plain seconds
+ * (`300`), in ms; any negative value means never (-1).
+ */
+export function duration() {
+  return z.union([z.number(), z.string()]).transform((v, ctx) => {
+    const s = String(v).trim();
+    const negative = s.startsWith('-');
+    const body = negative ? s.slice(1) : s;
+    let ms: number;
+    if (/^\d+(\.\d+)?$/.test(body)) ms = Number(body) * 1000;
+    else if (/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(body))
+      ms = [...body.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)].reduce((t, [, n, u]) => t + Number(n) * UNIT_MS[u!]!, 0);
+    else {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a duration such as 5m, 30s, 1h30m or seconds (0: at once, negative: never), got '${v}'`,
+      });
+      return z.NEVER;
+    }
+    return negative && ms > 0 ? -1 : Math.round(ms);
+  });
+}
+
+/** A comma-separated list of names (empty entries dropped). */
+function names() {
+  return z.string().transform((v) =>
+    v
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean),
+  );
+}
+
 function text() {
   return z.string().min(1, 'must not be empty');
 }
@@ -233,6 +269,48 @@ export const ServeSettingsSchema = z.strictObject({
         env: 'ASSAY_BODY_LIMIT',
         arg: 'N',
         doc: 'largest request body in bytes before 413',
+      }),
+    ),
+  maxLoadedModels: int(1)
+    .default(DEFAULTS.maxLoadedModels)
+    .meta(
+      m({
+        flag: 'max-loaded-models',
+        env: 'ASSAY_MAX_LOADED_MODELS',
+        arg: 'N',
+        doc: 'most models resident at once; loading another first unloads the least recently used idle one (docs/operations.md#model-residency)',
+      }),
+    ),
+  keepAlive: duration()
+    .prefault(DEFAULTS.keepAlive)
+    .meta(
+      m({
+        shownDefault: DEFAULTS.keepAlive,
+        flag: 'keep-alive',
+        env: 'ASSAY_KEEP_ALIVE',
+        arg: 'D',
+        doc: 'how long a model stays resident after its last request (5m, 30s, 1h or seconds; 0: unload after each request; negative, as --keep-alive=-1: never); the default and --preload models stay',
+      }),
+    ),
+  memoryBudget: int(1)
+    .optional()
+    .meta(
+      m({
+        flag: 'memory-budget',
+        env: 'ASSAY_MEMORY_BUDGET',
+        arg: 'BYTES',
+        doc: "bytes the resident models may take, each measured as the process's RSS growth over its load plus its prefix cache; a model that alone passes it is refused",
+        shownDefault: `${DEFAULTS.memoryBudgetShare * 100}% of the machine's memory (its cgroup limit when lower)`,
+      }),
+    ),
+  preload: names()
+    .optional()
+    .meta(
+      m({
+        flag: 'preload',
+        env: 'ASSAY_PRELOAD',
+        arg: 'NAMES',
+        doc: 'comma-separated models to load at startup besides the default; like the default, they stay resident',
       }),
     ),
   provider: oneOf(['cpu', 'cuda'])

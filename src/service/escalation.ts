@@ -11,7 +11,7 @@ import type { EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from
 import { AnswerSchema, type Answer, type LogPolicy, type Question } from '../protocol/index.js';
 import { certainty } from '../quality/index.js';
 import { resolveModel, type EscalationSpec, type Registry, type RemoteModel } from '../registry.js';
-import { ModelUnavailableError, type ModelProvider } from './model-pool.js';
+import { ModelUnavailableError, withModel, type ModelProvider } from './provider.js';
 
 export const DEFAULT_ESCALATION_TIMEOUT_MS = 10_000;
 
@@ -109,7 +109,7 @@ export function escalatingEvaluator(
   const timeoutMs = spec.timeout_ms ?? DEFAULT_ESCALATION_TIMEOUT_MS;
   return {
     async evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
-      const first = await (await ctx.models.get(firstId)).evaluate(request, options);
+      const first = await withModel(ctx.models, firstId, options.signal, (e) => e.evaluate(request, options));
       const ids = Object.keys(request.questions).filter((q) => shouldEscalate(first.answers[q]!, spec.below));
       const c = countOf(id);
       c.questions += Object.keys(request.questions).length;
@@ -126,7 +126,7 @@ export function escalatingEvaluator(
         second =
           secondId !== undefined
             ? await untilAborted(
-                (async () => (await ctx.models.get(secondId)).evaluate(sub, { ...options, signal }))(),
+                withModel(ctx.models, secondId, signal, (e) => e.evaluate(sub, { ...options, signal })),
                 signal,
               )
             : await askRemote(spec.second as RemoteModel, sub, signal, env);

@@ -8,7 +8,7 @@ import { parseRequest, responseProblems } from '../protocol/index.js';
 import { ValidatedBody } from '../protocol/index.js';
 import { acceptedModelNames, resolveModel, type Registry } from '../registry.js';
 import { escalatingEvaluator } from './escalation.js';
-import type { ModelProvider } from './model-pool.js';
+import { withModel, type ModelProvider } from './provider.js';
 
 export interface ServiceContext {
   registry: Registry;
@@ -36,17 +36,6 @@ export interface Evaluation {
 function literalList(names: string[]): string {
   const q = names.map((n) => `'${n}'`);
   return q.length <= 1 ? (q[0] ?? "''") : `${q.slice(0, -1).join(', ')} or ${q[q.length - 1]}`;
-}
-
-/** Rejects with the signal's reason when it fires first (e.g. while a model is still loading). */
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return p;
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 /**
@@ -137,20 +126,23 @@ export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller
     questionCount: 'questions' in request ? Object.keys(request.questions).length : request.questionCount,
   });
 
-  // An escalating entry answers through its two models as one evaluator (escalation.ts).
+  // An escalating entry answers through its two models as one evaluator (escalation.ts). A model is
+  // held (leased) while it answers: it is never unloaded under a request.
   const escalate = resolved.entry.escalate;
-  const evaluator: Pick<Evaluator, 'evaluate' | 'evaluateBody'> = escalate
-    ? escalatingEvaluator(ctx, resolved.id, escalate)
-    : await untilAborted(ctx.models.get(resolved.id), caller.signal);
-  const started = performance.now();
   const options = { signal: caller.signal, cacheScope: caller.cacheScope };
-  const result: EvaluateResult =
-    'questions' in request
-      ? await evaluator.evaluate(request, options)
+  let started = performance.now();
+  const run = async (evaluator: Pick<Evaluator, 'evaluate' | 'evaluateBody'>): Promise<EvaluateResult> => {
+    started = performance.now();
+    return 'questions' in request
+      ? evaluator.evaluate(request, options)
       : evaluator.evaluateBody
-        ? await evaluator.evaluateBody(validated!.bytes, options)
+        ? evaluator.evaluateBody(validated!.bytes, options)
         : // An evaluator embedded without it (a library caller's own): parsed here after all.
-          await evaluator.evaluate(JSON.parse(new TextDecoder().decode(validated!.bytes)) as SystemOneRequest, options);
+          evaluator.evaluate(JSON.parse(new TextDecoder().decode(validated!.bytes)) as SystemOneRequest, options);
+  };
+  const result: EvaluateResult = escalate
+    ? await run(escalatingEvaluator(ctx, resolved.id, escalate))
+    : await withModel(ctx.models, resolved.id, caller.signal, run);
   const engineMs = performance.now() - started;
 
   const response: SystemOneResponse = { model: resolved.id, answers: result.answers, usage: result.usage };

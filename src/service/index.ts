@@ -4,3 +4,6 @@ export * from './escalation.js';
 export * from './escalation-notice.js';
 export * from './evaluate.js';
 export * from './model-pool.js';
+export * from './provider.js';
+export * from './registry-change.js';
+export * from './residency.js';

@@ -3,7 +3,7 @@
 import { Writable } from 'node:stream';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { keysFromList, sha256, type ApiKey } from '../../src/api/auth.js';
-import { staticModels, type ModelProvider } from '../../src/service/model-pool.js';
+import { staticModels, type ModelProvider } from '../../src/service/provider.js';
 import { buildServer, type AssayServer, type ServerOptions } from '../../src/api/server.js';
 import { loadEvaluator, type EngineConfig, type Evaluator } from '../../src/engine/index.js';
 import { checkRegistry, type Registry } from '../../src/registry.js';

@@ -1,12 +1,12 @@
 // Graceful shutdown: in-flight requests finish, new connections are refused, the process exits 0.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
-import { staticModels } from '../../src/service/model-pool.js';
+import { staticModels } from '../../src/service/provider.js';
 import { buildServer } from '../../src/api/server.js';
+import { startServe } from '../serve-process.js';
 import { auth, mixedRequest, startServer, testRegistry, withEvaluate } from './helpers.js';
 
 describe('in-process close()', () => {
@@ -77,35 +77,12 @@ describe('the assay serve process', () => {
         aliases: { 'svc-latest': 'svc-1.13.0' },
       }),
     );
-    const child = spawn(
-      process.execPath,
-      ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry],
-      {
-        env: { ...process.env, ASSAY_API_KEYS: 'proc-key', HOST: '127.0.0.1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const server = await startServe(registry, [], { ASSAY_API_KEYS: 'proc-key' });
+    const { base } = server;
     try {
-      const base = await new Promise<string>((resolve, reject) => {
-        const check = () => {
-          const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-          if (m) resolve(m[1]!);
-        };
-        child.stdout.on('data', check);
-        child.on('exit', () => reject(new Error(`serve exited early:\n${out}`)));
-      });
-      for (let i = 0; ; i++) {
-        if ((await fetch(`${base}/healthz`)).status === 200) break;
-        expect(i).toBeLessThan(600);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      expect(out).not.toContain('generated for this run'); // a key was configured
+      expect(server.out()).not.toContain('generated for this run'); // a key was configured
       // The startup log and /metrics name the int8 path, and it is exact (exact int8 is the default).
-      expect(out).toMatch(/cpu kernels: int8 \S+ \(exact/);
+      expect(server.out()).toMatch(/cpu kernels: int8 \S+ \(exact/);
       expect(await (await fetch(`${base}/metrics`)).text()).toMatch(
         /^assay_cpu_kernels_info\{cpu="[^"]+",flags="[^"]*",int8="[^"]+\(exact[^"]*",q4="[^"]+",int8_exact="1"\} 1$/m,
       );
@@ -130,15 +107,15 @@ describe('the assay serve process', () => {
         if (/assay_http_requests_in_flight\{route="\/v1\/systemone"\} 1/.test(metrics)) break;
         await new Promise((r) => setTimeout(r, 5));
       }
-      child.kill('SIGTERM');
+      const exited = server.stop();
       const res = await pending;
       expect(res.status).toBe(200);
       expect(Object.keys(((await res.json()) as { answers: object }).answers)).toHaveLength(150);
       expect(await exited).toBe(0);
-      expect(out).toContain('shutting down');
-      expect(out).toContain('shutdown complete');
+      expect(server.out()).toContain('shutting down');
+      expect(server.out()).toContain('shutdown complete');
     } finally {
-      child.kill('SIGKILL');
+      await server.stop();
     }
   });
 });

@@ -11,7 +11,7 @@ import { chromium, type Browser, type Page, type Request } from 'playwright-core
 import { buildServer, type AssayServer } from '../../src/api/server.js';
 import { keysFromList, sha256 } from '../../src/api/auth.js';
 import { checkRegistry } from '../../src/registry.js';
-import { staticModels } from '../../src/service/model-pool.js';
+import { staticModels } from '../../src/service/provider.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 
@@ -244,7 +244,7 @@ describe.skipIf(!CHROMIUM)('the playground, as a newcomer uses it', () => {
     // The list arrives when the models endpoint answers: on a loaded CI machine past vitest's 1 s default.
     await expect
       .poll(() => page.locator('#model option').allTextContents(), { timeout: 30_000 })
-      .toContain('tiny-tasks-1 (knows only its training task)');
+      .toContain('tiny-tasks-1 (knows only its training task; warm)');
     await page.click('#example');
     // The click fetches the held-out lines first (once), then fills the form: on a loaded machine not at once.
     await expect.poll(() => page.locator('#model').inputValue(), { timeout: 30_000 }).toBe('tiny-tasks-1');

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { buildServer, type AssayServer } from '../../src/api/server.js';
 import { keysFromList } from '../../src/api/auth.js';
-import { staticModels } from '../../src/service/model-pool.js';
+import { staticModels } from '../../src/service/provider.js';
 import type { Evaluator } from '../../src/engine/index.js';
 import { testRegistry, tinyEvaluator } from '../api/helpers.js';
 

@@ -1,6 +1,7 @@
 // One configuration: every setting of `assay serve` comes from one zod schema, parsed once into a
 // frozen object; the help text and the README table are generated from it; invalid values stop
 // the server at startup, naming the flag or variable; logs are pretty or JSON as asked.
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,10 +97,58 @@ describe('serve settings', () => {
     expect(out.err).toContain("assay serve: ASSAY_MAX_QUEUE must be an integer >= 0, got '-3'");
   });
 
+  it('assay serve exits 2 at startup when --preload names a model the registry lacks', async () => {
+    const out = await withStderr(() => serveCmd(['--preload', 'no-such-model']));
+    expect(out.result).toBe(2);
+    expect(out.err).toContain('assay serve: --preload names no-such-model, not in the model registry (');
+  });
+
   it('the serve config adds the keys: a generated one when none is configured', () => {
     const c = serveConfig([], { ASSAY_API_KEYS: 'a,b' });
     if (c === 'help') throw new Error('help');
     expect([c.keys.length, c.generatedKey, Object.isFrozen(c)]).toEqual([2, undefined, true]);
+    // With ASSAY_API_KEYS alone, the first key is the operator's; the others are ordinary callers.
+    expect(c.keys.map((k) => k.operator ?? false)).toEqual([true, false]);
+  });
+
+  it('with a keys file, only the keys it marks "operator": true are the operator\'s (ASSAY_API_KEYS beside it: none)', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'assay-keys-')), 'keys.json');
+    const hash = (k: string) => createHash('sha256').update(k).digest('hex');
+    writeFileSync(file, JSON.stringify({ keys: [{ sha256: hash('x') }, { sha256: hash('y'), operator: true }] }));
+    const c = serveConfig(['--keys-file', file], { ASSAY_API_KEYS: 'z' });
+    if (c === 'help') throw new Error('help');
+    expect(c.keys.map((k) => k.operator ?? false)).toEqual([false, true, false]);
+  });
+
+  it('residency settings read as Ollama users write them: keep-alive durations, 0, negative; the budget; preload names', () => {
+    const keep = (v: string) => {
+      const s = loadServeSettings([`--keep-alive=${v}`], {});
+      if (s === 'help') throw new Error('help');
+      return s.keepAlive;
+    };
+    expect([
+      keep('5m'),
+      keep('30s'),
+      keep('1h30m'),
+      keep('500ms'),
+      keep('90'),
+      keep('0'),
+      keep('-1'),
+      keep('-5m'),
+    ]).toEqual([300_000, 30_000, 5_400_000, 500, 90_000, 0, -1, -1]);
+    const d = loadServeSettings([], {
+      ASSAY_MAX_LOADED_MODELS: '2',
+      ASSAY_MEMORY_BUDGET: '1073741824',
+      ASSAY_PRELOAD: 'a, b',
+    });
+    if (d === 'help') throw new Error('help');
+    expect([d.maxLoadedModels, d.memoryBudget, d.preload, d.keepAlive]).toEqual([2, 1073741824, ['a', 'b'], 300_000]);
+    expect(() => loadServeSettings(['--keep-alive', 'soon'], {})).toThrow(
+      "--keep-alive must be a duration such as 5m, 30s, 1h30m or seconds (0: at once, negative: never), got 'soon'",
+    );
+    expect(() => loadServeSettings(['--max-loaded-models', '0'], {})).toThrow(
+      '--max-loaded-models must be an integer >= 1',
+    );
   });
 });
 
@@ -141,6 +190,11 @@ describe('where each setting goes', () => {
     'requestsPerMinute',
     'inputTokensPerSecond',
     'logFormat',
+    // The model pool's residency (src/commands/serve.ts hands them to createModelPool).
+    'maxLoadedModels',
+    'keepAlive',
+    'memoryBudget',
+    'preload',
   ];
 
   it('every setting names the engine or server option it sets, or is one serve reads itself: none is silently unused', () => {

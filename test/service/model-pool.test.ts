@@ -60,7 +60,7 @@ describe('model pool', () => {
     const pool = createModelPool(registry, { threads: 1 }, { info: () => {}, warn: () => {} });
     try {
       // Two requests at once while nothing is loaded: both wait for the one load and get its evaluator.
-      const [a, b] = await Promise.all([pool.get('svc-b'), pool.get('svc-b')]);
+      const [a, b] = await Promise.all([pool.load('svc-b'), pool.load('svc-b')]);
       expect(a).toBe(b);
       expect(pool.loaded().map((m) => m.model)).toEqual(['svc-b']);
     } finally {

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
-import { createModelPool, ModelUnavailableError } from '../../src/service/model-pool.js';
+import { createModelPool } from '../../src/service/model-pool.js';
+import { ModelUnavailableError } from '../../src/service/provider.js';
 import { checkRegistry } from '../../src/registry.js';
 import type { EngineThreadEvaluator } from '../../src/engine/thread/engine-thread.js';
 
@@ -43,7 +44,7 @@ describe('model pool backoff', () => {
     const pool = createModelPool(registryFor(dir), { threads: 1 }, log, () => clock);
     try {
       const kill = async (): Promise<void> => {
-        const evaluator = (await pool.get('svc-x')) as EngineThreadEvaluator;
+        const evaluator = (await pool.load('svc-x')) as EngineThreadEvaluator;
         const deaths = delays.length;
         evaluator.crashForTest('exit');
         await until(() => delays.length > deaths, 'the death to be seen');
@@ -53,7 +54,7 @@ describe('model pool backoff', () => {
       await until(() => pool.ready(), 'the first restart');
       await kill();
       // Waiting out the second restart's backoff: a request is refused with the time left.
-      const refused = await pool.get('svc-x').catch((e: unknown) => e);
+      const refused = await pool.load('svc-x').catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(ModelUnavailableError);
       expect((refused as ModelUnavailableError).retryAfterSeconds).toBeCloseTo(1, 0);
       await until(() => pool.ready(), 'the second restart');
@@ -77,7 +78,7 @@ describe('model pool backoff', () => {
     const log = { info: () => {}, warn: (_o: object, m: string) => void (m === 'model failed to load' && attempts++) };
     const pool = createModelPool(registryFor(empty), { threads: 1 }, log, () => clock);
     const refusal = async (): Promise<ModelUnavailableError> =>
-      (await pool.get('svc-x').catch((e: unknown) => e)) as ModelUnavailableError;
+      (await pool.acquire('svc-x').catch((e: unknown) => e)) as ModelUnavailableError;
     try {
       for (const wait of [1, 2, 4]) {
         const before = attempts;

@@ -4,11 +4,22 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { ApiContext } from '../context.js';
 
-async function state(app: FastifyInstance, parts: Omit<ApiContext, 'draining'>): Promise<void> {
+async function state(
+  app: FastifyInstance,
+  { registryNow, ...parts }: Omit<ApiContext, 'draining' | 'registry'> & { registryNow: () => ApiContext['registry'] },
+): Promise<void> {
   let draining = false;
   app.decorateRequest('apiKey', null);
   app.decorateRequest('facts', null);
-  app.decorate('assay', { ...parts, draining: () => draining });
+  // `registry` reads the current one: a registry reload replaces it under the routes.
+  const assay: ApiContext = {
+    ...parts,
+    get registry() {
+      return registryNow();
+    },
+    draining: () => draining,
+  };
+  app.decorate('assay', assay);
   app.addHook('preClose', async () => {
     draining = true;
   });

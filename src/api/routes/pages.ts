@@ -13,6 +13,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { resolveModel } from '../../registry.js';
 import { listModels } from '../../model-list.js';
+import { escalationModels } from '../../service/index.js';
 import type { ApiContext } from '../context.js';
 import { admission, keyAllows } from '../admission.js';
 import { buildOpenApi } from '../openapi.js';
@@ -138,13 +139,18 @@ export async function pagesRoutes(app: FastifyInstance, o: PagesOptions): Promis
     app.get('/playground/style.css', async (_req, reply) => reply.type('text/css; charset=utf-8').send(css));
     app.get('/playground/models', { onRequest: admission(ctx) }, async (req) => {
       const key = req.apiKey!;
+      // Warm: resident now (an escalating entry: its local models), so the first request skips the load.
+      const resident = new Set(ctx.models.loaded().map((e) => e.model));
       const models = listModels(ctx.registry, (name, id) => keyAllows(key, name, id)).map(
         ({ metadata, resolved: m }) => {
           // Generated with random weights (trained weights make a synthetic folder meaningful).
           const synthetic = m.entry.synthetic !== undefined && m.entry.synthetic.weights === undefined;
           // Trained weights on a tiny graph: it knows its training task and nothing else.
           const task_only = m.entry.synthetic?.weights !== undefined;
-          return { ...metadata, synthetic, task_only, confidence: ctx.confidence };
+          const spec = m.entry.escalate;
+          const local = spec ? escalationModels(ctx.registry, spec) : [m.id];
+          const warm = local.every((id) => resident.has(id));
+          return { ...metadata, synthetic, task_only, warm, confidence: ctx.confidence };
         },
       );
       return { models };

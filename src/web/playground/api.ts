@@ -19,6 +19,8 @@ export interface PlaygroundModel {
   synthetic: boolean;
   /** Trained on one task only (its answers are right there and meaningless elsewhere). */
   task_only: boolean;
+  /** Resident in the server now: its first request does not wait for a load. */
+  warm: boolean;
   /** The formula of its choice and score confidence (the server's --confidence). */
   confidence: 'entropy' | 'hosted';
 }

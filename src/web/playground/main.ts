@@ -155,7 +155,11 @@ function updateBanner(): void {
 }
 
 function label(m: PlaygroundModel): string {
-  return m.synthetic ? `${m.name} (synthetic)` : m.task_only ? `${m.name} (knows only its training task)` : m.name;
+  const notes = [
+    ...(m.synthetic ? ['synthetic'] : m.task_only ? ['knows only its training task'] : []),
+    m.warm ? 'warm' : 'cold: loads on first use',
+  ];
+  return `${m.name} (${notes.join('; ')})`;
 }
 
 /** Fills the model list from the server. Only the error box (beside the form) changes: nothing above Send moves. */
