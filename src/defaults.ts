@@ -51,6 +51,7 @@ export const DEFAULTS = {
   packQuestions: true,
   /** The load-time graph rewrite (engine/model/graph-rewrite.ts). */
   rewriteGraph: true,
+  fusedAttention: true,
   // Residency (src/service/residency.ts; docs/operations.md#model-residency)
   /** Most models resident at once (Ollama's OLLAMA_MAX_LOADED_MODELS on CPU). */
   maxLoadedModels: 3,

@@ -107,6 +107,12 @@ export const ModelEntrySchema = fileObject({
     .describe(
       "false: run the export as is, without the load-time graph rewrite (serve's --no-graph-rewrite, per model).",
     ),
+  fused_attention: z
+    .boolean()
+    .optional()
+    .describe(
+      "false: keep this model's attention as exported instead of rewriting it into onnxruntime's fused GroupQueryAttention (serve's --no-fused-attention, per model).",
+    ),
   synthetic: SyntheticSchema.optional().describe(
     'When set and the folder is missing, `assay models synth` (and `npm start`) writes this synthetic model there.',
   ),

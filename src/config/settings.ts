@@ -472,6 +472,16 @@ export const ServeSettingsSchema = z.strictObject({
         doc: 'the load-time graph rewrite (--no-graph-rewrite runs every export as is; per model: "graph_rewrite": false in the registry)',
       }),
     ),
+  fusedAttention: bool()
+    .default(DEFAULTS.fusedAttention)
+    .meta(
+      m({
+        engine: 'fusedAttention',
+        flag: 'fused-attention',
+        env: 'ASSAY_FUSED_ATTENTION',
+        doc: 'rewrite attention written in plain ops into onnxruntime\'s fused GroupQueryAttention at load (flash attention on CPU: no [S, T] score or mask tensor; passes with their own masks keep them); --no-fused-attention or ASSAY_FUSED_ATTENTION=off runs attention as exported; per model: "fused_attention": false in the registry',
+      }),
+    ),
   graphCacheDir: text()
     .optional()
     .meta(

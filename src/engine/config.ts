@@ -48,6 +48,11 @@ export interface EngineConfig {
   /** Rewrite the loaded graph so passes project only the positions read (default true; false runs the export as is). */
   rewriteGraph?: boolean;
   /**
+   * Rewrite attention written in plain ops into onnxruntime's fused GroupQueryAttention (fuse-attention.ts;
+   * default true; part of the graph rewrite, so off with it too).
+   */
+  fusedAttention?: boolean;
+  /**
    * Where rewritten graphs go (graph-file.ts; nothing is ever written inside a model folder). Default:
    * $XDG_CACHE_HOME/assay/graphs or ~/.cache/assay/graphs, else `<os tmpdir>/assay-graphs`.
    */
@@ -113,7 +118,8 @@ type Defaulted =
   | 'batchTokens'
   | 'confidence'
   | 'packQuestions'
-  | 'rewriteGraph';
+  | 'rewriteGraph'
+  | 'fusedAttention';
 
 /** An EngineConfig with every defaulted setting filled in, frozen: what the engine's parts read. */
 export type ResolvedEngineConfig = Readonly<EngineConfig & Required<Pick<EngineConfig, Defaulted>>>;
@@ -139,5 +145,6 @@ export function resolveEngineConfig(c: EngineConfig): ResolvedEngineConfig {
     confidence: c.confidence ?? ALL.confidence,
     packQuestions: c.packQuestions ?? ALL.packQuestions,
     rewriteGraph: c.rewriteGraph ?? ALL.rewriteGraph,
+    fusedAttention: c.fusedAttention ?? ALL.fusedAttention,
   });
 }

@@ -7,7 +7,7 @@ export { ONNX_DIRS, VARIANTS, parseVariant, variantFileNames, type Variant } fro
 export { PROMPT_VERSIONS } from './prompting/prompts.js';
 export { externalize } from './model/graph-file.js';
 export { inlineExternalData } from './model/q4-to-int8.js';
-export { Q4_NOTE } from './model/runner.js';
+export { ATTENTION_NOTE, Q4_NOTE } from './model/runner.js';
 export { BudgetError, AbortedError, OverloadedError, ModelLoadError, EngineError, EngineDeadError } from './errors.js';
 import type { EngineConfig } from './config.js';
 import type { Evaluator } from './types.js';

@@ -1,7 +1,14 @@
 // Loads evaluators for the registry's versioned ids when they are first asked for, keeps them
 // resident within a count and a memory budget (residency.ts) and unloads them when idle or to make
 // room; serving a synthetic (random-weight) model is always announced with a loud warning.
-import { EngineDeadError, loadEvaluator, Q4_NOTE, type EngineConfig, type Evaluator } from '../engine/index.js';
+import {
+  ATTENTION_NOTE,
+  EngineDeadError,
+  loadEvaluator,
+  Q4_NOTE,
+  type EngineConfig,
+  type Evaluator,
+} from '../engine/index.js';
 import { DEFAULTS } from '../defaults.js';
 import type { LogPolicy } from '../protocol/index.js';
 import { resolveModel, type ModelEntry, type Registry } from '../registry.js';
@@ -168,7 +175,8 @@ export function createModelPool(
     const m = resolveModel(r, id);
     if (!m || m.entry.escalate) return undefined;
     const rewrite = engine.rewriteGraph !== false && m.entry.graph_rewrite !== false;
-    return { source: `${m.dir}|${m.entry.variant ?? ''}|${rewrite}`, dir: m.dir, entry: m.entry };
+    const fused = engine.fusedAttention !== false && m.entry.fused_attention !== false;
+    return { source: `${m.dir}|${m.entry.variant ?? ''}|${rewrite}|${fused}`, dir: m.dir, entry: m.entry };
   }
 
   async function open(slot: Slot): Promise<Evaluator> {
@@ -181,6 +189,7 @@ export function createModelPool(
       modelDir: m.dir,
       variant: m.entry.variant,
       rewriteGraph: engine.rewriteGraph !== false && m.entry.graph_rewrite !== false,
+      fusedAttention: engine.fusedAttention !== false && m.entry.fused_attention !== false,
       onWarning: (message) =>
         // Packing (several questions, or requests, per pass) unavailable is how this export runs, not a
         // fallback from what was asked: info. Anything else (e.g. the rewritten graph did not load) warns.
@@ -188,7 +197,9 @@ export function createModelPool(
           ? log.info({ model: slot.id, reason: message }, 'model runs without packing')
           : message.startsWith(Q4_NOTE)
             ? log.info({ model: slot.id, note: message }, 'model runs its 4-bit weights on the int8 kernels')
-            : log.warn({ model: slot.id, reason: message }, 'model load fell back'),
+            : message.startsWith(ATTENTION_NOTE)
+              ? log.info({ model: slot.id, note: message.slice(ATTENTION_NOTE.length).trim() }, 'model attention')
+              : log.warn({ model: slot.id, reason: message }, 'model load fell back'),
       onDeath: (error) => died(slot, error),
     });
     // Its resident cost: what the process grew by over the load (weights, rewritten graph, the engine

@@ -108,6 +108,8 @@ describe.each(CASES.map((c) => [JSON.stringify(c.flavor) + (c.q4Kernels ? ` ${c.
       const folder = await openModelFolder(await folderOf(c));
       const runner = await ModelRunner.create(folder, { modelDir: folder.dir, threads: 1, q4Kernels: c.q4Kernels });
       expect(runner.rewritten).toBe(true);
+      // Attention in plain ops runs fused (GroupQueryAttention, fuse-attention.ts); a genai export has it already.
+      expect(runner.fusedLayers).toBe('attention' in c.flavor && c.flavor.attention === 'gqa' ? 0 : 2);
       await runner.close();
     });
 

@@ -25,6 +25,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'nod
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import {
+  BIAS_INPUT,
   decodeModel,
   encodeModel,
   externalFiles,
@@ -35,6 +36,7 @@ import {
   type ModelProto,
 } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
+import { attentionShape, fuseAttention, type Fusion } from './fuse-attention.js';
 import { aiOnnxOpset, BLOCKED_QUANTIZE_OPSET, raiseOpset } from './opset.js';
 import { convertQ4ToInt8, hasQ4MatMuls, inlineExternalData, type Q4Conversion } from './q4-to-int8.js';
 import { startWorker, workerEntry } from '../../workers/index.js';
@@ -56,6 +58,8 @@ export interface GraphFacts {
   q4ToInt8?: Q4Conversion;
   /** The ai.onnx opset the export was raised to, from its own, for the per-token products (opset.ts). */
   raisedOpset?: { from: number; to: number };
+  /** Attention layers rewritten into GroupQueryAttention (fuse-attention.ts), or why none was. */
+  fusedAttention?: Fusion;
 }
 
 /** How 4-bit MatMulNBits run: through the int8 kernels (converted at load) or onnxruntime's own 4-bit kernel. */
@@ -91,6 +95,8 @@ export interface RewriteOptions {
    * (opset 21) for the CPU only: CUDA's QuantizeLinear takes blocks for 4-bit types alone.
    */
   provider?: 'cpu' | 'cuda';
+  /** Attention written in plain ops rewritten into GroupQueryAttention (default: on). */
+  fuseAttention?: boolean;
 }
 
 /** The graph rewrite worker's one call (graph-file-worker.ts); null: the head was not recognized. */
@@ -139,6 +145,7 @@ async function readFacts(graph: string): Promise<GraphFacts> {
       ...(facts.q4ToInt8 ? { q4ToInt8: facts.q4ToInt8 } : {}),
       ...(facts.perTokenInt8 ? { perTokenInt8: facts.perTokenInt8 } : {}),
       ...(facts.raisedOpset ? { raisedOpset: facts.raisedOpset } : {}),
+      ...(facts.fusedAttention ? { fusedAttention: facts.fusedAttention } : {}),
     };
   } catch {
     return { sharesActivationScales: true };
@@ -147,10 +154,10 @@ async function readFacts(graph: string): Promise<GraphFacts> {
 
 /** Where the rewritten graph of an export goes, in order of preference: <cache>/<id>/<name>.assay-<id>.onnx. */
 async function targets(folder: ModelFolder, options: RewriteOptions): Promise<string[]> {
-  const { cacheDir, q4 = 'int8', perToken = true, provider = 'cpu' } = options;
+  const { cacheDir, q4 = 'int8', perToken = true, provider = 'cpu', fuseAttention: fuse = true } = options;
   const source = resolve(folder.onnxPath);
   const info = await stat(source);
-  const variant = `${q4}${perToken ? '' : ':per-tensor'}${provider === 'cpu' ? '' : `:${provider}`}`;
+  const variant = `${q4}${perToken ? '' : ':per-tensor'}${provider === 'cpu' ? '' : `:${provider}`}${fuse ? '' : ':unfused'}`;
   const id = createHash('sha256')
     .update(`${REWRITE_VERSION}:${source}:${info.size}:${info.mtimeMs}:${variant}`)
     .digest('hex')
@@ -165,7 +172,7 @@ export async function writeRewrittenGraph(
   vocab: number,
   options: RewriteOptions = {},
 ): Promise<RewrittenGraph | undefined> {
-  const { q4 = 'int8', perToken = true, provider = 'cpu' } = options;
+  const { q4 = 'int8', perToken = true, provider = 'cpu', fuseAttention: fuse = true } = options;
   const source = resolve(folder.onnxPath);
   const candidates = await targets(folder, options);
   const found = await cached(candidates);
@@ -193,6 +200,10 @@ export async function writeRewrittenGraph(
     inlineExternalData(model, dirname(source));
     const conversion = convertQ4ToInt8(model);
     if (conversion.nodes > 0) facts.q4ToInt8 = conversion;
+  }
+  if (fuse) {
+    // Last: its If subgraphs would keep the opset where it was (opset.ts).
+    facts.fusedAttention = fuseAttention(model, attentionShape(folder.config), provider, biasInput(model));
   }
   facts.sharesActivationScales = sharesActivationScales(model); // what the rewritten graph does
   // External weights stay in the export's folder; the session reads them from there.
@@ -278,4 +289,9 @@ export async function externalize(model: ModelProto, file: string, location: str
   } finally {
     await handle.close();
   }
+}
+
+/** The attention bias input, when the rewrite gave the graph one (packed passes). */
+function biasInput(model: ModelProto): string | undefined {
+  return (model.graph?.input ?? []).some((i) => i.name === BIAS_INPUT) ? BIAS_INPUT : undefined;
 }

@@ -1,4 +1,5 @@
-// Graph nodes in an order ONNX accepts: every node after the producers of its inputs.
+// Graph nodes in an order ONNX accepts: every node after the producers of its inputs (and of what its
+// subgraphs read from the outer scope).
 import type { onnx as OnnxTypes } from 'onnx-proto';
 
 /** The nodes sorted so each comes after the producers of its inputs, keeping the given order wherever it can. */
@@ -6,7 +7,12 @@ export function topologicalOrder(nodes: OnnxTypes.INodeProto[]): OnnxTypes.INode
   const producerOf = new Map<string, number>();
   nodes.forEach((n, i) => (n.output ?? []).forEach((o) => producerOf.set(o, i)));
   const waiting = nodes.map(
-    (n) => new Set((n.input ?? []).map((i) => producerOf.get(i)).filter((p): p is number => p !== undefined)),
+    (n) =>
+      new Set(
+        reads(n)
+          .map((i) => producerOf.get(i))
+          .filter((p): p is number => p !== undefined),
+      ),
   );
   const consumers = nodes.map(() => [] as number[]);
   waiting.forEach((deps, i) => deps.forEach((d) => consumers[d]!.push(i)));
@@ -25,4 +31,17 @@ export function topologicalOrder(nodes: OnnxTypes.INodeProto[]): OnnxTypes.INode
   }
   if (out.length !== nodes.length) throw new Error('the rewritten graph has a cycle');
   return out;
+}
+
+/** What a node reads: its inputs, and the outer-scope names its subgraphs (If, Loop, Scan) read. */
+function reads(n: OnnxTypes.INodeProto): string[] {
+  const names = [...(n.input ?? [])];
+  for (const a of n.attribute ?? []) {
+    for (const g of [a.g, ...(a.graphs ?? [])]) {
+      if (!g) continue;
+      const own = new Set((g.node ?? []).flatMap((m) => m.output ?? []));
+      for (const m of g.node ?? []) for (const i of reads(m)) if (!own.has(i)) names.push(i);
+    }
+  }
+  return names;
 }

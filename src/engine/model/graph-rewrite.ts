@@ -40,7 +40,7 @@ const MATMULS = new Set([
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
 /** Bumped whenever the rewrite changes, so graphs rewritten by an older version are not reused. */
-export const REWRITE_VERSION = 15;
+export const REWRITE_VERSION = 16;
 
 export const POSITIONS_INPUT = 'assay_positions';
 export const BIAS_INPUT = 'assay_attention_bias';
@@ -326,7 +326,7 @@ function addAttentionBias(
 }
 
 /** Whether tensor `output` is computed from a graph input whose name `isInput` accepts. */
-function dependsOnInput(
+export function dependsOnInput(
   output: string,
   isInput: (name: string) => boolean,
   producer: Map<string, OnnxTypes.INodeProto>,

@@ -18,6 +18,9 @@ import { int8SessionConfig } from './cpu.js';
 /** How the load note on 4-bit weights converted to int8 begins (the model pool logs it as info, not as a fallback). */
 export const Q4_NOTE = '4-bit weights run through the int8 kernels (converted at load)';
 
+/** How the load note on the attention begins: fused into GroupQueryAttention, or why not (the model pool logs it as info). */
+export const ATTENTION_NOTE = 'attention:';
+
 /** Keys and values of every layer for `length` tokens, as the session's present.* outputs gave them. */
 /** Runs one pass of `tokens` tokens in the caller's turn (the scheduler's, for an evaluator). */
 export type PassStep = <T>(pass: () => Promise<T>, tokens: number) => Promise<T>;
@@ -69,6 +72,8 @@ export class ModelRunner {
    */
   readonly sharesActivationScales: boolean;
   private readonly biased: boolean;
+  /** Attention layers the loaded graph runs as GroupQueryAttention after the load-time rewrite (0: none). */
+  readonly fusedLayers: number;
 
   private constructor(
     private readonly session: ort.InferenceSession,
@@ -81,6 +86,7 @@ export class ModelRunner {
   ) {
     this.prefillChunk = prefillChunk;
     this.sharesActivationScales = facts.sharesActivationScales;
+    this.fusedLayers = facts.fusedAttention && 'layers' in facts.fusedAttention ? facts.fusedAttention.layers : 0;
     const inputs = session.inputNames;
     const outputs = new Set(session.outputNames);
     for (const required of ['input_ids', 'attention_mask']) {
@@ -194,6 +200,7 @@ export class ModelRunner {
           q4,
           perToken: c.perTokenInt8,
           provider,
+          fuseAttention: c.fusedAttention,
         });
       } catch (error) {
         // An unreadable or undecodable file: the stock load below reports it.
@@ -211,6 +218,13 @@ export class ModelRunner {
             );
           }
           graphPath = rewritten.path;
+          const f = rewritten.fusedAttention;
+          if (f)
+            c.onWarning?.(
+              'layers' in f
+                ? `${ATTENTION_NOTE} fused into GroupQueryAttention in ${f.layers} layers`
+                : `${ATTENTION_NOTE} as exported, not fused (${f.skipped})`,
+            );
         } catch (error) {
           c.onWarning?.(
             `the rewritten graph of ${folder.onnxPath} did not load (${(error as Error).message}); running the export as is`,
