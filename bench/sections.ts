@@ -66,6 +66,14 @@ export const SECTIONS: SectionInfo[] = [
     load: async () => (await import('./engine/per-token-int8.js')).perTokenInt8Section,
   },
   {
+    id: 'fused-attention',
+    measures:
+      'Fused attention (GroupQueryAttention, rewritten at load) on vs off, interleaved in the same rounds: prefill of 256 / 1,000 / 2,000 / 4,000 tokens, 256 and 2,000-token states × 16 questions (prefix cache off), the peak RSS of a 4,000-token request (a fresh process per side) and the per-operator profile of a 2,000-token pass on both graphs; goals 2,000-token prefill ≥ 1.4×, 4,000 ≥ 1.7×, peak RSS lower.',
+    quick: '256 and 1,000-token prefill, 256 × 16 questions, a 1,000-token RSS and profile',
+    seconds: { full: 420, quick: 90 },
+    load: async () => (await import('./engine/fused-attention.js')).fusedAttentionSection,
+  },
+  {
     id: 'transformersjs',
     measures:
       'Side by side with transformers.js on the same model folder and the same token ids: a full forward per question, and with its own KV cache reuse; whether its logits equal ours.',

@@ -171,7 +171,20 @@ describe('rewritten graphs on disk', () => {
     expect(listing()).toEqual(before);
     expect(readdirSync(cache).sort()).toEqual([basename(dirname(target.path)), 'ba9876543210', 'notes'].sort());
     expect(dirname(dirname(target.path))).toBe(cache);
-    expect(JSON.parse(readFileSync(`${target.path}.json`, 'utf8'))).toEqual({ sharesActivationScales: false, source });
+    expect(JSON.parse(readFileSync(`${target.path}.json`, 'utf8'))).toEqual({
+      sharesActivationScales: false,
+      source,
+      fused: true,
+      fusedAttention: { layers: 2 },
+    });
+    // The rewrite without fused attention (a registry entry with "fused_attention": false on the same
+    // folder) lives beside it: neither removes the other.
+    const unfused = await loadEvaluator({ modelDir: dir, threads: 1, graphCacheDir: cache, fusedAttention: false });
+    await unfused.close();
+    expect(unfused.graph).not.toBe(target.path);
+    expect(readdirSync(cache).sort()).toEqual(
+      [basename(dirname(target.path)), basename(dirname(unfused.graph)), 'ba9876543210', 'notes'].sort(),
+    );
   });
 
   it('a graph cache that cannot be written: the export runs as is, with one warning saying why', async () => {

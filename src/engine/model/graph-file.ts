@@ -74,6 +74,8 @@ interface FactsFile extends GraphFacts {
   source: string;
   /** How its 4-bit products run: rewrites of one export for each setting live side by side. */
   q4?: Q4Kernels;
+  /** Whether attention was fused: both rewrites of one export live side by side too (a registry may hold both). */
+  fused?: boolean;
 }
 
 /** Where rewritten graphs go by default: the user's cache, else the OS temporary folder. */
@@ -212,8 +214,8 @@ export async function writeRewrittenGraph(
   for (const target of candidates) {
     try {
       await mkdir(dirname(target), { recursive: true });
-      await writeGraph(model, target, { ...facts, source, ...(q4Setting ? { q4: q4Setting } : {}) });
-      await removeOlderRewrites(target, source, q4Setting);
+      await writeGraph(model, target, { ...facts, source, fused: fuse, ...(q4Setting ? { q4: q4Setting } : {}) });
+      await removeOlderRewrites(target, source, q4Setting, fuse);
       return { path: target, ...facts };
     } catch (error) {
       failures.push((error as Error).message); // not writable here: try the next place
@@ -223,11 +225,16 @@ export async function writeRewrittenGraph(
 }
 
 /**
- * Removes the rewrites of the same export (and the same 4-bit setting) that an older Assay or an
+ * Removes the rewrites of the same export (and the same 4-bit and attention settings) that an older Assay or an
  * older file of it left in the cache (their <id>/ folders): a single-file export's rewrite holds a copy of its weights, a
  * gigabyte each for a 0.5B int8 model. A session already running from one keeps its open file.
  */
-async function removeOlderRewrites(target: string, source: string, q4: Q4Kernels | undefined): Promise<void> {
+async function removeOlderRewrites(
+  target: string,
+  source: string,
+  q4: Q4Kernels | undefined,
+  fused: boolean,
+): Promise<void> {
   const root = dirname(dirname(target));
   const own = basename(dirname(target));
   for (const entry of await readdir(root, { withFileTypes: true })) {
@@ -239,7 +246,11 @@ async function removeOlderRewrites(target: string, source: string, q4: Q4Kernels
         (t) => JSON.parse(t) as Partial<FactsFile>,
         () => undefined,
       );
-      if (written?.source === source && (written.q4 === undefined || written.q4 === q4)) {
+      if (
+        written?.source === source &&
+        (written.q4 === undefined || written.q4 === q4) &&
+        (written.fused === undefined || written.fused === fused)
+      ) {
         await rm(dir, { recursive: true, force: true });
         break;
       }
