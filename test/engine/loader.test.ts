@@ -183,7 +183,7 @@ describe('rewritten graphs on disk', () => {
     await unfused.close();
     expect(unfused.graph).not.toBe(target.path);
     expect(readdirSync(cache).sort()).toEqual(
-      [basename(dirname(target.path)), basename(dirname(unfused.graph)), 'ba9876543210', 'notes'].sort(),
+      [basename(dirname(target.path)), basename(dirname(unfused.graph!)), 'ba9876543210', 'notes'].sort(),
     );
   });
 
