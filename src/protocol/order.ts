@@ -215,7 +215,7 @@ function writeObject(members: Array<[string, string | undefined]>): string {
 }
 
 /** The own keys of `record`: those of `first` it has, in that order, then the rest in its own order. */
-function keysInOrder(record: object, first: readonly string[] | undefined): string[] {
+export function keysInOrder(record: object, first: readonly string[] | undefined): string[] {
   if (!first) return Object.keys(record);
   const listed = new Set(first.filter((k) => Object.hasOwn(record, k)));
   return [...listed, ...Object.keys(record).filter((k) => !listed.has(k))];
