@@ -170,7 +170,7 @@ export function sentQuestionsOrder(text: string): SentOrder | undefined {
 }
 
 /** `sent` when it names exactly the own keys of `record` (each once), else the record's own key order. */
-function sameKeys(record: object, sent: string[] | undefined): string[] {
+function sameKeys(record: object, sent: readonly string[] | undefined): string[] {
   const own = Object.keys(record);
   if (!sent || sent.length !== own.length) return own;
   const seen = new Set<string>();
@@ -178,7 +178,7 @@ function sameKeys(record: object, sent: string[] | undefined): string[] {
     if (seen.has(k) || !Object.hasOwn(record, k)) return own;
     seen.add(k);
   }
-  return sent;
+  return [...sent];
 }
 
 /**
@@ -202,7 +202,7 @@ export function optionEntries(
   criteria: Record<string, Content | null>,
   order: readonly string[] | undefined,
 ): Array<[string, Content | null]> {
-  return sameKeys(criteria, order as string[] | undefined).map((k) => [k, criteria[k]!]);
+  return sameKeys(criteria, order).map((k) => [k, criteria[k]!]);
 }
 
 // ---------------------------------------------------------------- writing in the sent order
