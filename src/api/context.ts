@@ -1,5 +1,6 @@
 // What the routes share: the registry, the models, keys, limits and metrics of one server, as
-// `app.assay`; and the request's own decorations (its key, its access-log facts).
+// `app.assay`; and the request's own decorations (its key, its access-log facts, its body's key order).
+import type { SentOrder } from '../protocol/index.js';
 import type { Registry } from '../registry.js';
 import type { ApiKey, KeyStore } from './auth.js';
 import type { Metrics } from './metrics.js';
@@ -57,5 +58,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     apiKey: ApiKey | null;
     facts: RequestFacts | null;
+    /** A body parsed inline: the order its question ids and options were sent in (plugins/body.ts). */
+    sentOrder: SentOrder | null;
   }
 }

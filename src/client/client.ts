@@ -5,7 +5,9 @@ import {
   STATE_HASH_HEADER,
   stateHash,
   SystemOneResponseSchema,
+  writeRequest,
   type ModelMetadataList,
+  type SentOrder,
   type SystemOneRequest,
   type SystemOneResponse,
 } from '../protocol/index.js';
@@ -51,6 +53,16 @@ export interface RequestOptions {
   timeoutMs?: number;
   maxRetries?: number;
   headers?: Record<string, string>;
+}
+
+export interface EvaluateOptions extends RequestOptions {
+  /**
+   * The order to send the question ids and each choice question's options in (the prompt lists
+   * options in it, so it can move the answer). A JS object lists integer-like keys ("1", "2")
+   * first whatever order it was written in: give the order here to send {"3", "1", "2"} as such.
+   * Default: the objects' own key order.
+   */
+  order?: SentOrder;
 }
 
 export interface RetryInfo {
@@ -103,12 +115,12 @@ export class AssayClient {
   }
 
   /** POST /v1/systemone: one typed answer per question. */
-  evaluate(request: EvaluateRequest, options?: RequestOptions): Promise<WithRequestId<SystemOneResponse>> {
+  evaluate(request: EvaluateRequest, options?: EvaluateOptions): Promise<WithRequestId<SystemOneResponse>> {
     const body = { ...request, model: request.model ?? this.model };
     if (this.stateHash) {
       options = { ...options, headers: { [STATE_HASH_HEADER]: stateHash(request.state), ...options?.headers } };
     }
-    return this.send('POST', '/v1/systemone', body, SystemOneResponseSchema, options);
+    return this.send('POST', '/v1/systemone', writeRequest(body, options?.order), SystemOneResponseSchema, options);
   }
 
   /** GET /v1/models: the names this key may send as `model`. */
@@ -119,7 +131,8 @@ export class AssayClient {
   private async send<T extends object>(
     method: 'GET' | 'POST',
     path: string,
-    body: unknown,
+    /** The request body's JSON. */
+    payload: string | undefined,
     schema: z.ZodType<T>,
     options: RequestOptions = {},
   ): Promise<WithRequestId<T>> {
@@ -127,7 +140,6 @@ export class AssayClient {
     const maxRetries = nonNegative(options.maxRetries ?? this.maxRetries, 'maxRetries');
     const timeoutMs = positive(options.timeoutMs ?? this.timeoutMs, 'timeoutMs');
     const userSignal = options.signal;
-    const payload = body === undefined ? undefined : JSON.stringify(body);
 
     for (let attempt = 1; ; attempt++) {
       if (userSignal?.aborted) throw new AssayAbortError(userSignal.reason, attempt - 1);

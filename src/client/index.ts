@@ -13,6 +13,7 @@ export {
   DEFAULT_BASE_URL,
   DEFAULT_MODEL,
   type AssayClientOptions,
+  type EvaluateOptions,
   type EvaluateRequest,
   type RequestOptions,
   type RetryInfo,

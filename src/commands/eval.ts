@@ -4,9 +4,9 @@
 // this process) or on a running server (--url, through the client SDK), and prints the answers.
 import { readFile } from 'node:fs/promises';
 import { AssayClient } from '../client/index.js';
-import { InvalidRequestError } from '../protocol/index.js';
-import type { Answer, SystemOneRequest, SystemOneResponse, ValidationError } from '../protocol/index.js';
-import { requestErrors } from '../protocol/index.js';
+import { InvalidRequestError, ParsedBody, questionOrder, sentOrder, sentQuestionsOrder } from '../protocol/index.js';
+import type { Answer, SentOrder, SystemOneRequest, SystemOneResponse, ValidationError } from '../protocol/index.js';
+import { keysInOrder, requestErrors, writeResponse } from '../protocol/index.js';
 import { evaluateRequest } from '../service/index.js';
 import { loadRegistry, resolveModel } from '../registry.js';
 import { openLocalModel } from './local-model.js';
@@ -158,40 +158,76 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
 
   let state: unknown;
   let questions: unknown;
+  let sent: SentOrder | undefined;
   try {
     state = await readState(values.state, io);
-    questions = await readQuestions(values.questions);
+    ({ questions, sent } = await readQuestions(values.questions));
   } catch (e) {
     io.err(`assay eval: ${(e as Error).message}\n`);
     return 2;
   }
 
   let response: SystemOneResponse;
+  let order: SentOrder | undefined;
   try {
     if (values.url) {
       const client = new AssayClient({ baseUrl: values.url, env: io.env, timeoutMs, maxRetries: retries });
       const body = { state, questions, ...(values.model ? { model: values.model } : {}) } as SystemOneRequest;
-      response = await client.evaluate(body);
+      // Sent as the file lists them (a valid request's order; the server checks the rest).
+      order = requestErrors({ ...body, model: '' }).length ? undefined : questionOrder(body.questions, sent);
+      response = await client.evaluate(body, { order });
     } else {
-      const local = await evaluateLocally(state, questions, values.model, parsed.registry, io);
+      const local = await evaluateLocally(state, questions, sent, values.model, parsed.registry, io);
       if (typeof local === 'number') return local;
-      response = local;
+      ({ response, order } = local);
     }
   } catch (e) {
     io.err(`assay eval: ${describeError(e)}\n`);
     return 1;
   }
-  io.out(format === 'json' ? `${JSON.stringify(response, null, 2)}\n` : `${answersTable(response)}\n`);
+  // In the order the file listed the questions and options (a parsed object lists "1" before "3").
+  io.out(format === 'json' ? `${indentJson(writeResponse(response, order))}\n` : `${answersTable(response, order)}\n`);
   return 0;
+}
+
+/** Compact JSON (as JSON.stringify writes it) laid out as JSON.stringify(value, null, 2) would, keys in the order written. */
+export function indentJson(compact: string): string {
+  let out = '';
+  let depth = 0;
+  const newline = () => `\n${'  '.repeat(depth)}`;
+  for (let i = 0; i < compact.length; i++) {
+    const c = compact[i]!;
+    if (c === '"') {
+      let j = i + 1;
+      while (compact[j] !== '"') j += compact[j] === '\\' ? 2 : 1;
+      out += compact.slice(i, j + 1);
+      i = j;
+    } else if (c === '{' || c === '[') {
+      if (compact[i + 1] === (c === '{' ? '}' : ']')) {
+        out += compact.slice(i, i + 2);
+        i++;
+      } else {
+        depth++;
+        out += c + newline();
+      }
+    } else if (c === '}' || c === ']') {
+      depth--;
+      out += newline() + c;
+    } else if (c === ',') out += `,${newline()}`;
+    else if (c === ':') out += ': ';
+    else out += c;
+  }
+  return out;
 }
 
 async function evaluateLocally(
   state: unknown,
   questions: unknown,
+  sent: SentOrder | undefined,
   model: string | undefined,
   file: string,
   io: Io,
-): Promise<SystemOneResponse | number> {
+): Promise<{ response: SystemOneResponse; order: SentOrder } | number> {
   const registry = loadRegistry(file);
   const name = model ?? registry.default;
   const resolved = resolveModel(registry, name);
@@ -203,8 +239,10 @@ async function evaluateLocally(
   if (invalid.length) return invalidRequest(io, invalid);
   const pool = await openLocalModel(registry, resolved, io);
   try {
-    // The server's own service function: validate, resolve, evaluate, check the answers.
-    return (await evaluateRequest({ registry, models: pool }, body)).response;
+    // The server's own service function: validate, resolve, evaluate, check the answers; the
+    // questions and options in the order the file lists them.
+    const { response, order } = await evaluateRequest({ registry, models: pool }, new ParsedBody(body, sent));
+    return { response, order };
   } catch (e) {
     if (e instanceof InvalidRequestError) return invalidRequest(io, e.detail);
     throw e;
@@ -235,7 +273,8 @@ async function readState(source: string, io: Io): Promise<unknown> {
   return text.replace(/\r?\n$/, '');
 }
 
-async function readQuestions(file: string): Promise<unknown> {
+/** The questions of a file, and the order it lists them and their options in (protocol/order.ts). */
+async function readQuestions(file: string): Promise<{ questions: unknown; sent: SentOrder | undefined }> {
   const text = await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
     throw new Error(`cannot read --questions ${file}: ${e.code ?? e.message}`);
   });
@@ -248,9 +287,10 @@ async function readQuestions(file: string): Promise<unknown> {
   // A whole request body: take its questions (a question keyed "questions" has a "type").
   if (v && typeof v === 'object' && !Array.isArray(v)) {
     const q = (v as Record<string, unknown>).questions;
-    if (q && typeof q === 'object' && !Array.isArray(q) && !('type' in q)) return q;
+    if (q && typeof q === 'object' && !Array.isArray(q) && !('type' in q))
+      return { questions: q, sent: sentOrder(text) };
   }
-  return v;
+  return { questions: v, sent: sentQuestionsOrder(text) };
 }
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
@@ -260,10 +300,17 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
 }
 
 /** QUESTION TYPE ANSWER CONFIDENCE DISTRIBUTION, one row per question, in the request's order. */
-export function answersTable(r: SystemOneResponse): string {
+export function answersTable(r: SystemOneResponse, order?: SentOrder): string {
   const rows = [['QUESTION', 'TYPE', 'ANSWER', 'CONFIDENCE', 'PROBABILITIES']];
-  for (const [id, a] of Object.entries(r.answers))
-    rows.push([id, a.type, answerText(a), confidenceText(a), distribution(a)]);
+  // Questions and options in the request's order (an object lists "1" before "3" whatever was sent).
+  const options = new Map(order?.map((q) => [q.id, q.options]));
+  for (const id of keysInOrder(
+    r.answers,
+    order?.map((q) => q.id),
+  )) {
+    const a = r.answers[id]!;
+    rows.push([id, a.type, answerText(a), confidenceText(a), distribution(a, options.get(id))]);
+  }
   const head = `model ${r.model}   input_tokens ${r.usage.input_tokens}   output_tokens ${r.usage.output_tokens}`;
   return `${head}\n${table(rows)}`;
 }
@@ -278,10 +325,10 @@ function confidenceText(a: Answer): string {
   return a.type === 'noul' ? '-' : a.confidence.toFixed(3);
 }
 
-function distribution(a: Answer): string {
+function distribution(a: Answer, options: string[] | undefined): string {
   if (a.type === 'noul') return `yes ${a.noul.toFixed(3)}  no ${(1 - a.noul).toFixed(3)}`;
-  return Object.entries(a.probabilities)
-    .map(([k, p]) => `${k} ${p.toFixed(3)}`)
+  return keysInOrder(a.probabilities, a.type === 'choice' ? options : undefined)
+    .map((k) => `${k} ${a.probabilities[k]!.toFixed(3)}`)
     .join('  ');
 }
 

@@ -13,6 +13,7 @@ import { DEFAULTS } from '../defaults.js';
 import { createMcpServer, ToolFailure, type DecisionThresholds, type McpBackend } from '../mcp/index.js';
 import { listModels } from '../model-list.js';
 import { loadRegistry, resolveModel } from '../registry.js';
+import { ParsedBody } from '../protocol/index.js';
 import { evaluateRequest } from '../service/index.js';
 import { parseCommand, resolveIo, type CommandIo, type Io } from './common.js';
 import { thresholdsFromReport } from './dataset/escalation-sweep.js';
@@ -70,7 +71,12 @@ function remoteBackend(url: string, model: string | undefined, io: Io, decision?
   return {
     defaultModel: client.model,
     models: () => call(async () => (await client.listModels()).models),
-    evaluate: (request, signal) => call(() => client.evaluate(request as never, { signal })),
+    evaluate: (request, signal) =>
+      call(() =>
+        request instanceof ParsedBody
+          ? client.evaluate(request.value as never, { signal, order: request.order })
+          : client.evaluate(request as never, { signal }),
+      ),
     thresholds: () => decision,
   };
 }

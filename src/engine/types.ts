@@ -4,9 +4,10 @@
 // The wire vocabulary (content, questions, answers, usage) is the protocol's: its zod schemas are
 // the single source, and the engine takes their inferred types as they are (types only: the
 // engine never runs zod).
-import type { Answer, SystemOneRequest, Usage } from '../protocol/index.js';
+import type { Answer, SentOrder, SystemOneRequest, Usage } from '../protocol/index.js';
 
 export type {
+  SentOrder,
   Answer,
   ChoiceAnswer,
   ChoiceQuestion,
@@ -20,7 +21,15 @@ export type {
 } from '../protocol/index.js';
 
 /** What the engine evaluates: a request's state and questions (its model is chosen before). */
-export type EvaluateRequest = Pick<SystemOneRequest, 'state' | 'questions'>;
+export type EvaluateRequest = Pick<SystemOneRequest, 'state' | 'questions'> & {
+  /**
+   * The order the question ids and each choice question's options were sent in (protocol/order.ts):
+   * the order options are listed and labelled in the prompt. A JS object lists integer-like keys
+   * ("1", "2") first whatever the order sent. Absent (or not naming exactly the request's keys):
+   * the objects' own key order.
+   */
+  order?: SentOrder;
+};
 
 export interface EvaluateOptions {
   /** Aborts the request: queued work is dropped, running work stops at the next pass. */

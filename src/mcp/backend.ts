@@ -8,7 +8,10 @@ export interface McpBackend {
   defaultModel: string;
   /** The models the caller may use, as GET /v1/models lists them. */
   models(): Promise<ModelMetadata[]>;
-  /** Answers a whole request body (validated as POST /v1/systemone validates it); throws ToolFailure for a refusal. */
+  /**
+   * Answers a whole request body (validated as POST /v1/systemone validates it), or a ParsedBody
+   * (the body with the order of its questions and options); throws ToolFailure for a refusal.
+   */
   evaluate(request: unknown, signal?: AbortSignal): Promise<SystemOneResponse>;
   /** The decision thresholds of the versioned id that answered, if it has any. */
   thresholds(model: string): DecisionThresholds | undefined;

@@ -5,7 +5,7 @@
 // carrying the status and `detail` the HTTP API would answer (422 entries with their `loc`).
 import { z } from 'zod';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Answer, SystemOneResponse } from '../protocol/index.js';
+import { ParsedBody, type Answer, type SystemOneResponse } from '../protocol/index.js';
 import { ToolFailure, type McpBackend } from './backend.js';
 import { decide, type Decision } from './decision.js';
 
@@ -92,6 +92,8 @@ function single(
   type: Answer['type'],
   question: (args: Record<string, unknown>) => Record<string, unknown>,
   summary: (a: Answer) => string,
+  /** The options in the order given, where the arguments hold it (an object of them lists "1" before "3"). */
+  options?: (args: Record<string, unknown>) => string[] | undefined,
 ): ToolDefinition['run'] {
   return async (backend, args, signal) => {
     const request = {
@@ -99,8 +101,10 @@ function single(
       state: args.state,
       questions: { [QID]: { type, ...question(args) } },
     };
+    const listed = options?.(args);
     try {
-      return answerResult(await backend.evaluate(request, signal), backend, summary);
+      const body = listed ? new ParsedBody(request, [{ id: QID, options: listed }]) : request;
+      return answerResult(await backend.evaluate(body, signal), backend, summary);
     } catch (error) {
       return failure(error, true);
     }
@@ -177,6 +181,8 @@ export const TOOLS: ToolDefinition[] = [
         const c = a as Extract<Answer, { type: 'choice' }>;
         return `${c.choice} (p ${pct(c.probabilities[c.choice] ?? 0)}, confidence ${c.confidence.toFixed(3)})`;
       },
+      // A list of names keeps its order ("3", "1", "2" are asked so); an object's arrives parsed.
+      (a) => (Array.isArray(a.criteria) ? [...new Set(a.criteria as string[])] : undefined),
     ),
   },
   {

@@ -4,6 +4,7 @@
 // arrays. So past a size the API's body worker parses and validates the bytes (the same code, the
 // same 422s), and a valid body travels on as its bytes; the engine's planner parses it again, in
 // its own thread, next to where it is rendered and tokenized.
+import { questionOrder, sentOrder, type SentOrder } from './order.js';
 import { jsonInvalid } from './pydantic/json-decode.js';
 import type { ValidationError } from './schemas.js';
 import { parseRequest } from './validate.js';
@@ -15,11 +16,25 @@ export class ValidatedBody {
     readonly bytes: Uint8Array,
     readonly model: string,
     readonly questionCount: number,
+    /** Its question ids and choice options in the order sent (order.ts): the response's order. */
+    readonly order: SentOrder,
+  ) {}
+}
+
+/**
+ * A request body parsed on the caller's thread (a small one), with the order its maps were sent in,
+ * read from its text (order.ts): a parsed object lists integer-like keys first, whatever was sent.
+ */
+export class ParsedBody {
+  constructor(
+    readonly value: unknown,
+    /** Undefined: not known (the body was not read from text), the objects' own key order is used. */
+    readonly order: SentOrder | undefined,
   ) {}
 }
 
 /** What checking a body gives: its 422 entries, or the facts of a valid body. */
-export type BodyVerdict = { detail: ValidationError[] } | { model: string; questionCount: number };
+export type BodyVerdict = { detail: ValidationError[] } | { model: string; questionCount: number; order: SentOrder };
 
 /** Parses and validates a body's text: json_invalid with its offset, the schema's entries, or the facts. */
 export function checkBodyText(text: string): BodyVerdict {
@@ -31,7 +46,8 @@ export function checkBodyText(text: string): BodyVerdict {
   }
   const parsed = parseRequest(body);
   if (!parsed.ok) return { detail: parsed.detail };
-  return { model: parsed.request.model, questionCount: Object.keys(parsed.request.questions).length };
+  const { model, questions } = parsed.request;
+  return { model, questionCount: Object.keys(questions).length, order: questionOrder(questions, sentOrder(text)) };
 }
 
 /** A view of `bytes` that owns its whole ArrayBuffer, so it can be transferred (copied only when it is a slice of a larger one). */

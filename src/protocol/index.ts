@@ -4,6 +4,7 @@ export * from './body.js';
 export * from './depth.js';
 export * from './errors.js';
 export * from './file-problem.js';
+export * from './order.js';
 export * from './pydantic/json-decode.js';
 export * from './retry-after.js';
 export * from './schemas.js';

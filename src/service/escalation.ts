@@ -8,7 +8,14 @@
 // When the second model fails or misses its deadline, the first answers stand (on_failure
 // "first", the default) or the request fails with 503 (on_failure "error"); /metrics counts both.
 import type { EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from '../engine/index.js';
-import { AnswerSchema, type Answer, type LogPolicy, type Question } from '../protocol/index.js';
+import {
+  AnswerSchema,
+  questionOrder,
+  writeRequest,
+  type Answer,
+  type LogPolicy,
+  type Question,
+} from '../protocol/index.js';
 import { certainty } from '../quality/index.js';
 import { resolveModel, type EscalationSpec, type Registry, type RemoteModel } from '../registry.js';
 import { ModelUnavailableError, withModel, type ModelProvider } from './provider.js';
@@ -71,7 +78,8 @@ async function askRemote(
   const res = await fetch(`${remote.url.replace(/\/+$/, '')}/v1/systemone`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-    body: JSON.stringify({ state: request.state, model: remote.model, questions: request.questions }),
+    // In the order the caller sent (protocol/order.ts): the remote's prompt lists options in it.
+    body: writeRequest({ state: request.state, model: remote.model, questions: request.questions }, request.order),
     signal,
   });
   if (!res.ok) throw new EscalationError(`the remote model answered ${res.status}`);
@@ -115,9 +123,11 @@ export function escalatingEvaluator(
       c.questions += Object.keys(request.questions).length;
       if (ids.length === 0) return first;
       c.escalated += ids.length;
+      const escalated = new Set(ids);
       const sub: EvaluateRequest = {
         state: request.state,
         questions: Object.fromEntries(ids.map((q) => [q, request.questions[q]!])),
+        order: questionOrder(request.questions, request.order).filter((q) => escalated.has(q.id)),
       };
       const deadline = AbortSignal.timeout(timeoutMs);
       const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;

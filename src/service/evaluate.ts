@@ -5,7 +5,7 @@ import type { EvaluateResult, Evaluator } from '../engine/index.js';
 import { InvalidRequestError, ModelForbiddenError, type LogPolicy } from '../protocol/index.js';
 import { type SystemOneRequest, type SystemOneResponse } from '../protocol/index.js';
 import { parseRequest, responseProblems } from '../protocol/index.js';
-import { ValidatedBody } from '../protocol/index.js';
+import { ParsedBody, questionOrder, ValidatedBody, type SentOrder } from '../protocol/index.js';
 import { acceptedModelNames, resolveModel, type Registry } from '../registry.js';
 import { escalatingEvaluator } from './escalation.js';
 import { withModel, type ModelProvider } from './provider.js';
@@ -30,6 +30,8 @@ export interface Evaluation {
   response: SystemOneResponse;
   /** Time in the engine: queue wait and passes, ms. */
   engineMs: number;
+  /** The request's question ids and choice options in the order sent: the order to write the response in (protocol/order.ts). */
+  order: SentOrder;
 }
 
 /** pydantic's wording for a value outside a set of literals: 'a', 'b' or 'c'. */
@@ -87,20 +89,26 @@ function contractProblem(
 }
 
 /**
- * Answers a request body. Throws InvalidRequestError (422) for a body that breaks the contract or
- * names an unknown model, ModelForbiddenError (403), the model provider's and the engine's errors
- * as they are, and a plain Error when the engine's answer breaks the contract.
+ * Answers a request body: a parsed value (its maps in their own key order), a ParsedBody (with the
+ * order they were sent in) or a ValidatedBody (bytes). Throws InvalidRequestError (422) for a body
+ * that breaks the contract or names an unknown model, ModelForbiddenError (403), the model
+ * provider's and the engine's errors as they are, and a plain Error when the engine's answer
+ * breaks the contract.
  */
 export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller: Caller = {}): Promise<Evaluation> {
   // A large body arrives validated, as its bytes (protocol/body.ts): it never becomes an object here.
   const validated = body instanceof ValidatedBody ? body : undefined;
   let request: SystemOneRequest | { model: string; questionCount: number };
-  if (validated) request = { model: validated.model, questionCount: validated.questionCount };
-  else {
-    const parsed = parseRequest(body);
+  let order: SentOrder;
+  if (validated) {
+    request = { model: validated.model, questionCount: validated.questionCount };
+    order = validated.order;
+  } else {
+    const parsed = parseRequest(body instanceof ParsedBody ? body.value : body);
     if (!parsed.ok) throw new InvalidRequestError(parsed.detail);
     // zod has validated the raw body; the raw values go on (zod's copies would drop odd keys).
     request = parsed.request;
+    order = questionOrder(request.questions, body instanceof ParsedBody ? body.order : undefined);
   }
 
   const resolved = resolveModel(ctx.registry, request.model);
@@ -133,12 +141,12 @@ export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller
   let started = performance.now();
   const run = async (evaluator: Pick<Evaluator, 'evaluate' | 'evaluateBody'>): Promise<EvaluateResult> => {
     started = performance.now();
-    return 'questions' in request
-      ? evaluator.evaluate(request, options)
-      : evaluator.evaluateBody
-        ? evaluator.evaluateBody(validated!.bytes, options)
-        : // An evaluator embedded without it (a library caller's own): parsed here after all.
-          evaluator.evaluate(JSON.parse(new TextDecoder().decode(validated!.bytes)) as SystemOneRequest, options);
+    if ('questions' in request)
+      return evaluator.evaluate({ state: request.state, questions: request.questions, order }, options);
+    if (evaluator.evaluateBody) return evaluator.evaluateBody(validated!.bytes, options);
+    // An evaluator without it (an escalating entry, a library caller's own): parsed here after all.
+    const { state, questions } = JSON.parse(new TextDecoder().decode(validated!.bytes)) as SystemOneRequest;
+    return evaluator.evaluate({ state, questions, order }, options);
   };
   const result: EvaluateResult = escalate
     ? await run(escalatingEvaluator(ctx, resolved.id, escalate))
@@ -148,5 +156,5 @@ export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller
   const response: SystemOneResponse = { model: resolved.id, answers: result.answers, usage: result.usage };
   const problem = contractProblem(request, response);
   if (problem) throw new ResponseContractError(problem);
-  return { response, engineMs };
+  return { response, engineMs, order };
 }

@@ -39,7 +39,7 @@ describe('deep bodies', () => {
       });
       const sent = bytes(text);
       const valid = await worker.check(sent);
-      expect(valid.verdict).toEqual({ model: 'svc-latest', questionCount: 2 });
+      expect(valid.verdict).toEqual({ model: 'svc-latest', questionCount: 2, order: [{ id: 'a' }, { id: 'b' }] });
       expect(sent.byteLength).toBe(0); // transferred, not copied
       expect(new TextDecoder().decode(valid.bytes)).toBe(text);
     } finally {

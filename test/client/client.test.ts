@@ -85,6 +85,33 @@ describe('client against the real server', () => {
     expect(retries).toEqual([]);
   });
 
+  it('sends question ids and options in the order given (a JS object lists integer-like keys first)', async () => {
+    const sent: string[] = [];
+    // The real fetch, the body it carried kept aside.
+    const recording: typeof fetch = (input, init) => {
+      if (typeof init?.body === 'string') sent.push(init.body);
+      return fetch(input, init);
+    };
+    const { c } = client({ fetch: recording });
+    const criteria = { '3': 'three', '1': 'one', '2': 'two' };
+    const questions = { '10': { type: 'choice' as const, instructions: 'Which?', criteria }, '9': QUESTIONS.late };
+    const order = [{ id: '10', options: ['3', '1', '2'] }, { id: '9' }];
+    const res = await c.evaluate({ state: 'x', questions }, { order });
+    expect(sent[0]).toContain(
+      '"questions":{"10":{"type":"choice","instructions":"Which?","criteria":{"3":"three","1":"one","2":"two"}},"9":',
+    );
+    // The server prompted the options as sent: the answer of the same body posted as text.
+    const raw = await fetch(`${url}/v1/systemone`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: sent[0],
+    });
+    expect(res.answers).toEqual(((await raw.json()) as { answers: unknown }).answers);
+    // Without an order, the object's own: 1, 2, 3.
+    await c.evaluate({ state: 'x', questions });
+    expect(sent[1]).toContain('"criteria":{"1":"one","2":"two","3":"three"}');
+  });
+
   it('reads the key from ASSAY_API_KEY and refuses to start without one', () => {
     expect(() => new AssayClient({ baseUrl: url, env: {} })).toThrow(/ASSAY_API_KEY/);
   });

@@ -127,6 +127,47 @@ describe('assay eval', () => {
     expect(Object.keys(JSON.parse(piped.out).answers)).toEqual(['bug']);
   });
 
+  it('keeps the order the file lists questions and options in, local and --url, in JSON and in the table', async () => {
+    // Written as text: a JS object would list "1" before "3".
+    const text =
+      '{"10": {"type": "choice", "instructions": "Which?", "criteria": {"3": "three", "b": null, "1": "one"}},' +
+      ' "9": {"type": "noul", "instructions": "A bug?"}}';
+    const file = path.join(tmp, 'ordered.json');
+    await writeFile(file, text);
+    const bodyFile = path.join(tmp, 'ordered-body.json');
+    await writeFile(bodyFile, `{"state": "x", "model": "svc-latest", "questions": ${text}}`);
+    const local = await evalRun(['--state', stateFile, '--questions', file, '--registry', registry]);
+    expect(local.code, local.err).toBe(0);
+    expect(local.out).toMatch(
+      /"answers": \{\n {4}"10": \{[^]*"probabilities": \{\n {8}"3": [^]*"b": [^]*"1": [^]*\n {4}"9": \{/,
+    );
+    // The same prompt as the server's for the same text, and laid out as JSON.stringify(…, null, 2) would.
+    const posted = await fetch(`${url}/v1/systemone`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: `{"state": ${JSON.stringify(STATE)}, "model": "svc-latest", "questions": ${text}}`,
+    });
+    expect(JSON.parse(local.out)).toEqual(await posted.json());
+    expect(JSON.stringify(JSON.parse(local.out), null, 2).length).toBe(local.out.length - 1);
+
+    const remote = await evalRun(['--state', stateFile, '--questions', bodyFile, '--url', url]);
+    expect(remote.code, remote.err).toBe(0);
+    expect(remote.out).toBe(local.out);
+    const table = await evalRun([
+      '--state',
+      stateFile,
+      '--questions',
+      file,
+      '--registry',
+      registry,
+      '--format',
+      'table',
+    ]);
+    const rows = table.out.split('\n').filter((l) => /^(10|9) /.test(l));
+    expect(rows.map((r) => r.split(' ')[0])).toEqual(['10', '9']);
+    expect(rows[0]).toMatch(/ 3 \d\.\d{3} {2}b \d\.\d{3} {2}1 \d\.\d{3}/);
+  });
+
   it('prints a readable table', async () => {
     const r = await evalRun([
       '--state',

@@ -7,6 +7,8 @@ import { promptSet } from '../../src/engine/prompting/prompts.js';
 import { renderContent } from '../../src/engine/prompting/content.js';
 import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import { BudgetError } from '../../src/engine/errors.js';
+import { answerQuestions } from '../../src/engine/execution/answers.js';
+import type { ChoiceAnswer, Question } from '../../src/engine/index.js';
 import { choice, noul, score, tinyFp32 } from './fixtures.js';
 
 const prompts = promptSet();
@@ -175,6 +177,81 @@ describe('prompt planning', () => {
         context: 2000,
       }),
     ).toThrow(/context length/);
+  });
+});
+
+describe('options in the order the caller sent them', () => {
+  // A JS object lists integer-like keys first, ascending: {"3", "1", "2"} is {"1", "2", "3"} to
+  // Object.keys. The order sent travels beside the request (EvaluateRequest.order, read from the
+  // body's text: protocol/order.ts), and the prompt lists and labels the options in it.
+  const question: Question = {
+    type: 'choice',
+    instructions: 'Which one?',
+    criteria: JSON.parse('{"3": "three", "b": null, "1": "one", "2": "two"}') as Record<string, string | null>,
+  };
+  const sent = ['3', 'b', '1', '2'];
+  const listed = (q: { suffix: number[] }) => [...codec.decode(q.suffix).matchAll(/^- (\w+)/gm)].map((m) => m[1]);
+
+  it("are listed, labelled and answered in the order sent; without an order, in the object's own", () => {
+    const plan = planRequest(
+      { state: 'x', questions: { q: question }, order: [{ id: 'q', options: sent }] },
+      codec,
+      prompts,
+      end,
+      budgets,
+    );
+    const q = plan.questions[0]!;
+    expect(listed(q)).toEqual(sent);
+    expect(q.labels.map((l) => l.label)).toEqual(sent);
+    expect(q.options).toEqual(sent);
+    const answer = answerQuestions(plan.questions, [[0, -1, -2, -3]]).q as ChoiceAnswer;
+    expect(
+      Object.entries(answer.probabilities)
+        .sort((a, b) => b[1] - a[1])
+        .map(([k]) => k),
+    ).toEqual(sent);
+    expect(answer.choice).toBe('3');
+
+    const own = planRequest({ state: 'x', questions: { q: question } }, codec, prompts, end, budgets);
+    expect(listed(own.questions[0]!)).toEqual(['1', '2', '3', 'b']);
+  });
+
+  it('question ids are asked in the order sent', () => {
+    const questions = JSON.parse('{"10": {"type": "noul"}, "9": {"type": "noul"}, "x": {"type": "noul"}}') as Record<
+      string,
+      Question
+    >;
+    const plan = planRequest(
+      { state: 'x', questions, order: [{ id: '10' }, { id: 'x' }, { id: '9' }] },
+      codec,
+      prompts,
+      end,
+      budgets,
+    );
+    expect(plan.questions.map((q) => q.key)).toEqual(['10', 'x', '9']);
+  });
+
+  it('each rotation lists the options as sent, rotated, and its answer is put back in the order sent', () => {
+    const plan = planRequest(
+      { state: 'x', questions: { q: question }, order: [{ id: 'q', options: sent }] },
+      codec,
+      prompts,
+      end,
+      budgets,
+      { rotations: 4 },
+    );
+    expect(plan.questions.map(listed)).toEqual([
+      ['3', 'b', '1', '2'],
+      ['b', '1', '2', '3'],
+      ['1', '2', '3', 'b'],
+      ['2', '3', 'b', '1'],
+    ]);
+    // Each rotation puts all its mass on its first listed option: averaged, every option gets 1/4.
+    const answer = answerQuestions(
+      plan.questions,
+      plan.questions.map(() => [0, -1e9, -1e9, -1e9]),
+    ).q as ChoiceAnswer;
+    for (const option of sent) expect(answer.probabilities[option]).toBeCloseTo(0.25, 12);
   });
 });
 

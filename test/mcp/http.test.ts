@@ -160,6 +160,19 @@ describe('the MCP endpoint /mcp', () => {
     });
     expect(listed.answer).toEqual(wantChoice.answers.q);
 
+    // Integer-like names too: a list is asked in its order ("3", "1", "2"; an object would list them
+    // 1, 2, 3), as a body sent as text in that order is; the same names sorted are another prompt.
+    const classify = async (criteria: string[]) =>
+      parsed(await client.callTool({ name: 'classify', arguments: { state, instructions: 'Which queue?', criteria } }));
+    const numbered = await classify(['3', '1', '2']);
+    const asText = await fetch(`${s.base}/v1/systemone`, {
+      method: 'POST',
+      headers: auth(),
+      body: `{"model":"${MODEL_ID}","state":${JSON.stringify(state)},"questions":{"q":{"type":"choice","instructions":"Which queue?","criteria":{"3":null,"1":null,"2":null}}}}`,
+    });
+    expect(numbered.answer).toEqual(((await asText.json()) as any).answers.q);
+    expect(numbered.answer.probabilities).not.toEqual((await classify(['1', '2', '3'])).answer.probabilities);
+
     const score = parsed(
       await client.callTool({
         name: 'score',

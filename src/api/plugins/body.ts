@@ -2,10 +2,10 @@
 // FastAPI does); any other media type is 415. Malformed JSON gets FastAPI's json_invalid 422. Small,
 // shallow bodies are parsed here; large or deep ones in the body worker (body-worker.ts), off the
 // loop. And the drain that lets a client still sending an oversized body read its 413.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorCodes } from 'fastify';
 import fp from 'fastify-plugin';
-import { InvalidRequestError, jsonInvalid, retryHeaders, ValidatedBody } from '../../protocol/index.js';
+import { InvalidRequestError, jsonInvalid, retryHeaders, sentOrder, ValidatedBody } from '../../protocol/index.js';
 import { BodyWorkerUnavailableError } from '../api-error.js';
 import { BodyWorker, nestsDeeperThan } from '../body-worker.js';
 
@@ -20,7 +20,7 @@ async function body(app: FastifyInstance, options: BodyOptions): Promise<void> {
   const { bodyLimit, inlineBodyBytes } = options;
   const bodyWorker = new BodyWorker();
   app.removeAllContentTypeParsers();
-  const json = (bytes: Buffer, done: (err: Error | null, body?: unknown) => void) => {
+  const json = (req: FastifyRequest, bytes: Buffer, done: (err: Error | null, body?: unknown) => void) => {
     if (bytes.length === 0) return done(null, undefined); // no body: "Field required" at ["body"]
     if (bytes.length <= inlineBodyBytes) {
       const raw = bytes.toString('utf8');
@@ -31,6 +31,8 @@ async function body(app: FastifyInstance, options: BodyOptions): Promise<void> {
         } catch {
           return done(new InvalidRequestError([jsonInvalid(raw)]), undefined);
         }
+        // The order of its question ids and options, which the parsed object does not keep (protocol/order.ts).
+        req.sentOrder = sentOrder(raw) ?? null;
         // Validation (the nesting bound first) runs in the service (protocol/validate.ts), one walk.
         return done(null, body);
       }
@@ -38,7 +40,7 @@ async function body(app: FastifyInstance, options: BodyOptions): Promise<void> {
     bodyWorker.check(bytes).then(
       ({ verdict, bytes: valid }) => {
         if ('detail' in verdict) return done(new InvalidRequestError(verdict.detail), undefined);
-        done(null, new ValidatedBody(valid!, verdict.model, verdict.questionCount));
+        done(null, new ValidatedBody(valid!, verdict.model, verdict.questionCount, verdict.order));
       },
       // The worker died with this body in it: never parsed here instead (that is the stall this avoids).
       () =>
@@ -48,12 +50,12 @@ async function body(app: FastifyInstance, options: BodyOptions): Promise<void> {
         ),
     );
   };
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_req, data, done) =>
-    json(data as Buffer, done),
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (req, data, done) =>
+    json(req, data as Buffer, done),
   );
   // The catch-all parser: fastify gives it both bodies without a Content-Type and unknown media types.
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (req, data, done) => {
-    if (req.headers['content-type'] === undefined) return json(data as Buffer, done);
+    if (req.headers['content-type'] === undefined) return json(req, data as Buffer, done);
     done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(), undefined);
   });
   // An empty Content-Type is none (FastAPI tests the header for truth); fastify would refuse it as an

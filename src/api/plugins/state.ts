@@ -11,6 +11,7 @@ async function state(
   let draining = false;
   app.decorateRequest('apiKey', null);
   app.decorateRequest('facts', null);
+  app.decorateRequest('sentOrder', null);
   // `registry` reads the current one: a registry reload replaces it under the routes.
   const assay: ApiContext = {
     ...parts,

@@ -3,12 +3,14 @@
 // A line: {"state": ..., "questions": {...} (exactly as the API takes them), "expected": {"<id>":
 // true|false (noul) | "<option>" (choice) | <level> (score)}, "tags": ["..."] (optional)}.
 import { readFileSync } from 'node:fs';
-import type { Question } from '../../protocol/index.js';
-import { requestErrors } from '../../protocol/index.js';
+import type { Question, SentOrder } from '../../protocol/index.js';
+import { questionOrder, requestErrors, sentOrder } from '../../protocol/index.js';
 
 export interface DatasetLine {
   state: unknown;
   questions: Record<string, Question>;
+  /** The order the line lists its questions and options in (a parsed object lists "1" before "3"): the order they are asked in. */
+  order?: SentOrder;
   expected: Record<string, unknown>;
   tags: string[];
 }
@@ -54,7 +56,7 @@ export function readDataset(file: string, model: string): DatasetLine[] {
         );
     }
     const tags = Array.isArray(v.tags) ? v.tags.map(String) : [];
-    out.push({ state: v.state, questions, expected, tags });
+    out.push({ state: v.state, questions, order: questionOrder(questions, sentOrder(raw)), expected, tags });
   });
   if (out.length === 0) throw new DatasetError(`${file}: no lines`);
   return out;

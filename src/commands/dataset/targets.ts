@@ -13,6 +13,7 @@ import { DEFAULTS } from '../../defaults.js';
 import type { EngineConfig } from '../../engine/index.js';
 import { PROMPT_VERSIONS, parseVariant, VARIANTS } from '../../engine/index.js';
 import type { SystemOneRequest, SystemOneResponse } from '../../protocol/index.js';
+import { ParsedBody } from '../../protocol/index.js';
 import { resolveModel, type ModelEntry, type Registry } from '../../registry.js';
 import { evaluateRequest } from '../../service/index.js';
 import type { Io } from '../common.js';
@@ -100,11 +101,10 @@ export async function openTarget(spec: ArmSpec, ctx: TargetContext): Promise<Tar
       model: model ?? client.model,
       synthetic: false,
       async evaluate(line) {
-        const response = await client.evaluate({
-          state: line.state,
-          questions: line.questions,
-          ...(model ? { model } : {}),
-        } as SystemOneRequest);
+        const response = await client.evaluate(
+          { state: line.state, questions: line.questions, ...(model ? { model } : {}) } as SystemOneRequest,
+          { order: line.order },
+        );
         target.model = response.model;
         return response;
       },
@@ -134,7 +134,7 @@ export async function openTarget(spec: ArmSpec, ctx: TargetContext): Promise<Tar
     async evaluate(line) {
       const { response } = await evaluateRequest(
         { registry, models: pool },
-        { state: line.state, model: arm.id, questions: line.questions },
+        new ParsedBody({ state: line.state, model: arm.id, questions: line.questions }, line.order),
       );
       return response;
     },

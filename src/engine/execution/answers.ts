@@ -70,12 +70,20 @@ export function answerConfidence(type: 'choice' | 'score', probs: number[], kind
   return type === 'choice' ? hostedChoiceConfidence(probs) : hostedScoreConfidence(probs);
 }
 
-/** `p` is one probability per label, in the order prompts.labels() gave them. */
-export function buildAnswer(question: Question, probs: number[], kind: ConfidenceKind = 'entropy'): Answer {
+/**
+ * `p` is one probability per label, in the order prompts.labels() gave them; a choice's are in the
+ * order of `options` (the order sent: the plan's; default the criteria's own key order).
+ */
+export function buildAnswer(
+  question: Question,
+  probs: number[],
+  kind: ConfidenceKind = 'entropy',
+  options?: readonly string[],
+): Answer {
   const p = (i: number): number => probs[i] ?? 0;
   if (question.type === 'noul') return { type: 'noul', noul: p(0) };
   if (question.type === 'choice') {
-    const options = Object.keys(question.criteria);
+    options ??= Object.keys(question.criteria);
     // Option names are caller strings ("__proto__" included): no prototype to collide with.
     const probabilities = Object.create(null) as Record<string, number>;
     let best = 0;
@@ -111,17 +119,18 @@ export type AnswerTemperatures = Partial<Record<Question['type'], number>>;
  * normalized; a question's rotations are put back in the caller's option order and averaged.
  */
 export function answerQuestions(
-  asked: ReadonlyArray<{ key: string; question: Question; order?: number[] }>,
+  asked: ReadonlyArray<{ key: string; question: Question; options?: readonly string[]; order?: number[] }>,
   logps: ReadonlyArray<number[]>,
   temperatures: AnswerTemperatures = {},
   kind: ConfidenceKind = 'entropy',
 ): Record<string, Answer> {
-  const sums = new Map<string, { question: Question; probs: number[]; count: number }>();
+  const sums = new Map<string, { question: Question; options?: readonly string[]; probs: number[]; count: number }>();
   asked.forEach((q, i) => {
     const t = temperatures[q.question.type] ?? 1;
     const probs = normalize(logps[i]!.map((l) => l / t));
     let sum = sums.get(q.key);
-    if (!sum) sums.set(q.key, (sum = { question: q.question, probs: probs.map(() => 0), count: 0 }));
+    if (!sum)
+      sums.set(q.key, (sum = { question: q.question, options: q.options, probs: probs.map(() => 0), count: 0 }));
     probs.forEach((p, label) => {
       const option = q.order?.[label] ?? label;
       sum.probs[option] = sum.probs[option]! + p;
@@ -130,11 +139,12 @@ export function answerQuestions(
   });
   // Keyed by caller strings (question ids may be "__proto__"): no prototype to collide with.
   const out = Object.create(null) as Record<string, Answer>;
-  for (const [key, { question, probs, count }] of sums)
+  for (const [key, { question, options, probs, count }] of sums)
     out[key] = buildAnswer(
       question,
       probs.map((p) => p / count),
       kind,
+      options,
     );
   return out;
 }

@@ -3,7 +3,8 @@
 import { ContentTooLarge, renderContent } from './content.js';
 import { BudgetError } from '../errors.js';
 import { labelSequences, startsWith, type LabelSequence } from './labels.js';
-import type { PromptSet } from './prompts.js';
+import type { OptionList, PromptSet } from './prompts.js';
+import { optionEntries, questionOrder } from '../../protocol/index.js';
 import type { ChatMessage, TextCodec } from './tokenizer.js';
 import type { EvaluateRequest, Question, Usage } from '../types.js';
 
@@ -11,7 +12,9 @@ export interface PlannedQuestion {
   key: string;
   /** The caller's question (the answer is built on it; a rotation's prompt lists its options in another order). */
   question: Question;
-  /** A rotation of a choice question's options: label i answers option `order[i]` of `question`. */
+  /** A choice question's option names in the order the caller sent them (the answer's order). */
+  options?: string[];
+  /** A rotation of a choice question's options: label i answers option `order[i]` of `options`. */
   order?: number[];
   /** Tokens after the shared prefix, up to where the answer starts. Never empty. */
   suffix: number[];
@@ -40,26 +43,34 @@ export interface PlanOptions {
   rotations?: number;
 }
 
-/** A choice question's options rotated by `shift`, and the original index of each rotated option. */
-function rotate(question: Question & { type: 'choice' }, shift: number): { question: Question; order: number[] } {
-  const entries = Object.entries(question.criteria);
-  const order = entries.map((_, i) => (i + shift) % entries.length);
-  // Option names are caller strings ("__proto__" included): fromEntries defines own properties.
-  return { question: { ...question, criteria: Object.fromEntries(order.map((i) => entries[i]!)) }, order };
+/** A question as one prompt asks it: a choice question's options in the order listed (and labelled). */
+interface Asked {
+  key: string;
+  question: Question;
+  options?: string[];
+  /** The options as the prompt lists them: name and description. */
+  listed?: OptionList;
+  order?: number[];
 }
 
-/** The questions as asked: each choice question once per rotation (shift 0 first, in the caller's order). */
-function asked(
-  request: EvaluateRequest,
-  rotations: number,
-): Array<{ key: string; question: Question; asked: Question; order?: number[] }> {
-  return Object.entries(request.questions).flatMap(([key, question]) => {
-    if (question.type !== 'choice' || rotations <= 1) return [{ key, question, asked: question }];
-    const n = Object.keys(question.criteria).length;
-    const k = Math.min(rotations, n);
+/**
+ * The questions as asked, in the order sent (request.order): each choice question once per
+ * rotation of its options (shift 0 first, in the caller's order), rotated cyclically by evenly
+ * spaced shifts. Options are an explicit list: an object would list "1" before "3" whatever the order.
+ */
+function asked(request: EvaluateRequest, rotations: number): Asked[] {
+  return questionOrder(request.questions, request.order).flatMap(({ id: key, options: sent }): Asked[] => {
+    const question = request.questions[key]!;
+    if (question.type !== 'choice') return [{ key, question }];
+    const listed = optionEntries(question.criteria, sent);
+    const options = listed.map(([name]) => name);
+    const n = listed.length;
+    const k = rotations <= 1 ? 1 : Math.min(rotations, n);
     return Array.from({ length: k }, (_, j) => {
-      const r = rotate(question, Math.floor((j * n) / k));
-      return { key, question, asked: r.question, ...(j > 0 ? { order: r.order } : {}) };
+      if (j === 0) return { key, question, options, listed };
+      const shift = Math.floor((j * n) / k);
+      const order = listed.map((_, i) => (i + shift) % n);
+      return { key, question, options, listed: order.map((i) => listed[i]!), order };
     });
   });
 }
@@ -82,7 +93,7 @@ export function planRequest(
     stateText = renderContent(request.state, maxChars);
     let total = stateText.length;
     userTexts = entries.map((e) => {
-      const text = prompts.user(e.asked, maxChars);
+      const text = prompts.user(e.question, maxChars, e.listed);
       total += text.length;
       if (total > maxChars) throw new ContentTooLarge(maxChars);
       return text;
@@ -115,9 +126,10 @@ export function planRequest(
   const questions: PlannedQuestion[] = entries.map((e, i) => ({
     key: e.key,
     question: e.question,
+    ...(e.options ? { options: e.options } : {}),
     ...(e.order ? { order: e.order } : {}),
     suffix: prompts_[i]!.slice(prefix.length),
-    labels: labelSequences(prompts.labels(e.asked), (text) => codec.encodeText(text), endToken),
+    labels: labelSequences(prompts.labels(e.question, e.listed), (text) => codec.encodeText(text), endToken),
   }));
 
   const suffixTotal = questions.reduce((n, q) => n + q.suffix.length, 0);

@@ -9,15 +9,26 @@
 //            whatever the names (node-llama-cpp's Structured Decisions and the public Python
 //            adapter label options this way). noul and score read as in v1.
 import { renderContent } from './content.js';
-import type { Question } from '../types.js';
+import type { Content, Question } from '../types.js';
+
+/** A choice question's options in the order the prompt lists them: name and description. */
+export type OptionList = ReadonlyArray<readonly [string, Content | null]>;
+
+/**
+ * The options of a choice question: `listed` when given (the order sent, or a rotation of it:
+ * plan.ts), else the criteria's own key order (which lists integer-like names first, ascending).
+ */
+function optionsOf(question: Question & { type: 'choice' }, listed: OptionList | undefined): OptionList {
+  return listed ?? Object.entries(question.criteria);
+}
 
 export interface PromptSet {
   /** The system turn: shared by every question of a request, so its tokens are the reusable prefix. */
   system(stateText: string): string;
-  /** The user turn for one question (ContentTooLarge past `maxChars` of rendered content). */
-  user(question: Question, maxChars?: number): string;
-  /** The answers the model may give, in the order of the answer's outcomes. */
-  labels(question: Question): string[];
+  /** The user turn for one question (ContentTooLarge past `maxChars` of rendered content); a choice's options as `listed`. */
+  user(question: Question, maxChars?: number, listed?: OptionList): string;
+  /** The answers the model may give, in the order of the answer's outcomes (a choice's: `listed`'s order). */
+  labels(question: Question, listed?: OptionList): string[];
 }
 
 const v1: PromptSet = {
@@ -26,7 +37,7 @@ const v1: PromptSet = {
     'with exactly one of the allowed answers and nothing else.\n\n' +
     `Content:\n${state}`,
 
-  user(question, maxChars) {
+  user(question, maxChars, listed) {
     const render = (value: Parameters<typeof renderContent>[0]) => renderContent(value, maxChars);
     const instructions = render(question.instructions);
     const lines = [`Question: ${instructions}`];
@@ -38,7 +49,7 @@ const v1: PromptSet = {
       lines.push('Answer with Yes or No.');
     } else if (question.type === 'choice') {
       lines.push('Options:');
-      for (const [option, description] of Object.entries(question.criteria)) {
+      for (const [option, description] of optionsOf(question, listed)) {
         const text = render(description);
         lines.push(text ? `- ${option}: ${text}` : `- ${option}`);
       }
@@ -51,9 +62,9 @@ const v1: PromptSet = {
     return lines.join('\n');
   },
 
-  labels(question) {
+  labels(question, listed) {
     if (question.type === 'noul') return ['Yes', 'No'];
-    if (question.type === 'choice') return Object.keys(question.criteria);
+    if (question.type === 'choice') return optionsOf(question, listed).map(([option]) => option);
     return question.criteria.map((_, level) => String(level));
   },
 };
@@ -69,10 +80,10 @@ export function optionLetter(index: number): string {
 const letters: PromptSet = {
   system: v1.system,
 
-  user(question, maxChars) {
+  user(question, maxChars, listed) {
     if (question.type !== 'choice') return v1.user(question, maxChars);
     const lines = [`Question: ${renderContent(question.instructions, maxChars)}`, 'Options:'];
-    Object.entries(question.criteria).forEach(([option, description], i) => {
+    optionsOf(question, listed).forEach(([option, description], i) => {
       const text = renderContent(description, maxChars);
       lines.push(text ? `${optionLetter(i)}. ${option}: ${text}` : `${optionLetter(i)}. ${option}`);
     });
@@ -80,9 +91,9 @@ const letters: PromptSet = {
     return lines.join('\n');
   },
 
-  labels(question) {
+  labels(question, listed) {
     if (question.type !== 'choice') return v1.labels(question);
-    return Object.keys(question.criteria).map((_, i) => optionLetter(i));
+    return optionsOf(question, listed).map((_, i) => optionLetter(i));
   },
 };
 
