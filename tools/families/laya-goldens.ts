@@ -1,0 +1,572 @@
+// Goldens of the Laya layout (`laya-markers`), made by the independent Python reference
+// (tools/reference/laya_layout.py), never by Assay's TypeScript: the requests below (deterministic),
+// tokenized by the test tokenizer (tools/families/laya-tokenizer.ts) where the reference asks for
+// it, laid out and read out by the reference. test/families/laya-layout.test.ts holds the
+// TypeScript layout to them, and reruns the reference on some to prove them current.
+//
+//   npx tsx tools/families/laya-goldens.ts    rewrites test/families/laya/goldens.json
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { layaTestTokenizer } from './laya-tokenizer.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const LAYA_REFERENCE = join(ROOT, 'tools', 'reference', 'laya_layout.py');
+export const LAYA_GOLDENS = join(ROOT, 'test', 'families', 'laya', 'goldens.json');
+export const PYTHON = '/usr/bin/python3';
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** A golden request: choice criteria as [name, description] pairs (the caller's order). */
+export interface GoldenRequest {
+  name: string;
+  config: string;
+  state: Json;
+  question: { type: 'noul' | 'choice' | 'score'; instructions?: Json; criteria?: Json };
+  logits?: number[];
+}
+
+/** rl_agent_config.json stand-ins: the shipped shapes (max_len 512 / 1024) and a small one that cuts early. */
+export const GOLDEN_CONFIGS: Record<string, Json> = {
+  'laya-en': {
+    max_len: 512,
+    head_max_len: 192,
+    temperature: [1.31, 0.87, 1.12],
+    temperature_by_options: {
+      'choice:2': 1.2,
+      'choice:3-5': 0.93,
+      'choice:6-10': 0.71,
+      'choice:11+': 0.1006,
+      'score:2': 1.4,
+      'score:3-5': 6.5,
+      'score:6-10': 2.2,
+      'noul:2': 1.05,
+    },
+  },
+  'laya-typed': { max_len: 1024, head_max_len: 192, temperature: [1.1, '1.7', null] },
+  small: { max_len: 64, head_max_len: 32, temperature: [0.2, 9, 1], temperature_by_options: { 'noul:2': true } },
+  defaults: {},
+};
+
+/** The tokenizer facts the reference needs, read off the test tokenizer. */
+export interface ReferenceTokenizer {
+  tokenizer: Tokenizer;
+  facts: { cls_id: number; sep_id: number; mask_id: number; mask_token: string; special_tokens: string[] };
+}
+
+export function referenceTokenizer(): ReferenceTokenizer {
+  const { tokenizer: json, config } = layaTestTokenizer();
+  const tokenizer = new Tokenizer(json as object, config);
+  const id = (t: string): number => tokenizer.token_to_id(t)!;
+  const special_tokens = [...tokenizer.get_added_tokens_decoder().values()]
+    .filter((t) => t.special)
+    .map((t) => t.content);
+  return {
+    tokenizer,
+    facts: { cls_id: id('[CLS]'), sep_id: id('[SEP]'), mask_id: id('[MASK]'), mask_token: '[MASK]', special_tokens },
+  };
+}
+
+function python(command: 'segments' | 'layout', job: unknown): Record<string, unknown> {
+  const run = spawnSync(PYTHON, [LAYA_REFERENCE, command], {
+    input: JSON.stringify(job),
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  if (run.status !== 0) throw new Error(`${LAYA_REFERENCE} ${command} failed: ${run.stderr}`);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
+/** The reference's results for these requests: it names the texts to tokenize, then lays them out. */
+export function runReference(requests: GoldenRequest[], tok: ReferenceTokenizer): Array<Record<string, unknown>> {
+  const job = { tokenizer: tok.facts, configs: GOLDEN_CONFIGS, requests };
+  const { segments } = python('segments', job) as { segments: string[] };
+  const tokens = Object.fromEntries(
+    segments.map((s) => [s, tok.tokenizer.encode(s, { add_special_tokens: false }).ids]),
+  );
+  return (python('layout', { ...job, tokens }) as { results: Array<Record<string, unknown>> }).results;
+}
+
+// ------------------------------------------------------------------ the requests
+
+/** mulberry32: a small seeded generator, so the requests and logits are the same on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = [
+  'order',
+  'refund',
+  'late',
+  'damaged',
+  'customer',
+  'asks',
+  'the',
+  'box',
+  'arrived',
+  'invoice',
+  'billing',
+  'shipping',
+  'café',
+  'naïve',
+  'Straße',
+  '注文',
+  '返金',
+  '配送が遅れた',
+  '顧客',
+  'Ελλάδα',
+  'مرحبا',
+  '🙂',
+  'x-ray',
+  '[MASK]',
+  '[SEP]',
+  '[CLS]',
+  '<|endoftext|>',
+  '|||IP_ADDRESS|||',
+  '"quoted"',
+  'back\\slash',
+  'tab\there',
+];
+
+function text(rand: () => number, words: number): string {
+  return Array.from({ length: words }, () => WORDS[Math.floor(rand() * WORDS.length)]!).join(' ');
+}
+
+/** `n` tokens of the test tokenizer: "a a a …" (each " a" is one token). */
+function aTokens(n: number): string {
+  return n <= 0 ? '' : `a${' a'.repeat(n - 1)}`;
+}
+
+const letters = (n: number): string[] =>
+  Array.from({ length: n }, (_, i) => (i < 26 ? String.fromCharCode(65 + i) : `opt${i}`));
+
+function requests(tok: ReferenceTokenizer): GoldenRequest[] {
+  const out: GoldenRequest[] = [];
+  const add = (
+    name: string,
+    question: GoldenRequest['question'],
+    state: Json = 'Order #1042 arrived two days late and the box was damaged. The customer asks for a refund.',
+    config = 'laya-en',
+  ): void => {
+    out.push({ name, config, state, question });
+  };
+  const noul = (instructions: Json, criteria?: Json): GoldenRequest['question'] =>
+    criteria === undefined ? { type: 'noul', instructions } : { type: 'noul', instructions, criteria };
+  const choice = (instructions: Json, pairs: Array<[string, Json]>): GoldenRequest['question'] => ({
+    type: 'choice',
+    instructions,
+    criteria: pairs,
+  });
+  const score = (instructions: Json, levels: Json[]): GoldenRequest['question'] => ({
+    type: 'score',
+    instructions,
+    criteria: levels,
+  });
+  const refund = 'Does the customer ask for a refund?';
+  const count = (s: string): number => tok.tokenizer.encode(s, { add_special_tokens: false }).ids.length;
+
+  // noul: criteria absent, partial, null, empty, structured
+  add('noul plain', noul(refund));
+  add('noul both criteria', noul(refund, { true: 'a refund is requested', false: 'no refund is mentioned' }));
+  add('noul true only', noul(refund, { true: 'asks for money back' }));
+  add('noul false only', noul(refund, { false: 'only complains' }));
+  add('noul criteria null', noul(refund, null));
+  add('noul criteria values null', noul(refund, { true: null, false: null }));
+  add('noul criteria empty strings', noul(refund, { true: '', false: '' }));
+  add('noul criteria object', noul(refund, { true: { signal: 'refund', strength: 2 }, false: { signal: 'none' } }));
+  add('noul criteria array', noul(refund, { true: ['refund', 'money back'], false: [] }));
+  add('noul instructions object', noul({ question: 'refund?', context: ['email', 'chat'], weight: 0.5 }));
+  add('noul instructions array', noul(['is it late?', 'is it damaged?']));
+  add('noul instructions null', noul(null));
+  add('noul instructions absent', { type: 'noul' });
+
+  // choice: one option, descriptions null / "" / text / structured, 10 / 26 / 255 options
+  const topic = 'What is the main topic?';
+  add('choice one option, no description', choice(topic, [['delivery', null]]));
+  add('choice one option, described', choice(topic, [['delivery', 'shipping, delays, damage']]));
+  add(
+    'choice two options',
+    choice(topic, [
+      ['delivery', 'shipping'],
+      ['billing', 'invoices'],
+    ]),
+  );
+  add(
+    'choice null / empty / text',
+    choice(topic, [
+      ['delivery', null],
+      ['billing', ''],
+      ['product', 'the item itself'],
+    ]),
+  );
+  add(
+    'choice object and array descriptions',
+    choice(topic, [
+      ['a', { when: 'late', score: 1.5 }],
+      ['b', ['x', 'y']],
+      ['c', {}],
+    ]),
+  );
+  add(
+    'choice integer-like names keep their order',
+    choice(topic, [
+      ['10', 'ten'],
+      ['2', 'two'],
+      ['1', null],
+      ['b', 'bee'],
+    ]),
+  );
+  add(
+    'choice duplicate descriptions',
+    choice(topic, [
+      ['x', 'same'],
+      ['y', 'same'],
+      ['z', 'same'],
+    ]),
+  );
+  for (const n of [10, 26, 40, 100, 120])
+    add(
+      `choice ${n} options`,
+      choice(
+        topic,
+        letters(n).map((l, i) => [l, i % 3 === 0 ? null : `option ${l}`]),
+      ),
+    );
+  // the even cut leaves 4 tokens an option: 125 fill max_len exactly, 126 lose the row's end, 127 and 255 are refused
+  for (const n of [125, 126, 127, 255])
+    add(
+      `choice ${n} options`,
+      choice(
+        topic,
+        letters(n).map((l) => [l, `the option named ${l}`]),
+      ),
+    );
+  add(
+    'choice 255 options, 1024 context',
+    choice(
+      topic,
+      letters(255).map((l) => [l, null]),
+    ),
+    'short state',
+    'laya-typed',
+  );
+  add(
+    'choice long options (48-token cap)',
+    choice(topic, [
+      ['long', aTokens(80)],
+      ['short', 'b'],
+      ['mid', aTokens(47)],
+    ]),
+  );
+  add(
+    'choice many long options (even cut)',
+    choice(
+      topic,
+      letters(10).map((l) => [l, aTokens(30)]),
+    ),
+  );
+  add(
+    'choice names with special strings',
+    choice(topic, [
+      ['[MASK]', 'mask'],
+      ['a[SEP]b', null],
+      ['<|padding|>', '[CLS] x'],
+    ]),
+  );
+
+  // score: 2 and 10 levels, structured levels
+  const severity = 'How severe is the complaint?';
+  add('score 2 levels', score(severity, ['no issue', 'an issue']));
+  add('score 3 levels', score(severity, ['no issue', 'minor', 'serious']));
+  add(
+    'score 10 levels',
+    score(
+      severity,
+      Array.from({ length: 10 }, (_, i) => `severity ${i} of 9`),
+    ),
+  );
+  add(
+    'score object levels',
+    score(severity, [{ label: 'none' }, { label: 'some', examples: ['late'] }, { label: 'all' }]),
+  );
+  add('score array levels', score(severity, [['calm'], ['annoyed', 'upset'], []]));
+  add(
+    'score 10 long levels',
+    score(
+      severity,
+      Array.from({ length: 10 }, () => aTokens(40)),
+    ),
+  );
+  add('score levels with [MASK]', score(severity, ['[MASK] none', 'some [MASK][MASK]', '[[MASK]]']));
+
+  // special-token strings in user text: the mask token (the authors' rule) and every other (Assay's)
+  add('[MASK] in state', noul(refund), 'The customer wrote [MASK] and [MASK][MASK] in the form.');
+  add('[MASK] in instructions', noul('Is [MASK] a refund request?'));
+  add(
+    '[MASK] in option description',
+    choice(topic, [
+      ['a', 'has [MASK] in it'],
+      ['b', '[MASK]'],
+    ]),
+  );
+  add('[MASK] in noul criteria', noul(refund, { true: 'yes [MASK]', false: '[MASK]' }));
+  add('[SEP] [CLS] [PAD] [UNK] in state', noul(refund), '[CLS] first [SEP] second [PAD][UNK] third [SEP]');
+  add('special strings in instructions', noul('[SEP] Is it late? [CLS] <|endoftext|>'));
+  add('special strings in score levels', score(severity, ['<|padding|>none', '[UNK] some']));
+  add('special strings split by another', noul(refund), '[MA[SEP]SK] and [SE[MASK]P] and [[CLS]]');
+  add('special strings in object state', noul(refund), { '[SEP]': '[MASK] value', nested: ['[CLS]', '<|endoftext|>'] });
+  add('special strings in list state', noul(refund), ['turn one [SEP]', 'turn two [MASK]']);
+  add('special strings in object instructions', noul({ q: '[MASK]?', sep: '[SEP]' }));
+  add('look-alikes stay', noul(refund), '[mask] [ MASK ] [MASK [SEP  <|endoftext| ||IP_ADDRESS||');
+  add('non-special added token stays a token', noul(refund), 'from |||IP_ADDRESS||| at noon');
+  add('only special strings', noul('[MASK]'), '[MASK][SEP][CLS][PAD][UNK]<|endoftext|><|padding|>');
+
+  // non-ASCII and CJK text
+  add(
+    'CJK state',
+    noul('顧客は返金を求めていますか?'),
+    '注文番号1042は2日遅れて届き、箱が破損していました。返金を希望します。',
+  );
+  add(
+    'CJK options',
+    choice('主な話題は何ですか?', [
+      ['配送', '遅延、破損'],
+      ['請求', null],
+      ['製品', '商品そのもの'],
+    ]),
+  );
+  add('emoji and RTL', noul('Is the customer happy? 🙂'), 'مرحبا 🙂👍🏽 שלום — très bien');
+  add('accents composed and decomposed', noul(refund), 'café cafe\u0301 naïve nai\u0308ve');
+  add('non-ASCII object state (ensure_ascii=False)', noul(refund), {
+    città: 'Zürich',
+    注文: ['返金', 'é'],
+    emoji: '🙂',
+  });
+  add('non-ASCII object instructions', noul({ frage: 'Möchte der Kunde eine Rückerstattung?' }));
+  add('control characters and escapes in object', noul(refund), {
+    text: 'line\nbreak\ttab "quote" back\\slash \u0001\u001f \u007f \u2028',
+  });
+
+  // state shapes
+  add('object state', noul(refund), { order: 1042, late_days: 2, damaged: true, note: null });
+  add('nested object state', noul(refund), { a: { b: { c: [1, { d: 'deep' }] } }, e: [] });
+  add('array state of strings', noul(refund), ['Hi, my order is late.', 'Sorry to hear that.', 'I want a refund.']);
+  add('array state of objects', noul(refund), [
+    { role: 'user', text: 'late' },
+    { role: 'agent', text: 'sorry' },
+  ]);
+  add('empty string state', noul(refund), '');
+  add('empty object state', noul(refund), {});
+  add('empty array state', noul(refund), []);
+  add('numbers as Python writes them', noul(refund), {
+    ints: [0, -0, 100, -7, 2 ** 53, 2 ** 53 + 2, 1e20],
+    floats: [0.1, 1.5, -2.25, 123.456, 1e-4, 1e-5, 1.5e-7, 1e21, 1.5e300, 5e-324, 0.30000000000000004],
+  });
+  add('booleans and null', noul(refund), [true, false, null, { t: true }]);
+  add('integer-like keys in state', noul(refund), { b: 1, '2': 'two', '1': 'one', a: 0 });
+
+  // instructions cut: they keep at least 8 tokens, else what the options leave of head_max_len
+  add('long instructions', noul(aTokens(600)));
+  add(
+    'long instructions, many options',
+    choice(
+      aTokens(300),
+      letters(40).map((l) => [l, `option ${l}`]),
+    ),
+  );
+  add('long CJK instructions', noul('返金'.repeat(400)));
+
+  // the state at and over the context limit (max_len 512, 1024, 64)
+  const probe = (question: GoldenRequest['question'], config: string): number => {
+    const [r] = runReference([{ name: 'probe', config, state: '', question }], tok);
+    const limit = (GOLDEN_CONFIGS[config] as { max_len?: number }).max_len ?? 512;
+    return limit - (r!.ids as number[]).length; // the row with an empty state ends [SEP][SEP]
+  };
+  for (const [config, question] of [
+    ['laya-en', noul(refund)],
+    [
+      'laya-typed',
+      choice(topic, [
+        ['delivery', null],
+        ['billing', 'invoices'],
+      ]),
+    ],
+    ['small', score('How bad?', ['fine', 'bad'])],
+  ] as const) {
+    const room = probe(question, config);
+    if (count(aTokens(room)) !== room) throw new Error('aTokens: " a" is not one token');
+    add(`state at the limit (${config})`, question, aTokens(room), config);
+    add(`state one over the limit (${config})`, question, aTokens(room + 1), config);
+    add(`state far over the limit (${config})`, question, aTokens(3 * room), config);
+    // a list state keeps its end: find a list whose Python JSON (ASCII strings: `["…", "…"]`) is exactly room tokens
+    const atLimit = ['first turn', 'first', 'hello there', 'one'].flatMap((first) =>
+      Array.from({ length: 16 }, (_, k) => [first, aTokens(room - k)]).filter(
+        (s) => count(`[${s.map((x) => JSON.stringify(x)).join(', ')}]`) === room,
+      ),
+    )[0];
+    if (!atLimit) throw new Error(`no list state of exactly ${room} tokens`);
+    add(`list state at the limit (${config})`, question, atLimit, config);
+    add(`list state over the limit keeps its end (${config})`, question, [...atLimit, 'newest turn'], config);
+    add(`object state over the limit (${config})`, question, { text: aTokens(room + 10) }, config);
+  }
+
+  // the even cut starts when fewer than 16 tokens of head_max_len are left: 15 and 16 left
+  /** An option [name, description] of exactly `t` tokens, its marker included. */
+  const optionOf = (name: string, t: number): [string, Json] => {
+    for (let n = 1; n < 48; n++) if (1 + count(` ${name}: ${aTokens(n)}`) === t) return [name, aTokens(n)];
+    throw new Error(`no option of ${t} tokens`);
+  };
+  for (const [config, headMaxLen] of [
+    ['laya-en', 192],
+    ['small', 32],
+  ] as const)
+    for (const left of [15, 16]) {
+      const used = headMaxLen - left;
+      const base = Math.floor(used / 4);
+      const sizes = [used - 3 * base, base, base, base];
+      const opts = sizes.map((t, j) => optionOf(String.fromCharCode(80 + j), t));
+      add(`${left} tokens of head_max_len left (${config})`, choice(aTokens(40), opts), 'short', config);
+    }
+
+  // the small config: every cut early
+  add('small: noul', noul(refund), 'short', 'small');
+  add(
+    'small: choice 3',
+    choice(topic, [
+      ['a', 'first'],
+      ['b', null],
+      ['c', 'third'],
+    ]),
+    'short',
+    'small',
+  );
+  add(
+    'small: choice 8 (even cut)',
+    choice(
+      topic,
+      letters(8).map((l) => [l, `option ${l} text`]),
+    ),
+    'short',
+    'small',
+  );
+  add(
+    'small: score 10',
+    score(
+      'How bad?',
+      Array.from({ length: 10 }, (_, i) => `level text ${i}`),
+    ),
+    'short',
+    'small',
+  );
+  for (const n of [13, 14, 15])
+    add(
+      `small: choice ${n}`,
+      choice(
+        topic,
+        letters(n).map((l) => [l, `option ${l} text`]),
+      ),
+      'short',
+      'small',
+    );
+  add('small: long instructions', noul(aTokens(100)), 'short', 'small');
+  add(
+    'defaults config',
+    choice(topic, [
+      ['a', null],
+      ['b', null],
+      ['c', null],
+    ]),
+    'state',
+    'defaults',
+  );
+  add(
+    'defaults config, 12 options',
+    choice(
+      topic,
+      letters(12).map((l) => [l, null]),
+    ),
+    'state',
+    'defaults',
+  );
+
+  // seeded mixtures of everything above
+  const rand = seeded(37);
+  for (let i = 0; i < 30; i++) {
+    const kind = (['noul', 'choice', 'score'] as const)[i % 3]!;
+    const instr: Json = rand() < 0.7 ? text(rand, 3 + Math.floor(rand() * 12)) : { ask: text(rand, 4), n: i };
+    const stateKind = Math.floor(rand() * 3);
+    const state: Json =
+      stateKind === 0
+        ? text(rand, 5 + Math.floor(rand() * 200))
+        : stateKind === 1
+          ? { id: i, body: text(rand, 20), tags: [text(rand, 1), text(rand, 1)] }
+          : Array.from({ length: 1 + Math.floor(rand() * 6) }, () => text(rand, 5 + Math.floor(rand() * 40)));
+    let question: GoldenRequest['question'];
+    if (kind === 'noul')
+      question = rand() < 0.5 ? noul(instr) : noul(instr, { true: text(rand, 4), false: text(rand, 3) });
+    else if (kind === 'choice') {
+      const n = 1 + Math.floor(rand() * 20);
+      question = choice(
+        instr,
+        Array.from({ length: n }, (_, j) => [
+          `${text(rand, 1)} ${j}`,
+          rand() < 0.3 ? null : text(rand, 1 + Math.floor(rand() * 30)),
+        ]),
+      );
+    } else
+      question = score(
+        instr,
+        Array.from({ length: 2 + Math.floor(rand() * 9) }, () => text(rand, 1 + Math.floor(rand() * 10))),
+      );
+    add(`mixed ${i}`, question, state, i % 5 === 4 ? 'laya-typed' : 'laya-en');
+  }
+  return out;
+}
+
+/** Option count of a request (noul: 2), for its fake logits. */
+function optionCount(q: GoldenRequest['question']): number {
+  return q.type === 'noul' ? 2 : Array.isArray(q.criteria) ? q.criteria.length : 0;
+}
+
+/** The golden requests, with fake marker logits (seeded; a few ties and extremes). */
+export function goldenRequests(tok: ReferenceTokenizer = referenceTokenizer()): GoldenRequest[] {
+  const rand = seeded(1042);
+  return requests(tok).map((r, i) => {
+    const k = optionCount(r.question);
+    let logits = Array.from({ length: k }, () => Math.round((rand() * 8 - 4) * 1000) / 1000);
+    if (i % 17 === 3) logits = logits.map(() => 0.5); // all equal: the first option is chosen
+    if (i % 23 === 5) logits = logits.map((_, j) => (j % 2 === 0 ? 40 : -40)); // far apart
+    return { ...r, logits };
+  });
+}
+
+/** One result a line: a readable diff when a rule changes, and a small file. */
+function format(goldens: { about: string[]; configs: unknown; requests: unknown[]; results: unknown[] }): string {
+  const list = (xs: unknown[]): string => `[\n${xs.map((x) => `    ${JSON.stringify(x)}`).join(',\n')}\n  ]`;
+  return (
+    `{\n  "about": ${JSON.stringify(goldens.about)},\n  "configs": ${JSON.stringify(goldens.configs)},\n` +
+    `  "requests": ${list(goldens.requests)},\n  "results": ${list(goldens.results)}\n}\n`
+  );
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const tok = referenceTokenizer();
+  const reqs = goldenRequests(tok);
+  const results = runReference(reqs, tok);
+  const about = [
+    'Goldens of the Laya layout, made by tools/reference/laya_layout.py (Python, from the authors’ rules), not by Assay.',
+    'Tokenizer: the test replica of tools/families/laya-tokenizer.ts. Regenerate: npx tsx tools/families/laya-goldens.ts',
+  ];
+  writeFileSync(LAYA_GOLDENS, format({ about, configs: GOLDEN_CONFIGS, requests: reqs, results }));
+  const refused = results.filter((r) => 'refused' in r).length;
+  console.log(`${reqs.length} requests (${refused} refused) -> ${LAYA_GOLDENS}`);
+}
