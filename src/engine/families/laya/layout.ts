@@ -5,7 +5,9 @@
 // tokenizer is passed in; nothing here reads files or keeps state.
 import { BudgetError } from '../../errors.js';
 import type { Content } from '../../types.js';
-import { pyJsonDumps } from './pyjson.js';
+import { pyJsonDumps } from '../shared/pyjson.js';
+import { familyQuestion, type FamilyQuestion } from '../shared/question.js';
+import { specialsNeutraliser } from '../shared/specials.js';
 
 /** The head's question type ids (the type embedding's rows). */
 export const LAYA_QTYPE = { choice: 0, score: 1, noul: 2 } as const;
@@ -53,18 +55,10 @@ export interface LayaTokenizer {
 }
 
 /**
- * A question as the layout reads it. A choice question's options are an ordered list of
- * [name, description]: the caller's order is the markers' order and the answer's, and a parsed
- * object would put integer-like names first (layaQuestion converts from the protocol's Question).
+ * A question as the layout reads it (shared/question.ts). A choice question's options are an
+ * ordered list of [name, description]: the caller's order is the markers' order and the answer's.
  */
-export type LayaQuestion =
-  | {
-      type: 'noul';
-      instructions?: Content | null;
-      criteria?: { true?: Content | null; false?: Content | null } | null;
-    }
-  | { type: 'choice'; instructions?: Content | null; options: ReadonlyArray<readonly [string, Content | null]> }
-  | { type: 'score'; instructions?: Content | null; criteria: readonly Content[] };
+export type LayaQuestion = FamilyQuestion;
 
 /** What the layout cut, by the reference's design (the caller reports it; nothing is refused). */
 export interface LayaTruncation {
@@ -118,19 +112,7 @@ export class LayaOptionsTooLong extends BudgetError {
 }
 
 /** The protocol's question as the layout reads it: choice options in the parsed object's key order. */
-export function layaQuestion(
-  q:
-    | {
-        type: 'noul';
-        instructions?: Content | null;
-        criteria?: { true?: Content | null; false?: Content | null } | null;
-      }
-    | { type: 'choice'; instructions?: Content | null; criteria: Record<string, Content | null> }
-    | { type: 'score'; instructions?: Content | null; criteria: Content[] },
-): LayaQuestion {
-  if (q.type === 'choice') return { type: 'choice', instructions: q.instructions, options: Object.entries(q.criteria) };
-  return q;
-}
+export const layaQuestion = familyQuestion;
 
 /** A criterion as the reference renders it: a string as is, anything else as Python's JSON. */
 function criterion(value: Content): string {
@@ -181,10 +163,7 @@ export function layaStateText(state: Content): string {
 
 /** Replaces every neutralised token string in user text by a space (the reference: the mask token only). */
 export function neutraliser(tok: LayaTokenizer, rules: Readonly<LayaRules> = LAYA_RULES): (text: string) => string {
-  const strings = rules.neutraliseAllSpecials ? [tok.maskToken, ...tok.specialTokens] : [tok.maskToken];
-  const unique = [...new Set(strings.filter((s) => s !== ''))].sort((a, b) => b.length - a.length);
-  const pattern = new RegExp(unique.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
-  return (text) => text.replace(pattern, ' ');
+  return specialsNeutraliser(rules.neutraliseAllSpecials ? [tok.maskToken, ...tok.specialTokens] : [tok.maskToken]);
 }
 
 /**

@@ -3,15 +3,8 @@
 // special-token string, which the layout neutralises in user text.
 import type { Tokenizer } from '@huggingface/tokenizers';
 import { ModelLoadError } from '../../errors.js';
+import { specialTokenStrings, tokenName } from '../shared/specials.js';
 import type { LayaTokenizer } from './layout.js';
-
-/** A token name of tokenizer_config.json: a string, or an AddedToken object with `content`. */
-function tokenName(value: unknown, fallback: string): string {
-  if (typeof value === 'string') return value;
-  if (value && typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string')
-    return (value as { content: string }).content;
-  return fallback;
-}
 
 /**
  * `encode` is the tokenizer's own, with no special tokens added: added tokens in the text are
@@ -28,9 +21,7 @@ export function layaTokenizer(tokenizer: Tokenizer, config: Record<string, unkno
   const [, clsId] = id('cls', '[CLS]');
   const [, sepId] = id('sep', '[SEP]');
   const [maskToken, maskId] = id('mask', '[MASK]');
-  const specialTokens = [...tokenizer.get_added_tokens_decoder().values()]
-    .filter((t) => t.special)
-    .map((t) => t.content);
+  const specialTokens = specialTokenStrings(tokenizer);
   return {
     encode: (text) => tokenizer.encode(text, { add_special_tokens: false }).ids,
     clsId,

@@ -1,0 +1,539 @@
+// Goldens of the NLI pairs layout (`nli-pairs`), made by the independent Python reference
+// (tools/reference/nli_pairs.py), never by Assay's TypeScript: the requests below (deterministic),
+// over model-folder stand-ins for both tokenizers (tools/families/nli-tokenizers.ts), tokenized
+// where the reference asks for it, laid out and read out by the reference.
+// test/families/nli-layout.test.ts holds the TypeScript to them and reruns the reference on some.
+//
+//   npx tsx tools/families/nli-goldens.ts    rewrites test/families/nli/goldens.json
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { NLI_TEST_TOKENIZERS, type TestTokenizer } from './nli-tokenizers.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const NLI_REFERENCE = join(ROOT, 'tools', 'reference', 'nli_pairs.py');
+export const NLI_GOLDENS = join(ROOT, 'test', 'families', 'nli', 'goldens.json');
+export const PYTHON = '/usr/bin/python3';
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type TokenizerName = keyof typeof NLI_TEST_TOKENIZERS;
+
+export interface GoldenRequest {
+  name: string;
+  model: string;
+  state: Json;
+  question: { type: 'noul' | 'choice' | 'score'; instructions?: Json; criteria?: Json };
+  /** Fake logits, one list per row (the model's columns). */
+  logits?: number[][];
+}
+
+export interface GoldenModel {
+  tokenizer: TokenizerName;
+  nli_config: Json;
+  config: Json;
+}
+
+const TWO_WAY = {
+  id2label: { '0': 'entailment', '1': 'not_entailment' },
+  label2id: { entailment: 0, not_entailment: 1 },
+};
+const MNLI_BART = {
+  id2label: { '0': 'contradiction', '1': 'neutral', '2': 'entailment' },
+  label2id: { contradiction: 0, neutral: 1, entailment: 2 },
+};
+const MNLI_TASKSOURCE = {
+  id2label: { '0': 'entailment', '1': 'neutral', '2': 'contradiction' },
+  label2id: { entailment: 0, neutral: 1, contradiction: 2 },
+};
+
+/** Model folders' stand-ins: the shipped shapes (2-way v2.0 zeroshot, 3-way MNLI), small ones that cut early, a 1-column scorer. */
+export const GOLDEN_MODELS: Record<string, GoldenModel> = {
+  'deberta-v2.0': {
+    tokenizer: 'deberta',
+    nli_config: { hypothesis_template: 'This text is about {}' },
+    config: { ...TWO_WAY, max_position_embeddings: 512 },
+  },
+  'deberta-small-mnli': {
+    tokenizer: 'deberta',
+    nli_config: {
+      max_len: 40,
+      hypothesis_templates: {
+        choice: '{instructions} The answer is {}.',
+        score: 'The rating is {0}.',
+        noul: '{} {{yes}}',
+      },
+    },
+    config: MNLI_BART,
+  },
+  'deberta-scorer': {
+    tokenizer: 'deberta',
+    nli_config: { hypothesis_template: '{}', max_len: 128 },
+    config: { id2label: { '0': 'LABEL_0' }, label2id: { LABEL_0: 0 } },
+  },
+  'modernbert-v2.0': {
+    tokenizer: 'modernbert',
+    nli_config: { hypothesis_template: 'This text is about {}', max_len: 512 },
+    config: { ...TWO_WAY, max_position_embeddings: 8192 },
+  },
+  'modernbert-mnli-defaults': { tokenizer: 'modernbert', nli_config: null, config: MNLI_TASKSOURCE },
+  'modernbert-small': {
+    tokenizer: 'modernbert',
+    nli_config: { max_len: 48, hypothesis_templates: { noul: 'It is true that {}' } },
+    config: MNLI_TASKSOURCE,
+  },
+};
+
+export interface ReferenceTokenizers {
+  files: Record<TokenizerName, TestTokenizer>;
+  tokenizers: Record<TokenizerName, Tokenizer>;
+}
+
+export function referenceTokenizers(): ReferenceTokenizers {
+  const files = { deberta: NLI_TEST_TOKENIZERS.deberta(), modernbert: NLI_TEST_TOKENIZERS.modernbert() };
+  const make = (t: TestTokenizer): Tokenizer =>
+    new Tokenizer({ ...t.tokenizer, truncation: null, padding: null }, t.config);
+  return { files, tokenizers: { deberta: make(files.deberta), modernbert: make(files.modernbert) } };
+}
+
+function python(command: 'segments' | 'layout', job: unknown): Record<string, unknown> {
+  const run = spawnSync(PYTHON, [NLI_REFERENCE, command], {
+    input: JSON.stringify(job),
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  if (run.status !== 0) throw new Error(`${NLI_REFERENCE} ${command} failed: ${run.stderr}`);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
+/** The reference's results for these requests: it names the texts to tokenize, then lays them out. */
+export function runReference(requests: GoldenRequest[], ref: ReferenceTokenizers): Array<Record<string, unknown>> {
+  const tokenizers = Object.fromEntries(
+    Object.entries(ref.files).map(([name, t]) => [name, { tokenizer_json: t.tokenizer, tokenizer_config: t.config }]),
+  );
+  const job = { tokenizers, models: GOLDEN_MODELS, requests };
+  const { segments } = python('segments', job) as { segments: Record<TokenizerName, string[]> };
+  const tokens = Object.fromEntries(
+    Object.entries(segments).map(([name, texts]) => [
+      name,
+      Object.fromEntries(
+        texts.map((s) => [s, ref.tokenizers[name as TokenizerName].encode(s, { add_special_tokens: false }).ids]),
+      ),
+    ]),
+  );
+  return (python('layout', { ...job, tokens }) as { results: Array<Record<string, unknown>> }).results;
+}
+
+// ------------------------------------------------------------------ the requests
+
+/** mulberry32: a small seeded generator, so the requests and logits are the same on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = [
+  'order',
+  'refund',
+  'late',
+  'damaged',
+  'customer',
+  'asks',
+  'the',
+  'box',
+  'arrived',
+  'invoice',
+  'café',
+  'naïve',
+  'Straße',
+  '注文',
+  '返金',
+  '配送が遅れた',
+  '顧客',
+  'Ελλάδα',
+  'مرحبا',
+  '🙂',
+  'x-ray',
+  '[MASK]',
+  '[SEP]',
+  '[CLS]',
+  '[PAD]',
+  '<|endoftext|>',
+  '|||IP_ADDRESS|||',
+  '"quoted"',
+  'back\\slash',
+  'tab\there',
+  '{braces}',
+  '{}',
+];
+
+function text(rand: () => number, words: number): string {
+  return Array.from({ length: words }, () => WORDS[Math.floor(rand() * WORDS.length)]!).join(' ');
+}
+
+/** `n` tokens of both test tokenizers: "a a a …". */
+function aTokens(n: number): string {
+  return n <= 0 ? '' : `a${' a'.repeat(n - 1)}`;
+}
+
+const letters = (n: number): string[] =>
+  Array.from({ length: n }, (_, i) => (i < 26 ? String.fromCharCode(65 + i) : `opt${i}`));
+
+type Question = GoldenRequest['question'];
+const noul = (instructions: Json, criteria?: Json): Question =>
+  criteria === undefined ? { type: 'noul', instructions } : { type: 'noul', instructions, criteria };
+const choice = (instructions: Json, pairs: Array<[string, Json]>): Question => ({
+  type: 'choice',
+  instructions,
+  criteria: pairs,
+});
+const score = (instructions: Json, levels: Json[]): Question => ({ type: 'score', instructions, criteria: levels });
+
+const STATE = 'Order #1042 arrived two days late and the box was damaged. The customer asks for a refund.';
+
+function requests(ref: ReferenceTokenizers): GoldenRequest[] {
+  const out: GoldenRequest[] = [];
+  const refund = 'The customer asks for a refund.';
+  const topic = 'What is the main topic?';
+  const severity = 'How severe is the complaint?';
+
+  // the same cases for both tokenizers, over the shipped-shape folders
+  for (const model of ['deberta-v2.0', 'modernbert-v2.0']) {
+    const tag = model.split('-')[0]!;
+    const add = (name: string, question: Question, state: Json = STATE, m = model): void => {
+      out.push({ name: `${tag}: ${name}`, model: m, state, question });
+    };
+    // noul: criteria absent, partial, null, empty, structured
+    add('noul plain', noul(refund));
+    add('noul with criteria', noul(refund, { true: 'a refund is requested', false: 'no refund is mentioned' }));
+    add('noul criteria true only', noul(refund, { true: 'money back is asked for' }));
+    add('noul criteria false only (not read)', noul(refund, { false: 'only complains' }));
+    add('noul criteria null', noul(refund, null));
+    add('noul criteria values null', noul(refund, { true: null, false: null }));
+    add('noul criteria empty strings', noul(refund, { true: '', false: '' }));
+    add('noul criteria object', noul(refund, { true: { signal: 'refund', strength: 2 }, false: { signal: 'none' } }));
+    add('noul criteria array', noul(refund, { true: ['refund', 'money back'], false: [] }));
+    add('noul instructions object', noul({ question: 'refund?', context: ['email', 'chat'], weight: 0.5 }));
+    add('noul instructions array', noul(['is it late?', 'is it damaged?']));
+    add('noul instructions null', noul(null));
+    add('noul instructions absent', { type: 'noul' });
+    // choice: one option, descriptions null / "" / text / structured, 10 / 26 / 255 options
+    add('choice one option', choice(topic, [['delivery', null]]));
+    add('choice one option, described', choice(topic, [['delivery', 'shipping, delays, damage']]));
+    add(
+      'choice two options',
+      choice(topic, [
+        ['delivery', 'shipping'],
+        ['billing', 'invoices'],
+      ]),
+    );
+    add(
+      'choice null / empty / text',
+      choice(topic, [
+        ['delivery', null],
+        ['billing', ''],
+        ['product', 'the item itself'],
+      ]),
+    );
+    add(
+      'choice object and array descriptions',
+      choice(topic, [
+        ['a', { when: 'late', score: 1.5 }],
+        ['b', ['x', 'y']],
+        ['c', {}],
+      ]),
+    );
+    add(
+      'choice integer-like names keep their order',
+      choice(topic, [
+        ['10', 'ten'],
+        ['2', 'two'],
+        ['1', null],
+        ['b', 'bee'],
+      ]),
+    );
+    add(
+      'choice duplicate descriptions',
+      choice(topic, [
+        ['x', 'same'],
+        ['y', 'same'],
+        ['z', 'same'],
+      ]),
+    );
+    add(
+      'choice braces in names stay text',
+      choice(topic, [
+        ['{}', '{0} {instructions}'],
+        ['{{x}}', null],
+      ]),
+    );
+    for (const n of [10, 26, 255])
+      add(
+        `choice ${n} options`,
+        choice(
+          topic,
+          letters(n).map((l, i) => [l, i % 3 === 0 ? null : `option ${l}`]),
+        ),
+      );
+    // score: 2 and 10 levels, structured levels
+    add('score 2 levels', score(severity, ['no issue', 'an issue']));
+    add('score 3 levels', score(severity, ['no issue', 'minor', 'serious']));
+    add(
+      'score 10 levels',
+      score(
+        severity,
+        Array.from({ length: 10 }, (_, i) => `severity ${i} of 9`),
+      ),
+    );
+    add('score one level', score(severity, ['the only level']));
+    add(
+      'score object levels',
+      score(severity, [{ label: 'none' }, { label: 'some', examples: ['late'] }, { label: 'all' }]),
+    );
+    add('score array levels', score(severity, [['calm'], ['annoyed', 'upset'], []]));
+    // special-token strings in user text
+    add(
+      '[SEP] [CLS] [PAD] [UNK] [MASK] in state',
+      noul(refund),
+      '[CLS] first [SEP] second [PAD][UNK] third [MASK] [SEP]',
+    );
+    add('special strings in instructions', noul('[SEP] Is it late? [CLS] <|endoftext|>'));
+    add(
+      'special strings in option names and descriptions',
+      choice(topic, [
+        ['[MASK]', 'mask'],
+        ['a[SEP]b', null],
+        ['<|padding|>', '[CLS] x'],
+      ]),
+    );
+    add('special strings in noul criteria', noul(refund, { true: 'yes [SEP] [MASK]' }));
+    add('special strings in score levels', score(severity, ['<|padding|>none', '[UNK] some']));
+    add('special strings split by another', noul(refund), '[MA[SEP]SK] and [SE[MASK]P] and [[CLS]]');
+    add('special strings in object state', noul(refund), {
+      '[SEP]': '[MASK] value',
+      nested: ['[CLS]', '<|endoftext|>'],
+    });
+    add('special strings in list state', noul(refund), ['turn one [SEP]', 'turn two [MASK]']);
+    add('look-alikes stay', noul(refund), '[mask] [ MASK ] [MASK [SEP  <|endoftext| ||IP_ADDRESS||');
+    add('non-special added token stays a token', noul(refund), 'from |||IP_ADDRESS||| at noon');
+    add('only special strings', noul('[MASK]'), '[MASK][SEP][CLS][PAD][UNK]<|endoftext|><|padding|>');
+    // non-ASCII and CJK
+    add(
+      'CJK state',
+      noul('顧客は返金を求めています。'),
+      '注文番号1042は2日遅れて届き、箱が破損していました。返金を希望します。',
+    );
+    add(
+      'CJK options',
+      choice('主な話題は何ですか?', [
+        ['配送', '遅延、破損'],
+        ['請求', null],
+        ['製品', '商品そのもの'],
+      ]),
+    );
+    add('emoji and RTL', noul('The customer is happy 🙂'), 'مرحبا 🙂👍🏽 שלום — très bien');
+    add('accents composed and decomposed', noul(refund), 'café cafe\u0301 naïve nai\u0308ve');
+    add('non-ASCII object state', noul(refund), { città: 'Zürich', 注文: ['返金', 'é'], emoji: '🙂' });
+    add('control characters and escapes in object', noul(refund), {
+      text: 'line\nbreak\ttab "quote" back\\slash \u0001\u001f \u007f \u2028',
+    });
+    // state shapes
+    add('object state', noul(refund), { order: 1042, late_days: 2, damaged: true, note: null });
+    add('nested object state', noul(refund), { a: { b: { c: [1, { d: 'deep' }] } }, e: [] });
+    add('array state of strings', noul(refund), ['Hi, my order is late.', 'Sorry to hear that.', 'I want a refund.']);
+    add(
+      'array state of objects',
+      choice(topic, [
+        ['delivery', null],
+        ['billing', null],
+      ]),
+      [
+        { role: 'user', text: 'late' },
+        { role: 'agent', text: 'sorry' },
+      ],
+    );
+    add('empty string state', noul(refund), '');
+    add('empty object state', noul(refund), {});
+    add('empty array state', noul(refund), []);
+    add('numbers as Python writes them', noul(refund), {
+      ints: [0, -0, 100, -7, 2 ** 53, 1e20],
+      floats: [0.1, 1.5, -2.25, 1e-4, 1e-5, 1e21, 5e-324],
+    });
+    add('booleans and null state', noul(refund), [true, false, null, { t: true }]);
+  }
+
+  // limits: the state at, one over and far over; hypotheses that leave one token, none, or fit an empty state
+  const rowLengths = (question: Question, model: string, state: Json = ''): number[] => {
+    const [r] = runReference([{ name: 'probe', model, state, question }], ref);
+    if (!r!.rows) throw new Error(`probe refused: ${JSON.stringify(r)}`);
+    return (r!.rows as Array<{ ids: number[] }>).map((row) => row.ids.length);
+  };
+  const count = (tok: TokenizerName, s: string): number =>
+    ref.tokenizers[tok].encode(s, { add_special_tokens: false }).ids.length;
+  const limitOf = (model: string): number => {
+    const nli = GOLDEN_MODELS[model]!.nli_config as { max_len?: number } | null;
+    return nli?.max_len ?? (NLI_TEST_TOKENIZERS[GOLDEN_MODELS[model]!.tokenizer]().config.model_max_length as number);
+  };
+  for (const model of ['deberta-v2.0', 'modernbert-v2.0', 'deberta-small-mnli', 'modernbert-small']) {
+    const tok = GOLDEN_MODELS[model]!.tokenizer;
+    const max = limitOf(model);
+    const add = (name: string, question: Question, state: Json): void => {
+      out.push({ name: `${model}: ${name}`, model, state, question });
+    };
+    const q = noul(refund);
+    const [empty] = rowLengths(q, model);
+    const room = max - empty!;
+    if (count(tok, aTokens(room)) !== room) throw new Error('aTokens: " a" is not one token');
+    add('state at the limit', q, aTokens(room));
+    add('state one over the limit', q, aTokens(room + 1));
+    add('state far over the limit', q, aTokens(3 * room));
+    add('object state over the limit', q, { text: aTokens(room + 10) });
+    add('list state over the limit (cut at its end, as only_first does)', q, [
+      'first turn',
+      aTokens(room),
+      'newest turn',
+    ]);
+    // options of different lengths: each row's premise is cut to its own room
+    const opts = choice(topic, [
+      ['short', null],
+      ['long', aTokens(Math.floor(room / 3))],
+      ['mid', 'a middle one'],
+    ]);
+    add('choice rows cut to different lengths', opts, aTokens(room));
+    // the hypothesis alone: `n` tokens of instructions make a noul row of specials + n (template "{}")
+    const base = rowLengths(noul('a'), model)[0]! - count(tok, 'a'); // the row without the statement
+    const stmt = (n: number): Question => noul(aTokens(n));
+    if (rowLengths(stmt(5), model)[0] !== base + 5) throw new Error('statement tokens are not additive');
+    add(
+      'hypothesis leaves one token of the state',
+      stmt(max - base - 1),
+      'a long state that must lose all but one token',
+    );
+    add('hypothesis leaves none (refused)', stmt(max - base), 'short');
+    add('hypothesis fills the row, empty state', stmt(max - base), '');
+    add('hypothesis over the row, empty state (refused)', stmt(max - base + 1), '');
+    add(
+      'one option of many does not fit (refused)',
+      choice(topic, [
+        ['a', null],
+        ['b', aTokens(max)],
+        ['c', null],
+      ]),
+      'state',
+    );
+  }
+
+  // the other folders: 3-way labels, templates with {instructions} and {0}, the pipeline default, a scorer
+  for (const model of ['deberta-small-mnli', 'modernbert-mnli-defaults', 'modernbert-small', 'deberta-scorer']) {
+    const add = (name: string, question: Question, state: Json = 'short state'): void => {
+      out.push({ name: `${model}: ${name}`, model, state, question });
+    };
+    add('noul', noul(refund));
+    add('noul with criteria', noul(refund, { true: 'a refund', false: 'none' }));
+    add(
+      'choice 3',
+      choice(topic, [
+        ['a', 'first'],
+        ['b', null],
+        ['c', 'third'],
+      ]),
+    );
+    add('choice one option', choice(topic, [['only', null]]));
+    add(
+      'choice object instructions',
+      choice({ ask: 'topic?', lang: 'en' }, [
+        ['x', null],
+        ['y', null],
+      ]),
+    );
+    add('score 4', score('How bad?', ['fine', 'meh', 'bad', 'awful']));
+  }
+
+  // seeded mixtures of everything above
+  const rand = seeded(37);
+  for (let i = 0; i < 24; i++) {
+    const kind = (['noul', 'choice', 'score'] as const)[i % 3]!;
+    const instr: Json = rand() < 0.7 ? text(rand, 3 + Math.floor(rand() * 12)) : { ask: text(rand, 4), n: i };
+    const stateKind = Math.floor(rand() * 3);
+    const state: Json =
+      stateKind === 0
+        ? text(rand, 5 + Math.floor(rand() * 200))
+        : stateKind === 1
+          ? { id: i, body: text(rand, 20), tags: [text(rand, 1), text(rand, 1)] }
+          : Array.from({ length: 1 + Math.floor(rand() * 6) }, () => text(rand, 5 + Math.floor(rand() * 40)));
+    let question: Question;
+    if (kind === 'noul')
+      question = rand() < 0.5 ? noul(instr) : noul(instr, { true: text(rand, 4), false: text(rand, 3) });
+    else if (kind === 'choice')
+      question = choice(
+        instr,
+        Array.from({ length: 1 + Math.floor(rand() * 12) }, (_, j) => [
+          `${text(rand, 1)} ${j}`,
+          rand() < 0.3 ? null : text(rand, 1 + Math.floor(rand() * 20)),
+        ]),
+      );
+    else
+      question = score(
+        instr,
+        Array.from({ length: 2 + Math.floor(rand() * 9) }, () => text(rand, 1 + Math.floor(rand() * 10))),
+      );
+    const models = ['deberta-v2.0', 'modernbert-v2.0', 'deberta-small-mnli', 'modernbert-small'];
+    out.push({ name: `mixed ${i}`, model: models[i % 4]!, state, question });
+  }
+  return out;
+}
+
+/** Rows of a request (noul: 1), for its fake logits. */
+function rowCount(q: Question): number {
+  return q.type === 'noul' ? 1 : Array.isArray(q.criteria) ? q.criteria.length : 0;
+}
+
+function columns(model: string): number {
+  return Object.keys((GOLDEN_MODELS[model]!.config as { id2label: object }).id2label).length;
+}
+
+/** The golden requests, with fake logits per row (seeded; a few ties and extremes). */
+export function goldenRequests(ref: ReferenceTokenizers = referenceTokenizers()): GoldenRequest[] {
+  const rand = seeded(1042);
+  return requests(ref).map((r, i) => {
+    const c = columns(r.model);
+    let logits = Array.from({ length: rowCount(r.question) }, () =>
+      Array.from({ length: c }, () => Math.round((rand() * 12 - 6) * 1000) / 1000),
+    );
+    if (i % 17 === 3) logits = logits.map((row) => row.map(() => 0.5)); // all equal: the first option is chosen
+    if (i % 23 === 5) logits = logits.map((row, j) => row.map((_, k) => ((j + k) % 2 === 0 ? 60 : -60))); // far apart
+    return { ...r, logits };
+  });
+}
+
+/** One result a line: a readable diff when a rule changes, and a small file. */
+function format(goldens: { about: string[]; models: unknown; requests: unknown[]; results: unknown[] }): string {
+  const list = (xs: unknown[]): string => `[\n${xs.map((x) => `    ${JSON.stringify(x)}`).join(',\n')}\n  ]`;
+  return (
+    `{\n  "about": ${JSON.stringify(goldens.about)},\n  "models": ${JSON.stringify(goldens.models)},\n` +
+    `  "requests": ${list(goldens.requests)},\n  "results": ${list(goldens.results)}\n}\n`
+  );
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const ref = referenceTokenizers();
+  const reqs = goldenRequests(ref);
+  const results = runReference(reqs, ref);
+  const about = [
+    'Goldens of the NLI pairs layout, made by tools/reference/nli_pairs.py (Python, from the pipeline’s rules), not by Assay.',
+    'Tokenizers: the test replicas of tools/families/nli-tokenizers.ts. Regenerate: npx tsx tools/families/nli-goldens.ts',
+  ];
+  writeFileSync(NLI_GOLDENS, format({ about, models: GOLDEN_MODELS, requests: reqs, results }));
+  const refused = results.filter((r) => 'refused' in r).length;
+  const cut = results.filter((r) =>
+    (r.rows as Array<{ truncated?: unknown }> | undefined)?.some((row) => row.truncated),
+  ).length;
+  console.log(`${reqs.length} requests (${refused} refused, ${cut} with a premise cut) -> ${NLI_GOLDENS}`);
+}
