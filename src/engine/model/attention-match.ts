@@ -22,6 +22,8 @@ export interface Layer {
   presentK: string;
   presentV: string;
   output: string;
+  /** The mask added to the scores (computed from attention_mask, and the bias where the graph has one). */
+  mask: string;
   scale: number;
   /** The nodes that produce the present KV and the output: replaced by the fused node. */
   replaced: NodeProto[];
@@ -100,6 +102,7 @@ export function matchLayer(g: GraphIndex, s: NodeProto): Layer | string {
     presentK: k.concat.output![0]!,
     presentV: v.concat.output![0]!,
     output: out,
+    mask: add.input![maskIndex]!,
     scale,
     replaced: [k.concat, v.concat, last],
   };

@@ -21,13 +21,18 @@
 // Every layer must match, or the graph is left as it is and the reason is returned (the runner
 // reports it at load).
 //
-// Passes that need their own mask (packed questions, shared passes across requests: each token sees
-// the past and its own ancestors only) keep it: where the graph takes `assay_attention_bias`, each
-// layer becomes an If on "is the bias the [1, 1] zero?": then GroupQueryAttention alone (the flash
-// path), else GroupQueryAttention with the bias as its attention_bias input [1, 1, S, T] (the op's
-// causal mask and the bias together: a packed token's ancestors all come before it, so the bias only
-// ever hides what the causal mask lets through). Both branches read the same projections outside
-// the If: the weights are held once, in one session.
+// Which passes run it: each layer becomes an If. A causal pass of at least FUSED_MIN_ROWS new tokens
+// (prefill pieces, long single passes) runs GroupQueryAttention, the flash path. Passes that need
+// their own mask (where the graph takes `assay_attention_bias` and it is not the [1, 1] zero: packed
+// questions, shared passes across requests, where each token sees the past and its own ancestors
+// only) and short passes (a question's few tokens over a cached state: flash attention gains nothing
+// on a handful of query rows) run the layer's attention as exported, copied into the other branch
+// with the mask it had. So a question computes the same packed or alone, as before the rewrite:
+// quantized models turn a summation-order change of 1e-7 into a flipped int8 step now and then.
+// Both branches read the same projections outside the If: the weights are held once, in one
+// session. (The fused op can take the tree mask as its attention_bias too; measured on a 2-core
+// AVX2 EPYC that was slower than the exported ops on packed question passes, 0.93× at 2,000 tokens
+// × 16 questions.)
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { topologicalOrder } from './graph-order.js';
 import { GraphIndex, matchLayer, type Layer } from './attention-match.js';
@@ -57,6 +62,9 @@ export function attentionShape(config: Record<string, unknown>): AttentionShape 
   if (typeof config.attn_logit_softcapping === 'number') return 'the model caps its attention logits';
   return { heads, kvHeads, headDim };
 }
+
+/** Passes of fewer new tokens than this keep the exported attention (see fuseAttention). */
+export const FUSED_MIN_ROWS = 64;
 
 /** What the fusion did: how many layers now run GroupQueryAttention, or why none does. */
 export type Fusion = { layers: number } | { skipped: string };
@@ -130,19 +138,61 @@ export function fuseAttention(
     'assay/fa/total',
     [intAttr('to', INT32)],
   );
+  // The fused op for a causal pass of at least FUSED_MIN_ROWS new tokens (prefill pieces, long
+  // single passes); the exported attention for short passes (a question's few tokens over a cached
+  // state: flash attention gains nothing on a handful of query rows) and for every packed pass.
+  // Short and packed passes then compute exactly as they did before the rewrite, so a question
+  // answers the same packed or alone.
+  const rows = node(
+    'Gather',
+    [node('Shape', ['input_ids'], 'assay/fa/ids_shape'), int64('assay/fa/seq_axis', [1], [])],
+    'assay/fa/rows',
+    [intAttr('axis', 0)],
+  );
+  const long = node(
+    'Not',
+    [node('Less', [rows, int64('assay/fa/min_rows', [FUSED_MIN_ROWS], [])], 'assay/fa/short')],
+    'assay/fa/long',
+  );
   const plain = bias
-    ? node('Equal', [node('Size', [bias], 'assay/fa/bias_size'), int64('assay/fa/one_size', [1], [])], 'assay/fa/plain')
-    : undefined;
+    ? node(
+        'And',
+        [
+          long,
+          node(
+            'Equal',
+            [node('Size', [bias], 'assay/fa/bias_size'), int64('assay/fa/one_size', [1], [])],
+            'assay/fa/causal',
+          ),
+        ],
+        'assay/fa/plain',
+      )
+    : long;
   const toBsh = int64('assay/fa/bsh', [0, 0, -1]);
-  const bsh = (t: string, name: string) =>
-    node('Reshape', [node('Transpose', [t], `${name}_bsnh`, [intsAttr('perm', [0, 2, 1, 3])]), toBsh], name);
+  /** [B, N, S, H] → [B, S, N·H], as GroupQueryAttention reads its query, key and value. */
+  const bsh = (into: NodeProto[], t: string, name: string) => {
+    into.push(
+      {
+        opType: 'Transpose',
+        input: [t],
+        output: [`${name}_bsnh`],
+        name: `${name}_bsnh`,
+        attribute: [intsAttr('perm', [0, 2, 1, 3])],
+      },
+      { opType: 'Reshape', input: [`${name}_bsnh`, toBsh], output: [name], name },
+    );
+    return name;
+  };
 
   const removed = new Set<NodeProto>();
   layers.forEach((l, i) => {
     const p = `assay/fa/${i}`;
-    const q = bsh(l.q, `${p}/q`);
-    const k = bsh(l.newK, `${p}/k`);
-    const v = bsh(l.newV, `${p}/v`);
+    // The fused op's inputs are laid out in the branch that reads them (a short or packed pass
+    // does not pay for them).
+    const layout: NodeProto[] = [];
+    const q = bsh(layout, l.q, `${p}/q`);
+    const k = bsh(layout, l.newK, `${p}/k`);
+    const v = bsh(layout, l.newV, `${p}/v`);
     const attrs = [
       intAttr('num_heads', heads),
       intAttr('kv_num_heads', kvHeads),
@@ -151,68 +201,30 @@ export function fuseAttention(
     const inputs = [q, k, v, l.pastK, l.pastV, seqlens, total];
     const outputs = [l.output, l.presentK, l.presentV];
     for (const r of l.replaced) removed.add(r);
-    if (!plain) {
-      added.push({
-        opType: 'GroupQueryAttention',
-        domain: 'com.microsoft',
-        input: inputs,
-        output: outputs,
-        name: `${p}/gqa`,
-        attribute: attrs,
-      });
-      return;
-    }
-    const branch = (withBias: boolean): OnnxTypes.IGraphProto => {
-      const b = withBias ? 'biased' : 'causal';
-      const inner: NodeProto[] = [];
-      const extra: string[] = [];
-      if (withBias) {
-        // [rows, columns] → [1, 1, rows, columns], in the attention's type.
-        const axes = opset >= 13 ? [int64(`${p}/${b}/axes`, [0, 1])] : [];
-        const unsqueezed = `${p}/${b}/bias4`;
-        inner.push({
-          opType: 'Unsqueeze',
-          input: [bias!, ...axes],
-          output: [unsqueezed],
-          name: unsqueezed,
-          attribute: opset >= 13 ? [] : [intsAttr('axes', [0, 1])],
-        });
-        let typed = unsqueezed;
-        if (kvType === FLOAT16) {
-          typed = `${p}/${b}/bias16`;
-          inner.push({
-            opType: 'Cast',
-            input: [unsqueezed],
-            output: [typed],
-            name: typed,
-            attribute: [intAttr('to', FLOAT16)],
-          });
-        }
-        extra.push('', '', '', typed); // cos_cache, sin_cache, position_ids: none; attention_bias
-      }
-      const outs = ['output', 'present_key', 'present_value'].map((o) => `${p}/${b}/${o}`);
-      inner.push({
-        opType: 'GroupQueryAttention',
-        domain: 'com.microsoft',
-        input: [...inputs, ...extra],
-        output: outs,
-        name: `${p}/${b}/gqa`,
-        attribute: attrs,
-      });
-      return {
-        name: `${p}/${b}`,
-        node: inner,
-        output: outs.map((name) => ({ name, type: { tensorType: { elemType: kvType } } })),
-      };
+    const causal: OnnxTypes.IGraphProto = {
+      name: `${p}/causal`,
+      node: [
+        ...layout,
+        {
+          opType: 'GroupQueryAttention',
+          domain: 'com.microsoft',
+          input: inputs,
+          output: outputs.map((o) => `${p}/causal/${o}`),
+          name: `${p}/causal/gqa`,
+          attribute: attrs,
+        },
+      ],
+      output: outputs.map((o) => ({ name: `${p}/causal/${o}`, type: { tensorType: { elemType: kvType } } })),
     };
+    const exported = exportedBranch(nodes, l, `${p}/exported`, kvType);
     added.push({
       opType: 'If',
       input: [plain],
       output: outputs,
       name: `${p}/if`,
       attribute: [
-        { name: 'then_branch', type: AttributeType.GRAPH, g: branch(false) },
-        { name: 'else_branch', type: AttributeType.GRAPH, g: branch(true) },
+        { name: 'then_branch', type: AttributeType.GRAPH, g: causal },
+        { name: 'else_branch', type: AttributeType.GRAPH, g: exported },
       ],
     });
   });
@@ -237,6 +249,54 @@ function intAttr(name: string, i: number): OnnxTypes.IAttributeProto {
 
 function intsAttr(name: string, ints: number[]): OnnxTypes.IAttributeProto {
   return { name, type: AttributeType.INTS, ints };
+}
+
+/**
+ * The layer's attention as exported, as a subgraph: a copy of every node that lies between the
+ * layer's roots (query, new and past KV, the mask) and its outputs (context, present KV), reading
+ * the rest (shapes, constants) from the outer scope. Its outputs are renamed copies of the layer's.
+ */
+function exportedBranch(nodes: NodeProto[], l: Layer, prefix: string, elemType: number): OnnxTypes.IGraphProto {
+  const roots = new Set([l.q, l.newK, l.newV, l.pastK, l.pastV, l.mask]);
+  const producer = new Map<string, NodeProto>();
+  for (const n of nodes) for (const o of n.output ?? []) producer.set(o, n);
+  // Forward from the roots (the graph is in topological order).
+  const reached = new Set(roots);
+  const fromRoots = new Set<NodeProto>();
+  for (const n of nodes) {
+    if ((n.input ?? []).some((i) => reached.has(i))) {
+      fromRoots.add(n);
+      for (const o of n.output ?? []) reached.add(o);
+    }
+  }
+  // Back from the outputs, not past the roots.
+  const inside = new Set<NodeProto>();
+  const stack = [l.output, l.presentK, l.presentV];
+  while (stack.length > 0) {
+    const t = stack.pop()!;
+    const n = producer.get(t);
+    if (roots.has(t) || !n || inside.has(n) || !fromRoots.has(n)) continue;
+    inside.add(n);
+    stack.push(...(n.input ?? []));
+  }
+  const renamed = (t: string) => `${prefix}/${t}`;
+  const own = new Set([...inside].flatMap((n) => n.output ?? []));
+  const copies = nodes
+    .filter((n) => inside.has(n))
+    .map((n) => ({
+      ...n,
+      name: renamed(n.name || (n.output ?? [])[0] || n.opType!),
+      input: (n.input ?? []).map((i) => (own.has(i) ? renamed(i) : i)),
+      output: (n.output ?? []).map(renamed),
+    }));
+  return {
+    name: prefix,
+    node: copies,
+    output: [l.output, l.presentK, l.presentV].map((o) => ({
+      name: renamed(o),
+      type: { tensorType: { elemType } },
+    })),
+  };
 }
 
 /** Every tensor name a node reads, subgraphs (outer-scope reads) included. */
