@@ -115,26 +115,18 @@ export function fuseAttention(
   };
   // seqlens_k (total length − 1 per row) and total_sequence_length, as onnxruntime-genai computes them.
   const mask = 'attention_mask';
+  const one = int64('assay/fa/one', [1], []); // a scalar: the sequence axis, an index, a size
+
   const rowSum =
     opset >= 13
       ? node('ReduceSum', [mask, int64('assay/fa/axis1', [1])], 'assay/fa/row_sum', [intAttr('keepdims', 0)])
       : node('ReduceSum', [mask], 'assay/fa/row_sum', [intsAttr('axes', [1]), intAttr('keepdims', 0)]);
-  const seqlens = node(
-    'Cast',
-    [node('Sub', [rowSum, int64('assay/fa/one', [1], [])], 'assay/fa/seqlens64')],
-    'assay/fa/seqlens_k',
-    [intAttr('to', INT32)],
-  );
+  const seqlens = node('Cast', [node('Sub', [rowSum, one], 'assay/fa/seqlens64')], 'assay/fa/seqlens_k', [
+    intAttr('to', INT32),
+  ]);
   const total = node(
     'Cast',
-    [
-      node(
-        'Gather',
-        [node('Shape', [mask], 'assay/fa/mask_shape'), int64('assay/fa/one_index', [1], [])],
-        'assay/fa/total64',
-        [intAttr('axis', 0)],
-      ),
-    ],
+    [node('Gather', [node('Shape', [mask], 'assay/fa/mask_shape'), one], 'assay/fa/total64', [intAttr('axis', 0)])],
     'assay/fa/total',
     [intAttr('to', INT32)],
   );
@@ -143,12 +135,9 @@ export function fuseAttention(
   // state: flash attention gains nothing on a handful of query rows) and for every packed pass.
   // Short and packed passes then compute exactly as they did before the rewrite, so a question
   // answers the same packed or alone.
-  const rows = node(
-    'Gather',
-    [node('Shape', ['input_ids'], 'assay/fa/ids_shape'), int64('assay/fa/seq_axis', [1], [])],
-    'assay/fa/rows',
-    [intAttr('axis', 0)],
-  );
+  const rows = node('Gather', [node('Shape', ['input_ids'], 'assay/fa/ids_shape'), one], 'assay/fa/rows', [
+    intAttr('axis', 0),
+  ]);
   const long = node(
     'Not',
     [node('Less', [rows, int64('assay/fa/min_rows', [FUSED_MIN_ROWS], [])], 'assay/fa/short')],
@@ -157,14 +146,7 @@ export function fuseAttention(
   const plain = bias
     ? node(
         'And',
-        [
-          long,
-          node(
-            'Equal',
-            [node('Size', [bias], 'assay/fa/bias_size'), int64('assay/fa/one_size', [1], [])],
-            'assay/fa/causal',
-          ),
-        ],
+        [long, node('Equal', [node('Size', [bias], 'assay/fa/bias_size'), one], 'assay/fa/causal')],
         'assay/fa/plain',
       )
     : long;
