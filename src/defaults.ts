@@ -39,6 +39,8 @@ export const DEFAULTS = {
   prefixCacheScope: 'key',
   /** Most question tokens in one packed pass. */
   packTokens: 512,
+  /** Encoder families: most padded tokens of one batch of a request's rows (engine/families/evaluator.ts). */
+  rowBatchTokens: 4096,
   /**
    * Most tokens of one pass shared by concurrent requests (0: off), by provider. Off on CPU: the
    * plain-op attention computes every masked score, so a shared pass costs more than its parts

@@ -8,7 +8,7 @@
 // (`varient`, `releaseDate`) stops the command naming the field meant: a misspelt field would
 // otherwise be silently ignored. The question types of `escalate.below` are a closed set.
 import { z } from 'zod';
-import { parseVariant, VARIANTS } from './engine/index.js';
+import { FAMILY_NAMES, parseVariant, VARIANTS } from './engine/index.js';
 import { fileObject } from './protocol/index.js';
 
 const nonEmpty = (what: string) => z.string().min(1, `expected ${what}`);
@@ -101,6 +101,12 @@ export const ModelEntrySchema = fileObject({
     .refine((v) => parseVariant(v) !== undefined, `expected one of ${VARIANTS.join(', ')}`)
     .optional()
     .describe(`Which ONNX file of the folder to run: ${VARIANTS.join(', ')}. Default: the engine's choice.`),
+  family: z
+    .enum(FAMILY_NAMES)
+    .optional()
+    .describe(
+      `The model family, when its files do not say it: ${FAMILY_NAMES.join(', ')}. Default: the folder's decision.json \`layout\`, else what its files show (docs/models.md#model-families).`,
+    ),
   graph_rewrite: z
     .boolean()
     .optional()

@@ -45,6 +45,8 @@ export interface RequestFacts {
   model?: string;
   question_count?: number;
   input_tokens?: number;
+  /** What the model family's layout cut by its authors' design: questions per part, e.g. "state=3, options=1". */
+  truncated?: string;
   /** The error table's code when the request ended in an error (e.g. deadline, overloaded). */
   error?: string;
 }

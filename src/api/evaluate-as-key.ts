@@ -6,6 +6,7 @@ import { AbortedError, BudgetError } from '../engine/index.js';
 import { evaluateRequest, type Evaluation } from '../service/index.js';
 import { keyAllows, limitsOf, rateKey } from './admission.js';
 import type { ApiContext } from './context.js';
+import { truncationSummary } from './notes-headers.js';
 
 /** Aborts when the client hangs up before its response is written. */
 export function untilClientGone(reply: FastifyReply): AbortSignal {
@@ -55,5 +56,7 @@ export async function evaluateAsKey(
   ctx.limiter.charge(rateKey(key), usage.input_tokens, limitsOf(key));
   ctx.metrics.inputTokens(model, usage.input_tokens);
   if (req.facts) req.facts.input_tokens = usage.input_tokens;
+  const truncated = truncationSummary(evaluation.notes?.truncated);
+  if (req.facts && truncated) req.facts.truncated = truncated;
   return evaluation;
 }

@@ -149,6 +149,19 @@ export function createMetrics(
   engineGauge('assay_prefix_cache_bytes', 'Bytes held by the prefix KV cache', (s) => s.prefixCacheBytes);
   engineGauge('assay_engine_queue_depth', 'Requests waiting for the engine', (s) => s.queueDepth);
   engineGauge('assay_engine_running', 'Requests the engine is running', (s) => s.running);
+  // Which family each loaded model is, and whether it reuses a state's KV (a decoder) or reads the
+  // state again in every row (an encoder: its prefix cache figures stay 0).
+  new Gauge({
+    name: 'assay_model_family',
+    help: "1 per loaded model, labelled with its family and whether it reuses a state's prefix KV across questions and requests",
+    labelNames: ['model', 'family', 'prefix_reuse'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const e of engines())
+        this.set({ model: e.model, family: e.stats.family, prefix_reuse: String(e.stats.family === 'decoder') }, 1);
+    },
+  });
 
   return {
     registry,

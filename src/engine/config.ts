@@ -80,6 +80,16 @@ export interface EngineConfig {
   /** Most tokens of questions in one packed pass (default 512); more questions take more passes. */
   packTokens?: number;
   /**
+   * Encoder families: most padded tokens of one batch of a request's rows (rows × the longest),
+   * longest rows first (families/evaluator.ts); 0 runs rows one by one.
+   */
+  rowBatchTokens?: number;
+  /**
+   * The model's family (families/family.ts): 'decoder', 'laya-markers' or 'nli-pairs'. Default: the
+   * folder's declaration (decision.json's `layout`), else what its files show (families/detect.ts).
+   */
+  family?: string;
+  /**
    * Most tokens of one pass that packs concurrent requests together (batching.ts): requests whose
    * whole prompt runs as one packed pass share it, each seeing only its own tokens. 0 turns it off.
    * Default by provider (src/defaults.ts): off on CPU, 4,096 on CUDA.
@@ -115,6 +125,7 @@ type Defaulted =
   | 'requestTokenBudget'
   | 'questionTokenBudget'
   | 'packTokens'
+  | 'rowBatchTokens'
   | 'batchTokens'
   | 'confidence'
   | 'packQuestions'
@@ -141,6 +152,7 @@ export function resolveEngineConfig(c: EngineConfig): ResolvedEngineConfig {
     requestTokenBudget: c.requestTokenBudget ?? ALL.requestTokenBudget,
     questionTokenBudget: c.questionTokenBudget ?? ALL.questionTokenBudget,
     packTokens: c.packTokens ?? ALL.packTokens,
+    rowBatchTokens: c.rowBatchTokens ?? ALL.rowBatchTokens,
     batchTokens: c.batchTokens ?? ALL.batchTokens[provider],
     confidence: c.confidence ?? ALL.confidence,
     packQuestions: c.packQuestions ?? ALL.packQuestions,

@@ -24,13 +24,18 @@ export class BudgetError extends CrossingError {
     readonly limit: number,
     /** The count stopped early: the request needs at least `count` tokens. */
     readonly atLeast = false,
+    /** A message of its own (a model family's limit, e.g. its options' share of a row); default the budget's. */
+    message?: string,
   ) {
-    super(`${budgetName(budget)} is ${limit} tokens; this request needs ${atLeast ? 'more than ' : ''}${count}`);
+    super(
+      message ?? `${budgetName(budget)} is ${limit} tokens; this request needs ${atLeast ? 'more than ' : ''}${count}`,
+    );
     this.name = 'BudgetError';
   }
 
+  /** A subclass (a family's own refusal) crosses threads as a BudgetError with its message. */
   args(): unknown[] {
-    return [this.budget, this.count, this.limit, this.atLeast];
+    return [this.budget, this.count, this.limit, this.atLeast, this.message];
   }
 }
 

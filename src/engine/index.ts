@@ -8,6 +8,11 @@ export { PROMPT_VERSIONS } from './prompting/prompts.js';
 export { externalize } from './model/graph-file.js';
 export { inlineExternalData } from './model/q4-to-int8.js';
 export { ATTENTION_NOTE, Q4_NOTE } from './model/runner.js';
+// The families' light modules only (no onnxruntime): the loaders are imported when a model loads.
+export { FAMILY_NAMES, FAMILY_NOTE, type EncoderFamilyName } from './families/family.js';
+export { detectFamily } from './families/detect.js';
+export { LayaOptionsTooLong } from './families/laya/layout.js';
+export { NliHypothesisTooLong } from './families/nli/layout.js';
 export { BudgetError, AbortedError, OverloadedError, ModelLoadError, EngineError, EngineDeadError } from './errors.js';
 import type { EngineConfig } from './config.js';
 import type { Evaluator } from './types.js';

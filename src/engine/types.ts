@@ -5,6 +5,9 @@
 // the single source, and the engine takes their inferred types as they are (types only: the
 // engine never runs zod).
 import type { Answer, SentOrder, SystemOneRequest, Usage } from '../protocol/index.js';
+import type { FamilyName } from './families/family.js';
+
+export type { FamilyName } from './families/family.js';
 
 export type {
   SentOrder,
@@ -45,6 +48,20 @@ export interface EvaluateOptions {
 export interface EvaluateResult {
   answers: Record<string, Answer>;
   usage: Usage;
+  /** What the model's family says beside the answers (never part of the answers themselves). */
+  notes?: EvaluateNotes;
+}
+
+/** Facts of an evaluation outside the answer contract: the API sends them as headers (docs/api.md). */
+export interface EvaluateNotes {
+  /**
+   * Per question id, what the family's layout cut because its authors' reference cuts it by design
+   * ('state', 'instructions', 'options', 'row' for Laya; 'state' for NLI pairs): a request that does
+   * not fit is otherwise refused (422), never cut silently.
+   */
+  truncated?: Record<string, string[]>;
+  /** Per question id, the Laya head's act_logits pair as the graph returns it (rows of its act / abstain head). */
+  actLogits?: Record<string, [number, number]>;
 }
 
 /** Counts of the engine's inner work, read by the API's /metrics. */
@@ -57,6 +74,11 @@ export interface EngineStats {
   tokensEvaluated: number;
   /** Forward passes run (prefill chunks, prefixes, suffixes, packed passes). */
   passes: number;
+  /**
+   * The model's family (families/family.ts): 'decoder' reuses a state's KV across questions and
+   * requests; an encoder family reads the state again in every row, so the prefix cache stays empty.
+   */
+  family: FamilyName;
 }
 
 /** One loaded model that answers requests. */

@@ -1,7 +1,7 @@
 // The one service function behind POST /v1/systemone and `assay eval`: validate → resolve the
 // model → authorize → evaluate → check the answers against the contract. HTTP (keys, limits,
 // headers, deadlines) stays in the route; files and flags stay in the command.
-import type { EvaluateResult, Evaluator } from '../engine/index.js';
+import type { EvaluateNotes, EvaluateResult, Evaluator } from '../engine/index.js';
 import { InvalidRequestError, ModelForbiddenError, type LogPolicy } from '../protocol/index.js';
 import { type SystemOneRequest, type SystemOneResponse } from '../protocol/index.js';
 import { parseRequest, responseProblems } from '../protocol/index.js';
@@ -32,6 +32,8 @@ export interface Evaluation {
   engineMs: number;
   /** The request's question ids and choice options in the order sent: the order to write the response in (protocol/order.ts). */
   order: SentOrder;
+  /** What the model's family says beside the answers (truncation by design, Laya's act_logits): headers, never the body. */
+  notes?: EvaluateNotes;
 }
 
 /** pydantic's wording for a value outside a set of literals: 'a', 'b' or 'c'. */
@@ -156,5 +158,5 @@ export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller
   const response: SystemOneResponse = { model: resolved.id, answers: result.answers, usage: result.usage };
   const problem = contractProblem(request, response);
   if (problem) throw new ResponseContractError(problem);
-  return { response, engineMs, order };
+  return result.notes ? { response, engineMs, order, notes: result.notes } : { response, engineMs, order };
 }

@@ -4,6 +4,7 @@
 import {
   ATTENTION_NOTE,
   EngineDeadError,
+  FAMILY_NOTE,
   loadEvaluator,
   Q4_NOTE,
   type EngineConfig,
@@ -176,7 +177,11 @@ export function createModelPool(
     if (!m || m.entry.escalate) return undefined;
     const rewrite = engine.rewriteGraph !== false && m.entry.graph_rewrite !== false;
     const fused = engine.fusedAttention !== false && m.entry.fused_attention !== false;
-    return { source: `${m.dir}|${m.entry.variant ?? ''}|${rewrite}|${fused}`, dir: m.dir, entry: m.entry };
+    return {
+      source: `${m.dir}|${m.entry.variant ?? ''}|${rewrite}|${fused}|${m.entry.family ?? ''}`,
+      dir: m.dir,
+      entry: m.entry,
+    };
   }
 
   async function open(slot: Slot): Promise<Evaluator> {
@@ -188,6 +193,7 @@ export function createModelPool(
       ...engine,
       modelDir: m.dir,
       variant: m.entry.variant,
+      ...(m.entry.family ? { family: m.entry.family } : {}),
       rewriteGraph: engine.rewriteGraph !== false && m.entry.graph_rewrite !== false,
       fusedAttention: engine.fusedAttention !== false && m.entry.fused_attention !== false,
       onWarning: (message) =>
@@ -199,7 +205,9 @@ export function createModelPool(
             ? log.info({ model: slot.id, note: message }, 'model runs its 4-bit weights on the int8 kernels')
             : message.startsWith(ATTENTION_NOTE)
               ? log.info({ model: slot.id, note: message.slice(ATTENTION_NOTE.length).trim() }, 'model attention')
-              : log.warn({ model: slot.id, reason: message }, 'model load fell back'),
+              : message.startsWith(FAMILY_NOTE)
+                ? log.info({ model: slot.id, note: message.slice(FAMILY_NOTE.length).trim() }, 'model family')
+                : log.warn({ model: slot.id, reason: message }, 'model load fell back'),
       onDeath: (error) => died(slot, error),
     });
     // Its resident cost: what the process grew by over the load (weights, rewritten graph, the engine

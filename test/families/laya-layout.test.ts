@@ -4,6 +4,7 @@
 // of fake logits agrees within 1e-6 (below). docs/families/laya-markers.md.
 import { existsSync, readFileSync } from 'node:fs';
 import { Tokenizer } from '@huggingface/tokenizers';
+import { failureOf, rebuild } from '../../src/engine/thread/failure.js';
 import { describe, expect, it } from 'vitest';
 import { BudgetError } from '../../src/engine/errors.js';
 import { layaReadout, readLayaConfig } from '../../src/engine/families/laya/calibration.js';
@@ -111,7 +112,12 @@ describe('the TypeScript layout equals the reference', () => {
     expect(thrown).toBeInstanceOf(BudgetError);
     expect((thrown as BudgetError).message).toContain('at most 512 tokens');
     expect((thrown as BudgetError).message).toContain('126 of the question');
-    expect((thrown as LayaOptionsTooLong).args()).toEqual([255, 126, 1032, 512, 192]);
+    expect(thrown).toMatchObject({ options: 255, optionsKept: 126, count: 1032, limit: 512, headMaxLen: 192 });
+    // It crosses threads (planner, engine thread) as a BudgetError with its message: the API's 422.
+    const crossed = rebuild(failureOf(thrown));
+    expect(crossed).toBeInstanceOf(BudgetError);
+    expect(crossed.message).toBe((thrown as Error).message);
+    expect((crossed as BudgetError).budget).toBe('context');
   });
 });
 

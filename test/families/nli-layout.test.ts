@@ -5,6 +5,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { failureOf, rebuild } from '../../src/engine/thread/failure.js';
 import { describe, expect, it } from 'vitest';
 import { BudgetError, ModelLoadError } from '../../src/engine/errors.js';
 import { readNliConfig, readNliLabels, type NliConfig } from '../../src/engine/families/nli/config.js';
@@ -154,7 +155,12 @@ describe('the TypeScript layout equals the reference', () => {
     expect((thrown as BudgetError).budget).toBe('context');
     expect((thrown as BudgetError).message).toContain('at most 512 tokens a row');
     expect((thrown as BudgetError).message).toContain('option 1');
-    expect((thrown as NliHypothesisTooLong).args()).toEqual([1, 521, 522, 512]);
+    expect(thrown).toMatchObject({ option: 1, hypothesisTokens: 521, count: 522, limit: 512 });
+    // It crosses threads (planner, engine thread) as a BudgetError with its message: the API's 422.
+    const crossed = rebuild(failureOf(thrown));
+    expect(crossed).toBeInstanceOf(BudgetError);
+    expect(crossed.message).toBe((thrown as Error).message);
+    expect((crossed as BudgetError).budget).toBe('context');
   });
 
   it('reads token_type_ids for DeBERTa-v3 (premise 0, hypothesis 1) and none for ModernBERT', () => {

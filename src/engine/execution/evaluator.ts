@@ -3,6 +3,7 @@
 // encoded once (or taken from the cross-request cache), each question as a suffix on its KV.
 import { resolveEngineConfig, type EngineConfig, type ResolvedEngineConfig } from '../config.js';
 import { ModelLoadError } from '../errors.js';
+import { createFamilyEvaluator, detectFamily } from '../families/index.js';
 import { answerQuestions, type AnswerTemperatures } from './answers.js';
 import { RequestBatcher } from './batching.js';
 import { chooseStrategy, fitsOnePass, STRATEGIES } from './strategies.js';
@@ -19,6 +20,9 @@ import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Eva
 
 export async function createEvaluator(settings: EngineConfig): Promise<Evaluator> {
   const config = resolveEngineConfig(settings);
+  // A folder of an encoder family is run by that family's evaluator (families/).
+  const family = detectFamily(config.modelDir, config.family);
+  if (family !== 'decoder') return createFamilyEvaluator(config, family);
   const folder = await openModelFolder(config.modelDir, config.variant);
   const codec = await TextCodec.load(folder.dir);
   if (!codec.hasChatTemplate) {
@@ -192,6 +196,7 @@ class OnnxEvaluator implements Evaluator {
       prefixCacheBytes: this.cache.bytes,
       tokensEvaluated: this.count.tokens,
       passes: this.count.passes,
+      family: 'decoder',
     };
   }
 

@@ -48,6 +48,11 @@ async function readJson(path: string): Promise<Record<string, unknown> | undefin
   }
 }
 
+/** A model folder's assay.json, checked by its schema (none: {}). */
+export async function readModelManifest(dir: string): Promise<ModelManifest> {
+  return readManifest(join(dir, 'assay.json'));
+}
+
 /** assay.json checked by its schema (none: {}); a problem fails the load naming the file, the field and what was expected. */
 async function readManifest(path: string): Promise<ModelManifest> {
   const parsed = ModelManifestSchema.safeParse((await readJson(path)) ?? {});

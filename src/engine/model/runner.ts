@@ -1,6 +1,5 @@
 // The model runner: one onnxruntime session and its I/O contract, discovered from the session's
 // metadata and config.json (no architecture is hard-coded). Everything that touches tensors is here.
-import { readFile } from 'node:fs/promises';
 import * as ort from 'onnxruntime-node';
 import { EngineError, ModelLoadError } from '../errors.js';
 import {
@@ -13,7 +12,7 @@ import {
 import { rewrittenGraph, type GraphFacts, type RewrittenGraph } from './graph-file.js';
 import type { ModelFolder } from './model-folder.js';
 import { resolveEngineConfig, type EngineConfig, type ResolvedEngineConfig } from '../config.js';
-import { int8SessionConfig } from './cpu.js';
+import { openSession, sessionOptions } from './session.js';
 
 /** How the load note on 4-bit weights converted to int8 begins (the model pool logs it as info, not as a fallback). */
 export const Q4_NOTE = '4-bit weights run through the int8 kernels (converted at load)';
@@ -146,46 +145,9 @@ export class ModelRunner {
   /** The engine's runner: `c` is the model's config, resolved once (createEvaluator) and read as is. */
   static async load(folder: ModelFolder, c: ResolvedEngineConfig, temperature = 1): Promise<ModelRunner> {
     const provider = c.provider;
-    const graphOptimizationLevel = c.graphOptimization;
-    // Exact int8 on CPUs whose default int8 kernel saturates (cpu.ts); int8 nodes run on the CPU
-    // provider under CUDA too, so it applies there as well.
-    const extra = await int8SessionConfig(c.exactInt8, graphOptimizationLevel);
-    const options: ort.InferenceSession.SessionOptions = {
-      executionProviders: provider === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
-      graphOptimizationLevel,
-      extra,
-      intraOpNumThreads: c.threads,
-      interOpNumThreads: 1,
-      executionMode: 'sequential',
-      // With CUDA, warnings stay on: onnxruntime then logs each node it places on the CPU instead.
-      logSeverityLevel: provider === 'cuda' ? 2 : 3,
-    };
-    const create = async (path: string, externalDataDir?: string): Promise<ort.InferenceSession> => {
-      try {
-        // A rewritten graph whose weights stay in the (read-only) export folder: from its bytes, told
-        // where the weights are (onnxruntime refuses external data outside the model file's folder).
-        if (externalDataDir) {
-          const session = {
-            ...(extra.session as object | undefined),
-            model_external_initializers_file_folder_path: externalDataDir,
-          };
-          return await ort.InferenceSession.create(await readFile(path), {
-            ...options,
-            extra: { ...extra, session },
-          });
-        }
-        return await ort.InferenceSession.create(path, { ...options, extra });
-      } catch (error) {
-        const message = (error as Error).message;
-        if (provider === 'cuda' && /cuda|provider/i.test(message)) {
-          throw new ModelLoadError(
-            `cannot start the CUDA execution provider (${message}). Install onnxruntime-node with its CUDA 12 binaries ` +
-              '(after npm ci: node node_modules/onnxruntime-node/script/install --onnxruntime-node-install=cuda12) on a machine with an NVIDIA driver, CUDA 12 and cuDNN 9, or set the provider to cpu.',
-          );
-        }
-        throw new ModelLoadError(`${path}: onnxruntime cannot load it (${message})`);
-      }
-    };
+    const options = await sessionOptions(c);
+    const create = (path: string, externalDataDir?: string): Promise<ort.InferenceSession> =>
+      openSession(path, options, externalDataDir);
     let session: ort.InferenceSession | undefined;
     let facts: GraphFacts = { sharesActivationScales: true };
     let graphPath = folder.onnxPath;

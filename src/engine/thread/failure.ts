@@ -8,7 +8,15 @@ import { CrossingError, ENGINE_ERRORS } from '../errors.js';
 export type Failure = { name: string; args: unknown[] } | { name: string; message: string };
 
 export function failureOf(error: unknown): Failure {
-  if (error instanceof CrossingError && ENGINE_ERRORS[error.name]) return { name: error.name, args: error.args() };
+  if (error instanceof CrossingError) {
+    // A subclass the registry does not list (a family's BudgetError) crosses as its nearest listed
+    // class, with that class's arguments (a BudgetError's include its message).
+    for (let proto = Object.getPrototypeOf(error) as object | null; proto; proto = Object.getPrototypeOf(proto)) {
+      const Known = ENGINE_ERRORS[(proto.constructor as { name: string }).name];
+      if (Known && Known.prototype === proto)
+        return { name: Known.name, args: (proto as CrossingError).args.call(error) };
+    }
+  }
   const e = error instanceof Error ? error : new Error(String(error));
   return { name: e.name, message: e.message };
 }

@@ -105,10 +105,6 @@ export class LayaOptionsTooLong extends BudgetError {
       `this model reads at most ${limit} tokens a question and its options share ${headMaxLen} of them ` +
       `(at least 4 tokens each): ${optionsKept} of the question's ${options} options fit; send fewer options`;
   }
-
-  override args(): unknown[] {
-    return [this.options, this.optionsKept, this.count, this.limit, this.headMaxLen];
-  }
 }
 
 /** The protocol's question as the layout reads it: choice options in the parsed object's key order. */

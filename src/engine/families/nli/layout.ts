@@ -95,10 +95,6 @@ export class NliHypothesisTooLong extends BudgetError {
       `the hypothesis of option ${option} takes ${hypothesisTokens} of them with the special tokens, ` +
       `leaving no room for the state; shorten the option or the instructions`;
   }
-
-  override args(): unknown[] {
-    return [this.option, this.hypothesisTokens, this.count, this.limit];
-  }
 }
 
 /** Content as text: a string as is, anything else as Python's json.dumps (ensure_ascii=False). */

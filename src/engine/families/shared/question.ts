@@ -1,7 +1,8 @@
 // A question as the families' layouts read it (Laya, NLI pairs): the protocol's question with a
 // choice question's options as an ordered list of [name, description], so the caller's order is
 // the rows' (or markers') order and the answer's; a parsed object would put integer-like names first.
-import type { Content } from '../../types.js';
+import { optionEntries, questionOrder } from '../../../protocol/index.js';
+import type { Content, EvaluateRequest, Question } from '../../types.js';
 
 export type FamilyQuestion =
   | {
@@ -25,4 +26,20 @@ export function familyQuestion(
 ): FamilyQuestion {
   if (q.type === 'choice') return { type: 'choice', instructions: q.instructions, options: Object.entries(q.criteria) };
   return q;
+}
+
+/** A request's questions in the order sent, each as the families' layouts read it. */
+export function askedInOrder(
+  request: EvaluateRequest,
+): Array<{ key: string; question: Question; layout: FamilyQuestion; options?: string[] }> {
+  return questionOrder(request.questions, request.order).map(({ id, options }) => {
+    const question = request.questions[id]!;
+    if (question.type !== 'choice') return { key: id, question, layout: question };
+    const layout: FamilyQuestion = {
+      type: 'choice',
+      instructions: question.instructions,
+      options: optionEntries(question.criteria, options),
+    };
+    return { key: id, question, layout, options: layout.options.map(([name]) => name) };
+  });
 }

@@ -1,0 +1,71 @@
+// A model family: how a request becomes a model's input rows, how one row's output is read back,
+// and the calibration that ships with the weights. The decoder family is the engine's own
+// (prompting/, execution/); the encoder families (laya/, nli/) implement EncoderFamily and are run
+// by one evaluator (evaluator.ts), which turns their option probabilities into the answers with the
+// engine's shared answer code. docs/families/*.md hold each family's written layout.
+import type { EvaluateRequest, Question, Usage } from '../types.js';
+
+/** The families, by the layout id their docs and the registry use. */
+export const FAMILY_NAMES = ['decoder', 'laya-markers', 'nli-pairs'] as const;
+export type FamilyName = (typeof FAMILY_NAMES)[number];
+export type EncoderFamilyName = Exclude<FamilyName, 'decoder'>;
+
+/** How a family's load note begins (the model pool logs it as info, not as a fallback). */
+export const FAMILY_NOTE = 'family:';
+
+/** One input row of an encoder: its token count is what batching and usage read. */
+export interface EncoderRow {
+  readonly tokens: number;
+}
+
+/** One question as the family asks it: the rows it reads, its options in the order they were read. */
+export interface FamilyQuestion {
+  /** The caller's question id. */
+  key: string;
+  question: Question;
+  /** A choice question's option names in the order sent (the answer's); unused for noul and score. */
+  options?: readonly string[];
+  /** Indices of its rows in the plan. */
+  rows: number[];
+  /** What the family's layout cut by its authors' design ('state', 'instructions', 'options', …); absent: nothing. */
+  truncated?: string[];
+}
+
+export interface FamilyPlan<R extends EncoderRow> {
+  questions: FamilyQuestion[];
+  rows: R[];
+  /** input_tokens: every token of every row (an encoder reads the state again in each row). */
+  usage: Usage;
+}
+
+/** What the model gave for one row. */
+export interface RowOutput {
+  /** The row's scores: one per marker (Laya), or the classifier's columns (NLI). */
+  logits: number[];
+  /** The row's act / abstain pair, where the family's head has one (Laya's act_logits), as the graph gives it. */
+  act?: [number, number];
+}
+
+/** A loaded model of an encoder family. */
+export interface EncoderFamily<R extends EncoderRow = EncoderRow> {
+  readonly name: EncoderFamilyName;
+  /** The ONNX file(s) it runs. */
+  readonly graph: string;
+  /**
+   * Rows run one at a time: the graph quantizes activations with one scale per run (a dynamic int8
+   * export), so a batch would make a row's numbers depend on the others and on the padding.
+   */
+  readonly rowsAlone: boolean;
+  /** Settings of the folder the load reports (tokenizer settings disabled, temperatures clamped, what was read where). */
+  readonly notes: readonly string[];
+  /** A request as rows (tokenization and layout, no passes); throws BudgetError for what the family refuses. */
+  plan(request: EvaluateRequest): FamilyPlan<R>;
+  /** One batched run of rows (any questions of one request) → one output per row. */
+  run(rows: readonly R[]): Promise<RowOutput[]>;
+  /**
+   * A question's calibrated probabilities from its rows' outputs, in the order of a decoder's
+   * labels: choice per option (in `options` order), score per level, noul [P(yes), P(no)].
+   */
+  probabilities(question: FamilyQuestion, outputs: readonly RowOutput[]): number[];
+  close(): Promise<void>;
+}
