@@ -1,0 +1,92 @@
+// `assay eval --dataset` on an encoder-family model, through the same service function as the API:
+// the example dataset answered by the Laya replica (metrics per type, coverage), and an escalating
+// entry whose first model is the Laya folder and whose second is the tiny decoder (the escalation
+// sweep). The family is detected from the folder: the registry names only its path.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, describe, expect, it } from 'vitest';
+import { run as evalCmd } from '../../src/commands/eval.js';
+import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import { ensureLayaReplica } from '../../tools/families/laya-replica.js';
+
+const work = mkdtempSync(join(tmpdir(), 'assay-eval-families-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+async function run(args: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const sink = (into: string[]) => new Writable({ write: (c, _e, cb) => void (into.push(String(c)), cb()) });
+  const code = await evalCmd(args, { stdout: sink(out), stderr: sink(err), env: {} });
+  return { code, out: out.join(''), err: err.join('') };
+}
+
+async function registry(): Promise<string> {
+  const file = join(work, 'registry.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      default: 'laya-1',
+      models: {
+        'laya-1': { path: ensureLayaReplica(), description: 'Laya replica', release_date: '2026-11-27' },
+        'tiny-1': {
+          path: await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }),
+          description: 'tiny decoder',
+          release_date: '2026-11-27',
+        },
+        'laya-cascade': {
+          escalate: { first: 'laya-1', second: 'tiny-1', below: { noul: 0.9, choice: 0.5, score: 0.5 } },
+          description: 'Laya, escalating uncertain answers to the decoder',
+          release_date: '2026-11-27',
+        },
+      },
+      aliases: {},
+    }),
+  );
+  return file;
+}
+
+describe('assay eval --dataset on a Laya folder', () => {
+  it('answers every line of the example dataset: metrics per type, coverage, loudly synthetic', async () => {
+    const reg = await registry();
+    const out = join(work, 'laya');
+    const r = await run([
+      '--dataset',
+      'examples/support-tickets.jsonl',
+      '--model',
+      'laya-1',
+      '--registry',
+      reg,
+      '--out',
+      out,
+    ]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('synthetic (random weights)');
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
+    expect(report).toMatchObject({ lines: 32, answers: 96, synthetic: true, model: 'laya-1' });
+    expect([report.metrics.noul.count, report.metrics.choice.count, report.metrics.score.count]).toEqual([32, 32, 32]);
+    expect(Object.keys(report.coverage.byType).sort()).toEqual(['choice', 'noul', 'score']);
+  }, 300_000);
+
+  it('an escalating entry whose first model is the Laya folder: the escalation sweep', async () => {
+    const reg = await registry();
+    const out = join(work, 'cascade');
+    const r = await run([
+      '--dataset',
+      'examples/support-tickets.jsonl',
+      '--model',
+      'laya-cascade',
+      '--registry',
+      reg,
+      '--out',
+      out,
+    ]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('## Escalation: accuracy against escalation rate');
+    expect(r.out).toContain('laya-1 answers; a question whose certainty');
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
+    expect(report.model).toBe('laya-cascade');
+    expect(report.escalation.length).toBeGreaterThan(2);
+  }, 300_000);
+});
