@@ -49,6 +49,7 @@ export {
 } from './model-files/index.js';
 export { DataType, GraphBuilder } from './model-files/onnx/graph-builder.js';
 export { quantize4 } from './model-files/variants.js';
+export { quantizeSymmetric } from './model-files/synth/random.js';
 export { toHalf } from './model-files/onnx/half.js';
 
 // The server, its keys, the model pool and the registry (benches that run a server in-process).

@@ -8,22 +8,16 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import * as ort from 'onnxruntime-node';
-import onnxProto from 'onnx-proto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readLayaConfig } from '../../src/engine/families/laya/calibration.js';
 import { layaLayout, type LayaQuestion, type LayaRow } from '../../src/engine/families/laya/layout.js';
 import { layaTokenizer } from '../../src/engine/families/laya/tokenizer.js';
 import type { Content } from '../../src/engine/types.js';
 import { ensureLayaReplica, LAYA_REPLICA } from '../../tools/families/laya-replica.js';
+import { graphIo, type GraphIo, hasNumpy, PYTHON } from './replica-helpers.js';
 
-const PYTHON = '/usr/bin/python3';
 const REFERENCE = join(import.meta.dirname, '..', '..', 'tools', 'reference', 'laya_forward.py');
-const hasNumpy = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import numpy']).status === 0;
-if (!hasNumpy)
-  console.warn(
-    `${PYTHON} has no numpy: the Laya replica's comparison with the numpy reference is skipped ` +
-      '(apt-get install -y --no-install-recommends python3-numpy)',
-  );
+const numpy = hasNumpy("the Laya replica's comparison with the numpy reference");
 
 const dir = ensureLayaReplica();
 const readJson = (file: string): Record<string, unknown> =>
@@ -228,18 +222,9 @@ describe('the Laya replica', () => {
       'weights.safetensors',
     ])
       expect(existsSync(join(dir, f)), f).toBe(true);
-    const io = (file: string) => {
-      const m = onnxProto.onnx.ModelProto.decode(readFileSync(join(dir, 'onnx', file)));
-      const view = (v: onnxProto.onnx.IValueInfoProto) =>
-        `${v.name}:${v.type!.tensorType!.elemType}[${v.type!.tensorType!.shape!.dim!.map((d) => d.dimParam || String(d.dimValue)).join(',')}]`;
-      const external = m
-        .graph!.initializer!.filter((t) => t.externalData?.length)
-        .map((t) => t.externalData![0]!.value);
-      return {
-        inputs: m.graph!.input!.map(view),
-        outputs: m.graph!.output!.map(view),
-        external: [...new Set(external)],
-      };
+    const io = (file: string): GraphIo => {
+      const { ops: _, ...rest } = graphIo(join(dir, 'onnx', file));
+      return rest;
     };
     const markers = [
       'marker_pos:7[batch_size,num_markers]',
@@ -272,7 +257,7 @@ describe('the Laya replica', () => {
     for (const s of [batched, single]) for (const l of s.logits.flat()) expect(Number.isFinite(l)).toBe(true);
   });
 
-  it.skipIf(!hasNumpy)('gives the numpy reference scores (fp32 single graph, within 1e-4)', () => {
+  it.skipIf(!numpy)('gives the numpy reference scores (fp32 single graph, within 1e-4)', () => {
     // The reference runs in float64; onnxruntime in float32 (unit roundoff 6e-8) with its own
     // summation order, over dot products of at most 4·hidden = 128 terms and softmax sums over at
     // most 1,024 keys: worst case ~1e-4 relative on O(1) activations, logits here are below 10.

@@ -24,10 +24,31 @@
 //   [state at position 0, top1, top1 − top2, entropy / ln max(2, K), K / 255] of softmax(logits).
 //
 //   npx tsx tools/families/laya-replica.ts DIR     writes the folder
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { DataType, GraphBuilder, seededRandom, toHalf } from '../../src/internal.js';
+import { DataType, GraphBuilder } from '../../src/internal.js';
+import {
+  attend,
+  cast,
+  ensureFolder,
+  F,
+  F16,
+  gelu,
+  I64,
+  keysValid,
+  layerNorm,
+  linear,
+  maskBias,
+  MASKED,
+  type Net,
+  param,
+  random,
+  splitHeads,
+  type Tensor,
+  writeJson as json,
+  writeSafetensors,
+} from './replica-kit.js';
 import { LAYA_TEST_ADDED, writeLayaTestTokenizer } from './laya-tokenizer.js';
 
 /** Bumped when the graph or the weights change: a cached folder of another version is rewritten. */
@@ -51,26 +72,6 @@ export const LAYA_REPLICA = {
   localTheta: 10_000,
   eps: 1e-5,
 } as const;
-
-/** The value added to a masked attention score: exp underflows to exactly 0 (scores stay far below 10^4). */
-const MASKED = -1e4;
-
-type Tensor = { shape: number[]; data: Float32Array };
-
-/** FNV-1a of the name mixed with the seed: every tensor has its own stream. */
-function stream(seed: number, name: string): () => number {
-  let h = 0x811c9dc5 ^ seed;
-  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
-  return seededRandom(h >>> 0);
-}
-
-/** Triangular noise (sum of two uniforms) of the given mean and standard deviation. */
-function random(seed: number, name: string, shape: number[], std: number, mean = 0): Tensor {
-  const next = stream(seed, name);
-  const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
-  for (let i = 0; i < data.length; i++) data[i] = mean + (next() + next() - 1) * std * Math.sqrt(6);
-  return { shape, data };
-}
 
 /**
  * The weights, in PyTorch's names and orientation (Linear [out, in]) as DecisionModel's
@@ -128,96 +129,6 @@ export function layaReplicaWeights(seed = LAYA_REPLICA_SEED): Map<string, Tensor
   linear('act_head.2.weight', 2, actHidden);
   vector('act_head.2.bias', 2, 0.1);
   return w;
-}
-
-/** What the graph functions share: the builder, the weights and the compute dtype. */
-interface Net {
-  g: GraphBuilder;
-  w: Map<string, Tensor>;
-  half: boolean;
-  /** Initializers already added (a weight is added once per graph). */
-  added: Set<string>;
-}
-
-const F = DataType.FLOAT;
-const F16 = DataType.FLOAT16;
-const I64 = DataType.INT64;
-
-function halfBytes(data: Float32Array): Uint8Array {
-  const u16 = Uint16Array.from(data, (x) => toHalf(x));
-  return new Uint8Array(u16.buffer);
-}
-
-/** An initializer in the net's dtype; `transpose` stores a Linear [out, in] as the exporter's [in, out]. */
-function param(n: Net, name: string, transpose = false): string {
-  if (n.added.has(name)) return name;
-  const t = n.w.get(name);
-  if (!t) throw new Error(`no weight ${name}`);
-  let { shape, data } = t;
-  if (transpose) {
-    const [out = 0, inp = 0] = shape;
-    const d = new Float32Array(data.length);
-    for (let o = 0; o < out; o++) for (let i = 0; i < inp; i++) d[i * out + o] = data[o * inp + i]!;
-    shape = [inp, out];
-    data = d;
-  }
-  n.g.initializer(name, n.half ? F16 : F, shape, n.half ? halfBytes(data) : data);
-  n.added.add(name);
-  return name;
-}
-
-/** A scalar in the net's dtype. */
-function scalar(n: Net, v: number): string {
-  if (!n.half) return n.g.scalarF32(v);
-  return n.g.initializer(n.g.fresh('const_f16'), F16, [], halfBytes(Float32Array.of(v)));
-}
-
-function cast(n: Net, x: string, to: DataType): string {
-  return n.g.op('Cast', [x], { to: { i: to } });
-}
-
-function linear(n: Net, x: string, name: string, bias?: string): string {
-  const y = n.g.op('MatMul', [x, param(n, name, true)]);
-  return bias ? n.g.op('Add', [y, param(n, bias)]) : y;
-}
-
-function layerNorm(n: Net, x: string, weight: string, bias?: string): string {
-  const inputs = [x, param(n, weight)];
-  if (bias) inputs.push(param(n, bias));
-  return n.g.op('LayerNormalization', inputs, { axis: { i: -1 }, epsilon: { f: LAYA_REPLICA.eps } });
-}
-
-/** GELU, exact: x · (1 + erf(x / √2)) / 2 (PyTorch's nn.GELU and ModernBERT's "gelu"). */
-function gelu(n: Net, x: string): string {
-  const { g } = n;
-  const erf = g.op('Erf', [g.op('Mul', [x, scalar(n, Math.SQRT1_2)])]);
-  return g.op('Mul', [g.op('Mul', [x, scalar(n, 0.5)]), g.op('Add', [erf, scalar(n, 1)])]);
-}
-
-/** [b, s, heads·d] → [b, heads, s, d]. */
-function splitHeads(n: Net, x: string, heads: number, d: number): string {
-  const r = n.g.op('Reshape', [x, n.g.constI64([0, 0, heads, d])]);
-  return n.g.op('Transpose', [r], { perm: { ints: [0, 2, 1, 3] } });
-}
-
-/** softmax(q·kᵀ/√d + bias)·v over [b, heads, s, d], back to [b, s, heads·d]. */
-function attend(n: Net, q: string, k: string, v: string, bias: string, heads: number, d: number): string {
-  const { g } = n;
-  const kt = g.op('Transpose', [k], { perm: { ints: [0, 1, 3, 2] } });
-  const scores = g.op('Add', [g.op('Mul', [g.op('MatMul', [q, kt]), scalar(n, 1 / Math.sqrt(d))]), bias]);
-  const ctx = g.op('MatMul', [g.op('Softmax', [scores], { axis: { i: -1 } }), v]);
-  const t = g.op('Transpose', [ctx], { perm: { ints: [0, 2, 1, 3] } });
-  return g.op('Reshape', [t, g.constI64([0, 0, heads * d])]);
-}
-
-/** The additive key mask [b, 1, 1|s, s]: 0 where `allowed`, −1e4 elsewhere. */
-function maskBias(n: Net, allowed: string): string {
-  return n.g.op('Where', [allowed, scalar(n, 0), scalar(n, MASKED)]);
-}
-
-/** Key validity [b, 1, 1, s] from attention_mask. */
-function keysValid(n: Net, mask: string): string {
-  return n.g.op('Unsqueeze', [cast(n, mask, DataType.BOOL), n.g.constI64([1, 2])]);
 }
 
 /** cos and sin [s, d] of rotary positions 0..s−1 (rotate-half layout: the frequencies twice). */
@@ -385,7 +296,7 @@ function writeSingle(file: string, w: Map<string, Tensor>, half: boolean, extern
     'main_graph',
     external ? { path: join(dirname(file), external), location: external } : undefined,
   );
-  const n: Net = { g, w, half, added: new Set() };
+  const n: Net = { g, w, half, eps: LAYA_REPLICA.eps, added: new Set() };
   const ids = g.input('input_ids', I64, ['batch_size', 'sequence_length']);
   const mask = g.input('attention_mask', I64, ['batch_size', 'sequence_length']);
   const [pos, markerMask, qtype] = markerInputs(g);
@@ -398,7 +309,7 @@ function writeSingle(file: string, w: Map<string, Tensor>, half: boolean, extern
 function writeSplit(dir: string, w: Map<string, Tensor>): void {
   const { hidden: H } = LAYA_REPLICA;
   const e = new GraphBuilder('encoder');
-  const en: Net = { g: e, w, half: false, added: new Set() };
+  const en: Net = { g: e, w, half: false, eps: LAYA_REPLICA.eps, added: new Set() };
   const ids = e.input('input_ids', I64, ['batch_size', 'sequence_length']);
   const mask = e.input('attention_mask', I64, ['batch_size', 'sequence_length']);
   e.output('last_hidden_state', F, ['batch_size', 'sequence_length', H]);
@@ -406,34 +317,13 @@ function writeSplit(dir: string, w: Map<string, Tensor>): void {
   e.save(join(dir, 'encoder.onnx'), SAVE);
 
   const h = new GraphBuilder('head');
-  const hn: Net = { g: h, w, half: false, added: new Set() };
+  const hn: Net = { g: h, w, half: false, eps: LAYA_REPLICA.eps, added: new Set() };
   const hidden = h.input('hidden_states', F, ['batch_size', 'sequence_length', H]);
   const [pos, markerMask, qtype] = markerInputs(h);
   const hmask = h.input('attention_mask', I64, ['batch_size', 'sequence_length']);
   markerOutputs(h);
   head(hn, hidden, pos, markerMask, qtype, hmask);
   h.save(join(dir, 'head.onnx'), SAVE);
-}
-
-/** safetensors: 8-byte little-endian header length, the JSON header (space-padded to 8), the data. */
-function writeSafetensors(file: string, w: Map<string, Tensor>, metadata: Record<string, string>): void {
-  const header: Record<string, unknown> = { __metadata__: metadata };
-  let offset = 0;
-  for (const [name, t] of w) {
-    header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.data.byteLength] };
-    offset += t.data.byteLength;
-  }
-  let json = JSON.stringify(header);
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const out = Buffer.alloc(8 + json.length + offset);
-  out.writeBigUInt64LE(BigInt(json.length), 0);
-  out.write(json, 8, 'latin1');
-  let at = 8 + json.length;
-  for (const t of w.values()) {
-    out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), at);
-    at += t.data.byteLength;
-  }
-  writeFileSync(file, out);
 }
 
 /** rl_agent_config.json: limits, head size, calibration (choice:11+ 0.1006 is outside the clamp). */
@@ -453,10 +343,6 @@ export const LAYA_REPLICA_AGENT_CONFIG = {
     'noul:2': 1.05,
   },
 };
-
-function json(file: string, value: unknown): void {
-  writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
-}
 
 function tokenId(content: string): number {
   return LAYA_TEST_ADDED.find((t) => t.content === content)!.id;
@@ -517,33 +403,9 @@ export function writeLayaReplica(out: string, seed = LAYA_REPLICA_SEED): void {
   });
 }
 
-function current(dir: string, seed: number): boolean {
-  try {
-    const m = JSON.parse(readFileSync(join(dir, 'assay.json'), 'utf8')) as Record<string, unknown>;
-    return m.generator_version === LAYA_REPLICA_VERSION && m.seed === seed;
-  } catch {
-    return false;
-  }
-}
-
 /** The replica's folder (default models/generated/laya-replica), written once and reused while current. */
 export function ensureLayaReplica(dir = LAYA_REPLICA_DIR, seed = LAYA_REPLICA_SEED): string {
-  const target = resolve(dir);
-  if (current(target, seed)) return target;
-  const tmp = `${target}.tmp-${process.pid}-${Date.now().toString(36)}`;
-  try {
-    writeLayaReplica(tmp, seed);
-    rmSync(target, { recursive: true, force: true });
-    try {
-      renameSync(tmp, target);
-    } catch (e) {
-      // Another writer finished first: use theirs.
-      if (!current(target, seed)) throw e;
-    }
-    return target;
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
+  return ensureFolder(dir, LAYA_REPLICA_VERSION, seed, (out) => writeLayaReplica(out, seed));
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {

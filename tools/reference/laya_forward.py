@@ -15,47 +15,13 @@ Needs Debian's python3-numpy.
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 
+from numpy_blocks import gelu, layer_norm, read_safetensors, softmax
+
 MASKED = -1e4
-_erf = np.vectorize(math.erf)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    data = raw[8 + n:]
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        if entry["dtype"] != "F32":
-            raise ValueError("%s: dtype %s" % (name, entry["dtype"]))
-        a, b = entry["data_offsets"]
-        out[name] = np.frombuffer(data[a:b], dtype="<f4").reshape(entry["shape"]).astype(np.float64)
-    return out
-
-
-def gelu(x):
-    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
-
-
-def layer_norm(x, weight, bias=None, eps=1e-5):
-    mu = x.mean(-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(-1, keepdims=True)
-    y = (x - mu) / np.sqrt(var + eps) * weight
-    return y if bias is None else y + bias
-
-
-def softmax(z):
-    z = z - z.max(-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(-1, keepdims=True)
 
 
 def attention(q, k, v, allowed):

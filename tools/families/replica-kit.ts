@@ -1,0 +1,212 @@
+// What the synthetic family replicas share (development only, never packed): seeded random weights
+// in PyTorch's names and orientation, the small graph pieces of an encoder (Linear, LayerNorm,
+// GELU, masked multi-head attention) in fp32, fp16 or int8 (dynamic quantization), the
+// safetensors file the numpy references read, and the version-stamped cache of a replica folder.
+// Used by laya-replica.ts and nli-replica.ts.
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DataType, type GraphBuilder, quantizeSymmetric, seededRandom, toHalf } from '../../src/internal.js';
+
+export type Tensor = { shape: number[]; data: Float32Array };
+
+/** The value added to a masked attention score: exp underflows to exactly 0 (scores stay far below 10^4). */
+export const MASKED = -1e4;
+
+/** FNV-1a of the name mixed with the seed: every tensor has its own stream. */
+function stream(seed: number, name: string): () => number {
+  let h = 0x811c9dc5 ^ seed;
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
+  return seededRandom(h >>> 0);
+}
+
+/** Triangular noise (sum of two uniforms) of the given mean and standard deviation. */
+export function random(seed: number, name: string, shape: number[], std: number, mean = 0): Tensor {
+  const next = stream(seed, name);
+  const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
+  for (let i = 0; i < data.length; i++) data[i] = mean + (next() + next() - 1) * std * Math.sqrt(6);
+  return { shape, data };
+}
+
+/** What the graph functions share: the builder, the weights and the compute dtype. */
+export interface Net {
+  g: GraphBuilder;
+  w: Map<string, Tensor>;
+  half: boolean;
+  /** LayerNorm epsilon. */
+  eps: number;
+  /** Initializers already added (a weight is added once per graph). */
+  added: Set<string>;
+  /** Linear layers as onnxruntime's quantize_dynamic writes them (int8 weights, uint8 activations). */
+  quantized?: boolean;
+  /** Quantized: the DynamicQuantizeLinear outputs of each activation (one per input, as quantize_dynamic shares them). */
+  dql?: Map<string, [string, string, string]>;
+}
+
+export const F = DataType.FLOAT;
+export const F16 = DataType.FLOAT16;
+export const I64 = DataType.INT64;
+
+function halfBytes(data: Float32Array): Uint8Array {
+  const u16 = Uint16Array.from(data, (x) => toHalf(x));
+  return new Uint8Array(u16.buffer);
+}
+
+/** A Linear [out, in] as the exporter stores it, [in, out]. */
+function transposed({ shape, data }: Tensor): Tensor {
+  const [out = 0, inp = 0] = shape;
+  const d = new Float32Array(data.length);
+  for (let o = 0; o < out; o++) for (let i = 0; i < inp; i++) d[i * out + o] = data[o * inp + i]!;
+  return { shape: [inp, out], data: d };
+}
+
+function weight(n: Net, name: string): Tensor {
+  const t = n.w.get(name);
+  if (!t) throw new Error(`no weight ${name}`);
+  return t;
+}
+
+/** An initializer in the net's dtype; `transpose` stores a Linear [out, in] as the exporter's [in, out]. */
+export function param(n: Net, name: string, transpose = false): string {
+  if (n.added.has(name)) return name;
+  const t = weight(n, name);
+  const { shape, data } = transpose ? transposed(t) : t;
+  n.g.initializer(name, n.half ? F16 : F, shape, n.half ? halfBytes(data) : data);
+  n.added.add(name);
+  return name;
+}
+
+/** A scalar in the net's dtype. */
+export function scalar(n: Net, v: number): string {
+  if (!n.half) return n.g.scalarF32(v);
+  return n.g.initializer(n.g.fresh('const_f16'), F16, [], halfBytes(Float32Array.of(v)));
+}
+
+export function cast(n: Net, x: string, to: DataType): string {
+  return n.g.op('Cast', [x], { to: { i: to } });
+}
+
+/**
+ * x · Wᵀ for a constant [out, in] weight. Quantized: the int8 weight (symmetric, per tensor) times
+ * the activation quantized at run time, DynamicQuantizeLinear → MatMulInteger → Cast → Mul by the
+ * two scales, as quantize_dynamic writes it (onnxruntime fuses it into DynamicQuantizeMatMul).
+ */
+function matmul(n: Net, x: string, name: string): string {
+  const { g } = n;
+  if (!n.quantized) return g.op('MatMul', [x, param(n, name, true)]);
+  const t = transposed(weight(n, name));
+  const { q, scale } = quantizeSymmetric(t.data);
+  const wq = g.initializer(`${name}_quantized`, DataType.INT8, t.shape, q);
+  const ws = g.initializer(`${name}_scale`, F, [], Float32Array.of(scale));
+  const wzp = g.initializer(`${name}_zero_point`, DataType.INT8, [], Int8Array.of(0));
+  n.dql ??= new Map();
+  let dq = n.dql.get(x);
+  if (!dq) {
+    dq = g.node('DynamicQuantizeLinear', [x], { outputs: 3 }) as [string, string, string];
+    n.dql.set(x, dq);
+  }
+  const [xq, xs, xzp] = dq;
+  const product = cast(n, g.op('MatMulInteger', [xq, wq, xzp, wzp]), F);
+  return g.op('Mul', [product, g.op('Mul', [xs, ws])]);
+}
+
+export function linear(n: Net, x: string, name: string, bias?: string): string {
+  const y = matmul(n, x, name);
+  return bias ? n.g.op('Add', [y, param(n, bias)]) : y;
+}
+
+export function layerNorm(n: Net, x: string, weight: string, bias?: string): string {
+  const inputs = [x, param(n, weight)];
+  if (bias) inputs.push(param(n, bias));
+  return n.g.op('LayerNormalization', inputs, { axis: { i: -1 }, epsilon: { f: n.eps } });
+}
+
+/** GELU, exact: x · (1 + erf(x / √2)) / 2 (PyTorch's nn.GELU and the encoders' "gelu"). */
+export function gelu(n: Net, x: string): string {
+  const { g } = n;
+  const erf = g.op('Erf', [g.op('Mul', [x, scalar(n, Math.SQRT1_2)])]);
+  return g.op('Mul', [g.op('Mul', [x, scalar(n, 0.5)]), g.op('Add', [erf, scalar(n, 1)])]);
+}
+
+/** [b, s, heads·d] → [b, heads, s, d]. */
+export function splitHeads(n: Net, x: string, heads: number, d: number): string {
+  const r = n.g.op('Reshape', [x, n.g.constI64([0, 0, heads, d])]);
+  return n.g.op('Transpose', [r], { perm: { ints: [0, 2, 1, 3] } });
+}
+
+/** softmax(q·kᵀ/√d + bias)·v over [b, heads, s, d], back to [b, s, heads·d]. */
+export function attend(n: Net, q: string, k: string, v: string, bias: string, heads: number, d: number): string {
+  const { g } = n;
+  const kt = g.op('Transpose', [k], { perm: { ints: [0, 1, 3, 2] } });
+  const scores = g.op('Add', [g.op('Mul', [g.op('MatMul', [q, kt]), scalar(n, 1 / Math.sqrt(d))]), bias]);
+  const ctx = g.op('MatMul', [g.op('Softmax', [scores], { axis: { i: -1 } }), v]);
+  const t = g.op('Transpose', [ctx], { perm: { ints: [0, 2, 1, 3] } });
+  return g.op('Reshape', [t, g.constI64([0, 0, heads * d])]);
+}
+
+/** The additive key mask [b, 1, 1|s, s]: 0 where `allowed`, −1e4 elsewhere. */
+export function maskBias(n: Net, allowed: string): string {
+  return n.g.op('Where', [allowed, scalar(n, 0), scalar(n, MASKED)]);
+}
+
+/** Key validity [b, 1, 1, s] from attention_mask. */
+export function keysValid(n: Net, mask: string): string {
+  return n.g.op('Unsqueeze', [cast(n, mask, DataType.BOOL), n.g.constI64([1, 2])]);
+}
+
+/** safetensors: 8-byte little-endian header length, the JSON header (space-padded to 8), the data. */
+export function writeSafetensors(file: string, w: Map<string, Tensor>, metadata: Record<string, string>): void {
+  const header: Record<string, unknown> = { __metadata__: metadata };
+  let offset = 0;
+  for (const [name, t] of w) {
+    header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.data.byteLength] };
+    offset += t.data.byteLength;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const out = Buffer.alloc(8 + json.length + offset);
+  out.writeBigUInt64LE(BigInt(json.length), 0);
+  out.write(json, 8, 'latin1');
+  let at = 8 + json.length;
+  for (const t of w.values()) {
+    out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), at);
+    at += t.data.byteLength;
+  }
+  writeFileSync(file, out);
+}
+
+export function writeJson(file: string, value: unknown): void {
+  writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
+}
+
+function current(dir: string, version: number, seed: number): boolean {
+  try {
+    const m = JSON.parse(readFileSync(`${dir}/assay.json`, 'utf8')) as Record<string, unknown>;
+    return m.generator_version === version && m.seed === seed;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A replica's folder, written once by `write` (whose last file is assay.json with the generator's
+ * version and seed) and reused while that version and seed are current. Written to a temporary
+ * folder and renamed, so a reader never sees half a folder; a concurrent writer's folder is kept.
+ */
+export function ensureFolder(dir: string, version: number, seed: number, write: (out: string) => void): string {
+  const target = resolve(dir);
+  if (current(target, version, seed)) return target;
+  const tmp = `${target}.tmp-${process.pid}-${Date.now().toString(36)}`;
+  try {
+    write(tmp);
+    rmSync(target, { recursive: true, force: true });
+    try {
+      renameSync(tmp, target);
+    } catch (e) {
+      // Another writer finished first: use theirs.
+      if (!current(target, version, seed)) throw e;
+    }
+    return target;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
