@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { choice, noul, score, TypeSafeClient } from '@typesafe-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureLayaReplica } from '../../tools/families/laya-replica.js';
+import { ensureNliReplica } from '../../tools/families/nli-replica.js';
 import { startServe, type ServeProcess } from '../serve-process.js';
 
 const KEY = 'family-key';
@@ -18,6 +19,8 @@ let server: ServeProcess;
 
 const MODELS: Record<string, { path: string; family: string }> = {
   'laya-1': { path: ensureLayaReplica(), family: 'laya-markers' },
+  'nli-deberta-1': { path: ensureNliReplica('deberta'), family: 'nli-pairs' },
+  'nli-modernbert-1': { path: ensureNliReplica('modernbert'), family: 'nli-pairs' },
 };
 
 beforeAll(async () => {
