@@ -170,6 +170,7 @@ print(json.dumps([readout(r["type"], r["logits"], job["configs"][r["config"]]) f
       expect(got.length, g.name).toBe(expected.length);
       got.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - expected[j]!))));
     });
+    console.info(`Laya: ${ran.length} answers, worst |Δ| to the reference readout ${worst.toExponential(2)}`);
     expect(worst).toBeLessThan(1e-5);
   }, 300_000);
 

@@ -175,6 +175,7 @@ describe('an NLI folder through the engine, on every golden request', () => {
       got.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - want[j]!))));
     }
     expect(refused).toBe(goldens.results.filter((r) => r.refused).length);
+    console.info(`NLI: golden logits read, worst |Δ| to the reference readout ${worst.toExponential(2)}`);
     expect(worst).toBeLessThan(1e-5);
   });
 
@@ -244,6 +245,9 @@ print(json.dumps([readout(r["type"], r["logits"], job["config"]) for r in job["r
         );
       }
     }
+    console.info(
+      `NLI: ${checked} answers, worst |Δ| ${worstAnswer.toExponential(2)}; raw scores vs numpy, worst |Δ|/(1+|x|) ${worstScore.toExponential(2)}`,
+    );
     expect(checked).toBeGreaterThan(20);
     expect(worstAnswer).toBeLessThan(1e-5);
     if (hasNumpy) expect(worstScore).toBeLessThan(4e-4);
