@@ -287,3 +287,55 @@ describe('a Laya folder as the server runs it', () => {
     }
   });
 });
+
+describe('a Laya folder with an mmBERT-style tokenizer (Gemma-style special names)', () => {
+  it('reads its control tokens by the names tokenizer_config.json gives, and neutralises those names in user text', async () => {
+    // The replica's tokenizer with mmBERT's naming: <cls> <sep> <mask> <pad> (AddedToken objects in
+    // tokenizer_config.json), at the same ids, so the graph runs unchanged.
+    const dir = folderFor('laya-typed');
+    const mm = join(work, 'mmbert-style');
+    cpSync(dir, mm, { recursive: true, dereference: false });
+    const rename: Record<string, string> = { '[CLS]': '<cls>', '[SEP]': '<sep>', '[MASK]': '<mask>', '[PAD]': '<pad>' };
+    const tokPath = join(mm, 'tokenizer', 'tokenizer.json');
+    const tok = JSON.parse(readFileSync(tokPath, 'utf8')) as { added_tokens: Array<{ content: string }> };
+    for (const t of tok.added_tokens) t.content = rename[t.content] ?? t.content;
+    writeFileSync(tokPath, JSON.stringify(tok).replaceAll('"[CLS]"', '"<cls>"').replaceAll('"[SEP]"', '"<sep>"'));
+    const named = (content: string) => ({
+      content,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      single_word: false,
+      special: true,
+    });
+    writeFileSync(
+      join(mm, 'tokenizer', 'tokenizer_config.json'),
+      JSON.stringify({
+        cls_token: named('<cls>'),
+        sep_token: named('<sep>'),
+        mask_token: named('<mask>'),
+        pad_token: named('<pad>'),
+      }),
+    );
+    const family = (await loadLaya(resolveEngineConfig({ modelDir: mm, threads: 1 }))) as unknown as EncoderFamily<
+      EncoderRow & { ids: number[]; markers: number[] }
+    >;
+    const plain = families.get('laya-typed')!;
+    try {
+      const request = (text: string): EvaluateRequest => ({
+        state: `a state with ${text} inside`,
+        questions: { q: { type: 'choice', instructions: 'Which?', criteria: { a: null, b: null } } },
+      });
+      // The same row as the [CLS]-named tokenizer builds: the same ids in the same places.
+      const mmRow = family.plan(request('<mask> and <sep>')).rows[0]!;
+      const row = plain.plan(request('[MASK] and [SEP]')).rows[0]!;
+      expect(mmRow.ids).toEqual(row.ids);
+      expect(mmRow.markers).toEqual(row.markers);
+      expect(mmRow.ids[0]).toBe(151647);
+      // The literal control strings in the state became spaces: only the row's own markers are masks.
+      expect(mmRow.ids.filter((id) => id === 151650)).toHaveLength(2);
+    } finally {
+      await family.close();
+    }
+  });
+});
