@@ -60,3 +60,7 @@ export { checkRegistry } from './registry.js';
 // Small helpers.
 export { seededRandom } from './common/index.js';
 export { stateHash } from './protocol/index.js';
+export { resolveEngineConfig } from './engine/config.js';
+export { sessionOptions } from './engine/model/session.js';
+export { rowBatches } from './engine/families/evaluator.js';
+export { loadLaya, layaFeeds, type LayaRowInput } from './engine/families/laya/family.js';

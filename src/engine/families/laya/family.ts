@@ -19,11 +19,46 @@ import { layaProbabilities, layaTemperature, readLayaConfig, type LayaConfig } f
 import { layaLayout, type LayaTokenizer } from './layout.js';
 import { layaTokenizer } from './tokenizer.js';
 
-interface LayaRowInput {
+/** One question's row as the graph reads it. */
+export interface LayaRowInput {
   tokens: number;
   ids: number[];
   markers: number[];
   qtype: number;
+}
+
+/**
+ * The graph's inputs for a batch of rows: ids padded on the right to the longest row with the pad
+ * id (attention_mask 0), marker positions padded to the most markers (marker_mask false, position 0).
+ */
+export function layaFeeds(batch: readonly LayaRowInput[], padId: number): Record<string, ort.Tensor> {
+  const b = batch.length;
+  const s = Math.max(...batch.map((r) => r.tokens));
+  const k = Math.max(...batch.map((r) => r.markers.length));
+  const ids: number[] = [];
+  const mask: number[] = [];
+  const pos: number[] = [];
+  const markerMask = new Uint8Array(b * k);
+  batch.forEach((r, i) => {
+    for (let t = 0; t < s; t++) {
+      ids.push(t < r.tokens ? r.ids[t]! : padId);
+      mask.push(t < r.tokens ? 1 : 0);
+    }
+    for (let m = 0; m < k; m++) {
+      pos.push(r.markers[m] ?? 0);
+      markerMask[i * k + m] = m < r.markers.length ? 1 : 0;
+    }
+  });
+  return {
+    input_ids: i64(ids, [b, s]),
+    attention_mask: i64(mask, [b, s]),
+    marker_pos: i64(pos, [b, k]),
+    marker_mask: new ort.Tensor('bool', markerMask, [b, k]),
+    qtype: i64(
+      batch.map((r) => r.qtype),
+      [b],
+    ),
+  };
 }
 
 const SINGLE_INPUTS = ['input_ids', 'attention_mask', 'marker_pos', 'marker_mask', 'qtype'];
@@ -117,35 +152,10 @@ export async function loadLaya(c: ResolvedEngineConfig): Promise<EncoderFamily<L
     },
 
     async run(batch: readonly LayaRowInput[]): Promise<RowOutput[]> {
-      const b = batch.length;
-      const s = Math.max(...batch.map((r) => r.tokens));
       const k = Math.max(...batch.map((r) => r.markers.length));
-      const ids: number[] = [];
-      const mask: number[] = [];
-      const pos: number[] = [];
-      const markerMask = new Uint8Array(b * k);
-      batch.forEach((r, i) => {
-        for (let t = 0; t < s; t++) {
-          ids.push(t < r.tokens ? r.ids[t]! : padId);
-          mask.push(t < r.tokens ? 1 : 0);
-        }
-        for (let m = 0; m < k; m++) {
-          pos.push(r.markers[m] ?? 0);
-          markerMask[i * k + m] = m < r.markers.length ? 1 : 0;
-        }
-      });
       let out: ort.InferenceSession.OnnxValueMapType;
       try {
-        out = await run({
-          input_ids: i64(ids, [b, s]),
-          attention_mask: i64(mask, [b, s]),
-          marker_pos: i64(pos, [b, k]),
-          marker_mask: new ort.Tensor('bool', markerMask, [b, k]),
-          qtype: i64(
-            batch.map((r) => r.qtype),
-            [b],
-          ),
-        });
+        out = await run(layaFeeds(batch, padId));
       } catch (error) {
         throw new EngineError(`Laya pass failed: ${(error as Error).message}`);
       }
