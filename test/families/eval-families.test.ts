@@ -90,3 +90,57 @@ describe('assay eval --dataset on a Laya folder', () => {
     expect(report.escalation.length).toBeGreaterThan(2);
   }, 300_000);
 });
+
+describe('assay calibrate on a Laya folder', () => {
+  it("fits temperatures into the folder's assay.json, which the family's answers then apply on top of its own", async () => {
+    const { cpSync, mkdirSync, symlinkSync } = await import('node:fs');
+    const { run: calibrate } = await import('../../src/commands/calibrate.js');
+    const { loadEvaluator } = await import('../../src/engine/index.js');
+    const replica = ensureLayaReplica();
+    const dir = join(work, 'laya-copy');
+    mkdirSync(join(dir, 'onnx'), { recursive: true });
+    for (const f of ['model.onnx', 'model.onnx_data']) symlinkSync(join(replica, 'onnx', f), join(dir, 'onnx', f));
+    for (const f of ['tokenizer', 'rl_agent_config.json', 'config.json', 'assay.json'])
+      cpSync(join(replica, f), join(dir, f), { recursive: true });
+    const reg = join(work, 'calibrate-registry.json');
+    writeFileSync(
+      reg,
+      JSON.stringify({
+        default: 'laya-copy',
+        models: { 'laya-copy': { path: dir, description: 'Laya replica copy', release_date: '2026-11-27' } },
+        aliases: {},
+      }),
+    );
+    const request = {
+      state: 'My package arrived two weeks late and the box was crushed.',
+      questions: { refund: { type: 'noul', instructions: 'Does the customer ask for a refund?' } },
+    } as const;
+    const before = await loadEvaluator({ modelDir: dir, threads: 1, engineThread: false });
+    const p0 = ((await before.evaluate(request)).answers.refund as { noul: number }).noul;
+    await before.close();
+
+    const out: string[] = [];
+    const sink = new Writable({ write: (c, _e, cb) => void (out.push(String(c)), cb()) });
+    const code = await calibrate(
+      ['--dataset', 'examples/support-tickets.jsonl', '--model', 'laya-copy', '--registry', reg, '--holdout', '0.25'],
+      {
+        stdout: sink,
+        stderr: sink,
+        env: {},
+      },
+    );
+    expect(code, out.join('')).toBe(0);
+    const manifest = JSON.parse(readFileSync(join(dir, 'assay.json'), 'utf8')) as {
+      answer_temperature?: Record<string, number>;
+    };
+    const t = manifest.answer_temperature?.noul;
+    expect(t).toBeGreaterThan(0);
+
+    const after = await loadEvaluator({ modelDir: dir, threads: 1, engineThread: false });
+    const p1 = ((await after.evaluate(request)).answers.refund as { noul: number }).noul;
+    await after.close();
+    // P(yes) with the yes/no log-probabilities divided by T, then normalized (as for a decoder's labels).
+    const z = Math.log(p0 / (1 - p0)) / t!;
+    expect(p1).toBeCloseTo(1 / (1 + Math.exp(-z)), 12);
+  }, 300_000);
+});
