@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { run as evalCmd } from '../../src/commands/eval.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { ensureLayaReplica } from '../../tools/families/laya-replica.js';
+import { ensureNliReplica } from '../../tools/families/nli-replica.js';
 
 const work = mkdtempSync(join(tmpdir(), 'assay-eval-families-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -30,9 +31,15 @@ async function registry(): Promise<string> {
       default: 'laya-1',
       models: {
         'laya-1': { path: ensureLayaReplica(), description: 'Laya replica', release_date: '2026-11-27' },
+        'nli-1': { path: ensureNliReplica('deberta'), description: 'NLI replica', release_date: '2026-11-27' },
         'tiny-1': {
           path: await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }),
           description: 'tiny decoder',
+          release_date: '2026-11-27',
+        },
+        'nli-cascade': {
+          escalate: { first: 'nli-1', second: 'tiny-1', below: { noul: 0.9, choice: 0.5, score: 0.5 } },
+          description: 'NLI pairs, escalating uncertain answers to the decoder',
           release_date: '2026-11-27',
         },
         'laya-cascade': {
@@ -47,15 +54,18 @@ async function registry(): Promise<string> {
   return file;
 }
 
-describe('assay eval --dataset on a Laya folder', () => {
+describe.each([
+  ['laya-1', 'laya-cascade'],
+  ['nli-1', 'nli-cascade'],
+])('assay eval --dataset on %s', (model, cascade) => {
   it('answers every line of the example dataset: metrics per type, coverage, loudly synthetic', async () => {
     const reg = await registry();
-    const out = join(work, 'laya');
+    const out = join(work, model);
     const r = await run([
       '--dataset',
       'examples/support-tickets.jsonl',
       '--model',
-      'laya-1',
+      model,
       '--registry',
       reg,
       '--out',
@@ -64,19 +74,19 @@ describe('assay eval --dataset on a Laya folder', () => {
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain('synthetic (random weights)');
     const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
-    expect(report).toMatchObject({ lines: 32, answers: 96, synthetic: true, model: 'laya-1' });
+    expect(report).toMatchObject({ lines: 32, answers: 96, synthetic: true, model });
     expect([report.metrics.noul.count, report.metrics.choice.count, report.metrics.score.count]).toEqual([32, 32, 32]);
     expect(Object.keys(report.coverage.byType).sort()).toEqual(['choice', 'noul', 'score']);
   }, 300_000);
 
-  it('an escalating entry whose first model is the Laya folder: the escalation sweep', async () => {
+  it('an escalating entry whose first model is the family folder: the escalation sweep', async () => {
     const reg = await registry();
-    const out = join(work, 'cascade');
+    const out = join(work, cascade);
     const r = await run([
       '--dataset',
       'examples/support-tickets.jsonl',
       '--model',
-      'laya-cascade',
+      cascade,
       '--registry',
       reg,
       '--out',
@@ -84,9 +94,9 @@ describe('assay eval --dataset on a Laya folder', () => {
     ]);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain('## Escalation: accuracy against escalation rate');
-    expect(r.out).toContain('laya-1 answers; a question whose certainty');
+    expect(r.out).toContain(`${model} answers; a question whose certainty`);
     const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
-    expect(report.model).toBe('laya-cascade');
+    expect(report.model).toBe(cascade);
     expect(report.escalation.length).toBeGreaterThan(2);
   }, 300_000);
 });
