@@ -39,6 +39,7 @@ export {
   ensureSynthVariant,
   GENERATED_DIR,
   loadShapes,
+  quantizeSymmetric,
   variantCurrent,
   variantModel,
   VARIANT_FILE,
