@@ -11,6 +11,7 @@ import * as ort from 'onnxruntime-node';
 import onnxProto from 'onnx-proto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readLayaConfig } from '../../src/engine/families/laya/calibration.js';
+import { int8SessionConfig } from '../../src/engine/model/cpu.js';
 import { layaLayout, type LayaQuestion, type LayaRow } from '../../src/engine/families/laya/layout.js';
 import { layaTokenizer } from '../../src/engine/families/laya/tokenizer.js';
 import type { Content } from '../../src/engine/types.js';
@@ -204,8 +205,12 @@ function maxDiff(a: Scores, b: Scores, batch: LayaRow[]): { logits: number; act:
 const decode = (file: string): onnxProto.onnx.ModelProto =>
   onnxProto.onnx.ModelProto.decode(readFileSync(join(dir, 'onnx', file)));
 
-const session = (file: string): Promise<ort.InferenceSession> =>
-  ort.InferenceSession.create(join(dir, 'onnx', file), { logSeverityLevel: 3 });
+const session = async (file: string): Promise<ort.InferenceSession> =>
+  ort.InferenceSession.create(join(dir, 'onnx', file), {
+    logSeverityLevel: 3,
+    // int8 as the engine runs it: exact on CPUs whose default int8 GEMM saturates (cpu.ts).
+    extra: await int8SessionConfig(),
+  });
 
 let fp32: ort.InferenceSession;
 let batched: Scores;
