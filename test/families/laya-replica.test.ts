@@ -15,7 +15,8 @@ import { int8SessionConfig } from '../../src/engine/model/cpu.js';
 import { layaLayout, type LayaQuestion, type LayaRow } from '../../src/engine/families/laya/layout.js';
 import { layaTokenizer } from '../../src/engine/families/laya/tokenizer.js';
 import type { Content } from '../../src/engine/types.js';
-import { ensureLayaReplica, LAYA_REPLICA } from '../../tools/families/laya-replica.js';
+import { ensureLayaReplica, LAYA_REPLICA, LAYA_SHAPES, layaParameters } from '../../tools/families/laya-replica.js';
+import { layaTestTokenizer } from '../../tools/families/laya-tokenizer.js';
 
 const PYTHON = '/usr/bin/python3';
 const REFERENCE = join(import.meta.dirname, '..', '..', 'tools', 'reference', 'laya_forward.py');
@@ -453,4 +454,26 @@ describe('the Laya replica', () => {
         `token after the first marker changed: least |Δ| ${Math.min(...changed).toFixed(3)}`,
     );
   });
+});
+
+describe('the Laya replica at the published shapes', () => {
+  it('has the published parameter totals (421M, 322M: rounded to the million)', () => {
+    expect(Math.abs(layaParameters(LAYA_SHAPES['modernbert-large']) - 421e6)).toBeLessThanOrEqual(0.5e6);
+    expect(Math.abs(layaParameters(LAYA_SHAPES['mmbert-base']) - 322e6)).toBeLessThanOrEqual(0.5e6);
+  });
+
+  it.each(Object.keys(LAYA_SHAPES) as Array<keyof typeof LAYA_SHAPES>)(
+    '%s: the stand-in tokenizer gives no id past the embedding rows, and round-trips',
+    (shape) => {
+      const { vocab, tokenizerBpe } = LAYA_SHAPES[shape];
+      const { tokenizer, config } = layaTestTokenizer(tokenizerBpe);
+      const t = new Tokenizer(tokenizer, config);
+      const text = 'Pick [MASK] one: naïve café, 今天的天气非常好, ünïcödé 🙂 |||IP_ADDRESS||| <|padding|> zebra!';
+      const ids = t.encode(text).ids as number[];
+      expect(Math.max(...ids, ...(tokenizer.added_tokens as Array<{ id: number }>).map((a) => a.id))).toBeLessThan(
+        vocab,
+      );
+      expect(t.decode(ids, { skip_special_tokens: false })).toBe(`[CLS]${text.replace(' [MASK]', '[MASK]')}[SEP]`);
+    },
+  );
 });
