@@ -49,7 +49,15 @@ import {
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { DataType, GENERATED_DIR, GraphBuilder, quantizeSymmetric, seededRandom, toHalf } from '../../src/internal.js';
+import {
+  DataType,
+  type DynamicQuantized,
+  GENERATED_DIR,
+  GraphBuilder,
+  int8Product,
+  seededRandom,
+  toHalf,
+} from '../../src/internal.js';
 import { LAYA_TEST_BPE, layaTestAdded, writeLayaTestTokenizer } from './laya-tokenizer.js';
 import { SpoolGraph, writeAll } from './spool-graph.js';
 
@@ -268,7 +276,7 @@ interface Net {
   /** Initializers already added (a weight is added once per graph). */
   added: Set<string>;
   /** DynamicQuantizeLinear outputs per activation (int8: one per Linear input, shared as quantize_dynamic does). */
-  dql: Map<string, [string, string, string]>;
+  dql: DynamicQuantized;
 }
 
 function net(g: GraphBuilder, shape: LayaShape, seed: number, dtype: Dtype): Net {
@@ -319,9 +327,8 @@ function cast(n: Net, x: string, to: DataType): string {
 
 /**
  * x · Wᵀ (+ b). In the int8 graph the product is quantized as onnxruntime's quantize_dynamic does
- * (and src/model-files/synth/decoder.ts writes it): x to uint8 per tensor at run time
- * (DynamicQuantizeLinear), W to int8 symmetric per tensor (scale max|W| / 127, zero point 0),
- * MatMulInteger → Cast → × (x scale · W scale); the bias stays an fp32 Add.
+ * (int8Product, shared with the synthetic decoders): x to uint8 per tensor at run time, W to int8
+ * symmetric per tensor; the bias stays an fp32 Add.
  */
 function linear(n: Net, x: string, name: string, bias?: string): string {
   const { g } = n;
@@ -329,20 +336,7 @@ function linear(n: Net, x: string, name: string, bias?: string): string {
   if (n.dtype !== 'int8') y = g.op('MatMul', [x, param(n, name, true)]);
   else {
     const { dims, data } = values(n, name, true);
-    const { q, scale } = quantizeSymmetric(data);
-    const wq = g.initializer(`${name}_quantized`, DataType.INT8, dims, q);
-    const ws = g.initializer(`${name}_scale`, F, [], Float32Array.of(scale));
-    const wzp = g.initializer(`${name}_zero_point`, DataType.INT8, [], Int8Array.of(0));
-    let dq = n.dql.get(x);
-    if (!dq) {
-      const outs = g.node('DynamicQuantizeLinear', [x], {
-        outputs: [`${x}_quantized`, `${x}_scale`, `${x}_zero_point`],
-      });
-      dq = [outs[0]!, outs[1]!, outs[2]!];
-      n.dql.set(x, dq);
-    }
-    const product = cast(n, g.op('MatMulInteger', [dq[0], wq, dq[2], wzp]), F);
-    y = g.op('Mul', [product, g.op('Mul', [dq[1], ws])]);
+    y = int8Product(g, x, name, data, [dims[0]!, dims[1]!], n.dql);
   }
   return bias ? g.op('Add', [y, param(n, bias)]) : y;
 }
