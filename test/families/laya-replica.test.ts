@@ -1,19 +1,22 @@
 // The Laya replica (tools/families/laya-replica.ts) against an independent forward pass in numpy
 // (tools/reference/laya_forward.py), on rows the landed layout builds: the graphs a Laya runner
-// will load (single fp32 with external data, fp16, split encoder + head) give the reference's
-// scores, batching and padding change nothing, and a marker off by one changes the answer.
+// will load (single fp32 with external data, fp16, int8, split encoder + head) give the
+// reference's scores, batching and padding change nothing, and a marker off by one changes the answer.
 // docs/families/laya-markers.md, "The replica".
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import * as ort from 'onnxruntime-node';
+import onnxProto from 'onnx-proto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readLayaConfig } from '../../src/engine/families/laya/calibration.js';
+import { int8SessionConfig } from '../../src/engine/model/cpu.js';
 import { layaLayout, type LayaQuestion, type LayaRow } from '../../src/engine/families/laya/layout.js';
 import { layaTokenizer } from '../../src/engine/families/laya/tokenizer.js';
 import type { Content } from '../../src/engine/types.js';
-import { ensureLayaReplica, LAYA_REPLICA } from '../../tools/families/laya-replica.js';
+import { ensureLayaReplica, LAYA_REPLICA, LAYA_SHAPES, layaParameters } from '../../tools/families/laya-replica.js';
+import { layaTestTokenizer } from '../../tools/families/laya-tokenizer.js';
 import { graphIo, type GraphIo, hasNumpy, PYTHON } from './replica-helpers.js';
 
 const REFERENCE = join(import.meta.dirname, '..', '..', 'tools', 'reference', 'laya_forward.py');
@@ -195,8 +198,15 @@ function maxDiff(a: Scores, b: Scores, batch: LayaRow[]): { logits: number; act:
   return { logits, act };
 }
 
-const session = (file: string): Promise<ort.InferenceSession> =>
-  ort.InferenceSession.create(join(dir, 'onnx', file), { logSeverityLevel: 3 });
+const decode = (file: string): onnxProto.onnx.ModelProto =>
+  onnxProto.onnx.ModelProto.decode(readFileSync(join(dir, 'onnx', file)));
+
+const session = async (file: string): Promise<ort.InferenceSession> =>
+  ort.InferenceSession.create(join(dir, 'onnx', file), {
+    logSeverityLevel: 3,
+    // int8 as the engine runs it: exact on CPUs whose default int8 GEMM saturates (cpu.ts).
+    extra: await int8SessionConfig(),
+  });
 
 let fp32: ort.InferenceSession;
 let batched: Scores;
@@ -213,6 +223,8 @@ describe('the Laya replica', () => {
       'onnx/model.onnx',
       'onnx/model.onnx_data',
       'onnx/model_fp16.onnx',
+      'onnx/model_quantized.onnx',
+      'onnx/model_int8.onnx',
       'onnx/encoder.onnx',
       'onnx/head.onnx',
       'tokenizer/tokenizer.json',
@@ -235,6 +247,8 @@ describe('the Laya replica', () => {
     const text = ['input_ids:7[batch_size,sequence_length]', 'attention_mask:7[batch_size,sequence_length]'];
     expect(io('model.onnx')).toEqual({ inputs: [...text, ...markers], outputs, external: ['model.onnx_data'] });
     expect(io('model_fp16.onnx')).toEqual({ inputs: [...text, ...markers], outputs, external: [] });
+    expect(io('model_quantized.onnx')).toEqual({ inputs: [...text, ...markers], outputs, external: [] });
+    expect(io('model_int8.onnx')).toEqual(io('model_quantized.onnx'));
     expect(io('encoder.onnx').outputs).toEqual([
       `last_hidden_state:1[batch_size,sequence_length,${LAYA_REPLICA.hidden}]`,
     ]);
@@ -318,6 +332,92 @@ describe('the Laya replica', () => {
     expect(worst).toBeLessThan(1);
   });
 
+  it('int8: every Linear quantized per tensor (symmetric int8 weights from the fp32 ones), embeddings fp32', () => {
+    const quant = decode('model_quantized.onnx');
+    const full = decode('model.onnx');
+    const external = readFileSync(join(dir, 'onnx', 'model.onnx_data'));
+    const tensor = (m: onnxProto.onnx.IModelProto, name: string): onnxProto.onnx.ITensorProto => {
+      const t = m.graph!.initializer!.find((i) => i.name === name);
+      if (!t) throw new Error(`no initializer ${name}`);
+      return t;
+    };
+    const bytes = (t: onnxProto.onnx.ITensorProto): Uint8Array => {
+      if (!t.externalData?.length) return new Uint8Array(t.rawData!);
+      const at = Object.fromEntries(t.externalData.map((e) => [e.key, e.value]));
+      return new Uint8Array(external.subarray(Number(at.offset), Number(at.offset) + Number(at.length)));
+    };
+    const floats = (t: onnxProto.onnx.ITensorProto): Float32Array => new Float32Array(bytes(t).slice().buffer);
+    const nodes = quant.graph!.node!;
+    const constants = new Set(quant.graph!.initializer!.map((t) => t.name));
+    const producer = new Map(nodes.flatMap((n) => n.output!.map((o) => [o, n] as const)));
+    const products = nodes.filter((n) => n.opType === 'MatMulInteger');
+    // Per encoder layer Wqkv, Wo, Wi, Wo; per head layer in_proj, out_proj, linear1, linear2;
+    // the scorer's two Linears and the act head's two.
+    expect(products.length).toBe(4 * LAYA_REPLICA.layers + 4 * LAYA_REPLICA.headLayers + 4);
+    expect(nodes.filter((n) => n.opType === 'MatMul' && n.input!.some((i) => constants.has(i)))).toEqual([]);
+    for (const p of products) {
+      const [x, wq, xzp, wzp] = p.input!;
+      expect(producer.get(x!)?.opType).toBe('DynamicQuantizeLinear');
+      expect(producer.get(xzp!)).toBe(producer.get(x!));
+      const name = wq!.replace(/_quantized$/, '');
+      const w = tensor(full, name);
+      const q = tensor(quant, wq!);
+      expect([q.dataType, q.dims!.map(Number)]).toEqual([
+        onnxProto.onnx.TensorProto.DataType.INT8,
+        w.dims!.map(Number),
+      ]);
+      expect(Array.from(new Int8Array(bytes(tensor(quant, wzp!)).slice().buffer))).toEqual([0]);
+      const scale = floats(tensor(quant, `${name}_scale`))[0]!;
+      const fp = floats(w);
+      const ints = new Int8Array(bytes(q).slice().buffer);
+      // Symmetric per tensor: the largest |w| is 127 steps; every weight rounds to the nearest step.
+      const max = fp.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+      expect(Math.abs(127 * scale - max), name).toBeLessThan(1e-6 * max);
+      let worst = 0;
+      fp.forEach((v, i) => (worst = Math.max(worst, Math.abs(v / scale - ints[i]!))));
+      expect(worst, name).toBeLessThanOrEqual(0.5 + 1e-6);
+    }
+    const embedding = tensor(quant, 'encoder.embeddings.tok_embeddings.weight');
+    expect([embedding.dataType, embedding.dims!.map(Number)]).toEqual([
+      onnxProto.onnx.TensorProto.DataType.FLOAT,
+      [LAYA_REPLICA.vocab, LAYA_REPLICA.hidden],
+    ]);
+  });
+
+  it('int8 stays within the int8 bound of fp32', async () => {
+    // Dynamic int8 rounds both operands of every Linear, per tensor. The weight: to steps of
+    // max|W| / 127; the replica's weights are triangular within ±√6·σ, so the rounding error's RMS
+    // is at most σ·√6 / (127·√12) = 0.56 % of σ. The activation: to steps of its range / 255 (RMS
+    // error range / (255·√12)). A LayerNorm's output row of H values has |z| ≤ √(H − 1) (5.6 at
+    // H = 32), so with γ ≤ 1.25 its range is at most 14 times its RMS: ≤ 1.6 %; the other inputs
+    // (attention contexts, GeGLU products, ReLU and GELU outputs) are heavier-tailed: take a range
+    // ≤ 32 RMS, ≤ 3.6 %. With independent errors, a product's output is off by √(εx² + εw²) of its
+    // scale: ≤ 1.7 % for the 9 products on a logit's path that read a LayerNorm, ≤ 3.7 % for the
+    // other 9 (the act head's two are alike). Independent errors add in quadrature, √(9·1.7² +
+    // 9·3.7²) % = 12 % of an output's scale; ×3 for what LayerNorms and softmaxes amplify (as the
+    // fp16 bound allows) and ×4 for the largest of ~90 values (4 standard deviations): |Δ| ≤ 1.5 ×
+    // the RMS of the fp32 tensor (the valid logits; the act logits). Per-tensor quantization errs
+    // by a share of the tensor's scale, not of each value: hence the RMS, not 1 + |x|. A lost zero
+    // point or scale, or weights rounded to half their range, lands far past it; a slightly wrong
+    // scale or rounding is the previous test's to catch.
+    const BOUND = 1.5;
+    const int8 = await runSingle(await session('model_quantized.onnx'), rows);
+    const rms = (values: number[]): number => Math.sqrt(values.reduce((a, v) => a + v * v, 0) / values.length);
+    const valid = rows.flatMap((r, i) => batched.logits[i]!.slice(0, r.markerPositions.length));
+    const d = maxDiff(int8, batched, rows);
+    const share = { logits: d.logits / (BOUND * rms(valid)), act: d.act / (BOUND * rms(batched.act.flat())) };
+    console.log(
+      `int8 vs fp32: logits max |Δ| ${d.logits.toExponential(2)} (RMS ${rms(valid).toFixed(2)}), act ` +
+        `${d.act.toExponential(2)} (RMS ${rms(batched.act.flat()).toFixed(2)}); ` +
+        `${(Math.max(share.logits, share.act) * 100).toFixed(1)}% of the bound`,
+    );
+    expect(share.logits).toBeLessThan(1);
+    expect(share.act).toBeLessThan(1);
+    rows.forEach((r, i) => {
+      for (let j = r.markerPositions.length; j < int8.logits[i]!.length; j++) expect(int8.logits[i]![j]).toBe(-1e4);
+    });
+  });
+
   it('a layout bug changes the scores: every marker one token late, or the token after a marker changed', async () => {
     const late = rows.map((r) => ({ ...r, markerPositions: r.markerPositions.map((m) => m + 1) }));
     const shifted = await runSingle(fp32, late);
@@ -340,4 +440,26 @@ describe('the Laya replica', () => {
         `token after the first marker changed: least |Δ| ${Math.min(...changed).toFixed(3)}`,
     );
   });
+});
+
+describe('the Laya replica at the published shapes', () => {
+  it('has the published parameter totals (421M, 322M: rounded to the million)', () => {
+    expect(Math.abs(layaParameters(LAYA_SHAPES['modernbert-large']) - 421e6)).toBeLessThanOrEqual(0.5e6);
+    expect(Math.abs(layaParameters(LAYA_SHAPES['mmbert-base']) - 322e6)).toBeLessThanOrEqual(0.5e6);
+  });
+
+  it.each(Object.keys(LAYA_SHAPES) as Array<keyof typeof LAYA_SHAPES>)(
+    '%s: the stand-in tokenizer gives no id past the embedding rows, and round-trips',
+    (shape) => {
+      const { vocab, tokenizerBpe } = LAYA_SHAPES[shape];
+      const { tokenizer, config } = layaTestTokenizer(tokenizerBpe);
+      const t = new Tokenizer(tokenizer, config);
+      const text = 'Pick [MASK] one: naïve café, 今天的天气非常好, ünïcödé 🙂 |||IP_ADDRESS||| <|padding|> zebra!';
+      const ids = t.encode(text).ids as number[];
+      expect(Math.max(...ids, ...(tokenizer.added_tokens as Array<{ id: number }>).map((a) => a.id))).toBeLessThan(
+        vocab,
+      );
+      expect(t.decode(ids, { skip_special_tokens: false })).toBe(`[CLS]${text.replace(' [MASK]', '[MASK]')}[SEP]`);
+    },
+  );
 });

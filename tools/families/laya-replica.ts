@@ -1,33 +1,47 @@
-// A synthetic replica of a Laya decision model (development only, never packed): a tiny
-// ModernBERT-like encoder with the authors' decision head (FAMILIES.md, "Head (DecisionModel)"),
-// seeded random weights, written in the layout of the public ONNX exports so the engine's Laya
-// runner can be built and tested offline. The answers are MEANINGLESS; the interface is real:
-//   onnx/model.onnx + model.onnx_data   single graph, fp32, weights as external data
-//   onnx/model_fp16.onnx                 the same graph in fp16 (logits and act_logits f32)
-//   onnx/encoder.onnx, onnx/head.onnx   the split export (encoder → last_hidden_state → head)
+// A synthetic replica of a Laya decision model (development only, never packed): a ModernBERT-like
+// encoder with the authors' decision head (FAMILIES.md, "Head (DecisionModel)"), seeded random
+// weights, written in the layout of the public ONNX exports so the engine's Laya runner can be
+// built, tested and measured offline. The answers are MEANINGLESS; the interface is real:
+//   onnx/model.onnx + model.onnx_data   single graph, fp32, weights as external data      (fp32)
+//   onnx/model_fp16.onnx                 the same graph in fp16 (logits and act_logits f32) (fp16)
+//   onnx/model_quantized.onnx            the same graph with every Linear dynamically        (int8)
+//   onnx/model_int8.onnx                 quantized to int8 (a hard link: the same file)
+//   onnx/encoder.onnx, onnx/head.onnx   the split export (encoder → last_hidden_state → head) (split)
+//   weights.safetensors                 the same weights in PyTorch's names and orientation, for
+//                                       the independent reference (tools/reference/laya_forward.py)
+//                                                                                          (safetensors)
 //   tokenizer/                          the ModernBERT-special stand-in (laya-tokenizer.ts)
 //   config.json, rl_agent_config.json   encoder config; limits and calibration (one temperature
 //                                       outside [0.5, 5], as the shipped choice:11+ 0.1006)
-//   weights.safetensors                 the same weights in PyTorch's names and orientation, for
-//                                       the independent reference (tools/reference/laya_forward.py)
 // I/O: input_ids i64[b,s], attention_mask i64[b,s], marker_pos i64[b,k], marker_mask bool[b,k],
 // qtype i64[b] → logits f32[b,k] (masked slots −1e4), act_logits f32[b,2].
 //
+// Shapes (LAYA_SHAPES): `tiny` (the default, for tests), and the published encoders at their real
+// sizes, `modernbert-large` (Laya en and typed-decisions, 421M) and `mmbert-base` (Laya
+// multilingual, 322M), for measuring. Only the flavors asked for are written, and every weight is
+// generated when its graph needs it and written at once (external data, or SpoolGraph's spool):
+// a folder at a real size is written without holding its weights in memory. The graph pieces
+// (Linear, int8 included, LayerNorm, GELU, attention), the safetensors writer and the folder cache
+// are replica-kit.ts's, shared with the NLI replica.
+//
 // The architecture (docs/families/laya-markers.md, "The replica"):
 // - encoder (ModernBERT's design, no biases): token embedding → LayerNorm; per layer pre-LN
-//   attention (layer 0 reads the embedding norm directly) with rotary positions 0..s−1, layer 0
-//   global (θ 160,000), layer 1 local (|i − j| ≤ 64, θ 10,000), keys masked by attention_mask;
-//   pre-LN GeGLU MLP (GELU(x·Wi[:I]) · x·Wi[I:]); final LayerNorm;
-// - head: + type embedding[qtype]; 2 pre-LN transformer layers (1 head of H, biases, ReLU MLP 4H,
-//   padded keys masked); gather at marker_pos (clamped ≥ 0); scorer LayerNorm → Linear → GELU →
-//   Linear → one logit per marker, masked slots −1e4; act_logits = Linear → GELU → Linear over
-//   [state at position 0, top1, top1 − top2, entropy / ln max(2, K), K / 255] of softmax(logits).
+//   attention (layer 0 reads the embedding norm directly) with rotary positions 0..s−1, every
+//   `globalEvery`-th layer (0, 3, 6, …) global (θ globalTheta), the others local (|i − j| ≤
+//   localWindow / 2, θ localTheta), keys masked by attention_mask; pre-LN GeGLU MLP
+//   (GELU(x·Wi[:I]) · x·Wi[I:]); final LayerNorm;
+// - head: + type embedding[qtype]; 2 pre-LN transformer layers (max(1, H/64) heads, biases, ReLU
+//   MLP 4H, padded keys masked); gather at marker_pos (clamped ≥ 0); scorer LayerNorm → Linear →
+//   GELU → Linear → one logit per marker, masked slots −1e4; act_logits = Linear → GELU → Linear
+//   over [state at position 0, top1, top1 − top2, entropy / ln max(2, K), K / 255] of
+//   softmax(logits).
 //
-//   npx tsx tools/families/laya-replica.ts DIR     writes the folder
-import { mkdirSync } from 'node:fs';
+//   npx tsx tools/families/laya-replica.ts DIR [SHAPE [FLAVOR,…]]   writes a folder
+import { copyFileSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { DataType, GraphBuilder } from '../../src/internal.js';
+import { DataType, GENERATED_DIR, GraphBuilder } from '../../src/internal.js';
+import { LAYA_TEST_BPE, layaTestAdded, writeLayaTestTokenizer } from './laya-tokenizer.js';
 import {
   attend,
   cast,
@@ -44,53 +58,152 @@ import {
   type Net,
   param,
   random,
+  readStamp,
+  scratchBeside,
   splitHeads,
-  type Tensor,
+  type WeightSource,
   writeJson as json,
   writeSafetensors,
 } from './replica-kit.js';
-import { LAYA_TEST_ADDED, writeLayaTestTokenizer } from './laya-tokenizer.js';
+import { SpoolGraph } from './spool-graph.js';
 
-/** Bumped when the graph or the weights change: a cached folder of another version is rewritten. */
-export const LAYA_REPLICA_VERSION = 1;
+/** Bumped when a graph, the weights or the folder change: a cached folder of another version is rewritten. */
+export const LAYA_REPLICA_VERSION = 2;
 export const LAYA_REPLICA_SEED = 37;
 export const LAYA_REPLICA_DIR = fileURLToPath(new URL('../../models/generated/laya-replica/', import.meta.url));
 
-/** The replica's shape (tiny; vocabulary of the stand-in tokenizer). */
-export const LAYA_REPLICA = {
-  hidden: 32,
-  heads: 2,
-  intermediate: 64,
-  layers: 2,
-  headLayers: 2,
-  headFf: 128,
-  actHidden: 256,
-  vocab: Math.max(...LAYA_TEST_ADDED.map((t) => t.id)) + 1,
-  maxPositions: 1024,
-  localWindow: 128,
-  globalTheta: 160_000,
-  localTheta: 10_000,
-  eps: 1e-5,
-} as const;
+/** A replica's shape: the encoder's config.json values and the decision head's sizes. */
+export interface LayaShape {
+  hidden: number;
+  heads: number;
+  /** The GeGLU MLP's width (Wi is [2·intermediate, hidden]). */
+  intermediate: number;
+  layers: number;
+  /** Layer i is global when i % globalEvery = 0, else local (ModernBERT's global_attn_every_n_layers). */
+  globalEvery: number;
+  /** A local layer's query sees the keys with |i − j| ≤ localWindow / 2 (ModernBERT's local_attention). */
+  localWindow: number;
+  globalTheta: number;
+  localTheta: number;
+  /** Rows of the token embedding: the real vocabulary (the stand-in tokenizer's ids stay below it). */
+  vocab: number;
+  /** The stand-in tokenizer keeps its BPE's first `tokenizerBpe` ids, the specials right after. */
+  tokenizerBpe: number;
+  maxPositions: number;
+  eps: number;
+  headLayers: number;
+  headFf: number;
+  actHidden: number;
+  /** rl_agent_config.json's max_len. */
+  maxLen: number;
+}
+
+/** The stand-in tokenizer's full size: its BPE and 8 added tokens. */
+const STAND_IN_VOCAB = LAYA_TEST_BPE + layaTestAdded().length;
+
+/**
+ * The shapes. The encoders' values are their public config.json's (ModernBERT-large; mmBERT-base,
+ * whose local layers keep θ 160,000). The head's sizes are not published: the tiny replica's
+ * proportions (a ReLU MLP of 4·hidden, an act head of 256) give the published totals, 421.2M for
+ * ModernBERT-large (encoder 394.7M + head 26.5M; "421M") and 321.9M for mmBERT-base (306.9M +
+ * 15.0M; "322M"), where an MLP of 2·hidden would give 412.8M and 317.2M.
+ */
+export const LAYA_SHAPES = {
+  tiny: {
+    hidden: 32,
+    heads: 2,
+    intermediate: 64,
+    layers: 2,
+    globalEvery: 3,
+    localWindow: 128,
+    globalTheta: 160_000,
+    localTheta: 10_000,
+    vocab: STAND_IN_VOCAB,
+    tokenizerBpe: LAYA_TEST_BPE,
+    maxPositions: 1024,
+    eps: 1e-5,
+    headLayers: 2,
+    headFf: 128,
+    actHidden: 256,
+    maxLen: 1024,
+  },
+  // The exports run up to 1,024 tokens (laya-typed-decisions' max_len; laya en ships 512): the
+  // graph has no position table, so 8,192 in config.json costs nothing. ModernBERT's 50,368 rows
+  // are fewer than the stand-in's 151,651 ids: its BPE is cut to 50,279 ids (ModernBERT's own BPE
+  // ends about there), the specials at 50,279–50,286; rows past them are never read, as
+  // ModernBERT's padding rows.
+  'modernbert-large': {
+    hidden: 1024,
+    heads: 16,
+    intermediate: 2624,
+    layers: 28,
+    globalEvery: 3,
+    localWindow: 128,
+    globalTheta: 160_000,
+    localTheta: 10_000,
+    vocab: 50_368,
+    tokenizerBpe: 50_279,
+    maxPositions: 8192,
+    eps: 1e-5,
+    headLayers: 2,
+    headFf: 4096,
+    actHidden: 256,
+    maxLen: 1024,
+  },
+  // mmBERT's Gemma vocabulary has 256,000 rows; the stand-in's ids stay below 151,651 (its
+  // ModernBERT-style specials replace mmBERT's <bos> <eos> <mask> <pad>).
+  'mmbert-base': {
+    hidden: 768,
+    heads: 12,
+    intermediate: 1152,
+    layers: 22,
+    globalEvery: 3,
+    localWindow: 128,
+    globalTheta: 160_000,
+    localTheta: 160_000,
+    vocab: 256_000,
+    tokenizerBpe: LAYA_TEST_BPE,
+    maxPositions: 8192,
+    eps: 1e-5,
+    headLayers: 2,
+    headFf: 3072,
+    actHidden: 256,
+    maxLen: 1024,
+  },
+} as const satisfies Record<string, LayaShape>;
+
+export type LayaShapeName = keyof typeof LAYA_SHAPES;
+
+/** The tiny replica's shape (the default). */
+export const LAYA_REPLICA: LayaShape = LAYA_SHAPES.tiny;
+
+/** What a folder can hold; only the flavors asked for are written. */
+export type LayaFlavor = 'fp32' | 'fp16' | 'int8' | 'split' | 'safetensors';
+export const LAYA_FLAVORS: readonly LayaFlavor[] = ['fp32', 'fp16', 'int8', 'split', 'safetensors'];
+
+/** A weight's shape (PyTorch's orientation, Linear [out, in]) and its random distribution. */
+interface Spec {
+  shape: number[];
+  std: number;
+  mean: number;
+}
 
 /**
  * The weights, in PyTorch's names and orientation (Linear [out, in]) as DecisionModel's
- * state dict has them (`encoder.` the ModernBERT model, `head.layers.*` nn.TransformerEncoderLayer).
- * Scales keep activations O(1) and attention uneven, so a logit depends on its marker's neighbours.
+ * state dict has them (`encoder.` the ModernBERT model, `head.layers.*` nn.TransformerEncoderLayer),
+ * in state-dict order. Scales keep activations O(1) and attention uneven, so a logit depends on
+ * its marker's neighbours.
  */
-export function layaReplicaWeights(seed = LAYA_REPLICA_SEED): Map<string, Tensor> {
-  const { hidden: H, intermediate: I, layers, headLayers, headFf, actHidden, vocab } = LAYA_REPLICA;
-  const w = new Map<string, Tensor>();
+function weightSpecs(s: LayaShape): Map<string, Spec> {
+  const { hidden: H, intermediate: I, layers, headLayers, headFf, actHidden, vocab } = s;
+  const w = new Map<string, Spec>();
   const linear = (name: string, out: number, inp: number, gain = 1): void => {
-    w.set(name, random(seed, name, [out, inp], gain / Math.sqrt(inp)));
+    w.set(name, { shape: [out, inp], std: gain / Math.sqrt(inp), mean: 0 });
   };
   const vector = (name: string, n: number, std: number, mean = 0): void => {
-    w.set(name, random(seed, name, [n], std, mean));
+    w.set(name, { shape: [n], std, mean });
   };
-  w.set(
-    'encoder.embeddings.tok_embeddings.weight',
-    random(seed, 'encoder.embeddings.tok_embeddings.weight', [vocab, H], 1),
-  );
+  w.set('encoder.embeddings.tok_embeddings.weight', { shape: [vocab, H], std: 1, mean: 0 });
   vector('encoder.embeddings.norm.weight', H, 0.1, 1);
   for (let i = 0; i < layers; i++) {
     const p = `encoder.layers.${i}`;
@@ -102,7 +215,7 @@ export function layaReplicaWeights(seed = LAYA_REPLICA_SEED): Map<string, Tensor
     linear(`${p}.mlp.Wo.weight`, H, I);
   }
   vector('encoder.final_norm.weight', H, 0.1, 1);
-  w.set('type_emb.weight', random(seed, 'type_emb.weight', [3, H], 1));
+  w.set('type_emb.weight', { shape: [3, H], std: 1, mean: 0 });
   for (let i = 0; i < headLayers; i++) {
     const p = `head.layers.${i}`;
     linear(`${p}.self_attn.in_proj_weight`, 3 * H, H, 2);
@@ -131,8 +244,50 @@ export function layaReplicaWeights(seed = LAYA_REPLICA_SEED): Map<string, Tensor
   return w;
 }
 
+/** Parameter count of a shape (embedding included). */
+export function layaParameters(shape: LayaShape): number {
+  let n = 0;
+  for (const { shape: dims } of weightSpecs(shape).values()) n += dims.reduce((a, b) => a * b, 1);
+  return n;
+}
+
+/** The weights of a shape, each generated when a graph or file asks for it (nothing keeps them). */
+function generated(specs: Map<string, Spec>, seed: number): WeightSource {
+  return {
+    get(name) {
+      const spec = specs.get(name);
+      return spec && random(seed, name, spec.shape, spec.std, spec.mean);
+    },
+  };
+}
+
+/** A graph's compute dtype: fp32, fp16, or fp32 with int8 Linears (dynamic quantization). */
+type Dtype = 'fp32' | 'fp16' | 'int8';
+
+/** The graph pieces' Net (replica-kit.ts) and the shape it builds. */
+interface LayaNet extends Net {
+  shape: LayaShape;
+}
+
+/**
+ * A net of `dtype` for replica-kit's graph pieces: every weight generated when the graph adds it.
+ * int8: the Linears through int8Product (the writer the synthetic decoders and the NLI replica
+ * use), the embeddings and LayerNorms fp32.
+ */
+function net(g: GraphBuilder, shape: LayaShape, seed: number, dtype: Dtype): LayaNet {
+  return {
+    g,
+    shape,
+    w: generated(weightSpecs(shape), seed),
+    half: dtype === 'fp16',
+    quantized: dtype === 'int8',
+    eps: shape.eps,
+    added: new Set(),
+  };
+}
+
 /** cos and sin [s, d] of rotary positions 0..s−1 (rotate-half layout: the frequencies twice). */
-function rotaryTables(n: Net, seqLen: string, theta: number, d: number): [string, string] {
+function rotaryTables(n: LayaNet, seqLen: string, theta: number, d: number): [string, string] {
   const { g } = n;
   const inv = Float32Array.from({ length: d / 2 }, (_, i) => 1 / Math.pow(theta, (2 * i) / d));
   const invName = g.initializer(g.fresh('inv_freq'), F, [d / 2], inv);
@@ -143,7 +298,7 @@ function rotaryTables(n: Net, seqLen: string, theta: number, d: number): [string
   return [to(g.op('Cos', [emb])), to(g.op('Sin', [emb]))];
 }
 
-function rotate(n: Net, x: string, cos: string, sin: string, d: number): string {
+function rotate(n: LayaNet, x: string, cos: string, sin: string, d: number): string {
   const { g } = n;
   const [x1, x2] = g.node('Split', [x, g.constI64([d / 2, d / 2])], { outputs: 2, attrs: { axis: { i: -1 } } }) as [
     string,
@@ -154,9 +309,9 @@ function rotate(n: Net, x: string, cos: string, sin: string, d: number): string 
 }
 
 /** The encoder: input_ids, attention_mask → last hidden state [b, s, H] in the net's dtype. */
-function encoder(n: Net, ids: string, mask: string): string {
+function encoder(n: LayaNet, ids: string, mask: string): string {
   const { g } = n;
-  const { hidden: H, heads, intermediate: I, layers, localWindow } = LAYA_REPLICA;
+  const { hidden: H, heads, intermediate: I, layers, localWindow, globalEvery } = n.shape;
   const d = H / heads;
   const seqLen = g.op('Gather', [g.op('Shape', [ids]), g.constI64([1], [])], { axis: { i: 0 } });
   const valid = keysValid(n, mask);
@@ -165,15 +320,22 @@ function encoder(n: Net, ids: string, mask: string): string {
   const dist = g.op('Abs', [g.op('Sub', [g.op('Unsqueeze', [idx, g.constI64([1])]), idx])]);
   const window = g.op('LessOrEqual', [dist, g.constI64([localWindow / 2], [])]);
   const localBias = maskBias(n, g.op('And', [window, valid]));
-  const globalRot = rotaryTables(n, seqLen, LAYA_REPLICA.globalTheta, d);
-  const localRot = rotaryTables(n, seqLen, LAYA_REPLICA.localTheta, d);
+  // One table per θ (mmBERT's local layers share the global θ).
+  const tables = new Map<number, [string, string]>();
+  const rotary = (theta: number): [string, string] => {
+    let t = tables.get(theta);
+    if (!t) tables.set(theta, (t = rotaryTables(n, seqLen, theta, d)));
+    return t;
+  };
+  const globalRot = rotary(n.shape.globalTheta);
+  const localRot = rotary(n.shape.localTheta);
 
   let x = g.op('Gather', [param(n, 'encoder.embeddings.tok_embeddings.weight'), ids], { axis: { i: 0 } });
   x = layerNorm(n, x, 'encoder.embeddings.norm.weight');
   for (let i = 0; i < layers; i++) {
     const p = `encoder.layers.${i}`;
-    // ModernBERT: every third layer is global, the others local (here: layer 0 global, layer 1 local).
-    const isGlobal = i % 3 === 0;
+    // ModernBERT: layers 0, n, 2n, … global (global_attn_every_n_layers = n), the others local.
+    const isGlobal = i % globalEvery === 0;
     const [cos, sin] = isGlobal ? globalRot : localRot;
     const h = i === 0 ? x : layerNorm(n, x, `${p}.attn_norm.weight`);
     const qkv = linear(n, h, `${p}.attn.Wqkv.weight`);
@@ -200,9 +362,9 @@ function encoder(n: Net, ids: string, mask: string): string {
 }
 
 /** The decision head: hidden [b, s, H] (net dtype) and the marker inputs → logits, act_logits (f32). */
-function head(n: Net, hidden: string, pos: string, markerMask: string, qtype: string, mask: string): void {
+function head(n: LayaNet, hidden: string, pos: string, markerMask: string, qtype: string, mask: string): void {
   const { g } = n;
-  const { hidden: H, headLayers } = LAYA_REPLICA;
+  const { hidden: H, headLayers } = n.shape;
   const heads = Math.max(1, Math.floor(H / 64));
   const d = H / heads;
   const bias = maskBias(n, keysValid(n, mask));
@@ -290,43 +452,70 @@ function markerOutputs(g: GraphBuilder): void {
   g.output('act_logits', F, ['batch_size', 2]);
 }
 
-/** The single graph (fp32 with external data, or fp16 inline). */
-function writeSingle(file: string, w: Map<string, Tensor>, half: boolean, external?: string): void {
-  const g = new GraphBuilder(
-    'main_graph',
-    external ? { path: join(dirname(file), external), location: external } : undefined,
-  );
-  const n: Net = { g, w, half, eps: LAYA_REPLICA.eps, added: new Set() };
-  const ids = g.input('input_ids', I64, ['batch_size', 'sequence_length']);
-  const mask = g.input('attention_mask', I64, ['batch_size', 'sequence_length']);
-  const [pos, markerMask, qtype] = markerInputs(g);
-  markerOutputs(g);
-  head(n, encoder(n, ids, mask), pos, markerMask, qtype, mask);
-  g.save(file, SAVE);
+/**
+ * A builder for `file`: its large weights go to `external` (a data file beside it) as they are
+ * added, or without one to a spool beside it, inlined on save (SpoolGraph).
+ */
+function builder(name: string, file: string, external?: string): GraphBuilder {
+  return external
+    ? new GraphBuilder(name, { path: join(dirname(file), external), location: external })
+    : new SpoolGraph(name, `${file}.spool`);
 }
 
-/** The split export: encoder.onnx (→ last_hidden_state) and head.onnx (hidden_states → logits), fp32. */
-function writeSplit(dir: string, w: Map<string, Tensor>): void {
-  const { hidden: H } = LAYA_REPLICA;
-  const e = new GraphBuilder('encoder');
-  const en: Net = { g: e, w, half: false, eps: LAYA_REPLICA.eps, added: new Set() };
-  const ids = e.input('input_ids', I64, ['batch_size', 'sequence_length']);
-  const mask = e.input('attention_mask', I64, ['batch_size', 'sequence_length']);
-  e.output('last_hidden_state', F, ['batch_size', 'sequence_length', H]);
-  e.node('Identity', [encoder(en, ids, mask)], { outputs: ['last_hidden_state'] });
-  e.save(join(dir, 'encoder.onnx'), SAVE);
-
-  const h = new GraphBuilder('head');
-  const hn: Net = { g: h, w, half: false, eps: LAYA_REPLICA.eps, added: new Set() };
-  const hidden = h.input('hidden_states', F, ['batch_size', 'sequence_length', H]);
-  const [pos, markerMask, qtype] = markerInputs(h);
-  const hmask = h.input('attention_mask', I64, ['batch_size', 'sequence_length']);
-  markerOutputs(h);
-  head(hn, hidden, pos, markerMask, qtype, hmask);
-  h.save(join(dir, 'head.onnx'), SAVE);
+/** Builds a graph with `build` and saves it; on failure closes (and for a spool removes) its scratch file. */
+function writeGraph(g: GraphBuilder, file: string, build: () => void): void {
+  try {
+    build();
+    g.save(file, SAVE);
+  } catch (e) {
+    g.abort();
+    throw e;
+  }
 }
 
-/** rl_agent_config.json: limits, head size, calibration (choice:11+ 0.1006 is outside the clamp). */
+/** The single graph: fp32 with external data; fp16 or int8 inline. */
+function writeSingle(file: string, shape: LayaShape, seed: number, dtype: Dtype, external?: string): void {
+  const g = builder('main_graph', file, external);
+  writeGraph(g, file, () => {
+    const n = net(g, shape, seed, dtype);
+    const ids = g.input('input_ids', I64, ['batch_size', 'sequence_length']);
+    const mask = g.input('attention_mask', I64, ['batch_size', 'sequence_length']);
+    const [pos, markerMask, qtype] = markerInputs(g);
+    markerOutputs(g);
+    head(n, encoder(n, ids, mask), pos, markerMask, qtype, mask);
+  });
+}
+
+/**
+ * The split export, fp32: encoder.onnx (→ last_hidden_state) and head.onnx (hidden_states →
+ * logits). At the real sizes the encoder's weights (1.2–1.6 GB) go to encoder.onnx_data, as the
+ * single graph's do; the tiny replica's stay inline.
+ */
+function writeSplit(dir: string, shape: LayaShape, seed: number): void {
+  const { hidden: H } = shape;
+  const file = join(dir, 'encoder.onnx');
+  const e = builder('encoder', file, shape === LAYA_SHAPES.tiny ? undefined : 'encoder.onnx_data');
+  writeGraph(e, file, () => {
+    const en = net(e, shape, seed, 'fp32');
+    const ids = e.input('input_ids', I64, ['batch_size', 'sequence_length']);
+    const mask = e.input('attention_mask', I64, ['batch_size', 'sequence_length']);
+    e.output('last_hidden_state', F, ['batch_size', 'sequence_length', H]);
+    e.node('Identity', [encoder(en, ids, mask)], { outputs: ['last_hidden_state'] });
+  });
+
+  const headFile = join(dir, 'head.onnx');
+  const h = builder('head', headFile);
+  writeGraph(h, headFile, () => {
+    const hn = net(h, shape, seed, 'fp32');
+    const hidden = h.input('hidden_states', F, ['batch_size', 'sequence_length', H]);
+    const [pos, markerMask, qtype] = markerInputs(h);
+    const hmask = h.input('attention_mask', I64, ['batch_size', 'sequence_length']);
+    markerOutputs(h);
+    head(hn, hidden, pos, markerMask, qtype, hmask);
+  });
+}
+
+/** rl_agent_config.json of the tiny replica: limits, head size, calibration (choice:11+ 0.1006 is outside the clamp). */
 export const LAYA_REPLICA_AGENT_CONFIG = {
   encoder: 'assay/laya-replica (synthetic ModernBERT-like, random weights)',
   max_len: 1024,
@@ -344,20 +533,70 @@ export const LAYA_REPLICA_AGENT_CONFIG = {
   },
 };
 
-function tokenId(content: string): number {
-  return LAYA_TEST_ADDED.find((t) => t.content === content)!.id;
+/** The flavors a call writes when it names none: all of them for the tiny replica, fp32 at the real sizes. */
+function defaultFlavors(shape: LayaShapeName): readonly LayaFlavor[] {
+  return shape === 'tiny' ? LAYA_FLAVORS : ['fp32'];
 }
 
-/** Writes the replica's folder into `out` (created). */
-export function writeLayaReplica(out: string, seed = LAYA_REPLICA_SEED): void {
-  const w = layaReplicaWeights(seed);
+/** Writes `flavors` of the replica into `out` (which holds an onnx/ folder). */
+function writeFlavors(
+  out: string,
+  seed: number,
+  name: LayaShapeName,
+  flavors: readonly LayaFlavor[],
+  log: (line: string) => void,
+): void {
+  const shape = LAYA_SHAPES[name];
   const onnxDir = join(out, 'onnx');
-  mkdirSync(onnxDir, { recursive: true });
-  writeSingle(join(onnxDir, 'model.onnx'), w, false, 'model.onnx_data');
-  writeSingle(join(onnxDir, 'model_fp16.onnx'), w, true);
-  writeSplit(onnxDir, w);
+  for (const flavor of LAYA_FLAVORS.filter((f) => flavors.includes(f))) {
+    const t0 = performance.now();
+    switch (flavor) {
+      case 'fp32':
+        writeSingle(join(onnxDir, 'model.onnx'), shape, seed, 'fp32', 'model.onnx_data');
+        break;
+      case 'fp16':
+        writeSingle(join(onnxDir, 'model_fp16.onnx'), shape, seed, 'fp16');
+        break;
+      case 'int8': {
+        const file = join(onnxDir, 'model_quantized.onnx');
+        writeSingle(file, shape, seed, 'int8');
+        // The exports ship the same int8 graph under both names: one file, two links.
+        try {
+          linkSync(file, join(onnxDir, 'model_int8.onnx'));
+        } catch {
+          copyFileSync(file, join(onnxDir, 'model_int8.onnx'));
+        }
+        break;
+      }
+      case 'split':
+        writeSplit(onnxDir, shape, seed);
+        break;
+      case 'safetensors': {
+        const specs = weightSpecs(shape);
+        writeSafetensors(join(out, 'weights.safetensors'), specs, generated(specs, seed), {
+          format: 'pt',
+          seed: String(seed),
+        });
+        break;
+      }
+    }
+    log(`laya-${name} ${flavor}: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
+}
+
+/** Writes the replica's folder into `out` (created): the common files, `flavors`, and assay.json last. */
+export function writeLayaReplica(
+  out: string,
+  seed = LAYA_REPLICA_SEED,
+  name: LayaShapeName = 'tiny',
+  flavors: readonly LayaFlavor[] = defaultFlavors(name),
+  log: (line: string) => void = () => {},
+): void {
+  const c = LAYA_SHAPES[name];
+  mkdirSync(join(out, 'onnx'), { recursive: true });
+  writeFlavors(out, seed, name, flavors, log);
   const tokDir = join(out, 'tokenizer');
-  writeLayaTestTokenizer(tokDir);
+  writeLayaTestTokenizer(tokDir, c.tokenizerBpe);
   json(join(tokDir, 'special_tokens_map.json'), {
     cls_token: '[CLS]',
     mask_token: '[MASK]',
@@ -365,7 +604,8 @@ export function writeLayaReplica(out: string, seed = LAYA_REPLICA_SEED): void {
     sep_token: '[SEP]',
     unk_token: '[UNK]',
   });
-  const c = LAYA_REPLICA;
+  const added = layaTestAdded(c.tokenizerBpe);
+  const tokenId = (content: string): number => added.find((t) => t.content === content)!.id;
   json(join(out, 'config.json'), {
     architectures: ['ModernBertModel'],
     model_type: 'modernbert',
@@ -375,7 +615,7 @@ export function writeLayaReplica(out: string, seed = LAYA_REPLICA_SEED): void {
     num_attention_heads: c.heads,
     vocab_size: c.vocab,
     max_position_embeddings: c.maxPositions,
-    global_attn_every_n_layers: 3,
+    global_attn_every_n_layers: c.globalEvery,
     local_attention: c.localWindow,
     global_rope_theta: c.globalTheta,
     local_rope_theta: c.localTheta,
@@ -390,30 +630,127 @@ export function writeLayaReplica(out: string, seed = LAYA_REPLICA_SEED): void {
     mask_token_id: tokenId('[MASK]'),
     torch_dtype: 'float32',
   });
-  json(join(out, 'rl_agent_config.json'), LAYA_REPLICA_AGENT_CONFIG);
-  writeSafetensors(join(out, 'weights.safetensors'), w, { format: 'pt', seed: String(seed) });
+  json(join(out, 'rl_agent_config.json'), {
+    ...LAYA_REPLICA_AGENT_CONFIG,
+    encoder:
+      name === 'tiny'
+        ? LAYA_REPLICA_AGENT_CONFIG.encoder
+        : `assay/laya-${name} (synthetic ModernBERT-like, random weights)`,
+    max_len: c.maxLen,
+    head_layers: c.headLayers,
+  });
   // Written last: its presence means the folder is complete.
-  json(join(out, 'assay.json'), {
+  writeMarker(out, seed, name, flavors);
+}
+
+/** assay.json: what wrote the folder, and which flavors it holds (written through a rename: never half there). */
+function writeMarker(dir: string, seed: number, shape: LayaShapeName, flavors: readonly LayaFlavor[]): void {
+  const file = join(dir, 'assay.json');
+  const tmp = `${file}.tmp-${process.pid}`;
+  json(tmp, {
     synthetic: true,
     family: 'laya',
     generator: 'laya-replica',
     generator_version: LAYA_REPLICA_VERSION,
     seed,
+    shape,
+    flavors: LAYA_FLAVORS.filter((f) => flavors.includes(f)),
     warning: 'random weights: the answers are MEANINGLESS',
   });
+  renameSync(tmp, file);
 }
 
-/** The replica's folder (default models/generated/laya-replica), written once and reused while current. */
-export function ensureLayaReplica(dir = LAYA_REPLICA_DIR, seed = LAYA_REPLICA_SEED): string {
-  return ensureFolder(dir, LAYA_REPLICA_VERSION, seed, (out) => writeLayaReplica(out, seed));
+/** The flavors an assay.json of `shape` lists (readStamp: this version and seed), or null. */
+function flavorsOf(stamp: Record<string, unknown> | null, shape: LayaShapeName): LayaFlavor[] | null {
+  return stamp?.shape === shape && Array.isArray(stamp.flavors) ? (stamp.flavors as LayaFlavor[]) : null;
+}
+
+/** The flavors a current folder holds (written by this version, seed and shape), or null. */
+function written(dir: string, seed: number, shape: LayaShapeName): LayaFlavor[] | null {
+  return flavorsOf(readStamp(dir, LAYA_REPLICA_VERSION, seed), shape);
+}
+
+/** Moves every file under `from` to the same place under `to` (same file system: renames). */
+function moveInto(from: string, to: string): void {
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    const src = join(from, entry.name);
+    const dst = join(to, entry.name);
+    if (entry.isDirectory()) {
+      mkdirSync(dst, { recursive: true });
+      moveInto(src, dst);
+    } else renameSync(src, dst);
+  }
+}
+
+/**
+ * The replica's folder (default models/generated/laya-replica, the tiny shape with every flavor),
+ * written once and reused while current. A current folder that lacks some of `flavors` gets just
+ * those added; a folder of another version, seed or shape is rewritten.
+ */
+export function ensureLayaReplica(
+  dir = LAYA_REPLICA_DIR,
+  seed = LAYA_REPLICA_SEED,
+  shape: LayaShapeName = 'tiny',
+  flavors: readonly LayaFlavor[] = defaultFlavors(shape),
+  log: (line: string) => void = () => {},
+): string {
+  const target = resolve(dir);
+  const have = written(target, seed, shape);
+  const missing = flavors.filter((f) => !have?.includes(f));
+  if (have && missing.length > 0) {
+    // Only the missing flavors, written beside the folder and moved in; assay.json last.
+    const tmp = scratchBeside(target);
+    try {
+      mkdirSync(join(tmp, 'onnx'), { recursive: true });
+      writeFlavors(tmp, seed, shape, missing, log);
+      moveInto(tmp, target);
+      writeMarker(target, seed, shape, [...(written(target, seed, shape) ?? have), ...missing]);
+      return target;
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+  // Current with every flavor asked for, or (re)written whole; a concurrent writer's folder is
+  // kept when it holds what was asked for.
+  return ensureFolder(
+    target,
+    LAYA_REPLICA_VERSION,
+    seed,
+    (out) => writeLayaReplica(out, seed, shape, flavors, log),
+    (stamp) => {
+      const held = flavorsOf(stamp, shape);
+      return held !== null && flavors.every((f) => held.includes(f));
+    },
+  );
+}
+
+/** The folder of a shape: models/generated/laya-<shape>/. */
+export function layaReplicaDir(shape: LayaShapeName): string {
+  return join(GENERATED_DIR, `laya-${shape}`);
+}
+
+/**
+ * The replica at `shape` with (at least) `flavors`, cached in models/generated/laya-<shape>/ and
+ * written only when missing. At modernbert-large, fp32 is 1.69 GB and takes minutes to write.
+ */
+export function ensureLayaReplicaShape(
+  shape: LayaShapeName,
+  flavors: readonly LayaFlavor[] = defaultFlavors(shape),
+  opts: { seed?: number; log?: (line: string) => void } = {},
+): string {
+  return ensureLayaReplica(layaReplicaDir(shape), opts.seed ?? LAYA_REPLICA_SEED, shape, flavors, opts.log);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  const dir = process.argv[2];
-  if (!dir) {
-    console.error('usage: npx tsx tools/families/laya-replica.ts DIR');
+  const [dir, shape = 'tiny', list] = process.argv.slice(2);
+  const flavors = list?.split(',') as LayaFlavor[] | undefined;
+  if (!dir || !(shape in LAYA_SHAPES) || flavors?.some((f) => !LAYA_FLAVORS.includes(f))) {
+    console.error(
+      `usage: npx tsx tools/families/laya-replica.ts DIR [${Object.keys(LAYA_SHAPES).join('|')} [${LAYA_FLAVORS.join(',')}]]`,
+    );
     process.exit(2);
   }
-  writeLayaReplica(resolve(dir));
-  console.log(`wrote the Laya replica to ${dir}`);
+  const name = shape as LayaShapeName;
+  writeLayaReplica(resolve(dir), LAYA_REPLICA_SEED, name, flavors ?? defaultFlavors(name), (l) => console.log(l));
+  console.log(`wrote the Laya replica (${shape}) to ${dir}`);
 }

@@ -23,26 +23,62 @@ interface Added {
   lstrip?: boolean;
 }
 
-/** The replica's added tokens, after the BPE vocabulary (Qwen3's ends at id 151642). */
-export const LAYA_TEST_ADDED: readonly Added[] = [
-  { id: 151643, content: '<|endoftext|>', special: true },
-  { id: 151644, content: '<|padding|>', special: true },
-  { id: 151645, content: '|||IP_ADDRESS|||', special: false },
-  { id: 151646, content: '[UNK]', special: true },
-  { id: 151647, content: '[CLS]', special: true },
-  { id: 151648, content: '[SEP]', special: true },
-  { id: 151649, content: '[PAD]', special: true },
-  { id: 151650, content: '[MASK]', special: true, lstrip: true },
-];
+/** Token ids of Qwen3's byte-level BPE: the 256 bytes, then one token per merge, in merge order. */
+export const LAYA_TEST_BPE = 151643;
 
-/** tokenizer.json and tokenizer_config.json of the replica, as objects. */
-export function layaTestTokenizer(): { tokenizer: Record<string, unknown>; config: Record<string, unknown> } {
-  const qwen = JSON.parse(readFileSync(QWEN, 'utf8')) as Record<string, unknown>;
+/** The replica's added tokens, right after `bpe` BPE tokens (by default all of Qwen3's: ids 151643–151650). */
+export function layaTestAdded(bpe = LAYA_TEST_BPE): readonly Added[] {
+  return [
+    { id: bpe, content: '<|endoftext|>', special: true },
+    { id: bpe + 1, content: '<|padding|>', special: true },
+    { id: bpe + 2, content: '|||IP_ADDRESS|||', special: false },
+    { id: bpe + 3, content: '[UNK]', special: true },
+    { id: bpe + 4, content: '[CLS]', special: true },
+    { id: bpe + 5, content: '[SEP]', special: true },
+    { id: bpe + 6, content: '[PAD]', special: true },
+    { id: bpe + 7, content: '[MASK]', special: true, lstrip: true },
+  ];
+}
+
+export const LAYA_TEST_ADDED = layaTestAdded();
+
+interface Bpe {
+  vocab: Record<string, number>;
+  merges: unknown[];
+}
+
+/**
+ * Qwen3's BPE cut to its first `size` ids: token 256 + i is the result of merge i, so keeping the
+ * first size − 256 merges and the tokens below `size` is a smaller BPE of the same kind (every
+ * kept merge's parts and result are kept). For encoders whose vocabulary is smaller than Qwen3's
+ * (ModernBERT: 50,368 embedding rows), so that no id reaches past the embedding table.
+ */
+function cutBpe(model: Bpe, size: number): Bpe {
+  if (size >= LAYA_TEST_BPE) return model;
+  if (size < 256) throw new Error(`a byte-level BPE needs the 256 byte tokens (asked for ${size})`);
+  return {
+    ...model,
+    vocab: Object.fromEntries(Object.entries(model.vocab).filter(([, id]) => id < size)),
+    merges: model.merges.slice(0, size - 256),
+  };
+}
+
+/**
+ * tokenizer.json and tokenizer_config.json of the replica, as objects; `bpe` < 151,643 keeps only
+ * the BPE's first `bpe` ids, the added tokens right after them.
+ */
+export function layaTestTokenizer(bpe = LAYA_TEST_BPE): {
+  tokenizer: Record<string, unknown>;
+  config: Record<string, unknown>;
+} {
+  const qwen = JSON.parse(readFileSync(QWEN, 'utf8')) as Record<string, unknown> & { model: Bpe };
+  const added = layaTestAdded(bpe);
   const tokenizer = {
     ...qwen,
+    model: cutBpe(qwen.model, bpe),
     truncation: null,
     padding: null,
-    added_tokens: LAYA_TEST_ADDED.map((t) => ({
+    added_tokens: added.map((t) => ({
       id: t.id,
       content: t.content,
       single_word: false,
@@ -66,10 +102,7 @@ export function layaTestTokenizer(): { tokenizer: Record<string, unknown>; confi
         { SpecialToken: { id: '[SEP]', type_id: 0 } },
       ],
       special_tokens: Object.fromEntries(
-        ['[CLS]', '[SEP]'].map((s) => [
-          s,
-          { id: s, ids: [LAYA_TEST_ADDED.find((t) => t.content === s)!.id], tokens: [s] },
-        ]),
+        ['[CLS]', '[SEP]'].map((s) => [s, { id: s, ids: [added.find((t) => t.content === s)!.id], tokens: [s] }]),
       ),
     },
   };
@@ -86,9 +119,9 @@ export function layaTestTokenizer(): { tokenizer: Record<string, unknown>; confi
   return { tokenizer, config };
 }
 
-/** Writes the replica's two files into `dir`. */
-export function writeLayaTestTokenizer(dir: string): void {
-  const { tokenizer, config } = layaTestTokenizer();
+/** Writes the replica's two files into `dir` (the BPE cut to `bpe` ids, as layaTestTokenizer). */
+export function writeLayaTestTokenizer(dir: string, bpe = LAYA_TEST_BPE): void {
+  const { tokenizer, config } = layaTestTokenizer(bpe);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer));
   writeFileSync(join(dir, 'tokenizer_config.json'), `${JSON.stringify(config, null, 2)}\n`);

@@ -194,7 +194,16 @@ function writeGraph(
   const f = NLI_FLAVORS[flavor];
   const external = opts.external ? { path: join(dirname(file), opts.external), location: opts.external } : undefined;
   const g = new GraphBuilder('main_graph', external);
-  const n: Net = { g, w, half: false, eps: f.eps, added: new Set(), quantized: opts.quantized };
+  // quantizedNames 'fresh': the int8 graph as version 1 wrote it (its bytes unchanged).
+  const n: Net = {
+    g,
+    w,
+    half: false,
+    eps: f.eps,
+    added: new Set(),
+    quantized: opts.quantized,
+    quantizedNames: 'fresh',
+  };
   const dims = ['batch_size', 'sequence_length'];
   const ids = g.input('input_ids', kit.I64, dims);
   const mask = g.input('attention_mask', kit.I64, dims);
@@ -281,7 +290,7 @@ export function writeNliReplica(flavor: NliFlavor, out: string, seed = NLI_REPLI
     Object.fromEntries(['cls', 'sep', 'pad', 'unk', 'mask'].map((k) => [`${k}_token`, config[`${k}_token`]])),
   );
   kit.writeJson(join(out, 'config.json'), modelConfig(flavor, vocabSize(tokenizer), specials));
-  kit.writeSafetensors(join(out, 'weights.safetensors'), w, { format: 'pt', flavor, seed: String(seed) });
+  kit.writeSafetensors(join(out, 'weights.safetensors'), w, w, { format: 'pt', flavor, seed: String(seed) });
   // Written last: its presence means the folder is complete.
   kit.writeJson(join(out, 'assay.json'), {
     synthetic: true,

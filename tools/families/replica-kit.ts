@@ -1,13 +1,30 @@
 // What the synthetic family replicas share (development only, never packed): seeded random weights
 // in PyTorch's names and orientation, the small graph pieces of an encoder (Linear, LayerNorm,
-// GELU, masked multi-head attention) in fp32, fp16 or int8 (dynamic quantization), the
-// safetensors file the numpy references read, and the version-stamped cache of a replica folder.
-// Used by laya-replica.ts and nli-replica.ts.
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+// GELU, masked multi-head attention) in fp32, fp16 or int8 (dynamic quantization, through the
+// decoders' int8Product), the safetensors file the numpy references read, and the version-stamped
+// cache of a replica folder. Weights are looked up by name when a graph or file needs them, so a
+// replica at a real size can generate each one then instead of holding them all. Used by
+// laya-replica.ts and nli-replica.ts.
+import { closeSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { DataType, type GraphBuilder, quantizeSymmetric, seededRandom, toHalf } from '../../src/internal.js';
+import {
+  DataType,
+  type DynamicQuantized,
+  type GraphBuilder,
+  int8Product,
+  type QuantizedNames,
+  seededRandom,
+  toHalf,
+} from '../../src/internal.js';
+import { writeAll } from './spool-graph.js';
 
 export type Tensor = { shape: number[]; data: Float32Array };
+
+/**
+ * Weights by name: a Map that holds them (the tiny replicas), or a source that generates each one
+ * when asked and keeps none (the Laya replica at its real sizes).
+ */
+export type WeightSource = Pick<ReadonlyMap<string, Tensor>, 'get'>;
 
 /** The value added to a masked attention score: exp underflows to exactly 0 (scores stay far below 10^4). */
 export const MASKED = -1e4;
@@ -30,7 +47,7 @@ export function random(seed: number, name: string, shape: number[], std: number,
 /** What the graph functions share: the builder, the weights and the compute dtype. */
 export interface Net {
   g: GraphBuilder;
-  w: Map<string, Tensor>;
+  w: WeightSource;
   half: boolean;
   /** LayerNorm epsilon. */
   eps: number;
@@ -39,7 +56,9 @@ export interface Net {
   /** Linear layers as onnxruntime's quantize_dynamic writes them (int8 weights, uint8 activations). */
   quantized?: boolean;
   /** Quantized: the DynamicQuantizeLinear outputs of each activation (one per input, as quantize_dynamic shares them). */
-  dql?: Map<string, [string, string, string]>;
+  dql?: DynamicQuantized;
+  /** Quantized: how the DynamicQuantizeLinear outputs are named (int8Product; default after the activation). */
+  quantizedNames?: QuantizedNames;
 }
 
 export const F = DataType.FLOAT;
@@ -59,7 +78,7 @@ function transposed({ shape, data }: Tensor): Tensor {
   return { shape: [inp, out], data: d };
 }
 
-function weight(n: Net, name: string): Tensor {
+function weight(n: Pick<Net, 'w'>, name: string): Tensor {
   const t = n.w.get(name);
   if (!t) throw new Error(`no weight ${name}`);
   return t;
@@ -88,25 +107,15 @@ export function cast(n: Net, x: string, to: DataType): string {
 /**
  * x · Wᵀ for a constant [out, in] weight. Quantized: the int8 weight (symmetric, per tensor) times
  * the activation quantized at run time, DynamicQuantizeLinear → MatMulInteger → Cast → Mul by the
- * two scales, as quantize_dynamic writes it (onnxruntime fuses it into DynamicQuantizeMatMul).
+ * two scales, as quantize_dynamic writes it (int8Product, which the synthetic decoders use too;
+ * onnxruntime fuses it into DynamicQuantizeMatMul).
  */
 function matmul(n: Net, x: string, name: string): string {
   const { g } = n;
   if (!n.quantized) return g.op('MatMul', [x, param(n, name, true)]);
-  const t = transposed(weight(n, name));
-  const { q, scale } = quantizeSymmetric(t.data);
-  const wq = g.initializer(`${name}_quantized`, DataType.INT8, t.shape, q);
-  const ws = g.initializer(`${name}_scale`, F, [], Float32Array.of(scale));
-  const wzp = g.initializer(`${name}_zero_point`, DataType.INT8, [], Int8Array.of(0));
+  const { shape, data } = transposed(weight(n, name));
   n.dql ??= new Map();
-  let dq = n.dql.get(x);
-  if (!dq) {
-    dq = g.node('DynamicQuantizeLinear', [x], { outputs: 3 }) as [string, string, string];
-    n.dql.set(x, dq);
-  }
-  const [xq, xs, xzp] = dq;
-  const product = cast(n, g.op('MatMulInteger', [xq, wq, xzp, wzp]), F);
-  return g.op('Mul', [product, g.op('Mul', [xs, ws])]);
+  return int8Product(g, x, name, data, [shape[0]!, shape[1]!], n.dql, n.quantizedNames);
 }
 
 export function linear(n: Net, x: string, name: string, bias?: string): string {
@@ -153,49 +162,80 @@ export function keysValid(n: Net, mask: string): string {
   return n.g.op('Unsqueeze', [cast(n, mask, DataType.BOOL), n.g.constI64([1, 2])]);
 }
 
-/** safetensors: 8-byte little-endian header length, the JSON header (space-padded to 8), the data. */
-export function writeSafetensors(file: string, w: Map<string, Tensor>, metadata: Record<string, string>): void {
+/**
+ * safetensors: 8-byte little-endian header length, the JSON header (space-padded to 8), the data.
+ * `layout` gives the tensors' names and shapes in file order (a Map of the tensors themselves
+ * will do); each tensor's data is asked of `w` when its turn comes and written at once.
+ */
+export function writeSafetensors(
+  file: string,
+  layout: ReadonlyMap<string, { shape: readonly number[] }>,
+  w: WeightSource,
+  metadata: Record<string, string>,
+): void {
   const header: Record<string, unknown> = { __metadata__: metadata };
   let offset = 0;
-  for (const [name, t] of w) {
-    header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + t.data.byteLength] };
-    offset += t.data.byteLength;
+  for (const [name, { shape }] of layout) {
+    const bytes = 4 * shape.reduce((a, b) => a * b, 1);
+    header[name] = { dtype: 'F32', shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
   }
   let json = JSON.stringify(header);
   json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const out = Buffer.alloc(8 + json.length + offset);
-  out.writeBigUInt64LE(BigInt(json.length), 0);
-  out.write(json, 8, 'latin1');
-  let at = 8 + json.length;
-  for (const t of w.values()) {
-    out.set(new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength), at);
-    at += t.data.byteLength;
+  const start = Buffer.alloc(8 + json.length);
+  start.writeBigUInt64LE(BigInt(json.length), 0);
+  start.write(json, 8, 'latin1');
+  const fd = openSync(file, 'w');
+  try {
+    writeAll(fd, start);
+    for (const name of layout.keys()) {
+      const { data } = weight({ w }, name);
+      writeAll(fd, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    }
+  } finally {
+    closeSync(fd);
   }
-  writeFileSync(file, out);
 }
 
 export function writeJson(file: string, value: unknown): void {
   writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
 }
 
-function current(dir: string, version: number, seed: number): boolean {
+/** A folder's assay.json when it names this generator `version` and `seed`, else null. */
+export function readStamp(dir: string, version: number, seed: number): Record<string, unknown> | null {
   try {
     const m = JSON.parse(readFileSync(`${dir}/assay.json`, 'utf8')) as Record<string, unknown>;
-    return m.generator_version === version && m.seed === seed;
+    return m.generator_version === version && m.seed === seed ? m : null;
   } catch {
-    return false;
+    return null;
   }
+}
+
+/** A scratch folder beside `target` (same file system: renamed into place). */
+export function scratchBeside(target: string): string {
+  return `${target}.tmp-${process.pid}-${Date.now().toString(36)}`;
 }
 
 /**
  * A replica's folder, written once by `write` (whose last file is assay.json with the generator's
- * version and seed) and reused while that version and seed are current. Written to a temporary
- * folder and renamed, so a reader never sees half a folder; a concurrent writer's folder is kept.
+ * version and seed) and reused while that version and seed are current and `accepts` its
+ * assay.json (by default any). Written to a temporary folder and renamed, so a reader never sees
+ * half a folder; a concurrent writer's folder is kept when it would be reused.
  */
-export function ensureFolder(dir: string, version: number, seed: number, write: (out: string) => void): string {
+export function ensureFolder(
+  dir: string,
+  version: number,
+  seed: number,
+  write: (out: string) => void,
+  accepts: (stamp: Record<string, unknown>) => boolean = () => true,
+): string {
   const target = resolve(dir);
-  if (current(target, version, seed)) return target;
-  const tmp = `${target}.tmp-${process.pid}-${Date.now().toString(36)}`;
+  const current = (): boolean => {
+    const stamp = readStamp(target, version, seed);
+    return stamp !== null && accepts(stamp);
+  };
+  if (current()) return target;
+  const tmp = scratchBeside(target);
   try {
     write(tmp);
     rmSync(target, { recursive: true, force: true });
@@ -203,7 +243,7 @@ export function ensureFolder(dir: string, version: number, seed: number, write: 
       renameSync(tmp, target);
     } catch (e) {
       // Another writer finished first: use theirs.
-      if (!current(target, version, seed)) throw e;
+      if (!current()) throw e;
     }
     return target;
   } finally {

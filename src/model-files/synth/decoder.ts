@@ -10,7 +10,8 @@
 // quantize_dynamic does (DynamicQuantizeLinear → MatMulInteger → Cast → Mul, int8 symmetric
 // per-tensor weights), which onnxruntime fuses into DynamicQuantizeMatMul.
 import { DataType, type GraphBuilder } from '../onnx/graph-builder.js';
-import { fillRandom, quantizeSymmetric } from './random.js';
+import { int8Product, type DynamicQuantized } from './int8-product.js';
+import { fillRandom } from './random.js';
 import type { ShapeManifest } from './shapes.js';
 import type { Weights } from './weights.js';
 
@@ -22,7 +23,7 @@ interface BuildContext {
   seed: number;
   quantized: boolean;
   /** DynamicQuantizeLinear outputs per activation name (shared by q/k/v and gate/up, as quantize_dynamic does). */
-  dql: Map<string, [string, string, string]>;
+  dql: DynamicQuantized;
   /** Trained weights to use instead of random ones (every tensor must be there). */
   weights?: Weights;
 }
@@ -51,22 +52,7 @@ function linearWith(
     g.initializer(name, F, [inDim, outDim], w);
     return g.op('MatMul', [x, name]);
   }
-  const { q, scale } = quantizeSymmetric(w);
-  const wq = g.initializer(`${name}_quantized`, DataType.INT8, [inDim, outDim], q);
-  const ws = g.initializer(`${name}_scale`, F, [], Float32Array.of(scale));
-  const wzp = g.initializer(`${name}_zero_point`, DataType.INT8, [], Int8Array.of(0));
-  let dq = ctx.dql.get(x);
-  if (!dq) {
-    const outs = g.node('DynamicQuantizeLinear', [x], {
-      outputs: [`${x}_quantized`, `${x}_scale`, `${x}_zero_point`],
-    });
-    dq = [outs[0]!, outs[1]!, outs[2]!];
-    ctx.dql.set(x, dq);
-  }
-  const mi = g.op('MatMulInteger', [dq[0], wq, dq[2], wzp]);
-  const cast = g.op('Cast', [mi], { to: { i: F } });
-  const sc = g.op('Mul', [dq[1], ws]);
-  return g.op('Mul', [cast, sc]);
+  return int8Product(g, x, name, w, [inDim, outDim], ctx.dql);
 }
 
 function addBias(ctx: BuildContext, y: string, name: string, dim: number): string {
