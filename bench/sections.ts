@@ -74,6 +74,14 @@ export const SECTIONS: SectionInfo[] = [
     load: async () => (await import('./engine/fused-attention.js')).fusedAttentionSection,
   },
   {
+    id: 'families',
+    measures:
+      "The Laya family at the published shapes (ModernBERT-large 421M fp32 and int8, mmBERT-base fp32; synthetic replicas): 1 / 5 / 20 questions on 128 / 512 / 1,024-token states through Assay as served beside onnxruntime running the same rows directly (Assay / bare per round, goal ≤ 1.05), rows batched against one by one, and tokens/s against the CPU's GEMM ceiling.",
+    quick: 'the tiny replica, 1 × 128 and 5 × 512',
+    seconds: { full: 900, quick: 20 },
+    load: async () => (await import('./engine/families.js')).familiesSection,
+  },
+  {
     id: 'transformersjs',
     measures:
       'Side by side with transformers.js on the same model folder and the same token ids: a full forward per question, and with its own KV cache reuse; whether its logits equal ours.',

@@ -10,6 +10,7 @@ import {
   EngineError,
   ModelLoadError,
   OverloadedError,
+  UntokenizableError,
 } from '../engine/index.js';
 import { InvalidRequestError, ModelForbiddenError, retryHeaders, type LogPolicy } from '../protocol/index.js';
 import {
@@ -97,6 +98,10 @@ const ROWS: [string, Row][] = [
         },
       ],
     },
+  })),
+  row(UntokenizableError, (e) => ({
+    status: 422,
+    body: { detail: [{ type: 'untokenizable_input', loc: ['body'], msg: e.message, ctx: { run: e.run } }] },
   })),
   row(AbortedError, (_e, c) => ({
     status: 408,

@@ -130,6 +130,31 @@ export class EngineError extends CrossingError {
   }
 }
 
+/**
+ * The model's tokenizer could not take a text of the request (the JS Unigram tokenizer of
+ * sentencepiece models overflows its stack on a long run without whitespace, such as 100,000 CJK
+ * characters). The caller's input, not a server fault. → 422
+ */
+export class UntokenizableError extends CrossingError {
+  static readonly code = 'untokenizable_input';
+  static readonly log: LogPolicy = 'none';
+
+  constructor(
+    /** The longest run of characters without whitespace in the text. */
+    readonly run: number,
+  ) {
+    super(
+      `this model's tokenizer cannot take the request's text: a run of ${run} characters without whitespace ` +
+        'overflowed it; break long runs (spaces or line breaks) or shorten the state',
+    );
+    this.name = 'UntokenizableError';
+  }
+
+  args(): unknown[] {
+    return [this.run];
+  }
+}
+
 /** Every error the engine throws, by name: what thread/failure.ts builds again after a thread boundary. */
 export const ENGINE_ERRORS: Record<string, new (...args: never[]) => CrossingError> = {
   BudgetError,
@@ -138,4 +163,5 @@ export const ENGINE_ERRORS: Record<string, new (...args: never[]) => CrossingErr
   ModelLoadError,
   EngineDeadError,
   EngineError,
+  UntokenizableError,
 };

@@ -13,7 +13,15 @@ export { FAMILY_NAMES, FAMILY_NOTE, type EncoderFamilyName } from './families/fa
 export { detectFamily } from './families/detect.js';
 export { LayaOptionsTooLong } from './families/laya/layout.js';
 export { NliHypothesisTooLong } from './families/nli/layout.js';
-export { BudgetError, AbortedError, OverloadedError, ModelLoadError, EngineError, EngineDeadError } from './errors.js';
+export {
+  BudgetError,
+  AbortedError,
+  OverloadedError,
+  ModelLoadError,
+  EngineError,
+  EngineDeadError,
+  UntokenizableError,
+} from './errors.js';
 import type { EngineConfig } from './config.js';
 import type { Evaluator } from './types.js';
 

@@ -9,6 +9,7 @@ import {
   ENGINE_ERRORS,
   ModelLoadError,
   OverloadedError,
+  UntokenizableError,
 } from '../../src/engine/errors.js';
 import { failureOf, rebuild } from '../../src/engine/thread/failure.js';
 
@@ -19,6 +20,7 @@ const samples = [
   new ModelLoadError('no chat template'),
   new EngineDeadError('the thread exited', 3),
   new EngineError('node MatMul_12: shape mismatch'),
+  new UntokenizableError(160_000),
 ];
 
 describe('errors across threads', () => {

@@ -5,6 +5,7 @@
 // tokenizer is passed in; nothing here reads files or keeps state.
 import { BudgetError } from '../../errors.js';
 import type { Content } from '../../types.js';
+import { boundedTokens } from '../shared/bounded.js';
 import { pyJsonDumps } from '../shared/pyjson.js';
 import { familyQuestion, type FamilyQuestion } from '../shared/question.js';
 import { specialsNeutraliser } from '../shared/specials.js';
@@ -63,7 +64,7 @@ export type LayaQuestion = FamilyQuestion;
 /** What the layout cut, by the reference's design (the caller reports it; nothing is refused). */
 export interface LayaTruncation {
   /** The state's tokens kept of its total: its start (a string or object state) or its end (a list: the newest turns). */
-  state?: { kept: number; total: number; keep: 'start' | 'end' };
+  state?: { kept: number; total: number; keep: 'start' | 'end'; atLeast?: true };
   /** The instructions' tokens kept of their total (they keep at least 8, else what the options leave of head_max_len). */
   instructions?: { kept: number; total: number };
   /** How many options lost tokens: to the 48-token cap, or to the even cut (`perOption` tokens each, marker included). */
@@ -214,11 +215,13 @@ export function layaLayout(
     throw new LayaOptionsTooLong(markers.length, kept, ids.length + 1, limits.maxLen, limits.headMaxLen);
 
   const room = Math.max(0, limits.maxLen - ids.length - 1);
-  const stateIds = tok.encode(neutral(layaStateText(state)));
   const keepEnd = Array.isArray(state);
+  const keep = keepEnd ? 'end' : 'start';
+  // Never more than max_len of the state's tokens are read: a huge state is not tokenized whole.
+  const { ids: stateIds, partial } = boundedTokens(tok.encode, neutral(layaStateText(state)), limits.maxLen, keep);
   const st = keepEnd ? stateIds.slice(Math.max(0, stateIds.length - room)) : stateIds.slice(0, room);
   if (st.length < stateIds.length)
-    truncated.state = { kept: st.length, total: stateIds.length, keep: keepEnd ? 'end' : 'start' };
+    truncated.state = { kept: st.length, total: stateIds.length, keep, ...(partial ? { atLeast: true } : {}) };
   for (const id of st) ids.push(id);
   ids.push(tok.sepId);
   if (ids.length > limits.maxLen) {

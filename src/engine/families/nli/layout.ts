@@ -5,6 +5,7 @@
 // docs/families/nli-pairs.md. Pure: the tokenizer and the folder's settings are passed in.
 import { BudgetError } from '../../errors.js';
 import type { Content } from '../../types.js';
+import { boundedTokens } from '../shared/bounded.js';
 import { pyJsonDumps } from '../shared/pyjson.js';
 import type { FamilyQuestion } from '../shared/question.js';
 import { specialsNeutraliser } from '../shared/specials.js';
@@ -143,7 +144,13 @@ export function nliLayout(
   const { keys, labels } = nliLabels(question, rules);
   const template = config.templates[question.type];
   const instructions = neutral(nliText(question.instructions));
-  const premise = tok.encode(neutral(nliText(state)));
+  // Never more than max_len of the premise's tokens are read: a huge state is not tokenized whole.
+  const { ids: premise } = boundedTokens(
+    tok.encode,
+    neutral(nliText(state)),
+    config.maxLen,
+    rules.cutPremise === 'end' ? 'start' : 'end',
+  );
   const specials = tok.pair.reduce((n, p) => n + ('special' in p ? p.special.length : 0), 0);
 
   const rows = labels.map((label, option): NliRow => {
