@@ -54,11 +54,9 @@ export interface FamilyEvidence {
   from: string;
 }
 
-/** The JSON files whose content familyOfFiles reads (the others count by their presence). */
-export const FAMILY_JSON_FILES = [DECISION_FILE, 'config.json'] as const;
-
 /**
- * The family a folder's files show, in order (undefined: none):
+ * The family a folder's files show, in order (undefined: none); it reads decision.json and
+ * config.json through `json`, each only when the order gets to it:
  * - decision.json's `layout` (an unknown one is a load error naming `where`);
  * - laya-markers: rl_agent_config.json;
  * - nli-pairs: nli_config.json, or a config.json whose architecture is a *ForSequenceClassification;
