@@ -19,6 +19,7 @@ import { detectFamily, loadEvaluator } from '../../../src/engine/index.js';
 import { fetchModel, HubFetchError } from '../../../src/model-files/hub/fetch.js';
 import { loadRegistry, resolveModel } from '../../../src/registry.js';
 import { ensureLayaReplica } from '../../../tools/families/laya-replica.js';
+import { ensureNliReplica } from '../../../tools/families/nli-replica.js';
 import { FakeHub } from './hub-server.js';
 
 const REPO = 'acme/tiny-int8';
@@ -482,6 +483,22 @@ describe('models:fetch, encoder families', () => {
       () => expect.fail('expected the fetch to fail'),
       (e: unknown) => e,
     );
+  /** The fetched folder loads in the engine and answers a noul question (random weights: any probability). */
+  async function answersNoul(modelDir: string, variant: string | undefined): Promise<void> {
+    const evaluator = await loadEvaluator({ modelDir, variant, engineThread: false, threads: 1 });
+    try {
+      const { answers } = await evaluator.evaluate({
+        state: 'The invoice was paid on 3 March, two weeks late.',
+        questions: { late: { type: 'noul', instructions: 'Was the invoice paid late?' } },
+      });
+      const late = answers.late as { type: string; noul: number };
+      expect(late.type).toBe('noul');
+      expect(late.noul).toBeGreaterThanOrEqual(0);
+      expect(late.noul).toBeLessThanOrEqual(1);
+    } finally {
+      await evaluator.close();
+    }
+  }
   /** A repo of small files, each holding its own path (or the text given). */
   async function dummyRepo(id: string, files: Array<string | [string, string]>): Promise<void> {
     const dir = path.join(sources, id);
@@ -562,24 +579,7 @@ describe('models:fetch, encoder families', () => {
     });
     expect(detectFamily(m.dir)).toBe('laya-markers');
 
-    const evaluator = await loadEvaluator({
-      modelDir: m.dir,
-      variant: m.entry.variant,
-      engineThread: false,
-      threads: 1,
-    });
-    try {
-      const { answers } = await evaluator.evaluate({
-        state: 'The invoice was paid on 3 March, two weeks late.',
-        questions: { late: { type: 'noul', instructions: 'Was the invoice paid late?' } },
-      });
-      const late = answers.late as { type: string; noul: number };
-      expect(late.type).toBe('noul');
-      expect(late.noul).toBeGreaterThanOrEqual(0);
-      expect(late.noul).toBeLessThanOrEqual(1);
-    } finally {
-      await evaluator.close();
-    }
+    await answersNoul(m.dir, m.entry.variant);
 
     // Again: every file (config.json, read to choose, included) is found verified in place.
     hub.log.length = 0;
@@ -675,6 +675,41 @@ describe('models:fetch, encoder families', () => {
     const split = await cli([NLI, '--split']);
     expect(split.code).toBe(1);
     expect(split.err).toContain('an NLI cross-encoder is one graph');
+  });
+
+  it('the NLI replicas as published (DeBERTa-v3 in the transformers.js layout, ModernBERT in the Optimum layout): fetched, detected, and the int8 DeBERTa answers', async () => {
+    const deberta = ensureNliReplica('deberta');
+    const modernbert = ensureNliReplica('modernbert');
+    for (const [id, dir] of [
+      ['acme/nli-deberta', deberta],
+      ['acme/nli-modernbert', modernbert],
+    ] as const) {
+      const link = path.join(sources, id);
+      await mkdir(path.dirname(link), { recursive: true });
+      await symlink(dir, link);
+      commits.set(id, hub.addRepo(id, link));
+    }
+    const common = ['assay.json', 'config.json', 'special_tokens_map.json', 'tokenizer.json', 'tokenizer_config.json'];
+    const r = await cli(['acme/nli-deberta', '--id', 'nli-deberta']);
+    expect(r.code, r.err).toBe(0);
+    expect(await filesUnder(folder('acme/nli-deberta'))).toEqual([...common, 'onnx/model_quantized.onnx'].sort());
+    const m = resolveModel(loadRegistry(registry), 'nli-deberta')!;
+    expect(m.entry.variant).toBe('int8');
+    expect(detectFamily(m.dir)).toBe('nli-pairs');
+    await answersNoul(m.dir, m.entry.variant);
+
+    const fp32 = await fetchRepo('acme/nli-deberta', { variant: 'fp32' });
+    expect(fp32.graph).toEqual(['onnx/model.onnx']);
+    expect(fp32.files.map((f) => f.path)).toContain('onnx/model.onnx_data');
+    const optimum = await fetchRepo('acme/nli-modernbert');
+    expect(optimum).toMatchObject({
+      family: 'nli-pairs',
+      familyFrom: 'config.json',
+      variant: 'fp32',
+      layout: 'optimum',
+    });
+    expect(await filesUnder(folder('acme/nli-modernbert'))).toEqual([...common, 'model.onnx'].sort());
+    expect(detectFamily(folder('acme/nli-modernbert'))).toBe('nli-pairs');
   });
 
   it('an NLI repo by its nli_config.json in the Optimum layout: model.onnx and its data at the root', async () => {
