@@ -561,8 +561,8 @@ describe('models:fetch, encoder families', () => {
     await rm(sources, { recursive: true, force: true });
   });
 
-  it('a Laya repo: the default graph with its external data, the config and tokenizer/ where they are; registered without a family field, detected and served', async () => {
-    const r = await cli([LAYA, '--id', 'laya-1']);
+  it('a Laya repo: the fp32 graph with its external data, the config and tokenizer/ where they are; registered without a family field, detected and served', async () => {
+    const r = await cli([LAYA, '--variant', 'fp32', '--id', 'laya-1']);
     expect(r.code, r.err).toBe(0);
     const expected = [...LAYA_COMMON, 'onnx/model.onnx', 'onnx/model.onnx_data'].sort();
     expect(await filesUnder(folder(LAYA))).toEqual(expected);
@@ -583,12 +583,18 @@ describe('models:fetch, encoder families', () => {
 
     // Again: every file (config.json, read to choose, included) is found verified in place.
     hub.log.length = 0;
-    const again = await fetchRepo(LAYA);
+    const again = await fetchRepo(LAYA, { variant: 'fp32' });
     expect(hub.log.filter((q) => q.url.includes('/resolve/'))).toEqual([]);
     expect(again.files.every((f) => f.how === 'present')).toBe(true);
   });
 
-  it('a Laya repo: --variant fp16 brings that graph alone, --split the encoder and head; a variant it lacks names those it has', async () => {
+  it('a Laya repo: the int8 default, --variant fp16 brings that graph alone, --split the encoder and head; a variant it lacks names those it has', async () => {
+    // model_int8.onnx before model_quantized.onnx (the same bytes in the replica), as the engine picks.
+    const int8 = await fetchRepo(LAYA);
+    expect(int8).toMatchObject({ variant: 'int8', graph: ['onnx/model_int8.onnx'], split: false });
+    expect(await filesUnder(folder(LAYA))).toEqual([...LAYA_COMMON, 'onnx/model_int8.onnx'].sort());
+    await rm(dest, { recursive: true });
+
     const fp16 = await fetchRepo(LAYA, { variant: 'fp16' });
     expect(fp16).toMatchObject({ family: 'laya-markers', familyFrom: 'rl_agent_config.json', variant: 'fp16' });
     expect(fp16.graph).toEqual(['onnx/model_fp16.onnx']);
@@ -601,11 +607,11 @@ describe('models:fetch, encoder families', () => {
     expect(detectFamily(folder(LAYA))).toBe('laya-markers');
     await rm(dest, { recursive: true });
 
-    const r = await cli([LAYA, '--variant', 'int8']);
+    const r = await cli([LAYA, '--variant', 'q4']);
     expect(r.code).toBe(1);
     expect(r.err).toContain(
-      `${LAYA}@main (laya-markers, by its rl_agent_config.json) lacks the int8 ONNX file. No model_int8.onnx / ` +
-        'model_quantized.onnx under onnx/ or at the root. Variants this repo has: fp32, fp16, split (--split).',
+      `${LAYA}@main (laya-markers, by its rl_agent_config.json) lacks the q4 ONNX file. No model_q4.onnx ` +
+        'under onnx/ or at the root. Variants this repo has: fp32, fp16, int8, quantized, split (--split).',
     );
     // Nothing was written: the files read to choose are kept in memory until the choice is made.
     expect(existsSync(dest)).toBe(false);
@@ -772,7 +778,7 @@ describe('models:fetch, encoder families', () => {
     const have = Math.floor(full.length * 0.3);
     await mkdir(path.join(folder(LAYA), 'onnx'), { recursive: true });
     await writeFile(path.join(folder(LAYA), `${data}.part`), full.subarray(0, have));
-    const result = await fetchRepo(LAYA);
+    const result = await fetchRepo(LAYA, { variant: 'fp32' });
     expect(result.files.find((f) => f.path === data)!.how).toBe('resumed');
     expect(hub.downloads(data).map((q) => q.range)).toEqual([`bytes=${have}-`]);
     expect(sha256(readFileSync(path.join(folder(LAYA), data)))).toBe(sha256(full));
