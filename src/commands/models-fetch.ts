@@ -1,9 +1,11 @@
-// assay models fetch <repo id> [--revision R] [--variant V] [--subfolder DIR] [--id ID]
+// assay models fetch <repo id> [--revision R] [--variant V | --split] [--subfolder DIR] [--id ID]
 //                    [--alias NAME]... [--default] [--registry FILE] [--dest DIR] [--description TEXT]
 //
-// Downloads an ONNX export (transformers.js, Optimum or onnxruntime-genai layout) into
-// models/hub/<owner>/<name>/<commit>/, resuming partial files and verifying each against the hub's
-// checksums, then registers the folder in the model registry under a versioned id. Honours
+// Downloads an ONNX export into models/hub/<owner>/<name>/<commit>/ (a decoder in the
+// transformers.js, Optimum or onnxruntime-genai layout, a Laya decision model or an NLI
+// cross-encoder: the family the repo's files show, by the engine's rules), resuming partial files
+// and verifying each against the hub's checksums, then registers the folder in the model registry
+// under a versioned id (no `family` field: the engine detects it from the same files). Honours
 // HF_ENDPOINT (a mirror or a local hub) and HF_TOKEN (private or gated repos).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,10 +29,20 @@ export const DEFAULT_DEST = fileURLToPath(new URL('../../models/hub/', import.me
 const FLAGS = commandFlags({
   head: `Usage: assay models fetch <owner/name> [options]
 
-Downloads an ONNX decoder export and registers it in the model registry: a transformers.js /
-Optimum export (config.json, tokenizer and template files, and one variant's ONNX file under onnx/
-or at the root, with its external data), or an onnxruntime-genai build (genai_config.json and its
-model.onnx + model.onnx.data).
+Downloads an ONNX export and registers it in the model registry. The repo's files say which
+model family it is, by the rules the engine applies to a folder, and the fetch brings what the
+engine loads for that family:
+- a decoder: a transformers.js / Optimum export (config.json, tokenizer and template files, and
+  one variant's ONNX file under onnx/ or at the root, with its external data), or an
+  onnxruntime-genai build (genai_config.json and its model.onnx + model.onnx.data);
+- a Laya decision model (laya-markers, by its rl_agent_config.json): rl_agent_config.json,
+  config.json, the tokenizer files (in tokenizer/ or at the root), and one graph with its external
+  data: the variant's file, or the split onnx/encoder.onnx + onnx/head.onnx (--split, or when the
+  repo has no single graph);
+- an NLI cross-encoder (nli-pairs, by nli_config.json or a config.json whose architecture is a
+  *ForSequenceClassification): config.json, nli_config.json, the tokenizer files (spm.model and
+  added_tokens.json too) and the variant's ONNX file with its external data.
+decision.json (its layout declares the family) and assay.json come along when the repo has them.
 
 Options:`,
   flags: {
@@ -38,15 +50,17 @@ Options:`,
     variant: {
       arg: 'V',
       doc: `which ONNX file, by its transformers.js dtype suffix: fp32 (model.onnx),
-fp16 (_fp16), int8 (_int8, else _quantized; the default), uint8 (_uint8),
-quantized or q8 (_quantized), q4 (_q4), q4f16 (_q4f16), bnb4 (_bnb4);
-not for an onnxruntime-genai build (it has one file)`,
+fp16 (_fp16), int8 (_int8, else _quantized), uint8 (_uint8), quantized or
+q8 (_quantized), q4 (_q4), q4f16 (_q4f16), bnb4 (_bnb4). Default: int8 for a
+decoder; for a Laya or NLI model the first of int8, quantized, fp32, q4, uint8,
+fp16, q4f16, bnb4 the repo has. Not for an onnxruntime-genai build (one file)`,
     },
+    split: { doc: "a Laya model's split export (encoder.onnx + head.onnx) instead of one graph" },
     subfolder: { arg: 'DIR', doc: 'the repo folder holding the export (genai repos keep one build per folder)' },
     id: {
       arg: 'ID',
       doc: `versioned id to register, e.g. svc-1.14.0
-(default: <name>-<variant>-<commit[0:7]>, lower case)`,
+(default: <name>-<variant, split or layout>-<commit[0:7]>, lower case)`,
     },
     alias: { arg: 'NAME', multiple: true, doc: 'point an alias (e.g. svc-latest) at it; repeatable' },
     default: { doc: "make it the registry's default (the model the server loads at startup)" },
@@ -82,6 +96,10 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
     stderr.write(`--variant must be one of ${VARIANTS.join(', ')} (q8 = quantized), not "${o.variant}"\n`);
     return 2;
   }
+  if (o.split === true && variant) {
+    stderr.write('--split and --variant each choose the graph: give one\n');
+    return 2;
+  }
   const repo = positionals[0]!;
   const registry = path.resolve(args.registry);
   const dest = path.resolve(o.dest ?? DEFAULT_DEST);
@@ -95,12 +113,13 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
   let result: FetchModelResult;
   try {
     log(
-      `fetching ${repo}@${o.revision ?? 'main'}${o.subfolder ? `/${o.subfolder}` : ''} (${variant ?? 'default variant'}) from ${hubUrl}`,
+      `fetching ${repo}@${o.revision ?? 'main'}${o.subfolder ? `/${o.subfolder}` : ''} (${variant ?? (o.split ? 'split export' : 'default variant')}) from ${hubUrl}`,
     );
     result = await fetchModel({
       repo,
       revision: o.revision,
       variant,
+      split: o.split === true,
       subfolder: o.subfolder,
       destRoot: dest,
       hubUrl,
@@ -125,9 +144,11 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
   const bytes = result.files.reduce((n, f) => n + f.size, 0);
   const fresh = result.files.filter((f) => f.how !== 'present').length;
   log(`verified ${result.files.length} files (${formatBytes(bytes)}, ${fresh} transferred) in ${result.modelDir}`);
+  log(`family ${result.family} (by its ${result.familyFrom}), graph ${result.graph.join(' + ')}`);
 
   const name = (repo.split('/')[1] ?? repo).toLowerCase();
-  const label = result.variant ?? result.layout;
+  const label = result.variant ?? (result.split ? 'split' : result.layout);
+  const what = result.family === 'decoder' ? label : `${result.family}, ${label}`;
   const id = o.id ?? `${name}-${label}-${result.commit.slice(0, 7)}`;
   const rel = path.relative(path.dirname(registry), result.modelDir).split(path.sep).join('/');
   try {
@@ -137,7 +158,7 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
       {
         path: rel,
         ...(result.variant ? { variant: result.variant } : {}),
-        description: o.description ?? `${repo} (${label}) at commit ${result.commit.slice(0, 12)}, from ${hubUrl}`,
+        description: o.description ?? `${repo} (${what}) at commit ${result.commit.slice(0, 12)}, from ${hubUrl}`,
         release_date: result.lastModified,
       },
       o.alias ?? [],
@@ -152,7 +173,7 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
     .join('; ');
   log(`registered ${id}${aliasNote ? ` (${aliasNote})` : ''} in ${registry}`);
   stdout.write(
-    `${JSON.stringify({ id, path: rel, dir: result.modelDir, commit: result.commit, variant: result.variant, layout: result.layout })}\n`,
+    `${JSON.stringify({ id, path: rel, dir: result.modelDir, commit: result.commit, family: result.family, variant: result.variant, layout: result.layout })}\n`,
   );
   return 0;
 }

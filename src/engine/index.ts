@@ -10,7 +10,25 @@ export { inlineExternalData } from './model/q4-to-int8.js';
 export { ATTENTION_NOTE, Q4_NOTE } from './model/runner.js';
 // The families' light modules only (no onnxruntime): the loaders are imported when a model loads.
 export { FAMILY_NAMES, FAMILY_NOTE, type EncoderFamilyName } from './families/family.js';
-export { detectFamily } from './families/detect.js';
+export {
+  detectFamily,
+  DECISION_FILE,
+  familyOfFiles,
+  type FamilyEvidence,
+  type FolderFiles,
+} from './families/detect.js';
+// The rules of where a family's files are, over a file listing: the hub fetcher picks by them.
+export {
+  findSingleGraph,
+  findSplitGraph,
+  isExternalData,
+  LAYA_CONFIG,
+  NLI_CONFIG,
+  singleGraphVariants,
+  TOKENIZER_FILES,
+  tokenizerFolder,
+  type HasFile,
+} from './families/files.js';
 export { LayaOptionsTooLong } from './families/laya/layout.js';
 export { NliHypothesisTooLong } from './families/nli/layout.js';
 export {

@@ -8,10 +8,50 @@ import { join } from 'node:path';
 import { ModelLoadError } from '../errors.js';
 import { DEFAULT_ORDER, ONNX_DIRS, parseVariant, variantFileNames, VARIANTS, type Variant } from '../model/variants.js';
 
+/**
+ * A folder's files as these rules read them: whether a path relative to the folder ('/'-separated)
+ * is there. The loaders ask the disk (`onDisk`); the hub fetcher asks a repo's file listing, so a
+ * fetch picks the files the loader will look for.
+ */
+export type HasFile = (rel: string) => boolean;
+
+/** The folder on disk as a HasFile. */
+export function onDisk(dir: string): HasFile {
+  return (rel) => existsSync(join(dir, rel));
+}
+
+/** `name` in one of ONNX_DIRS, relative to the folder. */
+const inDir = (sub: string, name: string) => (sub === '.' ? name : `${sub}/${name}`);
+
+/** Where the tokenizer's files are, relative to the folder: `tokenizer` when it holds tokenizer.json, else '' (the root). */
+export function tokenizerFolder(has: HasFile): string {
+  return has('tokenizer/tokenizer.json') ? 'tokenizer' : '';
+}
+
 /** The folder holding tokenizer.json: `tokenizer/` when it has one, else the root. */
 export function tokenizerDir(dir: string): string {
-  return existsSync(join(dir, 'tokenizer', 'tokenizer.json')) ? join(dir, 'tokenizer') : dir;
+  const sub = tokenizerFolder(onDisk(dir));
+  return sub ? join(dir, sub) : dir;
 }
+
+/**
+ * An encoder family's tokenizer files, in the tokenizer's folder: tokenizer.json (required; the
+ * loaders read it and tokenizer_config.json), then the files published beside them that a
+ * tokenizer conversion reads (DeBERTa-v3's spm.model and added_tokens.json). Small: the fetcher
+ * brings each one the repo has.
+ */
+export const TOKENIZER_FILES = [
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'added_tokens.json',
+  'spm.model',
+] as const;
+
+/** Laya's limits and calibration: its presence makes a folder a Laya model (detect.ts). */
+export const LAYA_CONFIG = 'rl_agent_config.json';
+/** An NLI cross-encoder's own settings (optional; its presence makes a folder nli-pairs). */
+export const NLI_CONFIG = 'nli_config.json';
 
 /** A JSON file of the folder, or undefined when it is absent; invalid JSON fails the load naming it. */
 export function readJsonFile(path: string): Record<string, unknown> | undefined {
@@ -30,25 +70,50 @@ export function readJsonFile(path: string): Record<string, unknown> | undefined 
 /** The graph an encoder family runs: one file, or a split encoder + head (Laya's split export). */
 export type EncoderGraph = { single: string; variant: Variant } | { encoder: string; head: string };
 
-/** The split export's two files (under onnx/ or at the root), when both are there. */
-export function splitGraph(dir: string): { encoder: string; head: string } | undefined {
+/** The split export's two files, relative to the folder (under onnx/ or at the root), when both are there. */
+export function findSplitGraph(has: HasFile): { encoder: string; head: string } | undefined {
   for (const sub of ONNX_DIRS) {
-    const encoder = join(dir, sub, 'encoder.onnx');
-    const head = join(dir, sub, 'head.onnx');
-    if (existsSync(encoder) && existsSync(head)) return { encoder, head };
+    const encoder = inDir(sub, 'encoder.onnx');
+    const head = inDir(sub, 'head.onnx');
+    if (has(encoder) && has(head)) return { encoder, head };
   }
   return undefined;
 }
 
-/** The single graph of a variant (or the first of DEFAULT_ORDER that exists), under onnx/ or at the root. */
-export function singleGraph(dir: string, variant?: Variant): { single: string; variant: Variant } | undefined {
+/** The single graph of a variant (or the first of DEFAULT_ORDER that is there), relative to the folder. */
+export function findSingleGraph(has: HasFile, variant?: Variant): { single: string; variant: Variant } | undefined {
   for (const v of variant ? [variant] : DEFAULT_ORDER)
     for (const name of variantFileNames(v))
       for (const sub of ONNX_DIRS) {
-        const path = join(dir, sub, name);
-        if (existsSync(path)) return { single: path, variant: v };
+        const single = inDir(sub, name);
+        if (has(single)) return { single, variant: v };
       }
   return undefined;
+}
+
+/** The variants whose single graph the folder has, in VARIANTS order. */
+export function singleGraphVariants(has: HasFile): Variant[] {
+  return VARIANTS.filter((v) => findSingleGraph(has, v) !== undefined);
+}
+
+/**
+ * Whether `file` holds external weights of the graph `graph` (both relative to one folder):
+ * `<graph>_data`, `<graph>_data_1`, `_2` … (exports over 2 GB), or `<graph>.data`.
+ */
+export function isExternalData(graph: string, file: string): boolean {
+  return file.startsWith(graph) && /^(_data(_\d+)?|\.data)$/.test(file.slice(graph.length));
+}
+
+/** The split export's two files (under onnx/ or at the root), when both are there. */
+export function splitGraph(dir: string): { encoder: string; head: string } | undefined {
+  const split = findSplitGraph(onDisk(dir));
+  return split && { encoder: join(dir, split.encoder), head: join(dir, split.head) };
+}
+
+/** The single graph of a variant (or the first of DEFAULT_ORDER that exists), under onnx/ or at the root. */
+export function singleGraph(dir: string, variant?: Variant): { single: string; variant: Variant } | undefined {
+  const single = findSingleGraph(onDisk(dir), variant);
+  return single && { single: join(dir, single.single), variant: single.variant };
 }
 
 /**

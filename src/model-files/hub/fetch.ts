@@ -1,5 +1,9 @@
-// Download a Hugging Face ONNX export (transformers.js / Optimum layout) into a local folder,
-// resuming partial files and verifying every byte against the hub's own checksums.
+// Download a Hugging Face ONNX export into a local folder, resuming partial files and verifying
+// every byte against the hub's own checksums. Which files: the repo's listing is read with the
+// engine's own rules (engine/families: detect.ts's familyOfFiles, files.ts's graph and tokenizer
+// places), so the folder holds what the engine loads for that family: a decoder (transformers.js /
+// Optimum, or onnxruntime-genai), a Laya decision model (laya-markers) or an NLI cross-encoder
+// (nli-pairs).
 //
 // The hub's metadata calls go through @huggingface/hub (modelInfo resolves the revision to a
 // commit, listFiles lists the tree with LFS oids). The byte transfer is a plain fetch with a
@@ -8,17 +12,37 @@
 // bare strings, and resuming needs both.
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat, truncate } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { HubApiError, listFiles, modelInfo } from '@huggingface/hub';
 
-import { ONNX_DIRS, VARIANTS, variantFileNames, type Variant } from '../../engine/index.js';
+import {
+  DECISION_FILE,
+  familyOfFiles,
+  findSingleGraph,
+  findSplitGraph,
+  isExternalData,
+  LAYA_CONFIG,
+  ModelLoadError,
+  NLI_CONFIG,
+  ONNX_DIRS,
+  singleGraphVariants,
+  TOKENIZER_FILES as FAMILY_TOKENIZER_FILES,
+  tokenizerFolder,
+  VARIANTS,
+  variantFileNames,
+  type EncoderFamilyName,
+  type FamilyEvidence,
+  type FamilyName,
+  type HasFile,
+  type Variant,
+} from '../../engine/index.js';
 
 export { VARIANTS, type Variant } from '../../engine/index.js';
 
-/** Tokenizer files every export needs; a repo without one of them is not something the engine can load. */
+/** Tokenizer files every decoder export needs; a repo without one of them is not something the engine can load. */
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json'];
 /** Fetched when the repo has them: newer exports keep the chat template in its own file. */
 const OPTIONAL_FILES = [
@@ -30,7 +54,9 @@ const OPTIONAL_FILES = [
 
 export const DEFAULT_HUB_URL = 'https://huggingface.co';
 
-export type HubFetchErrorCode = 'not_found' | 'unauthorized' | 'missing_file' | 'checksum' | 'http' | 'network';
+/** `layout`: the repo's files say something the engine cannot load (an unknown decision.json layout, invalid JSON). */
+export type HubFetchErrorCode =
+  'not_found' | 'unauthorized' | 'missing_file' | 'layout' | 'checksum' | 'http' | 'network';
 
 export class HubFetchError extends Error {
   constructor(
@@ -54,8 +80,14 @@ export interface FetchModelOptions {
   repo: string;
   /** Branch, tag or commit; default "main". The folder is named after the commit it resolves to. */
   revision?: string;
-  /** Which ONNX file of a transformers.js / Optimum export (default int8); an onnxruntime-genai folder has one. */
+  /**
+   * Which ONNX file of a transformers.js / Optimum export. Default: int8 for a decoder; for an
+   * encoder family the engine's choice (the first of int8, quantized, fp32, … the repo has, else a
+   * Laya model's split export). An onnxruntime-genai folder has one.
+   */
   variant?: Variant;
+  /** A Laya model's split export (encoder.onnx + head.onnx, with their external data) rather than a single graph. */
+  split?: boolean;
   /** A folder of the repo holding the export (onnxruntime-genai repos keep one build per folder). */
   subfolder?: string;
   /** Folder holding <repo>/<commit>/ folders. */
@@ -85,9 +117,18 @@ export interface FetchModelResult {
   commit: string;
   /** YYYY-MM-DD of the repo's last modification as the hub reports it. */
   lastModified: string;
-  /** The variant fetched; undefined for an onnxruntime-genai folder (its genai_config.json names its one file). */
+  /** The variant fetched; undefined for an onnxruntime-genai folder (its genai_config.json names its one file) or a split export. */
   variant?: Variant;
+  /** Where the graph was: under onnx/ (transformers.js), at the root (Optimum), an onnxruntime-genai build. */
   layout: 'hf' | 'optimum' | 'genai';
+  /** The model family, by the engine's rules: the engine detects the same from the fetched folder. */
+  family: FamilyName;
+  /** The file that says so (decision.json, rl_agent_config.json, nli_config.json, config.json, genai_config.json). */
+  familyFrom: string;
+  /** The ONNX graph file(s) fetched (paths in the model folder), without their external data. */
+  graph: string[];
+  /** Whether the graph is a Laya model's split export (encoder.onnx + head.onnx). */
+  split: boolean;
   modelDir: string;
   files: FetchedFile[];
   hubUrl: string;
@@ -148,17 +189,32 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
     }
   });
 
-  const {
-    files: wanted,
-    layout,
-    variant,
-  } = selectFiles(tree, opts.variant, opts.subfolder ?? '', `${opts.repo}@${revision}`);
   const modelDir = path.join(
     opts.destRoot,
     ...opts.repo.split('/'),
     commit,
     ...(opts.subfolder ?? '').split('/').filter(Boolean),
   );
+  const url = (file: RemoteFile) =>
+    `${hubUrl}/${opts.repo}/resolve/${encodeURIComponent(commit)}/${file.path.split('/').map(encodeURIComponent).join('/')}`;
+  const dest = (file: RemoteFile) => path.join(modelDir, ...(file.local ?? file.path).split('/'));
+
+  const repo = repoLevel(tree, opts.subfolder ?? '', `${opts.repo}@${revision}`);
+  // The JSON files the family rules read (decision.json, config.json) are read before anything is
+  // written (verified, or taken from a verified copy already in the folder); their bytes are
+  // written with the rest.
+  const read = new Map<string, Buffer>();
+  const found = await repoFamily(repo, async (rel) => {
+    const file = repo.pick([rel])[0]!;
+    const bytes = await readSmallFile(file, url(file), dest(file), accessToken, opts.signal);
+    read.set(file.path, bytes);
+    return bytes;
+  });
+  const selection =
+    found && found.family !== 'decoder'
+      ? selectEncoderFiles(repo, found.family, found.from, opts.variant, opts.split === true)
+      : selectDecoderFiles(repo, opts.variant, opts.split === true);
+  const wanted = selection.files;
   const totalBytes = wanted.reduce((n, f) => n + f.size, 0);
   let doneBytes = 0;
   const files: FetchedFile[] = [];
@@ -166,8 +222,9 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
     const before = doneBytes;
     const fetched = await fetchFile({
       file,
-      url: `${hubUrl}/${opts.repo}/resolve/${encodeURIComponent(commit)}/${file.path.split('/').map(encodeURIComponent).join('/')}`,
-      dest: path.join(modelDir, ...(file.local ?? file.path).split('/')),
+      url: url(file),
+      dest: dest(file),
+      bytes: read.get(file.path),
       accessToken,
       signal: opts.signal,
       log,
@@ -182,30 +239,99 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
     revision,
     commit,
     lastModified: isoDay(info.updatedAt),
-    variant,
-    layout,
+    variant: selection.variant,
+    layout: selection.layout,
+    family: found?.family ?? 'decoder',
+    familyFrom: found?.from ?? 'config.json',
+    graph: selection.graph,
+    split: selection.split === true,
     modelDir,
     files,
     hubUrl,
   };
 }
 
-/**
- * The files of one loadable folder: an onnxruntime-genai build (genai_config.json, every .onnx and
- * its data at that level), or a transformers.js / Optimum export (config.json and the variant's
- * file under onnx/ or at the root, with its external data), plus the tokenizer and template files.
- */
-function selectFiles(
-  tree: Map<string, RemoteFile>,
-  asked: Variant | undefined,
-  subfolder: string,
-  where: string,
-): { files: RemoteFile[]; layout: FetchModelResult['layout']; variant?: Variant } {
+/** The repo's files at one level (the whole repo, or a subfolder), by paths relative to that level. */
+interface RepoLevel {
+  prefix: string;
+  has: HasFile;
+  /** The files at these paths, to be written at those paths in the model folder. */
+  pick: (paths: string[]) => RemoteFile[];
+  /** Every path under the level. */
+  level: string[];
+  /** <repo>@<revision>, for messages. */
+  where: string;
+}
+
+function repoLevel(tree: Map<string, RemoteFile>, subfolder: string, where: string): RepoLevel {
   const prefix = subfolder ? `${subfolder.replace(/^\/+|\/+$/g, '')}/` : '';
-  const has = (p: string) => tree.has(prefix + p);
-  const pick = (paths: string[]) => paths.map((p) => ({ ...tree.get(prefix + p)!, local: p }));
-  const level = [...tree.keys()].filter((p) => p.startsWith(prefix)).map((p) => p.slice(prefix.length));
-  const optional = OPTIONAL_FILES.filter(has);
+  return {
+    prefix,
+    has: (p) => tree.has(prefix + p),
+    pick: (paths) => paths.map((p) => ({ ...tree.get(prefix + p)!, local: p })),
+    level: [...tree.keys()].filter((p) => p.startsWith(prefix)).map((p) => p.slice(prefix.length)),
+    where,
+  };
+}
+
+/** Thrown by familyOfFiles' JSON reader for a file not read yet: read it, then apply the rules again. */
+class NotRead {
+  constructor(readonly rel: string) {}
+}
+
+/**
+ * The repo's family by the engine's rules (familyOfFiles). They read a JSON file only when their
+ * order gets to it (config.json: when neither decision.json, rl_agent_config.json nor
+ * nli_config.json decides), so a file is fetched when the rules ask for it.
+ */
+async function repoFamily(
+  repo: RepoLevel,
+  read: (rel: string) => Promise<Buffer>,
+): Promise<FamilyEvidence | undefined> {
+  const json = new Map<string, Record<string, unknown>>();
+  const known = (rel: string) => {
+    if (!repo.has(rel)) return undefined;
+    const value = json.get(rel);
+    if (!value) throw new NotRead(rel);
+    return value;
+  };
+  for (;;) {
+    try {
+      return familyOfFiles({ has: repo.has, json: known }, repo.where);
+    } catch (e) {
+      if (e instanceof NotRead) json.set(e.rel, parseJson(await read(e.rel), repo.prefix + e.rel));
+      else if (e instanceof ModelLoadError) throw new HubFetchError('layout', e.message);
+      else throw e;
+    }
+  }
+}
+
+interface Selection {
+  files: RemoteFile[];
+  layout: FetchModelResult['layout'];
+  variant?: Variant;
+  graph: string[];
+  split?: boolean;
+}
+
+/** Each graph followed by its external data at the level. */
+function withExternalData(level: string[], graph: string[]): string[] {
+  return graph.flatMap((g) => [g, ...level.filter((p) => isExternalData(g, p)).sort()]);
+}
+
+/**
+ * A decoder's files: an onnxruntime-genai build (genai_config.json, every .onnx and its data at
+ * that level), or a transformers.js / Optimum export (config.json and the variant's file under
+ * onnx/ or at the root, with its external data), plus the tokenizer and template files.
+ */
+function selectDecoderFiles(repo: RepoLevel, asked: Variant | undefined, split: boolean): Selection {
+  const { prefix, has, pick, level, where } = repo;
+  if (split)
+    throw new HubFetchError(
+      'missing_file',
+      `${where}${prefix ? ` (${prefix})` : ''} is a decoder export: --split is for a Laya model's encoder.onnx + head.onnx`,
+    );
+  const optional = [...OPTIONAL_FILES, DECISION_FILE].filter(has);
 
   if (has('genai_config.json') && !has('config.json')) {
     if (asked)
@@ -219,7 +345,11 @@ function selectFiles(
     const onnx = level.filter((p) => !p.includes('/') && /\.onnx(\.data|_data(_\d+)?)?$/.test(p)).sort();
     if (!onnx.some((p) => p.endsWith('.onnx')))
       throw new HubFetchError('missing_file', `${where} has genai_config.json but no .onnx file beside it.`);
-    return { files: pick(['genai_config.json', ...TOKENIZER_FILES, ...optional, ...onnx]), layout: 'genai' };
+    return {
+      files: pick(['genai_config.json', ...TOKENIZER_FILES, ...optional, ...onnx]),
+      layout: 'genai',
+      graph: onnx.filter((p) => p.endsWith('.onnx')),
+    };
   }
 
   const variant = asked ?? 'int8';
@@ -228,9 +358,7 @@ function selectFiles(
   );
   const missing = ['config.json', ...TOKENIZER_FILES].filter((p) => !has(p));
   if (missing.length || !onnx) {
-    const variants = VARIANTS.filter((v) =>
-      ONNX_DIRS.some((dir) => variantFileNames(v).some((f) => has(dir === '.' ? f : `${dir}/${f}`))),
-    );
+    const variants = singleGraphVariants(has);
     const hint = onnx
       ? ''
       : ` No ${variantFileNames(variant).join(' / ')} under onnx/ or at the root. Variants this repo has: ${
@@ -245,16 +373,80 @@ function selectFiles(
       `${where} lacks ${[...missing.map((p) => prefix + p), ...(onnx ? [] : [`the ${variant} ONNX file`])].join(', ')}.${hint}`,
     );
   }
-  // External weights: model.onnx_data, or model.onnx_data_1, _2 ... for exports over 2 GB; model.onnx.data.
-  const external = new RegExp(`^${escapeRe(onnx)}(_data(_\\d+)?|\\.data)$`);
-  const paths = ['config.json', ...TOKENIZER_FILES, ...optional, onnx, ...level.filter((p) => external.test(p)).sort()];
-  return { files: pick(paths), layout: onnx.includes('/') ? 'hf' : 'optimum', variant };
+  const paths = ['config.json', ...TOKENIZER_FILES, ...optional, ...withExternalData(level, [onnx])];
+  return { files: pick(paths), layout: onnx.includes('/') ? 'hf' : 'optimum', variant, graph: [onnx] };
+}
+
+/**
+ * An encoder family's files, as its loader reads them (engine/families): the graph the engine
+ * would run (the variant asked for, else the first of its default order the repo has, else a Laya
+ * model's split encoder.onnx + head.onnx; `split` asks for that) with its external data; the
+ * family's settings (Laya: rl_agent_config.json; NLI: config.json, nli_config.json when present);
+ * the tokenizer files in tokenizer/ or at the root, where they are; config.json, decision.json and
+ * assay.json when present.
+ */
+function selectEncoderFiles(
+  repo: RepoLevel,
+  family: EncoderFamilyName,
+  from: string,
+  asked: Variant | undefined,
+  split: boolean,
+): Selection {
+  const { prefix, has, pick, level, where } = repo;
+  const laya = family === 'laya-markers';
+  const what = `${where}${prefix ? ` (${prefix})` : ''} (${family}, by its ${from})`;
+  if (split && (!laya || asked))
+    throw new HubFetchError(
+      'missing_file',
+      laya
+        ? `${what}: --split and --variant each choose the graph; give one`
+        : `${what}: --split is for a Laya model's split export (encoder.onnx + head.onnx); an NLI cross-encoder is one graph`,
+    );
+  const single = split ? undefined : findSingleGraph(has, asked);
+  const halves = laya && !asked ? findSplitGraph(has) : undefined;
+  const graph = single ? [single.single] : halves ? [halves.encoder, halves.head] : [];
+
+  const tokenizer = tokenizerFolder(has);
+  const inTokenizer = (f: string) => (tokenizer ? `${tokenizer}/${f}` : f);
+  const required = [laya ? LAYA_CONFIG : 'config.json', inTokenizer('tokenizer.json')];
+  const missing = required.filter((p) => !has(p)).map((p) => prefix + p);
+  if (missing.length || !graph.length) {
+    let hint = '';
+    if (!graph.length) {
+      const wanted = split
+        ? 'encoder.onnx with head.onnx'
+        : [...new Set((asked ? [asked] : VARIANTS).flatMap(variantFileNames))].join(' / ');
+      const variants = [...singleGraphVariants(has), ...(laya && findSplitGraph(has) ? ['split (--split)'] : [])];
+      missing.push(split ? 'the split export' : asked ? `the ${asked} ONNX file` : 'an ONNX graph');
+      hint = ` No ${wanted} under onnx/ or at the root. Variants this repo has: ${variants.join(', ') || 'none'}.`;
+    }
+    throw new HubFetchError('missing_file', `${what} lacks ${missing.join(', ')}.${hint}`);
+  }
+  const paths = [
+    ...new Set([
+      ...required,
+      'config.json',
+      ...(laya ? [] : [NLI_CONFIG]),
+      ...FAMILY_TOKENIZER_FILES.map(inTokenizer),
+      DECISION_FILE,
+      'assay.json',
+    ]),
+  ].filter(has);
+  return {
+    files: pick([...paths, ...withExternalData(level, graph)]),
+    layout: graph[0]!.includes('/') ? 'hf' : 'optimum',
+    variant: single?.variant,
+    graph,
+    split: !single,
+  };
 }
 
 interface FetchFileArgs {
   file: RemoteFile;
   url: string;
   dest: string;
+  /** The file's bytes, already read and verified (readSmallFile): written as they are. */
+  bytes?: Buffer;
   accessToken?: string;
   signal?: AbortSignal;
   log: (line: string) => void;
@@ -279,6 +471,12 @@ async function fetchFile(a: FetchFileArgs): Promise<FetchedFile> {
   if (present !== undefined) await rm(dest, { force: true });
 
   const part = `${dest}.part`;
+  if (a.bytes) {
+    await writeFile(part, a.bytes);
+    await rename(part, dest);
+    a.onBytes(file.size);
+    return { path: file.path, size: file.size, checksum: expected.value, how: 'downloaded' };
+  }
   let offset = (await sizeOf(part)) ?? 0;
   if (offset > file.size) {
     await rm(part, { force: true });
@@ -357,6 +555,64 @@ async function fetchFile(a: FetchFileArgs): Promise<FetchedFile> {
   }
   await rename(part, dest);
   return { path: file.path, size: file.size, checksum: actual, how };
+}
+
+/**
+ * A small file's bytes, verified against the hub's checksum, without writing it: from a verified
+ * copy at dest when there is one, else downloaded whole.
+ */
+async function readSmallFile(
+  file: RemoteFile,
+  url: string,
+  dest: string,
+  accessToken: string | undefined,
+  signal: AbortSignal | undefined,
+): Promise<Buffer> {
+  const expected = expectedChecksum(file);
+  const digest = (b: Buffer) => {
+    const h = newHasher(expected.algo, b.length);
+    h.update(b);
+    return h.digest();
+  };
+  if ((await sizeOf(dest)) === file.size) {
+    const copy = await readFile(dest);
+    if (digest(copy) === expected.value) return copy;
+  }
+  const res = await fetch(url, {
+    headers: accessToken ? { Authorization: `Bearer ${accessToken}` } : {},
+    signal,
+  }).catch((e: unknown) => {
+    throw networkError(e, `cannot download ${file.path} from ${url}`, signal);
+  });
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw httpError(res.status, `downloading ${file.path} from ${url}`);
+  }
+  const bytes = Buffer.from(
+    await res.arrayBuffer().catch((e: unknown) => {
+      throw networkError(e, `the transfer of ${file.path} stopped; run the same command again`, signal);
+    }),
+  );
+  const actual = digest(bytes);
+  if (bytes.length !== file.size || actual !== expected.value)
+    throw new HubFetchError(
+      'checksum',
+      `${file.path} failed verification: expected ${expected.algo} ${expected.value} (${file.size} bytes), got ${actual} (${bytes.length} bytes). Run the fetch again.`,
+    );
+  return bytes;
+}
+
+/** A JSON object file of the repo; anything else is a layout error naming it. */
+function parseJson(bytes: Buffer, where: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString('utf8'));
+  } catch (e) {
+    throw new HubFetchError('layout', `${where} in the repo is not valid JSON (${(e as Error).message})`);
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new HubFetchError('layout', `${where} in the repo is not a JSON object`);
+  return value as Record<string, unknown>;
 }
 
 /** LFS files carry their sha256 as the oid; small files are checked by their git blob sha1. */
@@ -449,10 +705,6 @@ function abortable(signal?: AbortSignal): typeof fetch {
 
 function isoDay(d: Date): string {
   return Number.isNaN(d.getTime()) ? new Date().toISOString().slice(0, 10) : d.toISOString().slice(0, 10);
-}
-
-function escapeRe(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 export function formatBytes(n: number): string {

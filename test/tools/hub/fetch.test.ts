@@ -1,9 +1,9 @@
 // models:fetch against a local hub (test/tools/hub/hub-server.ts) serving the tiny int8 synthetic
 // export: download + registration, checksum failure, resume, a missing repo, and the engine
-// serving the fetched folder as it lies on disk.
+// serving the fetched folder as it lies on disk; then the encoder families' layouts (Laya, NLI).
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,9 +15,11 @@ import { ensureFlavor } from '../../../tools/flavors.js';
 import { externalize } from '../../../src/engine/model/graph-file.js';
 import { decodeModel, encodeModel } from '../../../src/engine/model/graph-rewrite.js';
 import { run } from '../../../src/commands/models-fetch.js';
-import { loadEvaluator } from '../../../src/engine/index.js';
+import { detectFamily, loadEvaluator } from '../../../src/engine/index.js';
 import { fetchModel, HubFetchError } from '../../../src/model-files/hub/fetch.js';
 import { loadRegistry, resolveModel } from '../../../src/registry.js';
+import { ensureLayaReplica } from '../../../tools/families/laya-replica.js';
+import { ensureNliReplica } from '../../../tools/families/nli-replica.js';
 import { FakeHub } from './hub-server.js';
 
 const REPO = 'acme/tiny-int8';
@@ -441,5 +443,344 @@ describe('models:fetch', () => {
     }
     // The same weights behind both layouts give the same answer.
     expect(Math.abs(answers[0]! - answers[1]!)).toBeLessThan(1e-6);
+  });
+});
+
+// The encoder families: the repo's files say the family (the engine's rules), and the fetch brings
+// what that family's loader reads. The Laya repo is the synthetic replica as the public exports lay
+// it out (tokenizer/, onnx/model.onnx + model.onnx_data, model_fp16.onnx, the split encoder + head,
+// plus weights.safetensors, which no loader reads); the others are small dummy files in the other
+// published layouts (the fetch checks file selection, checksums and resume, not model numerics).
+describe('models:fetch, encoder families', () => {
+  const LAYA = 'acme/laya-replica';
+  const LAYA_ROOT = 'acme/laya-root';
+  const LAYA_SPLIT = 'acme/laya-split-only';
+  const NLI = 'acme/nli-tiny';
+  const NLI_OPTIMUM = 'acme/nli-optimum';
+  const commits = new Map<string, string>();
+  let sources: string;
+  let replica: string;
+  const LAYA_COMMON = [
+    'assay.json',
+    'config.json',
+    'rl_agent_config.json',
+    'tokenizer/special_tokens_map.json',
+    'tokenizer/tokenizer.json',
+    'tokenizer/tokenizer_config.json',
+  ];
+  const NLI_CONFIG_JSON = JSON.stringify({
+    architectures: ['DebertaV2ForSequenceClassification'],
+    id2label: { 0: 'entailment', 1: 'neutral', 2: 'contradiction' },
+    label2id: { entailment: 0, neutral: 1, contradiction: 2 },
+  });
+  const NLI_TOKENIZER = ['added_tokens.json', 'special_tokens_map.json', 'spm.model', 'tokenizer.json'];
+
+  const folder = (repo: string) => path.join(dest, ...repo.split('/'), commits.get(repo)!);
+  const fetchRepo = (repo: string, extra: Partial<Parameters<typeof fetchModel>[0]> = {}) =>
+    fetchModel({ repo, destRoot: dest, hubUrl: hub.url, ...extra });
+  const failure = (p: Promise<unknown>) =>
+    p.then(
+      () => expect.fail('expected the fetch to fail'),
+      (e: unknown) => e,
+    );
+  /** The fetched folder loads in the engine and answers a noul question (random weights: any probability). */
+  async function answersNoul(modelDir: string, variant: string | undefined): Promise<void> {
+    const evaluator = await loadEvaluator({ modelDir, variant, engineThread: false, threads: 1 });
+    try {
+      const { answers } = await evaluator.evaluate({
+        state: 'The invoice was paid on 3 March, two weeks late.',
+        questions: { late: { type: 'noul', instructions: 'Was the invoice paid late?' } },
+      });
+      const late = answers.late as { type: string; noul: number };
+      expect(late.type).toBe('noul');
+      expect(late.noul).toBeGreaterThanOrEqual(0);
+      expect(late.noul).toBeLessThanOrEqual(1);
+    } finally {
+      await evaluator.close();
+    }
+  }
+  /** A repo of small files, each holding its own path (or the text given). */
+  async function dummyRepo(id: string, files: Array<string | [string, string]>): Promise<void> {
+    const dir = path.join(sources, id);
+    for (const f of files) {
+      const [rel, text] = typeof f === 'string' ? [f, `${id}: ${f}`] : f;
+      await mkdir(path.dirname(path.join(dir, rel)), { recursive: true });
+      await writeFile(path.join(dir, rel), text);
+    }
+    commits.set(id, hub.addRepo(id, dir));
+  }
+
+  beforeAll(async () => {
+    replica = ensureLayaReplica();
+    sources = await mkdtemp(path.join(tmpdir(), 'assay-fetch-families-'));
+    const layaDir = path.join(sources, LAYA);
+    await mkdir(path.dirname(layaDir), { recursive: true });
+    await symlink(replica, layaDir);
+    commits.set(LAYA, hub.addRepo(LAYA, layaDir));
+    const layaRoot = [
+      'rl_agent_config.json',
+      'config.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'model.onnx',
+      'model.onnx.data',
+      'model_quantized.onnx',
+      'model_q4.onnx',
+      'encoder.onnx',
+      'encoder.onnx_data',
+      'head.onnx',
+      'model.safetensors',
+      'README.md',
+    ];
+    await dummyRepo(LAYA_ROOT, layaRoot);
+    await dummyRepo(LAYA_SPLIT, [
+      'rl_agent_config.json',
+      'tokenizer/tokenizer.json',
+      'onnx/encoder.onnx',
+      'onnx/head.onnx',
+      'onnx/head.onnx_data',
+    ]);
+    await dummyRepo(NLI, [
+      ['config.json', NLI_CONFIG_JSON],
+      'tokenizer_config.json',
+      ...NLI_TOKENIZER,
+      'onnx/model.onnx',
+      'onnx/model_quantized.onnx',
+      'model.safetensors',
+      'README.md',
+    ]);
+    await dummyRepo(NLI_OPTIMUM, [
+      ['config.json', JSON.stringify({ architectures: ['ModernBertModel'] })],
+      ['nli_config.json', JSON.stringify({ entailment: 'entailment' })],
+      'tokenizer.json',
+      'model.onnx',
+      'model.onnx_data',
+    ]);
+  });
+  afterAll(async () => {
+    await rm(sources, { recursive: true, force: true });
+  });
+
+  it('a Laya repo: the fp32 graph with its external data, the config and tokenizer/ where they are; registered without a family field, detected and served', async () => {
+    const r = await cli([LAYA, '--variant', 'fp32', '--id', 'laya-1']);
+    expect(r.code, r.err).toBe(0);
+    const expected = [...LAYA_COMMON, 'onnx/model.onnx', 'onnx/model.onnx_data'].sort();
+    expect(await filesUnder(folder(LAYA))).toEqual(expected);
+    for (const f of expected)
+      expect(sha256(readFileSync(path.join(folder(LAYA), f))), f).toBe(sha256(readFileSync(path.join(replica, f))));
+    expect(r.err).toContain('family laya-markers (by its rl_agent_config.json), graph onnx/model.onnx');
+    expect(JSON.parse(r.out)).toMatchObject({ id: 'laya-1', family: 'laya-markers', variant: 'fp32', layout: 'hf' });
+    const m = resolveModel(loadRegistry(registry), 'laya-1')!;
+    expect(m.entry).toEqual({
+      path: `hub/acme/laya-replica/${commits.get(LAYA)}`,
+      variant: 'fp32',
+      description: expect.stringContaining(`${LAYA} (laya-markers, fp32)`),
+      release_date: '2025-01-15',
+    });
+    expect(detectFamily(m.dir)).toBe('laya-markers');
+
+    await answersNoul(m.dir, m.entry.variant);
+
+    // Again: every file (config.json, read to choose, included) is found verified in place.
+    hub.log.length = 0;
+    const again = await fetchRepo(LAYA, { variant: 'fp32' });
+    expect(hub.log.filter((q) => q.url.includes('/resolve/'))).toEqual([]);
+    expect(again.files.every((f) => f.how === 'present')).toBe(true);
+  });
+
+  it('a Laya repo: the int8 default, --variant fp16 brings that graph alone, --split the encoder and head; a variant it lacks names those it has', async () => {
+    // model_int8.onnx before model_quantized.onnx (the same bytes in the replica), as the engine picks.
+    const int8 = await fetchRepo(LAYA);
+    expect(int8).toMatchObject({ variant: 'int8', graph: ['onnx/model_int8.onnx'], split: false });
+    expect(await filesUnder(folder(LAYA))).toEqual([...LAYA_COMMON, 'onnx/model_int8.onnx'].sort());
+    await rm(dest, { recursive: true });
+
+    const fp16 = await fetchRepo(LAYA, { variant: 'fp16' });
+    expect(fp16).toMatchObject({ family: 'laya-markers', familyFrom: 'rl_agent_config.json', variant: 'fp16' });
+    expect(fp16.graph).toEqual(['onnx/model_fp16.onnx']);
+    expect(await filesUnder(folder(LAYA))).toEqual([...LAYA_COMMON, 'onnx/model_fp16.onnx'].sort());
+    await rm(dest, { recursive: true });
+
+    const split = await fetchRepo(LAYA, { split: true });
+    expect(split).toMatchObject({ split: true, variant: undefined, graph: ['onnx/encoder.onnx', 'onnx/head.onnx'] });
+    expect(await filesUnder(folder(LAYA))).toEqual([...LAYA_COMMON, 'onnx/encoder.onnx', 'onnx/head.onnx'].sort());
+    expect(detectFamily(folder(LAYA))).toBe('laya-markers');
+    await rm(dest, { recursive: true });
+
+    const r = await cli([LAYA, '--variant', 'q4']);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain(
+      `${LAYA}@main (laya-markers, by its rl_agent_config.json) lacks the q4 ONNX file. No model_q4.onnx ` +
+        'under onnx/ or at the root. Variants this repo has: fp32, fp16, int8, quantized, split (--split).',
+    );
+    // Nothing was written: the files read to choose are kept in memory until the choice is made.
+    expect(existsSync(dest)).toBe(false);
+    expect(existsSync(registry)).toBe(false);
+    expect(((await failure(fetchRepo(LAYA, { split: true, variant: 'fp32' }))) as Error).message).toContain(
+      '--split and --variant each choose the graph',
+    );
+  });
+
+  it('a Laya repo with everything at the root: the int8 default, fp32 with model.onnx.data, the split with its external data; a repo with only the split gets it by default', async () => {
+    const common = ['config.json', 'rl_agent_config.json', 'tokenizer.json', 'tokenizer_config.json'];
+    // Its config.json is not JSON: the rules never read it (rl_agent_config.json decides first).
+    const int8 = await fetchRepo(LAYA_ROOT);
+    expect(int8).toMatchObject({ variant: 'int8', layout: 'optimum', graph: ['model_quantized.onnx'] });
+    expect(await filesUnder(folder(LAYA_ROOT))).toEqual([...common, 'model_quantized.onnx'].sort());
+    await rm(dest, { recursive: true });
+    await fetchRepo(LAYA_ROOT, { variant: 'fp32' });
+    expect(await filesUnder(folder(LAYA_ROOT))).toEqual([...common, 'model.onnx', 'model.onnx.data'].sort());
+    await rm(dest, { recursive: true });
+    await fetchRepo(LAYA_ROOT, { split: true });
+    expect(await filesUnder(folder(LAYA_ROOT))).toEqual(
+      [...common, 'encoder.onnx', 'encoder.onnx_data', 'head.onnx'].sort(),
+    );
+    expect(detectFamily(folder(LAYA_ROOT))).toBe('laya-markers');
+
+    const split = await fetchRepo(LAYA_SPLIT);
+    expect(split).toMatchObject({ split: true, graph: ['onnx/encoder.onnx', 'onnx/head.onnx'] });
+    expect(await filesUnder(folder(LAYA_SPLIT))).toEqual([
+      'onnx/encoder.onnx',
+      'onnx/head.onnx',
+      'onnx/head.onnx_data',
+      'rl_agent_config.json',
+      'tokenizer/tokenizer.json',
+    ]);
+    expect(detectFamily(folder(LAYA_SPLIT))).toBe('laya-markers');
+    const none = await failure(fetchRepo(LAYA_SPLIT, { variant: 'fp32' }));
+    expect((none as HubFetchError).code).toBe('missing_file');
+    expect((none as Error).message).toContain('Variants this repo has: split (--split).');
+  });
+
+  it('an NLI repo (by its ForSequenceClassification config.json): the int8 default or the variant asked for, config.json and every tokenizer file', async () => {
+    const r = await cli([NLI, '--id', 'nli-1']);
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toContain('family nli-pairs (by its config.json), graph onnx/model_quantized.onnx');
+    // config.json, read to choose, was written from those bytes: one transfer.
+    expect(hub.downloads('config.json')).toHaveLength(1);
+    const common = ['config.json', 'tokenizer_config.json', ...NLI_TOKENIZER];
+    expect(await filesUnder(folder(NLI))).toEqual([...common, 'onnx/model_quantized.onnx'].sort());
+    for (const f of common)
+      expect(sha256(readFileSync(path.join(folder(NLI), f))), f).toBe(sha256(readFileSync(path.join(sources, NLI, f))));
+    const m = resolveModel(loadRegistry(registry), 'nli-1')!;
+    expect(m.entry).not.toHaveProperty('family');
+    expect(m.entry).toMatchObject({ variant: 'int8', description: expect.stringContaining('(nli-pairs, int8)') });
+    expect(detectFamily(m.dir)).toBe('nli-pairs');
+    await rm(dest, { recursive: true });
+
+    const fp32 = await fetchRepo(NLI, { variant: 'fp32' });
+    expect(fp32).toMatchObject({ family: 'nli-pairs', variant: 'fp32', graph: ['onnx/model.onnx'] });
+    expect(await filesUnder(folder(NLI))).toEqual([...common, 'onnx/model.onnx'].sort());
+
+    const q4 = await cli([NLI, '--variant', 'q4']);
+    expect(q4.code).toBe(1);
+    expect(q4.err).toContain(
+      `${NLI}@main (nli-pairs, by its config.json) lacks the q4 ONNX file. No model_q4.onnx under onnx/ or at the root. ` +
+        'Variants this repo has: fp32, int8, quantized.',
+    );
+    const split = await cli([NLI, '--split']);
+    expect(split.code).toBe(1);
+    expect(split.err).toContain('an NLI cross-encoder is one graph');
+  });
+
+  it('the NLI replicas as published (DeBERTa-v3 in the transformers.js layout, ModernBERT in the Optimum layout): fetched, detected, and the int8 DeBERTa answers', async () => {
+    const deberta = ensureNliReplica('deberta');
+    const modernbert = ensureNliReplica('modernbert');
+    for (const [id, dir] of [
+      ['acme/nli-deberta', deberta],
+      ['acme/nli-modernbert', modernbert],
+    ] as const) {
+      const link = path.join(sources, id);
+      await mkdir(path.dirname(link), { recursive: true });
+      await symlink(dir, link);
+      commits.set(id, hub.addRepo(id, link));
+    }
+    const common = ['assay.json', 'config.json', 'special_tokens_map.json', 'tokenizer.json', 'tokenizer_config.json'];
+    const r = await cli(['acme/nli-deberta', '--id', 'nli-deberta']);
+    expect(r.code, r.err).toBe(0);
+    expect(await filesUnder(folder('acme/nli-deberta'))).toEqual([...common, 'onnx/model_quantized.onnx'].sort());
+    const m = resolveModel(loadRegistry(registry), 'nli-deberta')!;
+    expect(m.entry.variant).toBe('int8');
+    expect(detectFamily(m.dir)).toBe('nli-pairs');
+    await answersNoul(m.dir, m.entry.variant);
+
+    const fp32 = await fetchRepo('acme/nli-deberta', { variant: 'fp32' });
+    expect(fp32.graph).toEqual(['onnx/model.onnx']);
+    expect(fp32.files.map((f) => f.path)).toContain('onnx/model.onnx_data');
+    const optimum = await fetchRepo('acme/nli-modernbert');
+    expect(optimum).toMatchObject({
+      family: 'nli-pairs',
+      familyFrom: 'config.json',
+      variant: 'fp32',
+      layout: 'optimum',
+    });
+    expect(await filesUnder(folder('acme/nli-modernbert'))).toEqual([...common, 'model.onnx'].sort());
+    expect(detectFamily(folder('acme/nli-modernbert'))).toBe('nli-pairs');
+  });
+
+  it('an NLI repo by its nli_config.json in the Optimum layout: model.onnx and its data at the root', async () => {
+    const r = await fetchRepo(NLI_OPTIMUM);
+    expect(r).toMatchObject({ family: 'nli-pairs', familyFrom: 'nli_config.json', variant: 'fp32', layout: 'optimum' });
+    expect(await filesUnder(folder(NLI_OPTIMUM))).toEqual([
+      'config.json',
+      'model.onnx',
+      'model.onnx_data',
+      'nli_config.json',
+      'tokenizer.json',
+    ]);
+    expect(detectFamily(folder(NLI_OPTIMUM))).toBe('nli-pairs');
+  });
+
+  it('decision.json declares the family: fetched with the rest; a declared family whose files are missing, or an unknown layout, is an error before anything is written', async () => {
+    await dummyRepo('acme/nli-declared', [
+      ['decision.json', JSON.stringify({ layout: 'nli-pairs-v1' })],
+      ['config.json', NLI_CONFIG_JSON],
+      'tokenizer/tokenizer.json',
+      'onnx/model.onnx',
+    ]);
+    const declared = await fetchRepo('acme/nli-declared');
+    expect(declared).toMatchObject({ family: 'nli-pairs', familyFrom: 'decision.json' });
+    expect(await filesUnder(folder('acme/nli-declared'))).toEqual([
+      'config.json',
+      'decision.json',
+      'onnx/model.onnx',
+      'tokenizer/tokenizer.json',
+    ]);
+
+    await dummyRepo('acme/laya-declared', [
+      ['decision.json', JSON.stringify({ layout: 'laya-markers-v1' })],
+      'tokenizer.json',
+      'onnx/model.onnx',
+    ]);
+    const lacks = await failure(fetchRepo('acme/laya-declared'));
+    expect((lacks as HubFetchError).code).toBe('missing_file');
+    expect((lacks as Error).message).toBe(
+      'acme/laya-declared@main (laya-markers, by its decision.json) lacks rl_agent_config.json.',
+    );
+    await dummyRepo('acme/kev', [['decision.json', JSON.stringify({ layout: 'kev-pointer-v1' })], 'model.onnx']);
+    const unknown = await failure(fetchRepo('acme/kev'));
+    expect((unknown as HubFetchError).code).toBe('layout');
+    expect((unknown as Error).message).toContain("unknown model family 'kev-pointer-v1'");
+    expect(existsSync(folder('acme/laya-declared'))).toBe(false);
+    expect(existsSync(folder('acme/kev'))).toBe(false);
+  });
+
+  it('checks and resumes the family files too: a corrupt config.json fails before anything is written, a partial external-data file resumes', async () => {
+    hub.corrupt.add('config.json');
+    const bad = await failure(fetchRepo(NLI));
+    expect((bad as HubFetchError).code).toBe('checksum');
+    expect((bad as Error).message).toContain('config.json failed verification');
+    expect(existsSync(dest)).toBe(false);
+    hub.corrupt.clear();
+
+    const data = 'onnx/model.onnx_data';
+    const full = readFileSync(path.join(replica, data));
+    const have = Math.floor(full.length * 0.3);
+    await mkdir(path.join(folder(LAYA), 'onnx'), { recursive: true });
+    await writeFile(path.join(folder(LAYA), `${data}.part`), full.subarray(0, have));
+    const result = await fetchRepo(LAYA, { variant: 'fp32' });
+    expect(result.files.find((f) => f.path === data)!.how).toBe('resumed');
+    expect(hub.downloads(data).map((q) => q.range)).toEqual([`bytes=${have}-`]);
+    expect(sha256(readFileSync(path.join(folder(LAYA), data)))).toBe(sha256(full));
   });
 });
