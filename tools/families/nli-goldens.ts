@@ -10,7 +10,8 @@ import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Tokenizer } from '@huggingface/tokenizers';
-import { NLI_TEST_TOKENIZERS, type TestTokenizer } from './nli-tokenizers.js';
+import { NLI_TEST_TOKENIZERS } from './nli-tokenizers.js';
+import type { TestTokenizer } from './tokenizer-kit.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const NLI_REFERENCE = join(ROOT, 'tools', 'reference', 'nli_pairs.py');

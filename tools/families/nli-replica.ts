@@ -36,7 +36,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DataType, GraphBuilder, quantizeSymmetric } from '../../src/internal.js';
-import { debertaTestTokenizer, modernbertTestTokenizer, type TestTokenizer } from './nli-tokenizers.js';
+import { debertaTestTokenizer, modernbertTestTokenizer } from './nli-tokenizers.js';
+import type { TestTokenizer } from './tokenizer-kit.js';
 import * as kit from './replica-kit.js';
 import type { Net, Tensor } from './replica-kit.js';
 

@@ -15,15 +15,10 @@
 // from a configured pipeline do), which the family's loader must disable.
 //
 //   npx tsx tools/families/nli-tokenizers.ts DIR   writes DIR/{deberta,modernbert}/tokenizer.json and tokenizer_config.json
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { layaTestTokenizer } from './laya-tokenizer.js';
-
-export interface TestTokenizer {
-  tokenizer: Record<string, unknown>;
-  config: Record<string, unknown>;
-}
+import { layaTestId, layaTestTokenizer } from './laya-tokenizer.js';
+import { addedToken, bertTemplate, type TestTokenizer, tokenizerMain, writeTestTokenizer } from './tokenizer-kit.js';
 
 /** Truncation and padding as a saved pipeline tokenizer carries them: they would cut rows at 16 tokens. */
 const BAKED = {
@@ -80,15 +75,7 @@ function pieces(): Array<[string, number]> {
 /** tokenizer.json and tokenizer_config.json of the DeBERTa-v3-style replica. */
 export function debertaTestTokenizer(): TestTokenizer {
   const vocab = pieces();
-  const special = (id: number, content: string) => ({
-    id,
-    content,
-    single_word: false,
-    lstrip: false,
-    rstrip: false,
-    normalized: false,
-    special: true,
-  });
+  const special = (id: number, content: string) => addedToken(id, content, true);
   const maskId = vocab.length;
   const tokenizer = {
     version: '1.0',
@@ -109,25 +96,7 @@ export function debertaTestTokenizer(): TestTokenizer {
       ],
     },
     pre_tokenizer: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true },
-    post_processor: {
-      type: 'TemplateProcessing',
-      single: [
-        { SpecialToken: { id: '[CLS]', type_id: 0 } },
-        { Sequence: { id: 'A', type_id: 0 } },
-        { SpecialToken: { id: '[SEP]', type_id: 0 } },
-      ],
-      pair: [
-        { SpecialToken: { id: '[CLS]', type_id: 0 } },
-        { Sequence: { id: 'A', type_id: 0 } },
-        { SpecialToken: { id: '[SEP]', type_id: 0 } },
-        { Sequence: { id: 'B', type_id: 1 } },
-        { SpecialToken: { id: '[SEP]', type_id: 1 } },
-      ],
-      special_tokens: {
-        '[CLS]': { id: '[CLS]', ids: [1], tokens: ['[CLS]'] },
-        '[SEP]': { id: '[SEP]', ids: [2], tokens: ['[SEP]'] },
-      },
-    },
+    post_processor: bertTemplate(1, 2, 1),
     decoder: { type: 'Metaspace', replacement: '▁', prepend_scheme: 'always', split: true },
     model: { type: 'Unigram', unk_id: 3, vocab, byte_fallback: false },
   };
@@ -150,21 +119,11 @@ export function debertaTestTokenizer(): TestTokenizer {
 /** tokenizer.json and tokenizer_config.json of the ModernBERT-style replica. */
 export function modernbertTestTokenizer(): TestTokenizer {
   const { tokenizer: laya, config } = layaTestTokenizer();
-  const post = laya.post_processor as Record<string, unknown>;
   const tokenizer = {
     ...laya,
     ...BAKED,
     padding: { ...BAKED.padding, pad_id: 151649 },
-    post_processor: {
-      ...post,
-      pair: [
-        { SpecialToken: { id: '[CLS]', type_id: 0 } },
-        { Sequence: { id: 'A', type_id: 0 } },
-        { SpecialToken: { id: '[SEP]', type_id: 0 } },
-        { Sequence: { id: 'B', type_id: 1 } },
-        { SpecialToken: { id: '[SEP]', type_id: 1 } },
-      ],
-    },
+    post_processor: bertTemplate(layaTestId('[CLS]'), layaTestId('[SEP]'), 1),
   };
   return { tokenizer, config: { ...config, model_input_names: ['input_ids', 'attention_mask'] } };
 }
@@ -173,20 +132,11 @@ export const NLI_TEST_TOKENIZERS = { deberta: debertaTestTokenizer, modernbert: 
 
 /** Writes both replicas into `dir`/deberta and `dir`/modernbert. */
 export function writeNliTestTokenizers(dir: string): void {
-  for (const [name, make] of Object.entries(NLI_TEST_TOKENIZERS)) {
-    const { tokenizer, config } = make();
-    mkdirSync(join(dir, name), { recursive: true });
-    writeFileSync(join(dir, name, 'tokenizer.json'), JSON.stringify(tokenizer));
-    writeFileSync(join(dir, name, 'tokenizer_config.json'), `${JSON.stringify(config, null, 2)}\n`);
-  }
+  for (const [name, make] of Object.entries(NLI_TEST_TOKENIZERS)) writeTestTokenizer(join(dir, name), make());
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const dir = process.argv[2];
-  if (!dir) {
-    console.error('usage: npx tsx tools/families/nli-tokenizers.ts DIR');
-    process.exit(2);
-  }
-  writeNliTestTokenizers(dir);
-  console.log(`wrote ${dir}/deberta and ${dir}/modernbert`);
-}
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href)
+  tokenizerMain('tools/families/nli-tokenizers.ts', (dir) => {
+    writeNliTestTokenizers(dir);
+    return `wrote ${dir}/deberta and ${dir}/modernbert`;
+  });
