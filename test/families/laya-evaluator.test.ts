@@ -11,29 +11,25 @@
 // - the requests the reference refuses are refused (422's BudgetError, with the family's message),
 //   also across the engine thread;
 // - the split encoder + head export gives the single graph's answers; batching rows changes nothing.
-import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveEngineConfig } from '../../src/engine/config.js';
 import { BudgetError } from '../../src/engine/errors.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
 import type { EncoderFamily, EncoderRow } from '../../src/engine/families/family.js';
 import { loadLaya } from '../../src/engine/families/laya/family.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
-import type { Answer, EvaluateRequest, Question } from '../../src/engine/types.js';
+import type { Answer, EvaluateRequest } from '../../src/engine/types.js';
 import { ensureLayaReplica } from '../../tools/families/laya-replica.js';
+import * as golden from './golden-helpers.js';
+import { hasNumpy as numpyFor } from './replica-helpers.js';
 
-const PYTHON = '/usr/bin/python3';
-const REFERENCE = join(import.meta.dirname, '..', '..', 'tools', 'reference');
-const hasNumpy = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import numpy']).status === 0;
+const hasNumpy = numpyFor('the numpy forward pass of the Laya replica');
 
-interface GoldenRequest {
-  name: string;
+interface GoldenRequest extends golden.GoldenRequest {
   config: string;
-  state: unknown;
-  question: Record<string, unknown> & { type: Question['type']; criteria?: unknown };
 }
 interface GoldenResult {
   name: string;
@@ -42,23 +38,9 @@ interface GoldenResult {
   qtype?: number;
   refused?: Record<string, number>;
 }
-const goldens = JSON.parse(readFileSync(join(import.meta.dirname, 'laya', 'goldens.json'), 'utf8')) as {
-  configs: Record<string, Record<string, unknown>>;
-  requests: GoldenRequest[];
-  results: GoldenResult[];
-};
-
-/** A golden request as the engine takes it: a choice's [name, description] list as criteria and the sent order. */
-function engineRequest(g: GoldenRequest): EvaluateRequest {
-  const q = g.question;
-  if (q.type !== 'choice') return { state: g.state, questions: { q: q as unknown as Question } } as EvaluateRequest;
-  const pairs = q.criteria as Array<[string, unknown]>;
-  return {
-    state: g.state,
-    questions: { q: { ...q, criteria: Object.fromEntries(pairs) } as unknown as Question },
-    order: [{ id: 'q', options: pairs.map(([name]) => name) }],
-  } as EvaluateRequest;
-}
+const goldens = golden.readGoldens<
+  golden.Goldens<GoldenRequest, GoldenResult> & { configs: Record<string, Record<string, unknown>> }
+>(join(import.meta.dirname, 'laya', 'goldens.json'));
 
 const replica = ensureLayaReplica();
 const work = mkdtempSync(join(tmpdir(), 'assay-laya-eval-'));
@@ -83,17 +65,7 @@ beforeAll(async () => {
     evaluators.set(config, await loadEvaluator({ modelDir: folderFor(config), threads: 1, engineThread: false }));
   }
 }, 120_000);
-afterAll(async () => {
-  for (const f of families.values()) await f.close();
-  for (const e of evaluators.values()) await e.close();
-  rmSync(work, { recursive: true, force: true });
-});
-
-function python(args: string[], input: string): string {
-  const run = spawnSync(PYTHON, args, { input, encoding: 'utf8', maxBuffer: 1 << 28 });
-  if (run.status !== 0) throw new Error(`${args.join(' ')}: ${run.stderr}`);
-  return run.stdout;
-}
+golden.closeAfterAll(work, families, evaluators);
 
 describe('a Laya folder through the engine, on every golden request', () => {
   it('is detected as laya-markers from its files', () => {
@@ -105,11 +77,8 @@ describe('a Laya folder through the engine, on every golden request', () => {
     expect(goldens.requests.length).toBeGreaterThanOrEqual(100);
     const ran: Array<{ g: GoldenRequest; ref: GoldenResult; logits: number[]; answer: Answer }> = [];
     let refused = 0;
-    for (const [i, g] of goldens.requests.entries()) {
-      const ref = goldens.results[i]!;
-      expect(ref.name).toBe(g.name);
+    for (const [g, ref, request] of golden.engineCases(goldens)) {
       const family = families.get(g.config)!;
-      const request = engineRequest(g);
       if (ref.refused) {
         expect(() => family.plan(request), g.name).toThrow(BudgetError);
         await expect(evaluators.get(g.config)!.evaluate(request), g.name).rejects.toThrow(BudgetError);
@@ -133,40 +102,16 @@ describe('a Laya folder through the engine, on every golden request', () => {
     expect(ran.length).toBeGreaterThanOrEqual(100);
 
     // The answers: the reference readout of the engine's raw scores, with each config's calibration.
-    const readouts = JSON.parse(
-      python(
-        [
-          '-c',
-          `import json, sys; sys.path.insert(0, ${JSON.stringify(REFERENCE)}); from laya_layout import readout
-job = json.load(sys.stdin)
-print(json.dumps([readout(r["type"], r["logits"], job["configs"][r["config"]]) for r in job["rows"]]))`,
-        ],
-        JSON.stringify({
-          configs: goldens.configs,
-          rows: ran.map((r) => ({ type: r.g.question.type, logits: r.logits, config: r.g.config })),
-        }),
-      ),
-    ) as Array<{ probabilities: number[]; noul?: number; score?: number; confidence?: number }>;
+    const readouts = golden.referenceReadouts(
+      'laya_layout',
+      goldens.configs,
+      ran.map((r) => ({ type: r.g.question.type, logits: r.logits, config: r.g.config })),
+    );
     let worst = 0;
     ran.forEach(({ g, answer }, i) => {
-      const want = readouts[i]!;
       // In the sent order (an object lists integer-like option names first).
-      const keys =
-        answer.type === 'choice'
-          ? (g.question.criteria as Array<[string, unknown]>).map(([name]) => name)
-          : Object.keys(answer.type === 'score' ? answer.probabilities : {});
-      const got: number[] =
-        answer.type === 'noul'
-          ? [answer.noul]
-          : [
-              ...keys.map((k) => answer.probabilities[k]!),
-              answer.confidence,
-              ...(answer.type === 'score' ? [answer.score] : []),
-            ];
-      const expected =
-        answer.type === 'noul'
-          ? [want.noul!]
-          : [...want.probabilities, want.confidence!, ...(answer.type === 'score' ? [want.score!] : [])];
+      const got = golden.answerNumbers(answer, g);
+      const expected = golden.readoutNumbers(readouts[i]!, answer.type);
       expect(got.length, g.name).toBe(expected.length);
       got.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - expected[j]!))));
     });
@@ -185,19 +130,20 @@ print(json.dumps([readout(r["type"], r["logits"], job["configs"][r["config"]]) f
       const got = await family.run(
         rows.map((r) => ({ tokens: r.ids!.length, ids: r.ids!, markers: r.markerPositions!, qtype: r.qtype! })),
       );
-      const lines = python(
-        [join(REFERENCE, 'laya_forward.py'), replica],
-        rows
-          .map((r) =>
-            JSON.stringify({
-              ids: r.ids,
-              marker_pos: r.markerPositions,
-              marker_mask: r.markerPositions!.map(() => true),
-              qtype: r.qtype,
-            }),
-          )
-          .join('\n'),
-      )
+      const lines = golden
+        .python(
+          [join(golden.REFERENCE, 'laya_forward.py'), replica],
+          rows
+            .map((r) =>
+              JSON.stringify({
+                ids: r.ids,
+                marker_pos: r.markerPositions,
+                marker_mask: r.markerPositions!.map(() => true),
+                qtype: r.qtype,
+              }),
+            )
+            .join('\n'),
+        )
         .trim()
         .split('\n')
         .map((l) => JSON.parse(l) as { logits: number[]; act_logits: number[] });
@@ -213,7 +159,7 @@ print(json.dumps([readout(r["type"], r["logits"], job["configs"][r["config"]]) f
 });
 
 describe('a Laya folder as the server runs it', () => {
-  const requests = goldens.requests.filter((g) => g.config === 'laya-typed').map(engineRequest);
+  const requests = goldens.requests.filter((g) => g.config === 'laya-typed').map(golden.engineRequest);
   const probabilities = (a: Answer): number[] =>
     a.type === 'noul' ? [a.noul] : [...Object.values(a.probabilities), a.confidence];
   const distance = (x: Answer[], y: Answer[]): number =>
@@ -267,7 +213,7 @@ describe('a Laya folder as the server runs it', () => {
     const e = await loadEvaluator({ modelDir: folderFor('laya-en'), threads: 1 });
     try {
       const refusedName = goldens.results.find((r) => r.refused)!.name;
-      const refused = engineRequest(goldens.requests.find((g) => g.name === refusedName)!);
+      const refused = golden.engineRequest(goldens.requests.find((g) => g.name === refusedName)!);
       const error = await e.evaluate(refused).catch((x: unknown) => x);
       expect(error).toBeInstanceOf(BudgetError);
       expect((error as Error).message).toMatch(/options fit; send fewer options/);

@@ -2,9 +2,7 @@
 // rules written in Python (tools/reference/laya_layout.py), never from this TypeScript. Rows,
 // marker positions, qtype, what was cut and the refusals must be identical; the calibrated readout
 // of fake logits agrees within 1e-6 (below). docs/families/laya-markers.md.
-import { existsSync, readFileSync } from 'node:fs';
 import { Tokenizer } from '@huggingface/tokenizers';
-import { failureOf, rebuild } from '../../src/engine/thread/failure.js';
 import { describe, expect, it } from 'vitest';
 import { BudgetError } from '../../src/engine/errors.js';
 import { layaReadout, readLayaConfig } from '../../src/engine/families/laya/calibration.js';
@@ -20,27 +18,18 @@ import { layaTokenizer } from '../../src/engine/families/laya/tokenizer.js';
 import {
   goldenRequests,
   LAYA_GOLDENS,
-  PYTHON,
   referenceTokenizer,
   runReference,
   type GoldenRequest,
 } from '../../tools/families/laya-goldens.js';
 import { layaTestTokenizer } from '../../tools/families/laya-tokenizer.js';
+import * as golden from './golden-helpers.js';
 
-interface Golden {
-  configs: Record<string, unknown>;
-  requests: GoldenRequest[];
-  results: Array<Record<string, any>>;
-}
-const goldens = JSON.parse(readFileSync(LAYA_GOLDENS, 'utf8')) as Golden;
+const goldens = golden.readGoldens<golden.Goldens<GoldenRequest> & { configs: Record<string, unknown> }>(LAYA_GOLDENS);
 const { tokenizer: tokenizerJson, config: tokenizerConfig } = layaTestTokenizer();
 const tok = layaTokenizer(new Tokenizer(tokenizerJson as object, tokenizerConfig), tokenizerConfig);
 
-/** A golden request's question as the layout takes it (choice criteria are [name, description] pairs). */
-function question(r: GoldenRequest): LayaQuestion {
-  const q = r.question as any;
-  return q.type === 'choice' ? { type: 'choice', instructions: q.instructions, options: q.criteria } : q;
-}
+const question = (r: GoldenRequest) => golden.layoutQuestion<LayaQuestion>(r);
 
 /** The layout's answer in the goldens' shape: the row, or the refusal's facts. */
 function layout(r: GoldenRequest, rules: LayaRules = LAYA_RULES): Record<string, unknown> {
@@ -55,32 +44,18 @@ function layout(r: GoldenRequest, rules: LayaRules = LAYA_RULES): Record<string,
   }
 }
 
-function expected(i: number): Record<string, unknown> {
-  const { name: _name, readout: _readout, ...rest } = goldens.results[i]!;
-  return rest;
-}
-
-const cases = goldens.requests.map((r, i) => [r.name, i] as const);
+const expected = (i: number) => golden.layoutResult(goldens, i);
+const cases = golden.goldenCases(goldens);
 
 describe('the goldens', () => {
   it('hold at least 100 requests, covering the cases issue 37 names', () => {
     expect(goldens.requests.length).toBeGreaterThanOrEqual(100);
     const names = goldens.requests.map((r) => r.name).join('\n');
     for (const needed of [
-      'choice one option',
-      'choice 10 options',
-      'choice 26 options',
-      'choice 255 options',
-      'score 2 levels',
-      'score 10 levels',
-      'noul plain',
+      ...golden.ISSUE_37_CASES,
       'noul both criteria',
-      'object state',
-      'array state',
-      'noul criteria object',
       '[MASK] in state',
       '[SEP] [CLS] [PAD] [UNK] in state',
-      'CJK state',
       'state at the limit',
       'state one over the limit',
       'long instructions',
@@ -102,22 +77,13 @@ describe('the TypeScript layout equals the reference', () => {
   it('refuses with a BudgetError (422) that names the limit', () => {
     const r = goldens.requests.find((x) => x.name === 'choice 255 options')!;
     const limits = readLayaConfig(goldens.configs[r.config]);
-    let thrown: unknown;
-    try {
-      layaLayout(question(r), r.state as any, tok, limits);
-    } catch (error) {
-      thrown = error;
-    }
+    const thrown = golden.thrownBy(() => layaLayout(question(r), r.state as any, tok, limits));
     expect(thrown).toBeInstanceOf(LayaOptionsTooLong);
     expect(thrown).toBeInstanceOf(BudgetError);
     expect((thrown as BudgetError).message).toContain('at most 512 tokens');
     expect((thrown as BudgetError).message).toContain('126 of the question');
     expect(thrown).toMatchObject({ options: 255, optionsKept: 126, count: 1032, limit: 512, headMaxLen: 192 });
-    // It crosses threads (planner, engine thread) as a BudgetError with its message: the API's 422.
-    const crossed = rebuild(failureOf(thrown));
-    expect(crossed).toBeInstanceOf(BudgetError);
-    expect(crossed.message).toBe((thrown as Error).message);
-    expect((crossed as BudgetError).budget).toBe('context');
+    golden.expectCrossesAsBudgetError(thrown);
   });
 });
 
@@ -129,13 +95,7 @@ describe('a changed rule changes rows of some golden request (the goldens notice
     ['an evenly cut option keeps 5 tokens, not 4', { minPerOption: 5 }],
     ['only [MASK] neutralised (the authors’ rule, without the deviation)', { neutraliseAllSpecials: false }],
   ];
-  it.each(changes)('%s', (_name, change) => {
-    const differ = cases.filter(
-      ([, i]) =>
-        JSON.stringify(layout(goldens.requests[i]!, { ...LAYA_RULES, ...change })) !== JSON.stringify(expected(i)),
-    );
-    expect(differ.length).toBeGreaterThan(0);
-  });
+  golden.itNoticesRuleChanges(goldens, changes, (r, change) => layout(r, { ...LAYA_RULES, ...change }));
 
   it('a list state cut at its start instead of its end', () => {
     const i = goldens.requests.findIndex((r) => r.name === 'list state over the limit keeps its end (laya-en)');
@@ -154,7 +114,7 @@ describe('a changed rule changes rows of some golden request (the goldens notice
 // bucket or an unclamped temperature moves probabilities by > 1e-3 on these logits). The authors'
 // numpy path divides float32 logits in float32 (~1e-7 relative) and rounds answers to 4 places.
 describe('the readout equals the reference', () => {
-  const read = cases.filter(([, i]) => goldens.results[i]!.readout);
+  const read = golden.readoutCases(goldens);
   it('covers most requests and every bucket the configs name', () => {
     expect(read.length).toBeGreaterThanOrEqual(100);
     const buckets = new Set(read.map(([, i]) => goldens.results[i]!.readout.bucket));
@@ -171,20 +131,13 @@ describe('the readout equals the reference', () => {
       expect(buckets).toContain(b);
   });
 
-  it.each(read)('%s', (_name, i) => {
-    const r = goldens.requests[i]!;
-    const want = goldens.results[i]!.readout;
+  golden.itEachReadout(goldens, (r, want) => {
     const { calibration } = readLayaConfig(goldens.configs[r.config]);
     const got = layaReadout(r.question.type, r.logits!, calibration);
     expect(got.bucket).toBe(want.bucket);
     expect(got.temperature).toBe(want.temperature);
     expect(got.best).toBe(want.best);
-    expect(got.probabilities).toHaveLength(want.probabilities.length);
-    got.probabilities.forEach((p, j) => expect(Math.abs(p - want.probabilities[j])).toBeLessThan(1e-6));
-    for (const key of ['score', 'noul', 'confidence'] as const) {
-      expect(got[key] === undefined).toBe(want[key] === undefined);
-      if (want[key] !== undefined) expect(Math.abs(got[key]! - want[key])).toBeLessThan(1e-6);
-    }
+    golden.expectReadoutWithin(got, want, 1e-6);
   });
 
   it('clamps shipped temperatures to [0.5, 5] and names what it clamped', () => {
@@ -198,21 +151,7 @@ describe('the readout equals the reference', () => {
   });
 });
 
-// The goldens are current: the generator still makes the same requests, and the reference run
-// now gives the same results for a spread of them.
-describe.skipIf(!existsSync(PYTHON))(`the reference, run live (${PYTHON})`, () => {
+golden.describeLiveReference('Laya', goldens, () => {
   const ref = referenceTokenizer();
-  it('the generator makes the stored requests', () => {
-    expect(JSON.parse(JSON.stringify(goldenRequests(ref)))).toEqual(goldens.requests);
-  });
-
-  it('gives the stored results', () => {
-    const picked = goldens.requests.filter(
-      (r, i) => i % 9 === 0 || goldens.results[i]!.refused || r.name.includes('limit') || r.name.includes('special'),
-    );
-    expect(picked.length).toBeGreaterThanOrEqual(20);
-    const fresh = runReference(picked, ref);
-    for (const result of fresh) expect(result).toEqual(goldens.results.find((g) => g.name === result.name));
-  });
+  return { requests: () => goldenRequests(ref), run: (picked) => runReference(picked, ref) };
 });
-if (!existsSync(PYTHON)) console.warn(`${PYTHON} not found: the live run of the Laya reference is skipped`);

@@ -11,11 +11,10 @@
 //   the numpy forward pass (tools/reference/nli_forward.py) on the reference's rows within the
 //   replica test's fp32 bound, 4e-4·(1 + |logit|);
 // - a dynamic int8 export runs rows one by one: its answers do not depend on the other rows.
-import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveEngineConfig } from '../../src/engine/config.js';
 import { BudgetError } from '../../src/engine/errors.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
@@ -24,48 +23,31 @@ import type { NliRow } from '../../src/engine/families/nli/layout.js';
 import { loadNli } from '../../src/engine/families/nli/family.js';
 import { answerQuestions } from '../../src/engine/execution/answers.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
-import type { Answer, EvaluateRequest, Question } from '../../src/engine/types.js';
 import { ensureNliReplica, type NliFlavor } from '../../tools/families/nli-replica.js';
 import { NLI_TEST_TOKENIZERS } from '../../tools/families/nli-tokenizers.js';
+import * as golden from './golden-helpers.js';
+import { hasNumpy as numpyFor } from './replica-helpers.js';
 
-const PYTHON = '/usr/bin/python3';
-const REFERENCE = join(import.meta.dirname, '..', '..', 'tools', 'reference');
-const hasNumpy = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import numpy']).status === 0;
+const hasNumpy = numpyFor('the numpy forward pass of the NLI replicas');
 
 interface GoldenModel {
   tokenizer: NliFlavor;
   nli_config: Record<string, unknown> | null;
   config: Record<string, unknown>;
 }
-interface GoldenRequest {
-  name: string;
+interface GoldenRequest extends golden.GoldenRequest {
   model: string;
-  state: unknown;
-  question: Record<string, unknown> & { type: Question['type']; criteria?: unknown };
   logits?: number[][];
 }
 interface GoldenResult {
   name: string;
   rows?: Array<{ ids: number[]; tokenTypeIds?: number[] }>;
   refused?: Record<string, number>;
-  readout?: { probabilities: number[]; noul?: number; score?: number; confidence?: number };
+  readout?: golden.ReadoutNumbers;
 }
-const goldens = JSON.parse(readFileSync(join(import.meta.dirname, 'nli', 'goldens.json'), 'utf8')) as {
-  models: Record<string, GoldenModel>;
-  requests: GoldenRequest[];
-  results: GoldenResult[];
-};
-
-function engineRequest(g: GoldenRequest): EvaluateRequest {
-  const q = g.question;
-  if (q.type !== 'choice') return { state: g.state, questions: { q: q as unknown as Question } } as EvaluateRequest;
-  const pairs = q.criteria as Array<[string, unknown]>;
-  return {
-    state: g.state,
-    questions: { q: { ...q, criteria: Object.fromEntries(pairs) } as unknown as Question },
-    order: [{ id: 'q', options: pairs.map(([name]) => name) }],
-  } as EvaluateRequest;
-}
+const goldens = golden.readGoldens<
+  golden.Goldens<GoldenRequest, GoldenResult> & { models: Record<string, GoldenModel> }
+>(join(import.meta.dirname, 'nli', 'goldens.json'));
 
 /** The replica flavor whose graph has this model's label columns, if any. */
 function runnable(model: string): NliFlavor | undefined {
@@ -112,31 +94,7 @@ beforeAll(async () => {
       evaluators.set(model, await loadEvaluator({ modelDir: folderFor(model), threads: 1, engineThread: false }));
   }
 }, 300_000);
-afterAll(async () => {
-  for (const f of families.values()) await f.close();
-  for (const e of evaluators.values()) await e.close();
-  rmSync(work, { recursive: true, force: true });
-});
-
-function python(args: string[], input: string): string {
-  const run = spawnSync(PYTHON, args, { input, encoding: 'utf8', maxBuffer: 1 << 28 });
-  if (run.status !== 0) throw new Error(`${args.join(' ')}: ${run.stderr}`);
-  return run.stdout;
-}
-
-/** An answer's numbers in the reference readout's order (choice options in the sent order). */
-function numbers(a: Answer, g: GoldenRequest): number[] {
-  if (a.type === 'noul') return [a.noul];
-  const keys =
-    a.type === 'choice'
-      ? (g.question.criteria as Array<[string, unknown]>).map(([name]) => name)
-      : Object.keys(a.probabilities);
-  return [...keys.map((k) => a.probabilities[k]!), a.confidence, ...(a.type === 'score' ? [a.score] : [])];
-}
-function refNumbers(r: NonNullable<GoldenResult['readout']>, type: Question['type']): number[] {
-  if (type === 'noul') return [r.noul!];
-  return [...r.probabilities, r.confidence!, ...(type === 'score' ? [r.score!] : [])];
-}
+golden.closeAfterAll(work, families, evaluators);
 
 describe('an NLI folder through the engine, on every golden request', () => {
   it('is detected as nli-pairs from its files (config.json: a sequence classifier)', () => {
@@ -148,11 +106,8 @@ describe('an NLI folder through the engine, on every golden request', () => {
     expect(goldens.requests.length).toBeGreaterThanOrEqual(100);
     let worst = 0;
     let refused = 0;
-    for (const [i, g] of goldens.requests.entries()) {
-      const ref = goldens.results[i]!;
-      expect(ref.name).toBe(g.name);
+    for (const [g, ref, request] of golden.engineCases(goldens)) {
       const family = families.get(g.model)!;
-      const request = engineRequest(g);
       if (ref.refused) {
         expect(() => family.plan(request), g.name).toThrow(BudgetError);
         refused++;
@@ -169,8 +124,8 @@ describe('an NLI folder through the engine, on every golden request', () => {
       const [answer] = Object.values(
         answerQuestions([q], [family.probabilities(q as FamilyQuestion, outputs).map(Math.log)]),
       );
-      const got = numbers(answer!, g);
-      const want = refNumbers(ref.readout!, g.question.type);
+      const got = golden.answerNumbers(answer!, g);
+      const want = golden.readoutNumbers(ref.readout!, g.question.type);
       expect(got.length, g.name).toBe(want.length);
       got.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - want[j]!))));
     }
@@ -196,24 +151,15 @@ describe('an NLI folder through the engine, on every golden request', () => {
       );
       let at = 0;
       const rawOf = rowsOf.map((rows) => raw.slice(at, (at += rows.length)).map((o) => o.logits));
-      const readouts = JSON.parse(
-        python(
-          [
-            '-c',
-            `import json, sys; sys.path.insert(0, ${JSON.stringify(REFERENCE)}); from nli_pairs import readout
-job = json.load(sys.stdin)
-print(json.dumps([readout(r["type"], r["logits"], job["config"]) for r in job["rows"]]))`,
-          ],
-          JSON.stringify({
-            config: goldens.models[model]!.config,
-            rows: cases.map(([g], i) => ({ type: g.question.type, logits: rawOf[i] })),
-          }),
-        ),
-      ) as Array<NonNullable<GoldenResult['readout']>>;
+      const readouts = golden.referenceReadouts(
+        'nli_pairs',
+        { [model]: goldens.models[model]!.config },
+        cases.map(([g], i) => ({ type: g.question.type, logits: rawOf[i], config: model })),
+      );
       for (const [i, [g]] of cases.entries()) {
-        const { answers } = await evaluator.evaluate(engineRequest(g));
-        const got = numbers(answers.q!, g);
-        const want = refNumbers(readouts[i]!, g.question.type);
+        const { answers } = await evaluator.evaluate(golden.engineRequest(g));
+        const got = golden.answerNumbers(answers.q!, g);
+        const want = golden.readoutNumbers(readouts[i]!, g.question.type);
         got.forEach((x, j) => (worstAnswer = Math.max(worstAnswer, Math.abs(x - want[j]!))));
         checked++;
       }
@@ -233,7 +179,9 @@ print(json.dumps([readout(r["type"], r["logits"], job["config"]) for r in job["r
           };
           if (goldens.models[model]!.tokenizer === 'deberta')
             batch.token_type_ids = group.map((r) => pad(r.tokenTypeIds ?? r.ids.map(() => 0)));
-          const got = JSON.parse(python([join(REFERENCE, 'nli_forward.py'), dir], JSON.stringify(batch))) as {
+          const got = JSON.parse(
+            golden.python([join(golden.REFERENCE, 'nli_forward.py'), dir], JSON.stringify(batch)),
+          ) as {
             logits: number[][];
           };
           order.slice(at, at + 32).forEach((i, j) => (want[i] = got.logits[j]!));

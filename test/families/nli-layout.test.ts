@@ -2,10 +2,9 @@
 // zero-shot pipeline's rules written in Python (tools/reference/nli_pairs.py), never from this
 // TypeScript. Rows, token type ids, masks, cuts and refusals must be identical; the readout of
 // fake logits agrees within 1e-6 (below). docs/families/nli-pairs.md.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { failureOf, rebuild } from '../../src/engine/thread/failure.js';
 import { describe, expect, it } from 'vitest';
 import { BudgetError, ModelLoadError } from '../../src/engine/errors.js';
 import { readNliConfig, readNliLabels, type NliConfig } from '../../src/engine/families/nli/config.js';
@@ -23,7 +22,6 @@ import { nliTokenizer, type LoadedNliTokenizer } from '../../src/engine/families
 import {
   goldenRequests,
   NLI_GOLDENS,
-  PYTHON,
   referenceTokenizers,
   runReference,
   type GoldenModel,
@@ -31,13 +29,11 @@ import {
   type TokenizerName,
 } from '../../tools/families/nli-goldens.js';
 import { NLI_TEST_TOKENIZERS, writeNliTestTokenizers } from '../../tools/families/nli-tokenizers.js';
+import * as golden from './golden-helpers.js';
 
-interface Golden {
-  models: Record<string, GoldenModel>;
-  requests: GoldenRequest[];
-  results: Array<Record<string, any>>;
-}
-const goldens = JSON.parse(readFileSync(NLI_GOLDENS, 'utf8')) as Golden;
+const goldens = golden.readGoldens<golden.Goldens<GoldenRequest> & { models: Record<string, GoldenModel> }>(
+  NLI_GOLDENS,
+);
 
 // The tokenizers as a model folder holds them: written to a temporary folder and read back.
 const dir = mkdtempSync(join(tmpdir(), 'assay-nli-'));
@@ -65,10 +61,7 @@ function folder(model: string): { tok: LoadedNliTokenizer; config: NliConfig } {
   };
 }
 
-function question(r: GoldenRequest): NliQuestion {
-  const q = r.question as any;
-  return q.type === 'choice' ? { type: 'choice', instructions: q.instructions, options: q.criteria } : q;
-}
+const question = (r: GoldenRequest) => golden.layoutQuestion<NliQuestion>(r);
 
 /** The layout's answer in the goldens' shape: the rows, or the refusal's facts. */
 function layout(r: GoldenRequest, rules: NliRules = NLI_RULES): Record<string, unknown> {
@@ -82,12 +75,8 @@ function layout(r: GoldenRequest, rules: NliRules = NLI_RULES): Record<string, u
   }
 }
 
-function expected(i: number): Record<string, unknown> {
-  const { name: _name, readout: _readout, ...rest } = goldens.results[i]!;
-  return rest;
-}
-
-const cases = goldens.requests.map((r, i) => [r.name, i] as const);
+const expected = (i: number) => golden.layoutResult(goldens, i);
+const cases = golden.goldenCases(goldens);
 
 describe('the goldens', () => {
   it('hold at least 100 requests for each tokenizer, covering the cases issue 37 names', () => {
@@ -98,20 +87,10 @@ describe('the goldens', () => {
     const names = goldens.requests.map((r) => r.name).join('\n');
     for (const tag of ['deberta', 'modernbert'])
       for (const needed of [
-        'choice one option',
-        'choice 10 options',
-        'choice 26 options',
-        'choice 255 options',
-        'score 2 levels',
-        'score 10 levels',
-        'noul plain',
+        ...golden.ISSUE_37_CASES,
         'noul with criteria',
-        'object state',
-        'array state',
-        'noul criteria object',
         'choice object and array descriptions',
         '[SEP] [CLS] [PAD] [UNK] [MASK] in state',
-        'CJK state',
         'non-ASCII object state',
       ])
         expect(names).toContain(`${tag}: ${needed}`);
@@ -144,23 +123,14 @@ describe('the TypeScript layout equals the reference', () => {
   it('refuses with a BudgetError (422) that names the limit', () => {
     const r = goldens.requests.find((x) => x.name === 'deberta-v2.0: one option of many does not fit (refused)')!;
     const { tok, config } = folder(r.model);
-    let thrown: unknown;
-    try {
-      nliLayout(question(r), r.state as any, tok, config);
-    } catch (error) {
-      thrown = error;
-    }
+    const thrown = golden.thrownBy(() => nliLayout(question(r), r.state as any, tok, config));
     expect(thrown).toBeInstanceOf(NliHypothesisTooLong);
     expect(thrown).toBeInstanceOf(BudgetError);
     expect((thrown as BudgetError).budget).toBe('context');
     expect((thrown as BudgetError).message).toContain('at most 512 tokens a row');
     expect((thrown as BudgetError).message).toContain('option 1');
     expect(thrown).toMatchObject({ option: 1, hypothesisTokens: 521, count: 522, limit: 512 });
-    // It crosses threads (planner, engine thread) as a BudgetError with its message: the API's 422.
-    const crossed = rebuild(failureOf(thrown));
-    expect(crossed).toBeInstanceOf(BudgetError);
-    expect(crossed.message).toBe((thrown as Error).message);
-    expect((crossed as BudgetError).budget).toBe('context');
+    golden.expectCrossesAsBudgetError(thrown);
   });
 
   it('reads token_type_ids for DeBERTa-v3 (premise 0, hypothesis 1) and none for ModernBERT', () => {
@@ -218,13 +188,7 @@ describe('a changed rule changes rows of some golden request (the goldens notice
     ['the premise cut at its start', { cutPremise: 'start' }],
     ['a description joined by " - "', { descriptionSeparator: ' - ' }],
   ];
-  it.each(changes)('%s', (_name, change) => {
-    const differ = cases.filter(
-      ([, i]) =>
-        JSON.stringify(layout(goldens.requests[i]!, { ...NLI_RULES, ...change })) !== JSON.stringify(expected(i)),
-    );
-    expect(differ.length).toBeGreaterThan(0);
-  });
+  golden.itNoticesRuleChanges(goldens, changes, (r, change) => layout(r, { ...NLI_RULES, ...change }));
 
   it('the pipeline’s default template instead of the folder’s', () => {
     const r = goldens.requests.find((x) => x.name === 'deberta: choice two options')!;
@@ -307,7 +271,7 @@ describe('the folder’s settings', () => {
 // contradiction, per-row instead of over-options softmax move these logits' probabilities by
 // > 1e-3). The pipeline itself computes in float32 (~1e-7 relative), also inside 1e-6.
 describe('the readout equals the reference', () => {
-  const read = cases.filter(([, i]) => goldens.results[i]!.readout);
+  const read = golden.readoutCases(goldens);
   it('covers every mode and label layout', () => {
     expect(read.length).toBeGreaterThanOrEqual(150);
     const modes = new Set(read.map(([, i]) => `${goldens.requests[i]!.model}:${goldens.results[i]!.readout.mode}`));
@@ -323,19 +287,12 @@ describe('the readout equals the reference', () => {
       expect(modes).toContain(m);
   });
 
-  it.each(read)('%s', (_name, i) => {
-    const r = goldens.requests[i]!;
-    const want = goldens.results[i]!.readout;
+  golden.itEachReadout(goldens, (r, want) => {
     const got = nliReadout(r.question.type, r.logits!, folder(r.model).config.labels);
     expect(got.mode).toBe(want.mode);
     expect(got.best).toBe(want.best);
     expect(got.entailment).toEqual(want.entailment);
-    expect(got.probabilities).toHaveLength(want.probabilities.length);
-    got.probabilities.forEach((p, j) => expect(Math.abs(p - want.probabilities[j])).toBeLessThan(1e-6));
-    for (const key of ['score', 'noul', 'confidence'] as const) {
-      expect(got[key] === undefined).toBe(want[key] === undefined);
-      if (want[key] !== undefined) expect(Math.abs(got[key]! - want[key])).toBeLessThan(1e-6);
-    }
+    golden.expectReadoutWithin(got, want, 1e-6);
   });
 
   it('noul on a 3-way model drops neutral: P(yes) = σ(entailment − contradiction)', () => {
@@ -345,21 +302,7 @@ describe('the readout equals the reference', () => {
   });
 });
 
-// The goldens are current: the generator still makes the same requests, and the reference run
-// now gives the same results for a spread of them.
-describe.skipIf(!existsSync(PYTHON))(`the reference, run live (${PYTHON})`, () => {
+golden.describeLiveReference('NLI pairs', goldens, () => {
   const ref = referenceTokenizers();
-  it('the generator makes the stored requests', () => {
-    expect(JSON.parse(JSON.stringify(goldenRequests(ref)))).toEqual(goldens.requests);
-  }, 120_000);
-
-  it('gives the stored results', () => {
-    const picked = goldens.requests.filter(
-      (r, i) => i % 9 === 0 || goldens.results[i]!.refused || r.name.includes('limit') || r.name.includes('special'),
-    );
-    expect(picked.length).toBeGreaterThanOrEqual(20);
-    const fresh = runReference(picked, ref);
-    for (const result of fresh) expect(result).toEqual(goldens.results.find((g) => g.name === result.name));
-  }, 120_000);
+  return { requests: () => goldenRequests(ref), run: (picked) => runReference(picked, ref) };
 });
-if (!existsSync(PYTHON)) console.warn(`${PYTHON} not found: the live run of the NLI pairs reference is skipped`);
