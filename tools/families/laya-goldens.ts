@@ -5,26 +5,26 @@
 // TypeScript layout to them, and reruns the reference on some to prove them current.
 //
 //   npx tsx tools/families/laya-goldens.ts    rewrites test/families/laya/goldens.json
-import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Tokenizer } from '@huggingface/tokenizers';
+import * as kit from './goldens-kit.js';
+import { aTokens, choice, type Json, letters, noul, type Question, score } from './goldens-kit.js';
 import { layaTestTokenizer } from './laya-tokenizer.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const LAYA_REFERENCE = join(ROOT, 'tools', 'reference', 'laya_layout.py');
-export const LAYA_GOLDENS = join(ROOT, 'test', 'families', 'laya', 'goldens.json');
-export const PYTHON = '/usr/bin/python3';
-
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export const LAYA_REFERENCE = join(kit.ROOT, 'tools', 'reference', 'laya_layout.py');
+export const LAYA_GOLDENS = join(kit.ROOT, 'test', 'families', 'laya', 'goldens.json');
+const ABOUT = [
+  'Goldens of the Laya layout, made by tools/reference/laya_layout.py (Python, from the authors’ rules), not by Assay.',
+  'Tokenizer: the test replica of tools/families/laya-tokenizer.ts. Regenerate: npx tsx tools/families/laya-goldens.ts',
+];
 
 /** A golden request: choice criteria as [name, description] pairs (the caller's order). */
 export interface GoldenRequest {
   name: string;
   config: string;
   state: Json;
-  question: { type: 'noul' | 'choice' | 'score'; instructions?: Json; criteria?: Json };
+  question: Question;
   logits?: number[];
 }
 
@@ -69,110 +69,40 @@ export function referenceTokenizer(): ReferenceTokenizer {
   };
 }
 
-function python(command: 'segments' | 'layout', job: unknown): Record<string, unknown> {
-  const run = spawnSync(PYTHON, [LAYA_REFERENCE, command], {
-    input: JSON.stringify(job),
-    encoding: 'utf8',
-    maxBuffer: 256 * 1024 * 1024,
-  });
-  if (run.status !== 0) throw new Error(`${LAYA_REFERENCE} ${command} failed: ${run.stderr}`);
-  return JSON.parse(run.stdout) as Record<string, unknown>;
-}
-
 /** The reference's results for these requests: it names the texts to tokenize, then lays them out. */
 export function runReference(requests: GoldenRequest[], tok: ReferenceTokenizer): Array<Record<string, unknown>> {
   const job = { tokenizer: tok.facts, configs: GOLDEN_CONFIGS, requests };
-  const { segments } = python('segments', job) as { segments: string[] };
-  const tokens = Object.fromEntries(
-    segments.map((s) => [s, tok.tokenizer.encode(s, { add_special_tokens: false }).ids]),
-  );
-  return (python('layout', { ...job, tokens }) as { results: Array<Record<string, unknown>> }).results;
+  return kit.runLayoutReference(LAYA_REFERENCE, job, (segments: string[]) => kit.tokenIds(tok.tokenizer, segments));
 }
 
 // ------------------------------------------------------------------ the requests
 
-/** mulberry32: a small seeded generator, so the requests and logits are the same on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const WORDS = [
-  'order',
-  'refund',
-  'late',
-  'damaged',
-  'customer',
-  'asks',
-  'the',
-  'box',
-  'arrived',
-  'invoice',
+/** The seeded texts' words: the shared groups, billing words, the tokenizer's special strings. */
+const text = kit.seededText([
+  ...kit.WORDS.english,
   'billing',
   'shipping',
-  'café',
-  'naïve',
-  'Straße',
-  '注文',
-  '返金',
-  '配送が遅れた',
-  '顧客',
-  'Ελλάδα',
-  'مرحبا',
-  '🙂',
-  'x-ray',
+  ...kit.WORDS.nonAscii,
   '[MASK]',
   '[SEP]',
   '[CLS]',
   '<|endoftext|>',
   '|||IP_ADDRESS|||',
-  '"quoted"',
-  'back\\slash',
-  'tab\there',
-];
-
-function text(rand: () => number, words: number): string {
-  return Array.from({ length: words }, () => WORDS[Math.floor(rand() * WORDS.length)]!).join(' ');
-}
-
-/** `n` tokens of the test tokenizer: "a a a …" (each " a" is one token). */
-function aTokens(n: number): string {
-  return n <= 0 ? '' : `a${' a'.repeat(n - 1)}`;
-}
-
-const letters = (n: number): string[] =>
-  Array.from({ length: n }, (_, i) => (i < 26 ? String.fromCharCode(65 + i) : `opt${i}`));
+  ...kit.WORDS.escapes,
+]);
 
 function requests(tok: ReferenceTokenizer): GoldenRequest[] {
   const out: GoldenRequest[] = [];
   const add = (
     name: string,
-    question: GoldenRequest['question'],
+    question: Question,
     state: Json = 'Order #1042 arrived two days late and the box was damaged. The customer asks for a refund.',
     config = 'laya-en',
   ): void => {
     out.push({ name, config, state, question });
   };
-  const noul = (instructions: Json, criteria?: Json): GoldenRequest['question'] =>
-    criteria === undefined ? { type: 'noul', instructions } : { type: 'noul', instructions, criteria };
-  const choice = (instructions: Json, pairs: Array<[string, Json]>): GoldenRequest['question'] => ({
-    type: 'choice',
-    instructions,
-    criteria: pairs,
-  });
-  const score = (instructions: Json, levels: Json[]): GoldenRequest['question'] => ({
-    type: 'score',
-    instructions,
-    criteria: levels,
-  });
   const refund = 'Does the customer ask for a refund?';
-  const count = (s: string): number => tok.tokenizer.encode(s, { add_special_tokens: false }).ids.length;
+  const count = (s: string): number => kit.tokenCount(tok.tokenizer, s);
 
   // noul: criteria absent, partial, null, empty, structured
   add('noul plain', noul(refund));
@@ -386,7 +316,7 @@ function requests(tok: ReferenceTokenizer): GoldenRequest[] {
   add('long CJK instructions', noul('返金'.repeat(400)));
 
   // the state at and over the context limit (max_len 512, 1024, 64)
-  const probe = (question: GoldenRequest['question'], config: string): number => {
+  const probe = (question: Question, config: string): number => {
     const [r] = runReference([{ name: 'probe', config, state: '', question }], tok);
     const limit = (GOLDEN_CONFIGS[config] as { max_len?: number }).max_len ?? 512;
     return limit - (r!.ids as number[]).length; // the row with an empty state ends [SEP][SEP]
@@ -499,74 +429,26 @@ function requests(tok: ReferenceTokenizer): GoldenRequest[] {
   );
 
   // seeded mixtures of everything above
-  const rand = seeded(37);
+  const rand = kit.seeded(37);
   for (let i = 0; i < 30; i++) {
-    const kind = (['noul', 'choice', 'score'] as const)[i % 3]!;
-    const instr: Json = rand() < 0.7 ? text(rand, 3 + Math.floor(rand() * 12)) : { ask: text(rand, 4), n: i };
-    const stateKind = Math.floor(rand() * 3);
-    const state: Json =
-      stateKind === 0
-        ? text(rand, 5 + Math.floor(rand() * 200))
-        : stateKind === 1
-          ? { id: i, body: text(rand, 20), tags: [text(rand, 1), text(rand, 1)] }
-          : Array.from({ length: 1 + Math.floor(rand() * 6) }, () => text(rand, 5 + Math.floor(rand() * 40)));
-    let question: GoldenRequest['question'];
-    if (kind === 'noul')
-      question = rand() < 0.5 ? noul(instr) : noul(instr, { true: text(rand, 4), false: text(rand, 3) });
-    else if (kind === 'choice') {
-      const n = 1 + Math.floor(rand() * 20);
-      question = choice(
-        instr,
-        Array.from({ length: n }, (_, j) => [
-          `${text(rand, 1)} ${j}`,
-          rand() < 0.3 ? null : text(rand, 1 + Math.floor(rand() * 30)),
-        ]),
-      );
-    } else
-      question = score(
-        instr,
-        Array.from({ length: 2 + Math.floor(rand() * 9) }, () => text(rand, 1 + Math.floor(rand() * 10))),
-      );
+    const { question, state } = kit.mixture(rand, text, i, { options: 20, descriptionWords: 30 });
     add(`mixed ${i}`, question, state, i % 5 === 4 ? 'laya-typed' : 'laya-en');
   }
   return out;
 }
 
-/** Option count of a request (noul: 2), for its fake logits. */
-function optionCount(q: GoldenRequest['question']): number {
-  return q.type === 'noul' ? 2 : Array.isArray(q.criteria) ? q.criteria.length : 0;
-}
-
 /** The golden requests, with fake marker logits (seeded; a few ties and extremes). */
 export function goldenRequests(tok: ReferenceTokenizer = referenceTokenizer()): GoldenRequest[] {
-  const rand = seeded(1042);
+  const rand = kit.seeded(1042);
   return requests(tok).map((r, i) => {
-    const k = optionCount(r.question);
-    let logits = Array.from({ length: k }, () => Math.round((rand() * 8 - 4) * 1000) / 1000);
-    if (i % 17 === 3) logits = logits.map(() => 0.5); // all equal: the first option is chosen
-    if (i % 23 === 5) logits = logits.map((_, j) => (j % 2 === 0 ? 40 : -40)); // far apart
-    return { ...r, logits };
+    // a logit a marker: a noul has two
+    const markers = r.question.type === 'noul' ? 2 : kit.criteriaCount(r.question);
+    return { ...r, logits: kit.fakeLogits(rand, i, 1, markers, 4)[0]! };
   });
-}
-
-/** One result a line: a readable diff when a rule changes, and a small file. */
-function format(goldens: { about: string[]; configs: unknown; requests: unknown[]; results: unknown[] }): string {
-  const list = (xs: unknown[]): string => `[\n${xs.map((x) => `    ${JSON.stringify(x)}`).join(',\n')}\n  ]`;
-  return (
-    `{\n  "about": ${JSON.stringify(goldens.about)},\n  "configs": ${JSON.stringify(goldens.configs)},\n` +
-    `  "requests": ${list(goldens.requests)},\n  "results": ${list(goldens.results)}\n}\n`
-  );
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const tok = referenceTokenizer();
   const reqs = goldenRequests(tok);
-  const results = runReference(reqs, tok);
-  const about = [
-    'Goldens of the Laya layout, made by tools/reference/laya_layout.py (Python, from the authors’ rules), not by Assay.',
-    'Tokenizer: the test replica of tools/families/laya-tokenizer.ts. Regenerate: npx tsx tools/families/laya-goldens.ts',
-  ];
-  writeFileSync(LAYA_GOLDENS, format({ about, configs: GOLDEN_CONFIGS, requests: reqs, results }));
-  const refused = results.filter((r) => 'refused' in r).length;
-  console.log(`${reqs.length} requests (${refused} refused) -> ${LAYA_GOLDENS}`);
+  kit.writeGoldens(LAYA_GOLDENS, { about: ABOUT, configs: GOLDEN_CONFIGS }, reqs, runReference(reqs, tok));
 }

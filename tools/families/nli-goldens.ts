@@ -5,27 +5,28 @@
 // test/families/nli-layout.test.ts holds the TypeScript to them and reruns the reference on some.
 //
 //   npx tsx tools/families/nli-goldens.ts    rewrites test/families/nli/goldens.json
-import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Tokenizer } from '@huggingface/tokenizers';
+import * as kit from './goldens-kit.js';
+import { aTokens, choice, type Json, letters, noul, type Question, score } from './goldens-kit.js';
 import { NLI_TEST_TOKENIZERS } from './nli-tokenizers.js';
 import type { TestTokenizer } from './tokenizer-kit.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const NLI_REFERENCE = join(ROOT, 'tools', 'reference', 'nli_pairs.py');
-export const NLI_GOLDENS = join(ROOT, 'test', 'families', 'nli', 'goldens.json');
-export const PYTHON = '/usr/bin/python3';
+export const NLI_REFERENCE = join(kit.ROOT, 'tools', 'reference', 'nli_pairs.py');
+export const NLI_GOLDENS = join(kit.ROOT, 'test', 'families', 'nli', 'goldens.json');
+const ABOUT = [
+  'Goldens of the NLI pairs layout, made by tools/reference/nli_pairs.py (Python, from the pipeline’s rules), not by Assay.',
+  'Tokenizers: the test replicas of tools/families/nli-tokenizers.ts. Regenerate: npx tsx tools/families/nli-goldens.ts',
+];
 
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type TokenizerName = keyof typeof NLI_TEST_TOKENIZERS;
 
 export interface GoldenRequest {
   name: string;
   model: string;
   state: Json;
-  question: { type: 'noul' | 'choice' | 'score'; instructions?: Json; criteria?: Json };
+  question: Question;
   /** Fake logits, one list per row (the model's columns). */
   logits?: number[][];
 }
@@ -98,104 +99,39 @@ export function referenceTokenizers(): ReferenceTokenizers {
   return { files, tokenizers: { deberta: make(files.deberta), modernbert: make(files.modernbert) } };
 }
 
-function python(command: 'segments' | 'layout', job: unknown): Record<string, unknown> {
-  const run = spawnSync(PYTHON, [NLI_REFERENCE, command], {
-    input: JSON.stringify(job),
-    encoding: 'utf8',
-    maxBuffer: 256 * 1024 * 1024,
-  });
-  if (run.status !== 0) throw new Error(`${NLI_REFERENCE} ${command} failed: ${run.stderr}`);
-  return JSON.parse(run.stdout) as Record<string, unknown>;
-}
-
 /** The reference's results for these requests: it names the texts to tokenize, then lays them out. */
 export function runReference(requests: GoldenRequest[], ref: ReferenceTokenizers): Array<Record<string, unknown>> {
   const tokenizers = Object.fromEntries(
     Object.entries(ref.files).map(([name, t]) => [name, { tokenizer_json: t.tokenizer, tokenizer_config: t.config }]),
   );
   const job = { tokenizers, models: GOLDEN_MODELS, requests };
-  const { segments } = python('segments', job) as { segments: Record<TokenizerName, string[]> };
-  const tokens = Object.fromEntries(
-    Object.entries(segments).map(([name, texts]) => [
-      name,
-      Object.fromEntries(
-        texts.map((s) => [s, ref.tokenizers[name as TokenizerName].encode(s, { add_special_tokens: false }).ids]),
-      ),
-    ]),
+  // the texts to tokenize come by tokenizer
+  return kit.runLayoutReference(NLI_REFERENCE, job, (segments: Record<TokenizerName, string[]>) =>
+    Object.fromEntries(
+      Object.entries(segments).map(([name, texts]) => [
+        name,
+        kit.tokenIds(ref.tokenizers[name as TokenizerName], texts),
+      ]),
+    ),
   );
-  return (python('layout', { ...job, tokens }) as { results: Array<Record<string, unknown>> }).results;
 }
 
 // ------------------------------------------------------------------ the requests
 
-/** mulberry32: a small seeded generator, so the requests and logits are the same on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const WORDS = [
-  'order',
-  'refund',
-  'late',
-  'damaged',
-  'customer',
-  'asks',
-  'the',
-  'box',
-  'arrived',
-  'invoice',
-  'café',
-  'naïve',
-  'Straße',
-  '注文',
-  '返金',
-  '配送が遅れた',
-  '顧客',
-  'Ελλάδα',
-  'مرحبا',
-  '🙂',
-  'x-ray',
+/** The seeded texts' words: the shared groups, the tokenizers' special strings, template braces. */
+const text = kit.seededText([
+  ...kit.WORDS.english,
+  ...kit.WORDS.nonAscii,
   '[MASK]',
   '[SEP]',
   '[CLS]',
   '[PAD]',
   '<|endoftext|>',
   '|||IP_ADDRESS|||',
-  '"quoted"',
-  'back\\slash',
-  'tab\there',
+  ...kit.WORDS.escapes,
   '{braces}',
   '{}',
-];
-
-function text(rand: () => number, words: number): string {
-  return Array.from({ length: words }, () => WORDS[Math.floor(rand() * WORDS.length)]!).join(' ');
-}
-
-/** `n` tokens of both test tokenizers: "a a a …". */
-function aTokens(n: number): string {
-  return n <= 0 ? '' : `a${' a'.repeat(n - 1)}`;
-}
-
-const letters = (n: number): string[] =>
-  Array.from({ length: n }, (_, i) => (i < 26 ? String.fromCharCode(65 + i) : `opt${i}`));
-
-type Question = GoldenRequest['question'];
-const noul = (instructions: Json, criteria?: Json): Question =>
-  criteria === undefined ? { type: 'noul', instructions } : { type: 'noul', instructions, criteria };
-const choice = (instructions: Json, pairs: Array<[string, Json]>): Question => ({
-  type: 'choice',
-  instructions,
-  criteria: pairs,
-});
-const score = (instructions: Json, levels: Json[]): Question => ({ type: 'score', instructions, criteria: levels });
+]);
 
 const STATE = 'Order #1042 arrived two days late and the box was damaged. The customer asks for a refund.';
 
@@ -342,10 +278,10 @@ function requests(ref: ReferenceTokenizers): GoldenRequest[] {
     add('emoji and RTL', noul('The customer is happy 🙂'), 'مرحبا 🙂👍🏽 שלום — très bien');
     add('accents composed and decomposed', noul(refund), 'café cafe\u0301 naïve nai\u0308ve');
     add('non-ASCII object state', noul(refund), { città: 'Zürich', 注文: ['返金', 'é'], emoji: '🙂' });
+    // state shapes
     add('control characters and escapes in object', noul(refund), {
       text: 'line\nbreak\ttab "quote" back\\slash \u0001\u001f \u007f \u2028',
     });
-    // state shapes
     add('object state', noul(refund), { order: 1042, late_days: 2, damaged: true, note: null });
     add('nested object state', noul(refund), { a: { b: { c: [1, { d: 'deep' }] } }, e: [] });
     add('array state of strings', noul(refund), ['Hi, my order is late.', 'Sorry to hear that.', 'I want a refund.']);
@@ -376,8 +312,7 @@ function requests(ref: ReferenceTokenizers): GoldenRequest[] {
     if (!r!.rows) throw new Error(`probe refused: ${JSON.stringify(r)}`);
     return (r!.rows as Array<{ ids: number[] }>).map((row) => row.ids.length);
   };
-  const count = (tok: TokenizerName, s: string): number =>
-    ref.tokenizers[tok].encode(s, { add_special_tokens: false }).ids.length;
+  const count = (tok: TokenizerName, s: string): number => kit.tokenCount(ref.tokenizers[tok], s);
   const limitOf = (model: string): number => {
     const nli = GOLDEN_MODELS[model]!.nli_config as { max_len?: number } | null;
     return nli?.max_len ?? (NLI_TEST_TOKENIZERS[GOLDEN_MODELS[model]!.tokenizer]().config.model_max_length as number);
@@ -458,42 +393,13 @@ function requests(ref: ReferenceTokenizers): GoldenRequest[] {
   }
 
   // seeded mixtures of everything above
-  const rand = seeded(37);
+  const rand = kit.seeded(37);
   for (let i = 0; i < 24; i++) {
-    const kind = (['noul', 'choice', 'score'] as const)[i % 3]!;
-    const instr: Json = rand() < 0.7 ? text(rand, 3 + Math.floor(rand() * 12)) : { ask: text(rand, 4), n: i };
-    const stateKind = Math.floor(rand() * 3);
-    const state: Json =
-      stateKind === 0
-        ? text(rand, 5 + Math.floor(rand() * 200))
-        : stateKind === 1
-          ? { id: i, body: text(rand, 20), tags: [text(rand, 1), text(rand, 1)] }
-          : Array.from({ length: 1 + Math.floor(rand() * 6) }, () => text(rand, 5 + Math.floor(rand() * 40)));
-    let question: Question;
-    if (kind === 'noul')
-      question = rand() < 0.5 ? noul(instr) : noul(instr, { true: text(rand, 4), false: text(rand, 3) });
-    else if (kind === 'choice')
-      question = choice(
-        instr,
-        Array.from({ length: 1 + Math.floor(rand() * 12) }, (_, j) => [
-          `${text(rand, 1)} ${j}`,
-          rand() < 0.3 ? null : text(rand, 1 + Math.floor(rand() * 20)),
-        ]),
-      );
-    else
-      question = score(
-        instr,
-        Array.from({ length: 2 + Math.floor(rand() * 9) }, () => text(rand, 1 + Math.floor(rand() * 10))),
-      );
+    const { question, state } = kit.mixture(rand, text, i, { options: 12, descriptionWords: 20 });
     const models = ['deberta-v2.0', 'modernbert-v2.0', 'deberta-small-mnli', 'modernbert-small'];
     out.push({ name: `mixed ${i}`, model: models[i % 4]!, state, question });
   }
   return out;
-}
-
-/** Rows of a request (noul: 1), for its fake logits. */
-function rowCount(q: Question): number {
-  return q.type === 'noul' ? 1 : Array.isArray(q.criteria) ? q.criteria.length : 0;
 }
 
 function columns(model: string): number {
@@ -502,39 +408,20 @@ function columns(model: string): number {
 
 /** The golden requests, with fake logits per row (seeded; a few ties and extremes). */
 export function goldenRequests(ref: ReferenceTokenizers = referenceTokenizers()): GoldenRequest[] {
-  const rand = seeded(1042);
+  const rand = kit.seeded(1042);
   return requests(ref).map((r, i) => {
-    const c = columns(r.model);
-    let logits = Array.from({ length: rowCount(r.question) }, () =>
-      Array.from({ length: c }, () => Math.round((rand() * 12 - 6) * 1000) / 1000),
-    );
-    if (i % 17 === 3) logits = logits.map((row) => row.map(() => 0.5)); // all equal: the first option is chosen
-    if (i % 23 === 5) logits = logits.map((row, j) => row.map((_, k) => ((j + k) % 2 === 0 ? 60 : -60))); // far apart
-    return { ...r, logits };
+    // a row an option: a noul has one; a column a label
+    const rows = r.question.type === 'noul' ? 1 : kit.criteriaCount(r.question);
+    return { ...r, logits: kit.fakeLogits(rand, i, rows, columns(r.model), 6) };
   });
-}
-
-/** One result a line: a readable diff when a rule changes, and a small file. */
-function format(goldens: { about: string[]; models: unknown; requests: unknown[]; results: unknown[] }): string {
-  const list = (xs: unknown[]): string => `[\n${xs.map((x) => `    ${JSON.stringify(x)}`).join(',\n')}\n  ]`;
-  return (
-    `{\n  "about": ${JSON.stringify(goldens.about)},\n  "models": ${JSON.stringify(goldens.models)},\n` +
-    `  "requests": ${list(goldens.requests)},\n  "results": ${list(goldens.results)}\n}\n`
-  );
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const ref = referenceTokenizers();
   const reqs = goldenRequests(ref);
   const results = runReference(reqs, ref);
-  const about = [
-    'Goldens of the NLI pairs layout, made by tools/reference/nli_pairs.py (Python, from the pipeline’s rules), not by Assay.',
-    'Tokenizers: the test replicas of tools/families/nli-tokenizers.ts. Regenerate: npx tsx tools/families/nli-goldens.ts',
-  ];
-  writeFileSync(NLI_GOLDENS, format({ about, models: GOLDEN_MODELS, requests: reqs, results }));
-  const refused = results.filter((r) => 'refused' in r).length;
   const cut = results.filter((r) =>
     (r.rows as Array<{ truncated?: unknown }> | undefined)?.some((row) => row.truncated),
   ).length;
-  console.log(`${reqs.length} requests (${refused} refused, ${cut} with a premise cut) -> ${NLI_GOLDENS}`);
+  kit.writeGoldens(NLI_GOLDENS, { about: ABOUT, models: GOLDEN_MODELS }, reqs, results, `, ${cut} with a premise cut`);
 }
