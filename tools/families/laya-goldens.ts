@@ -8,6 +8,7 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Tokenizer } from '@huggingface/tokenizers';
+import * as common from './golden-cases.js';
 import * as kit from './goldens-kit.js';
 import { aTokens, choice, type Json, letters, noul, type Question, score } from './goldens-kit.js';
 import { layaTestTokenizer } from './laya-tokenizer.js';
@@ -109,68 +110,13 @@ function requests(tok: ReferenceTokenizer): GoldenRequest[] {
   add('noul both criteria', noul(refund, { true: 'a refund is requested', false: 'no refund is mentioned' }));
   add('noul true only', noul(refund, { true: 'asks for money back' }));
   add('noul false only', noul(refund, { false: 'only complains' }));
-  add('noul criteria null', noul(refund, null));
-  add('noul criteria values null', noul(refund, { true: null, false: null }));
-  add('noul criteria empty strings', noul(refund, { true: '', false: '' }));
-  add('noul criteria object', noul(refund, { true: { signal: 'refund', strength: 2 }, false: { signal: 'none' } }));
-  add('noul criteria array', noul(refund, { true: ['refund', 'money back'], false: [] }));
-  add('noul instructions object', noul({ question: 'refund?', context: ['email', 'chat'], weight: 0.5 }));
-  add('noul instructions array', noul(['is it late?', 'is it damaged?']));
-  add('noul instructions null', noul(null));
-  add('noul instructions absent', { type: 'noul' });
+  common.noulShapes(add, refund);
 
   // choice: one option, descriptions null / "" / text / structured, 10 / 26 / 255 options
   const topic = 'What is the main topic?';
   add('choice one option, no description', choice(topic, [['delivery', null]]));
-  add('choice one option, described', choice(topic, [['delivery', 'shipping, delays, damage']]));
-  add(
-    'choice two options',
-    choice(topic, [
-      ['delivery', 'shipping'],
-      ['billing', 'invoices'],
-    ]),
-  );
-  add(
-    'choice null / empty / text',
-    choice(topic, [
-      ['delivery', null],
-      ['billing', ''],
-      ['product', 'the item itself'],
-    ]),
-  );
-  add(
-    'choice object and array descriptions',
-    choice(topic, [
-      ['a', { when: 'late', score: 1.5 }],
-      ['b', ['x', 'y']],
-      ['c', {}],
-    ]),
-  );
-  add(
-    'choice integer-like names keep their order',
-    choice(topic, [
-      ['10', 'ten'],
-      ['2', 'two'],
-      ['1', null],
-      ['b', 'bee'],
-    ]),
-  );
-  add(
-    'choice duplicate descriptions',
-    choice(topic, [
-      ['x', 'same'],
-      ['y', 'same'],
-      ['z', 'same'],
-    ]),
-  );
-  for (const n of [10, 26, 40, 100, 120])
-    add(
-      `choice ${n} options`,
-      choice(
-        topic,
-        letters(n).map((l, i) => [l, i % 3 === 0 ? null : `option ${l}`]),
-      ),
-    );
+  common.choiceDescriptions(add, topic);
+  common.choiceCounts(add, topic, [10, 26, 40, 100, 120]);
   // the even cut leaves 4 tokens an option: 125 fill max_len exactly, 126 lose the row's end, 127 and 255 are refused
   for (const n of [125, 126, 127, 255])
     add(
@@ -215,20 +161,8 @@ function requests(tok: ReferenceTokenizer): GoldenRequest[] {
 
   // score: 2 and 10 levels, structured levels
   const severity = 'How severe is the complaint?';
-  add('score 2 levels', score(severity, ['no issue', 'an issue']));
-  add('score 3 levels', score(severity, ['no issue', 'minor', 'serious']));
-  add(
-    'score 10 levels',
-    score(
-      severity,
-      Array.from({ length: 10 }, (_, i) => `severity ${i} of 9`),
-    ),
-  );
-  add(
-    'score object levels',
-    score(severity, [{ label: 'none' }, { label: 'some', examples: ['late'] }, { label: 'all' }]),
-  );
-  add('score array levels', score(severity, [['calm'], ['annoyed', 'upset'], []]));
+  common.scoreCounts(add, severity);
+  common.structuredLevels(add, severity);
   add(
     'score 10 long levels',
     score(
@@ -252,51 +186,26 @@ function requests(tok: ReferenceTokenizer): GoldenRequest[] {
   add('[SEP] [CLS] [PAD] [UNK] in state', noul(refund), '[CLS] first [SEP] second [PAD][UNK] third [SEP]');
   add('special strings in instructions', noul('[SEP] Is it late? [CLS] <|endoftext|>'));
   add('special strings in score levels', score(severity, ['<|padding|>none', '[UNK] some']));
-  add('special strings split by another', noul(refund), '[MA[SEP]SK] and [SE[MASK]P] and [[CLS]]');
-  add('special strings in object state', noul(refund), { '[SEP]': '[MASK] value', nested: ['[CLS]', '<|endoftext|>'] });
-  add('special strings in list state', noul(refund), ['turn one [SEP]', 'turn two [MASK]']);
+  common.specialStringStates(add, refund);
   add('special strings in object instructions', noul({ q: '[MASK]?', sep: '[SEP]' }));
-  add('look-alikes stay', noul(refund), '[mask] [ MASK ] [MASK [SEP  <|endoftext| ||IP_ADDRESS||');
-  add('non-special added token stays a token', noul(refund), 'from |||IP_ADDRESS||| at noon');
-  add('only special strings', noul('[MASK]'), '[MASK][SEP][CLS][PAD][UNK]<|endoftext|><|padding|>');
+  common.lookAlikes(add, refund);
 
   // non-ASCII and CJK text
-  add(
-    'CJK state',
-    noul('顧客は返金を求めていますか?'),
-    '注文番号1042は2日遅れて届き、箱が破損していました。返金を希望します。',
-  );
-  add(
-    'CJK options',
-    choice('主な話題は何ですか?', [
-      ['配送', '遅延、破損'],
-      ['請求', null],
-      ['製品', '商品そのもの'],
-    ]),
-  );
-  add('emoji and RTL', noul('Is the customer happy? 🙂'), 'مرحبا 🙂👍🏽 שלום — très bien');
-  add('accents composed and decomposed', noul(refund), 'café cafe\u0301 naïve nai\u0308ve');
+  common.nonAsciiTexts(add, refund, { cjk: '顧客は返金を求めていますか?', emoji: 'Is the customer happy? 🙂' });
   add('non-ASCII object state (ensure_ascii=False)', noul(refund), {
     città: 'Zürich',
     注文: ['返金', 'é'],
     emoji: '🙂',
   });
   add('non-ASCII object instructions', noul({ frage: 'Möchte der Kunde eine Rückerstattung?' }));
-  add('control characters and escapes in object', noul(refund), {
-    text: 'line\nbreak\ttab "quote" back\\slash \u0001\u001f \u007f \u2028',
-  });
 
   // state shapes
-  add('object state', noul(refund), { order: 1042, late_days: 2, damaged: true, note: null });
-  add('nested object state', noul(refund), { a: { b: { c: [1, { d: 'deep' }] } }, e: [] });
-  add('array state of strings', noul(refund), ['Hi, my order is late.', 'Sorry to hear that.', 'I want a refund.']);
+  common.structuredStates(add, refund);
   add('array state of objects', noul(refund), [
     { role: 'user', text: 'late' },
     { role: 'agent', text: 'sorry' },
   ]);
-  add('empty string state', noul(refund), '');
-  add('empty object state', noul(refund), {});
-  add('empty array state', noul(refund), []);
+  common.emptyStates(add, refund);
   add('numbers as Python writes them', noul(refund), {
     ints: [0, -0, 100, -7, 2 ** 53, 2 ** 53 + 2, 1e20],
     floats: [0.1, 1.5, -2.25, 123.456, 1e-4, 1e-5, 1.5e-7, 1e21, 1.5e300, 5e-324, 0.30000000000000004],

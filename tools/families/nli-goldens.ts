@@ -8,8 +8,9 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Tokenizer } from '@huggingface/tokenizers';
+import * as common from './golden-cases.js';
 import * as kit from './goldens-kit.js';
-import { aTokens, choice, type Json, letters, noul, type Question, score } from './goldens-kit.js';
+import { aTokens, choice, type Json, noul, type Question, score } from './goldens-kit.js';
 import { NLI_TEST_TOKENIZERS } from './nli-tokenizers.js';
 import type { TestTokenizer } from './tokenizer-kit.js';
 
@@ -152,58 +153,10 @@ function requests(ref: ReferenceTokenizers): GoldenRequest[] {
     add('noul with criteria', noul(refund, { true: 'a refund is requested', false: 'no refund is mentioned' }));
     add('noul criteria true only', noul(refund, { true: 'money back is asked for' }));
     add('noul criteria false only (not read)', noul(refund, { false: 'only complains' }));
-    add('noul criteria null', noul(refund, null));
-    add('noul criteria values null', noul(refund, { true: null, false: null }));
-    add('noul criteria empty strings', noul(refund, { true: '', false: '' }));
-    add('noul criteria object', noul(refund, { true: { signal: 'refund', strength: 2 }, false: { signal: 'none' } }));
-    add('noul criteria array', noul(refund, { true: ['refund', 'money back'], false: [] }));
-    add('noul instructions object', noul({ question: 'refund?', context: ['email', 'chat'], weight: 0.5 }));
-    add('noul instructions array', noul(['is it late?', 'is it damaged?']));
-    add('noul instructions null', noul(null));
-    add('noul instructions absent', { type: 'noul' });
+    common.noulShapes(add, refund);
     // choice: one option, descriptions null / "" / text / structured, 10 / 26 / 255 options
     add('choice one option', choice(topic, [['delivery', null]]));
-    add('choice one option, described', choice(topic, [['delivery', 'shipping, delays, damage']]));
-    add(
-      'choice two options',
-      choice(topic, [
-        ['delivery', 'shipping'],
-        ['billing', 'invoices'],
-      ]),
-    );
-    add(
-      'choice null / empty / text',
-      choice(topic, [
-        ['delivery', null],
-        ['billing', ''],
-        ['product', 'the item itself'],
-      ]),
-    );
-    add(
-      'choice object and array descriptions',
-      choice(topic, [
-        ['a', { when: 'late', score: 1.5 }],
-        ['b', ['x', 'y']],
-        ['c', {}],
-      ]),
-    );
-    add(
-      'choice integer-like names keep their order',
-      choice(topic, [
-        ['10', 'ten'],
-        ['2', 'two'],
-        ['1', null],
-        ['b', 'bee'],
-      ]),
-    );
-    add(
-      'choice duplicate descriptions',
-      choice(topic, [
-        ['x', 'same'],
-        ['y', 'same'],
-        ['z', 'same'],
-      ]),
-    );
+    common.choiceDescriptions(add, topic);
     add(
       'choice braces in names stay text',
       choice(topic, [
@@ -211,30 +164,11 @@ function requests(ref: ReferenceTokenizers): GoldenRequest[] {
         ['{{x}}', null],
       ]),
     );
-    for (const n of [10, 26, 255])
-      add(
-        `choice ${n} options`,
-        choice(
-          topic,
-          letters(n).map((l, i) => [l, i % 3 === 0 ? null : `option ${l}`]),
-        ),
-      );
+    common.choiceCounts(add, topic, [10, 26, 255]);
     // score: 2 and 10 levels, structured levels
-    add('score 2 levels', score(severity, ['no issue', 'an issue']));
-    add('score 3 levels', score(severity, ['no issue', 'minor', 'serious']));
-    add(
-      'score 10 levels',
-      score(
-        severity,
-        Array.from({ length: 10 }, (_, i) => `severity ${i} of 9`),
-      ),
-    );
+    common.scoreCounts(add, severity);
     add('score one level', score(severity, ['the only level']));
-    add(
-      'score object levels',
-      score(severity, [{ label: 'none' }, { label: 'some', examples: ['late'] }, { label: 'all' }]),
-    );
-    add('score array levels', score(severity, [['calm'], ['annoyed', 'upset'], []]));
+    common.structuredLevels(add, severity);
     // special-token strings in user text
     add(
       '[SEP] [CLS] [PAD] [UNK] [MASK] in state',
@@ -252,39 +186,13 @@ function requests(ref: ReferenceTokenizers): GoldenRequest[] {
     );
     add('special strings in noul criteria', noul(refund, { true: 'yes [SEP] [MASK]' }));
     add('special strings in score levels', score(severity, ['<|padding|>none', '[UNK] some']));
-    add('special strings split by another', noul(refund), '[MA[SEP]SK] and [SE[MASK]P] and [[CLS]]');
-    add('special strings in object state', noul(refund), {
-      '[SEP]': '[MASK] value',
-      nested: ['[CLS]', '<|endoftext|>'],
-    });
-    add('special strings in list state', noul(refund), ['turn one [SEP]', 'turn two [MASK]']);
-    add('look-alikes stay', noul(refund), '[mask] [ MASK ] [MASK [SEP  <|endoftext| ||IP_ADDRESS||');
-    add('non-special added token stays a token', noul(refund), 'from |||IP_ADDRESS||| at noon');
-    add('only special strings', noul('[MASK]'), '[MASK][SEP][CLS][PAD][UNK]<|endoftext|><|padding|>');
+    common.specialStringStates(add, refund);
+    common.lookAlikes(add, refund);
     // non-ASCII and CJK
-    add(
-      'CJK state',
-      noul('顧客は返金を求めています。'),
-      '注文番号1042は2日遅れて届き、箱が破損していました。返金を希望します。',
-    );
-    add(
-      'CJK options',
-      choice('主な話題は何ですか?', [
-        ['配送', '遅延、破損'],
-        ['請求', null],
-        ['製品', '商品そのもの'],
-      ]),
-    );
-    add('emoji and RTL', noul('The customer is happy 🙂'), 'مرحبا 🙂👍🏽 שלום — très bien');
-    add('accents composed and decomposed', noul(refund), 'café cafe\u0301 naïve nai\u0308ve');
+    common.nonAsciiTexts(add, refund, { cjk: '顧客は返金を求めています。', emoji: 'The customer is happy 🙂' });
     add('non-ASCII object state', noul(refund), { città: 'Zürich', 注文: ['返金', 'é'], emoji: '🙂' });
     // state shapes
-    add('control characters and escapes in object', noul(refund), {
-      text: 'line\nbreak\ttab "quote" back\\slash \u0001\u001f \u007f \u2028',
-    });
-    add('object state', noul(refund), { order: 1042, late_days: 2, damaged: true, note: null });
-    add('nested object state', noul(refund), { a: { b: { c: [1, { d: 'deep' }] } }, e: [] });
-    add('array state of strings', noul(refund), ['Hi, my order is late.', 'Sorry to hear that.', 'I want a refund.']);
+    common.structuredStates(add, refund);
     add(
       'array state of objects',
       choice(topic, [
@@ -296,9 +204,7 @@ function requests(ref: ReferenceTokenizers): GoldenRequest[] {
         { role: 'agent', text: 'sorry' },
       ],
     );
-    add('empty string state', noul(refund), '');
-    add('empty object state', noul(refund), {});
-    add('empty array state', noul(refund), []);
+    common.emptyStates(add, refund);
     add('numbers as Python writes them', noul(refund), {
       ints: [0, -0, 100, -7, 2 ** 53, 1e20],
       floats: [0.1, 1.5, -2.25, 1e-4, 1e-5, 1e21, 5e-324],
