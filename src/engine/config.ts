@@ -81,7 +81,8 @@ export interface EngineConfig {
   packTokens?: number;
   /**
    * Encoder families: most padded tokens of one batch of a request's rows (rows × the longest),
-   * longest rows first (families/evaluator.ts); 0 runs rows one by one.
+   * longest rows first (families/evaluator.ts); 0 runs rows one by one. Default by provider
+   * (src/defaults.ts): one by one on CPU, 4,096 on CUDA.
    */
   rowBatchTokens?: number;
   /**
@@ -152,7 +153,7 @@ export function resolveEngineConfig(c: EngineConfig): ResolvedEngineConfig {
     requestTokenBudget: c.requestTokenBudget ?? ALL.requestTokenBudget,
     questionTokenBudget: c.questionTokenBudget ?? ALL.questionTokenBudget,
     packTokens: c.packTokens ?? ALL.packTokens,
-    rowBatchTokens: c.rowBatchTokens ?? ALL.rowBatchTokens,
+    rowBatchTokens: c.rowBatchTokens ?? ALL.rowBatchTokens[provider],
     batchTokens: c.batchTokens ?? ALL.batchTokens[provider],
     confidence: c.confidence ?? ALL.confidence,
     packQuestions: c.packQuestions ?? ALL.packQuestions,
