@@ -37,7 +37,7 @@
 //   softmax(logits).
 //
 //   npx tsx tools/families/laya-replica.ts DIR [SHAPE [FLAVOR,…]]   writes a folder
-import { copyFileSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, linkSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DataType, GENERATED_DIR, GraphBuilder } from '../../src/internal.js';
@@ -45,9 +45,11 @@ import { LAYA_TEST_BPE, layaTestAdded, writeLayaTestTokenizer } from './laya-tok
 import {
   attend,
   cast,
-  ensureFolder,
+  ensureFlavored,
   F,
   F16,
+  type FlavoredReplica,
+  generated,
   gelu,
   I64,
   keysValid,
@@ -57,11 +59,10 @@ import {
   MASKED,
   type Net,
   param,
-  random,
-  readStamp,
-  scratchBeside,
+  parameterCount,
+  type Spec,
   splitHeads,
-  type WeightSource,
+  writeFlavored,
   writeJson as json,
   writeSafetensors,
 } from './replica-kit.js';
@@ -181,13 +182,6 @@ export const LAYA_REPLICA: LayaShape = LAYA_SHAPES.tiny;
 export type LayaFlavor = 'fp32' | 'fp16' | 'int8' | 'split' | 'safetensors';
 export const LAYA_FLAVORS: readonly LayaFlavor[] = ['fp32', 'fp16', 'int8', 'split', 'safetensors'];
 
-/** A weight's shape (PyTorch's orientation, Linear [out, in]) and its random distribution. */
-interface Spec {
-  shape: number[];
-  std: number;
-  mean: number;
-}
-
 /**
  * The weights, in PyTorch's names and orientation (Linear [out, in]) as DecisionModel's
  * state dict has them (`encoder.` the ModernBERT model, `head.layers.*` nn.TransformerEncoderLayer),
@@ -246,19 +240,7 @@ function weightSpecs(s: LayaShape): Map<string, Spec> {
 
 /** Parameter count of a shape (embedding included). */
 export function layaParameters(shape: LayaShape): number {
-  let n = 0;
-  for (const { shape: dims } of weightSpecs(shape).values()) n += dims.reduce((a, b) => a * b, 1);
-  return n;
-}
-
-/** The weights of a shape, each generated when a graph or file asks for it (nothing keeps them). */
-function generated(specs: Map<string, Spec>, seed: number): WeightSource {
-  return {
-    get(name) {
-      const spec = specs.get(name);
-      return spec && random(seed, name, spec.shape, spec.std, spec.mean);
-    },
-  };
+  return parameterCount(weightSpecs(shape));
 }
 
 /** A graph's compute dtype: fp32, fp16, or fp32 with int8 Linears (dynamic quantization). */
@@ -584,6 +566,77 @@ function writeFlavors(
   }
 }
 
+/** The replica at `name` for replica-kit's flavored folders: its files, flavors and assay.json. */
+function layaReplica(seed: number, name: LayaShapeName, log: (line: string) => void): FlavoredReplica<LayaFlavor> {
+  const c = LAYA_SHAPES[name];
+  return {
+    version: LAYA_REPLICA_VERSION,
+    seed,
+    shape: name,
+    all: LAYA_FLAVORS,
+    stamp: (flavors) => ({
+      synthetic: true,
+      family: 'laya',
+      generator: 'laya-replica',
+      generator_version: LAYA_REPLICA_VERSION,
+      seed,
+      shape: name,
+      flavors,
+      warning: 'random weights: the answers are MEANINGLESS',
+    }),
+    writeFlavors: (out, flavors) => {
+      mkdirSync(join(out, 'onnx'), { recursive: true });
+      writeFlavors(out, seed, name, flavors, log);
+    },
+    writeCommon: (out) => {
+      const tokDir = join(out, 'tokenizer');
+      writeLayaTestTokenizer(tokDir, c.tokenizerBpe);
+      json(join(tokDir, 'special_tokens_map.json'), {
+        cls_token: '[CLS]',
+        mask_token: '[MASK]',
+        pad_token: '[PAD]',
+        sep_token: '[SEP]',
+        unk_token: '[UNK]',
+      });
+      const added = layaTestAdded(c.tokenizerBpe);
+      const tokenId = (content: string): number => added.find((t) => t.content === content)!.id;
+      json(join(out, 'config.json'), {
+        architectures: ['ModernBertModel'],
+        model_type: 'modernbert',
+        hidden_size: c.hidden,
+        intermediate_size: c.intermediate,
+        num_hidden_layers: c.layers,
+        num_attention_heads: c.heads,
+        vocab_size: c.vocab,
+        max_position_embeddings: c.maxPositions,
+        global_attn_every_n_layers: c.globalEvery,
+        local_attention: c.localWindow,
+        global_rope_theta: c.globalTheta,
+        local_rope_theta: c.localTheta,
+        hidden_activation: 'gelu',
+        norm_eps: c.eps,
+        norm_bias: false,
+        attention_bias: false,
+        mlp_bias: false,
+        cls_token_id: tokenId('[CLS]'),
+        sep_token_id: tokenId('[SEP]'),
+        pad_token_id: tokenId('[PAD]'),
+        mask_token_id: tokenId('[MASK]'),
+        torch_dtype: 'float32',
+      });
+      json(join(out, 'rl_agent_config.json'), {
+        ...LAYA_REPLICA_AGENT_CONFIG,
+        encoder:
+          name === 'tiny'
+            ? LAYA_REPLICA_AGENT_CONFIG.encoder
+            : `assay/laya-${name} (synthetic ModernBERT-like, random weights)`,
+        max_len: c.maxLen,
+        head_layers: c.headLayers,
+      });
+    },
+  };
+}
+
 /** Writes the replica's folder into `out` (created): the common files, `flavors`, and assay.json last. */
 export function writeLayaReplica(
   out: string,
@@ -592,94 +645,7 @@ export function writeLayaReplica(
   flavors: readonly LayaFlavor[] = defaultFlavors(name),
   log: (line: string) => void = () => {},
 ): void {
-  const c = LAYA_SHAPES[name];
-  mkdirSync(join(out, 'onnx'), { recursive: true });
-  writeFlavors(out, seed, name, flavors, log);
-  const tokDir = join(out, 'tokenizer');
-  writeLayaTestTokenizer(tokDir, c.tokenizerBpe);
-  json(join(tokDir, 'special_tokens_map.json'), {
-    cls_token: '[CLS]',
-    mask_token: '[MASK]',
-    pad_token: '[PAD]',
-    sep_token: '[SEP]',
-    unk_token: '[UNK]',
-  });
-  const added = layaTestAdded(c.tokenizerBpe);
-  const tokenId = (content: string): number => added.find((t) => t.content === content)!.id;
-  json(join(out, 'config.json'), {
-    architectures: ['ModernBertModel'],
-    model_type: 'modernbert',
-    hidden_size: c.hidden,
-    intermediate_size: c.intermediate,
-    num_hidden_layers: c.layers,
-    num_attention_heads: c.heads,
-    vocab_size: c.vocab,
-    max_position_embeddings: c.maxPositions,
-    global_attn_every_n_layers: c.globalEvery,
-    local_attention: c.localWindow,
-    global_rope_theta: c.globalTheta,
-    local_rope_theta: c.localTheta,
-    hidden_activation: 'gelu',
-    norm_eps: c.eps,
-    norm_bias: false,
-    attention_bias: false,
-    mlp_bias: false,
-    cls_token_id: tokenId('[CLS]'),
-    sep_token_id: tokenId('[SEP]'),
-    pad_token_id: tokenId('[PAD]'),
-    mask_token_id: tokenId('[MASK]'),
-    torch_dtype: 'float32',
-  });
-  json(join(out, 'rl_agent_config.json'), {
-    ...LAYA_REPLICA_AGENT_CONFIG,
-    encoder:
-      name === 'tiny'
-        ? LAYA_REPLICA_AGENT_CONFIG.encoder
-        : `assay/laya-${name} (synthetic ModernBERT-like, random weights)`,
-    max_len: c.maxLen,
-    head_layers: c.headLayers,
-  });
-  // Written last: its presence means the folder is complete.
-  writeMarker(out, seed, name, flavors);
-}
-
-/** assay.json: what wrote the folder, and which flavors it holds (written through a rename: never half there). */
-function writeMarker(dir: string, seed: number, shape: LayaShapeName, flavors: readonly LayaFlavor[]): void {
-  const file = join(dir, 'assay.json');
-  const tmp = `${file}.tmp-${process.pid}`;
-  json(tmp, {
-    synthetic: true,
-    family: 'laya',
-    generator: 'laya-replica',
-    generator_version: LAYA_REPLICA_VERSION,
-    seed,
-    shape,
-    flavors: LAYA_FLAVORS.filter((f) => flavors.includes(f)),
-    warning: 'random weights: the answers are MEANINGLESS',
-  });
-  renameSync(tmp, file);
-}
-
-/** The flavors an assay.json of `shape` lists (readStamp: this version and seed), or null. */
-function flavorsOf(stamp: Record<string, unknown> | null, shape: LayaShapeName): LayaFlavor[] | null {
-  return stamp?.shape === shape && Array.isArray(stamp.flavors) ? (stamp.flavors as LayaFlavor[]) : null;
-}
-
-/** The flavors a current folder holds (written by this version, seed and shape), or null. */
-function written(dir: string, seed: number, shape: LayaShapeName): LayaFlavor[] | null {
-  return flavorsOf(readStamp(dir, LAYA_REPLICA_VERSION, seed), shape);
-}
-
-/** Moves every file under `from` to the same place under `to` (same file system: renames). */
-function moveInto(from: string, to: string): void {
-  for (const entry of readdirSync(from, { withFileTypes: true })) {
-    const src = join(from, entry.name);
-    const dst = join(to, entry.name);
-    if (entry.isDirectory()) {
-      mkdirSync(dst, { recursive: true });
-      moveInto(src, dst);
-    } else renameSync(src, dst);
-  }
+  writeFlavored(layaReplica(seed, name, log), out, flavors);
 }
 
 /**
@@ -694,34 +660,7 @@ export function ensureLayaReplica(
   flavors: readonly LayaFlavor[] = defaultFlavors(shape),
   log: (line: string) => void = () => {},
 ): string {
-  const target = resolve(dir);
-  const have = written(target, seed, shape);
-  const missing = flavors.filter((f) => !have?.includes(f));
-  if (have && missing.length > 0) {
-    // Only the missing flavors, written beside the folder and moved in; assay.json last.
-    const tmp = scratchBeside(target);
-    try {
-      mkdirSync(join(tmp, 'onnx'), { recursive: true });
-      writeFlavors(tmp, seed, shape, missing, log);
-      moveInto(tmp, target);
-      writeMarker(target, seed, shape, [...(written(target, seed, shape) ?? have), ...missing]);
-      return target;
-    } finally {
-      rmSync(tmp, { recursive: true, force: true });
-    }
-  }
-  // Current with every flavor asked for, or (re)written whole; a concurrent writer's folder is
-  // kept when it holds what was asked for.
-  return ensureFolder(
-    target,
-    LAYA_REPLICA_VERSION,
-    seed,
-    (out) => writeLayaReplica(out, seed, shape, flavors, log),
-    (stamp) => {
-      const held = flavorsOf(stamp, shape);
-      return held !== null && flavors.every((f) => held.includes(f));
-    },
-  );
+  return ensureFlavored(dir, layaReplica(seed, shape, log), flavors);
 }
 
 /** The folder of a shape: models/generated/laya-<shape>/. */

@@ -5,8 +5,8 @@
 // cache of a replica folder. Weights are looked up by name when a graph or file needs them, so a
 // replica at a real size can generate each one then instead of holding them all. Used by
 // laya-replica.ts and nli-replica.ts.
-import { closeSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import {
   DataType,
   type DynamicQuantized,
@@ -42,6 +42,30 @@ export function random(seed: number, name: string, shape: number[], std: number,
   const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
   for (let i = 0; i < data.length; i++) data[i] = mean + (next() + next() - 1) * std * Math.sqrt(6);
   return { shape, data };
+}
+
+/** A weight's shape (PyTorch's orientation, Linear [out, in]) and its random distribution. */
+export interface Spec {
+  shape: number[];
+  std: number;
+  mean: number;
+}
+
+/** The weights of `specs`, each generated when a graph or file asks for it (nothing keeps them). */
+export function generated(specs: ReadonlyMap<string, Spec>, seed: number): WeightSource {
+  return {
+    get(name) {
+      const spec = specs.get(name);
+      return spec && random(seed, name, spec.shape, spec.std, spec.mean);
+    },
+  };
+}
+
+/** How many numbers `specs` hold. */
+export function parameterCount(specs: ReadonlyMap<string, Spec>): number {
+  let n = 0;
+  for (const { shape } of specs.values()) n += shape.reduce((a, b) => a * b, 1);
+  return n;
 }
 
 /** What the graph functions share: the builder, the weights and the compute dtype. */
@@ -249,4 +273,92 @@ export function ensureFolder(
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+/**
+ * A replica folder at a named shape that holds only the flavors asked for, listed in its
+ * assay.json (with the shape): what ensureFlavored needs to write one or add flavors to it.
+ */
+export interface FlavoredReplica<F extends string> {
+  version: number;
+  seed: number;
+  shape: string;
+  /** Every flavor, in the order assay.json lists them. */
+  all: readonly F[];
+  /** assay.json for a folder holding `flavors` (its generator_version, seed, shape and flavors among the fields). */
+  stamp(flavors: readonly F[]): Record<string, unknown>;
+  /** Writes `flavors` into `out` (which exists). */
+  writeFlavors(out: string, flavors: readonly F[]): void;
+  /** Writes the files every folder of the shape holds besides its flavors and assay.json. */
+  writeCommon(out: string): void;
+}
+
+/** assay.json for `flavors` (written through a rename: never half there). */
+function writeStamp<F extends string>(r: FlavoredReplica<F>, dir: string, flavors: readonly F[]): void {
+  const file = join(dir, 'assay.json');
+  const tmp = `${file}.tmp-${process.pid}`;
+  writeJson(tmp, r.stamp(r.all.filter((f) => flavors.includes(f))));
+  renameSync(tmp, file);
+}
+
+/** Writes the whole folder into `out` (created): the common files, `flavors`, and assay.json last. */
+export function writeFlavored<F extends string>(r: FlavoredReplica<F>, out: string, flavors: readonly F[]): void {
+  mkdirSync(out, { recursive: true });
+  r.writeFlavors(out, flavors);
+  r.writeCommon(out);
+  writeStamp(r, out, flavors);
+}
+
+/** The flavors an assay.json of the replica's shape lists (readStamp: its version and seed), or null. */
+function flavorsOf<F extends string>(r: FlavoredReplica<F>, stamp: Record<string, unknown> | null): F[] | null {
+  return stamp?.shape === r.shape && Array.isArray(stamp.flavors) ? (stamp.flavors as F[]) : null;
+}
+
+/** Moves every file under `from` to the same place under `to` (same file system: renames). */
+function moveInto(from: string, to: string): void {
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    const src = join(from, entry.name);
+    const dst = join(to, entry.name);
+    if (entry.isDirectory()) {
+      mkdirSync(dst, { recursive: true });
+      moveInto(src, dst);
+    } else renameSync(src, dst);
+  }
+}
+
+/**
+ * The replica's folder `dir` with (at least) `flavors`, written once and reused while current
+ * (this version, seed and shape). A current folder that lacks some of `flavors` gets just those
+ * added; a folder of another version, seed or shape is rewritten whole.
+ */
+export function ensureFlavored<F extends string>(dir: string, r: FlavoredReplica<F>, flavors: readonly F[]): string {
+  const target = resolve(dir);
+  const written = (): F[] | null => flavorsOf(r, readStamp(target, r.version, r.seed));
+  const have = written();
+  const missing = flavors.filter((f) => !have?.includes(f));
+  if (have && missing.length > 0) {
+    // Only the missing flavors, written beside the folder and moved in; assay.json last.
+    const tmp = scratchBeside(target);
+    try {
+      mkdirSync(tmp, { recursive: true });
+      r.writeFlavors(tmp, missing);
+      moveInto(tmp, target);
+      writeStamp(r, target, [...(written() ?? have), ...missing]);
+      return target;
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+  // Current with every flavor asked for, or (re)written whole; a concurrent writer's folder is
+  // kept when it holds what was asked for.
+  return ensureFolder(
+    target,
+    r.version,
+    r.seed,
+    (out) => writeFlavored(r, out, flavors),
+    (stamp) => {
+      const held = flavorsOf(r, stamp);
+      return held !== null && flavors.every((f) => held.includes(f));
+    },
+  );
 }
