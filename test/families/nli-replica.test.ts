@@ -23,7 +23,14 @@ import {
 } from '../../src/engine/families/nli/layout.js';
 import { nliTokenizer, type LoadedNliTokenizer } from '../../src/engine/families/nli/tokenizer.js';
 import type { Content } from '../../src/engine/types.js';
-import { ensureNliReplica, NLI_FLAVORS, nliReplicaGraphs, type NliFlavor } from '../../tools/families/nli-replica.js';
+import {
+  ensureNliReplica,
+  NLI_FLAVORS,
+  NLI_SHAPES,
+  nliParameters,
+  nliReplicaGraphs,
+  type NliFlavor,
+} from '../../tools/families/nli-replica.js';
 import { graphIo, hasNumpy, PYTHON } from './replica-helpers.js';
 
 const REFERENCE = join(import.meta.dirname, '..', '..', 'tools', 'reference', 'nli_forward.py');
@@ -427,5 +434,24 @@ describe.each(FLAVORS)('the NLI replica, %s', (flavor) => {
     );
     for (const moved of [premise, hypothesis])
       expect(moved).toBeGreaterThan(50 * fp32Bound(Math.max(...base!.map(Math.abs))));
+  });
+});
+
+// The real shape is generated only for measuring (ensureNliReplicaShape, 1.7 GB): here its size
+// is checked from the weight list alone.
+describe('the NLI replica at deberta-v3-large', () => {
+  it('has the parameters its shape makes, about DeBERTa-v3-large’s 435M', () => {
+    const { hidden: H, intermediate: I, layers, types, vocab } = NLI_SHAPES['deberta-v3-large'];
+    expect([H, I, layers, NLI_SHAPES['deberta-v3-large'].heads, types, vocab]).toEqual([
+      1024, 4096, 24, 16, 2, 128_100,
+    ]);
+    const linear = (out: number, inp: number): number => out * inp + out;
+    const embeddings = (vocab + NLI_FLAVORS.deberta.positions + types) * H + 2 * H;
+    const layer = 4 * linear(H, H) + linear(I, H) + linear(H, I) + 2 * 2 * H;
+    const head = linear(H, H) + linear(NLI_FLAVORS.deberta.labels.length, H);
+    const total = embeddings + layers * layer + head;
+    expect(total).toBe(435_064_835);
+    expect(nliParameters('deberta-v3-large')).toBe(total);
+    expect(Math.abs(total / 435e6 - 1)).toBeLessThan(0.01);
   });
 });

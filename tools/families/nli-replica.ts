@@ -31,15 +31,22 @@
 // The modernbert flavor is shortened to 1,024 positions (ModernBERT reads 8,192) so the reference
 // can run a truncated row; tokenizer_config.json says so (model_max_length 1024).
 //
+// Shapes (NLI_SHAPES): `tiny` above (the default), and the DeBERTa-v3 NLI encoders at a real size
+// (`deberta-v3-large`, deberta flavor), for measuring: ensureNliReplicaShape writes only the
+// flavors asked for (fp32, int8, safetensors), each weight generated when needed and written at
+// once, into models/generated/nli-<shape>/ (replica-kit's flavored folders, as the Laya replica's).
+//
 //   npx tsx tools/families/nli-replica.ts deberta|modernbert DIR     writes the folder
+//   npx tsx tools/families/nli-replica.ts deberta-v3-large DIR [fp32,int8,safetensors]
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { DataType, GraphBuilder, quantizeSymmetric } from '../../src/internal.js';
+import { DataType, GENERATED_DIR, GraphBuilder, quantizeSymmetric } from '../../src/internal.js';
 import { debertaTestTokenizer, modernbertTestTokenizer } from './nli-tokenizers.js';
 import type { TestTokenizer } from './tokenizer-kit.js';
 import * as kit from './replica-kit.js';
 import type { Net, Tensor } from './replica-kit.js';
+import { SpoolGraph } from './spool-graph.js';
 
 /** Bumped when the graph or the weights change: a cached folder of another version is rewritten. */
 export const NLI_REPLICA_VERSION = 1;
@@ -77,8 +84,38 @@ export const NLI_FLAVORS: Readonly<Record<NliFlavor, Flavor>> = {
   },
 };
 
-/** The encoder's shape (the vocabulary is the flavor's tokenizer's). */
-export const NLI_REPLICA = { hidden: 32, heads: 2, intermediate: 64, layers: 2, types: 2 } as const;
+/** An encoder's shape. */
+export interface NliShape {
+  hidden: number;
+  heads: number;
+  intermediate: number;
+  layers: number;
+  types: number;
+  /** Rows of the word embedding: the real vocabulary; absent, the flavor's tokenizer's. */
+  vocab?: number;
+}
+
+/**
+ * The shapes: `tiny` (the default, both flavors, for tests) and the published NLI encoders at
+ * their real sizes, deberta flavor only (3 labels, token types, 512 positions), for measuring:
+ * `deberta-v3-large` is cross-encoder/nli-deberta-v3-large's and MoritzLaurer's DeBERTa-v3-large
+ * zero-shot models' config.json (hidden 1024, 24 layers, 16 heads, 4096, vocabulary 128,100; the
+ * stand-in tokenizer's ids are far fewer, the rows past them never read). Its BERT-like stand-in
+ * has 435.1M numbers (nliParameters), DeBERTa-v3-large 435M: the absolute position table (512
+ * rows) stands where DeBERTa's relative embeddings (512 rows) are, the token type rows (2) and
+ * pooler are the replica's.
+ */
+export const NLI_SHAPES = {
+  tiny: { hidden: 32, heads: 2, intermediate: 64, layers: 2, types: 2 },
+  'deberta-v3-large': { hidden: 1024, heads: 16, intermediate: 4096, layers: 24, types: 2, vocab: 128_100 },
+} as const satisfies Record<string, NliShape>;
+
+export type NliShapeName = keyof typeof NLI_SHAPES;
+/** The shapes at a real size (deberta flavor). */
+export type NliRealShape = Exclude<NliShapeName, 'tiny'>;
+
+/** The tiny replica's shape (the default; the vocabulary is the flavor's tokenizer's). */
+export const NLI_REPLICA: NliShape = NLI_SHAPES.tiny;
 
 /** The folder of a flavor under models/generated/. */
 export function nliReplicaDir(flavor: NliFlavor): string {
@@ -101,17 +138,18 @@ function vocabSize(tokenizer: Record<string, unknown>): number {
 }
 
 /**
- * The weights, in the PyTorch names and orientation of a BERT-style sequence classifier (Linear
- * [out, in]). LayerNorms keep activations O(1); queries and keys have gain 2 (scores of spread
- * ~4: attention uneven but not one-hot); the classifier gain 3 makes logits of a few units.
+ * The weights' shapes and distributions, in the PyTorch names, orientation (Linear [out, in])
+ * and state-dict order of a BERT-style sequence classifier. LayerNorms keep activations O(1);
+ * queries and keys have gain 2 (scores of spread ~4: attention uneven but not one-hot); the
+ * classifier gain 3 makes logits of a few units.
  */
-export function nliReplicaWeights(flavor: NliFlavor, seed = NLI_REPLICA_SEED): Map<string, Tensor> {
+function weightSpecs(flavor: NliFlavor, shape: NliShape): Map<string, kit.Spec> {
   const f = NLI_FLAVORS[flavor];
-  const { hidden: H, intermediate: I, layers, types } = NLI_REPLICA;
-  const vocab = vocabSize(f.tokenizer().tokenizer);
-  const w = new Map<string, Tensor>();
-  const set = (name: string, shape: number[], std: number, mean = 0): void => {
-    w.set(name, kit.random(seed, name, shape, std, mean));
+  const { hidden: H, intermediate: I, layers, types } = shape;
+  const vocab = shape.vocab ?? vocabSize(f.tokenizer().tokenizer);
+  const w = new Map<string, kit.Spec>();
+  const set = (name: string, dims: number[], std: number, mean = 0): void => {
+    w.set(name, { shape: dims, std, mean });
   };
   const dense = (name: string, out: number, inp: number, gain = 1): void => {
     set(`${name}.weight`, [out, inp], gain / Math.sqrt(inp));
@@ -141,6 +179,18 @@ export function nliReplicaWeights(flavor: NliFlavor, seed = NLI_REPLICA_SEED): M
   return w;
 }
 
+/** The tiny replica's weights, all of them (the shapes at real sizes generate each when needed). */
+export function nliReplicaWeights(flavor: NliFlavor, seed = NLI_REPLICA_SEED): Map<string, Tensor> {
+  const specs = weightSpecs(flavor, NLI_REPLICA);
+  const w = kit.generated(specs, seed);
+  return new Map([...specs.keys()].map((name) => [name, w.get(name)!]));
+}
+
+/** Parameter count of a shape (embeddings included; deberta flavor unless named). */
+export function nliParameters(shape: NliShapeName, flavor: NliFlavor = 'deberta'): number {
+  return kit.parameterCount(weightSpecs(flavor, NLI_SHAPES[shape]));
+}
+
 /**
  * An embedding lookup. Quantized: the table in int8 (symmetric, per tensor) gathered and then
  * dequantized, as quantize_dynamic writes a Gather over an initializer.
@@ -156,10 +206,15 @@ function embedding(n: Net, name: string, indices: string): string {
   return g.op('DequantizeLinear', [g.op('Gather', [table, indices], { axis: { i: 0 } }), s, zp]);
 }
 
+/** The graph pieces' Net (replica-kit.ts) and the shape it builds. */
+interface NliNet extends Net {
+  shape: NliShape;
+}
+
 /** The classifier: inputs → logits [batch, labels]. */
-function classifier(n: Net, ids: string, mask: string, types: string | undefined): string {
+function classifier(n: NliNet, ids: string, mask: string, types: string | undefined): string {
   const { g } = n;
-  const { hidden: H, heads, layers } = NLI_REPLICA;
+  const { hidden: H, heads, layers } = n.shape;
   const d = H / heads;
   const seqLen = g.op('Gather', [g.op('Shape', [ids]), g.constI64([1], [])], { axis: { i: 0 } });
   const positions = g.op('Range', [g.constI64([0], []), seqLen, g.constI64([1], [])]);
@@ -185,48 +240,65 @@ function classifier(n: Net, ids: string, mask: string, types: string | undefined
   return dense(kit.gelu(n, dense(cls, 'pooler.dense')), 'classifier');
 }
 
-/** One graph file: fp32 (inline, or external data next to it) or int8. */
+/**
+ * One graph file: fp32 (inline, or external data next to it) or int8. At a real size (`shape`
+ * not tiny) the int8 graph's weights are spooled to disk as they are added (SpoolGraph), and its
+ * DynamicQuantizeLinear outputs named as quantize_dynamic names them.
+ */
 function writeGraph(
   file: string,
   flavor: NliFlavor,
-  w: Map<string, Tensor>,
-  opts: { external?: string; quantized?: boolean },
+  w: kit.WeightSource,
+  opts: { external?: string; quantized?: boolean; shape?: NliShape },
 ): void {
   const f = NLI_FLAVORS[flavor];
+  const shape = opts.shape ?? NLI_REPLICA;
+  const tiny = shape === NLI_REPLICA;
   const external = opts.external ? { path: join(dirname(file), opts.external), location: opts.external } : undefined;
-  const g = new GraphBuilder('main_graph', external);
-  // quantizedNames 'fresh': the int8 graph as version 1 wrote it (its bytes unchanged).
-  const n: Net = {
+  const g = external || tiny ? new GraphBuilder('main_graph', external) : new SpoolGraph('main_graph', `${file}.spool`);
+  // quantizedNames 'fresh' (tiny): the int8 graph as version 1 wrote it (its bytes unchanged).
+  const n: NliNet = {
     g,
     w,
+    shape,
     half: false,
     eps: f.eps,
     added: new Set(),
     quantized: opts.quantized,
-    quantizedNames: 'fresh',
+    quantizedNames: tiny ? 'fresh' : 'activation',
   };
-  const dims = ['batch_size', 'sequence_length'];
-  const ids = g.input('input_ids', kit.I64, dims);
-  const mask = g.input('attention_mask', kit.I64, dims);
-  const types = f.typeIds ? g.input('token_type_ids', kit.I64, dims) : undefined;
-  g.output('logits', kit.F, ['batch_size', f.labels.length]);
-  g.node('Identity', [classifier(n, ids, mask, types)], { outputs: ['logits'] });
-  g.save(file, {
-    opset: 18,
-    producer: 'assay-nli-replica',
-    docString: `NLI replica (${flavor}): random weights, MEANINGLESS answers.`,
-  });
+  try {
+    const dims = ['batch_size', 'sequence_length'];
+    const ids = g.input('input_ids', kit.I64, dims);
+    const mask = g.input('attention_mask', kit.I64, dims);
+    const types = f.typeIds ? g.input('token_type_ids', kit.I64, dims) : undefined;
+    g.output('logits', kit.F, ['batch_size', f.labels.length]);
+    g.node('Identity', [classifier(n, ids, mask, types)], { outputs: ['logits'] });
+    g.save(file, {
+      opset: 18,
+      producer: 'assay-nli-replica',
+      docString: `NLI replica (${flavor}): random weights, MEANINGLESS answers.`,
+    });
+  } catch (e) {
+    g.abort();
+    throw e;
+  }
 }
 
 /** config.json: the replica's own shape, in the field names of the model it stands for. */
-function modelConfig(flavor: NliFlavor, vocab: number, specials: Record<string, number>): Record<string, unknown> {
+function modelConfig(
+  flavor: NliFlavor,
+  shape: NliShape,
+  vocab: number,
+  specials: Record<string, number>,
+): Record<string, unknown> {
   const f = NLI_FLAVORS[flavor];
-  const { hidden, heads, intermediate, layers, types } = NLI_REPLICA;
+  const { hidden, heads, intermediate, layers, types } = shape;
   const labels = {
     id2label: Object.fromEntries(f.labels.map((l, i) => [String(i), l])),
     label2id: Object.fromEntries(f.labels.map((l, i) => [l, i])),
   };
-  const shape = {
+  const sizes = {
     hidden_size: hidden,
     num_hidden_layers: layers,
     num_attention_heads: heads,
@@ -238,7 +310,7 @@ function modelConfig(flavor: NliFlavor, vocab: number, specials: Record<string, 
     return {
       architectures: ['DebertaV2ForSequenceClassification'],
       model_type: 'deberta-v2',
-      ...shape,
+      ...sizes,
       hidden_act: 'gelu',
       layer_norm_eps: f.eps,
       // The replica's, not DeBERTa-v3's (type_vocab_size 0, relative attention, no absolute positions).
@@ -254,7 +326,7 @@ function modelConfig(flavor: NliFlavor, vocab: number, specials: Record<string, 
   return {
     architectures: ['ModernBertForSequenceClassification'],
     model_type: 'modernbert',
-    ...shape,
+    ...sizes,
     hidden_activation: 'gelu',
     norm_eps: f.eps,
     classifier_pooling: 'cls',
@@ -272,7 +344,6 @@ function modelConfig(flavor: NliFlavor, vocab: number, specials: Record<string, 
 export function writeNliReplica(flavor: NliFlavor, out: string, seed = NLI_REPLICA_SEED): void {
   const f = NLI_FLAVORS[flavor];
   const w = nliReplicaWeights(flavor, seed);
-  const { tokenizer, config } = f.tokenizer();
   mkdirSync(out, { recursive: true });
   if (f.layout === 'transformers.js') {
     const onnxDir = join(out, 'onnx');
@@ -280,7 +351,30 @@ export function writeNliReplica(flavor: NliFlavor, out: string, seed = NLI_REPLI
     writeGraph(join(onnxDir, 'model.onnx'), flavor, w, { external: 'model.onnx_data' });
     writeGraph(join(onnxDir, 'model_quantized.onnx'), flavor, w, { quantized: true });
   } else writeGraph(join(out, 'model.onnx'), flavor, w, {});
+  writeCommon(flavor, NLI_REPLICA, out);
+  kit.writeSafetensors(join(out, 'weights.safetensors'), w, w, { format: 'pt', flavor, seed: String(seed) });
+  // Written last: its presence means the folder is complete.
+  kit.writeJson(join(out, 'assay.json'), assayJson(flavor, seed));
+}
 
+/** assay.json: what wrote the folder (a real shape's adds its shape and flavors before the warning). */
+function assayJson(flavor: NliFlavor, seed: number, more: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    synthetic: true,
+    family: 'nli-pairs',
+    generator: 'nli-replica',
+    generator_version: NLI_REPLICA_VERSION,
+    flavor,
+    seed,
+    ...more,
+    warning: 'random weights: the answers are MEANINGLESS',
+  };
+}
+
+/** The tokenizer files and config.json of a flavor at `shape`. */
+function writeCommon(flavor: NliFlavor, shape: NliShape, out: string): void {
+  const f = NLI_FLAVORS[flavor];
+  const { tokenizer, config } = f.tokenizer();
   // tokenizer.json as the stand-in makes it: its truncation and padding stay in the file.
   writeFileSync(join(out, 'tokenizer.json'), JSON.stringify(tokenizer));
   kit.writeJson(join(out, 'tokenizer_config.json'), { ...config, model_max_length: f.positions });
@@ -290,18 +384,7 @@ export function writeNliReplica(flavor: NliFlavor, out: string, seed = NLI_REPLI
     join(out, 'special_tokens_map.json'),
     Object.fromEntries(['cls', 'sep', 'pad', 'unk', 'mask'].map((k) => [`${k}_token`, config[`${k}_token`]])),
   );
-  kit.writeJson(join(out, 'config.json'), modelConfig(flavor, vocabSize(tokenizer), specials));
-  kit.writeSafetensors(join(out, 'weights.safetensors'), w, w, { format: 'pt', flavor, seed: String(seed) });
-  // Written last: its presence means the folder is complete.
-  kit.writeJson(join(out, 'assay.json'), {
-    synthetic: true,
-    family: 'nli-pairs',
-    generator: 'nli-replica',
-    generator_version: NLI_REPLICA_VERSION,
-    flavor,
-    seed,
-    warning: 'random weights: the answers are MEANINGLESS',
-  });
+  kit.writeJson(join(out, 'config.json'), modelConfig(flavor, shape, shape.vocab ?? vocabSize(tokenizer), specials));
 }
 
 /**
@@ -312,12 +395,89 @@ export function ensureNliReplica(flavor: NliFlavor, dir = nliReplicaDir(flavor),
   return kit.ensureFolder(dir, NLI_REPLICA_VERSION, seed, (out) => writeNliReplica(flavor, out, seed));
 }
 
+/** What a folder at a real shape can hold; only the flavors asked for are written. */
+export type NliShapeFlavor = 'fp32' | 'int8' | 'safetensors';
+export const NLI_SHAPE_FLAVORS: readonly NliShapeFlavor[] = ['fp32', 'int8', 'safetensors'];
+
+/** The folder of a real shape: models/generated/nli-<shape>/. */
+export function nliShapeDir(shape: NliRealShape): string {
+  return join(GENERATED_DIR, `nli-${shape}`);
+}
+
+/**
+ * The deberta flavor at a real shape for replica-kit's flavored folders: the transformers.js
+ * layout (onnx/model.onnx + model.onnx_data fp32, onnx/model_quantized.onnx int8, every Linear
+ * and the embedding tables dynamically quantized as quantize_dynamic does, as the tiny's), the
+ * tokenizer files, config.json, weights.safetensors when asked for. Every weight is generated
+ * when a graph or file needs it and written at once: nothing holds them all.
+ */
+function nliShapeReplica(
+  name: NliRealShape,
+  seed: number,
+  log: (line: string) => void,
+): kit.FlavoredReplica<NliShapeFlavor> {
+  const flavor: NliFlavor = 'deberta';
+  const shape: NliShape = NLI_SHAPES[name];
+  const specs = weightSpecs(flavor, shape);
+  return {
+    version: NLI_REPLICA_VERSION,
+    seed,
+    shape: name,
+    all: NLI_SHAPE_FLAVORS,
+    stamp: (flavors) => assayJson(flavor, seed, { shape: name, flavors }),
+    writeFlavors: (out, flavors) => {
+      const onnxDir = join(out, 'onnx');
+      mkdirSync(onnxDir, { recursive: true });
+      for (const which of NLI_SHAPE_FLAVORS.filter((f) => flavors.includes(f))) {
+        const t0 = performance.now();
+        const w = kit.generated(specs, seed);
+        if (which === 'fp32')
+          writeGraph(join(onnxDir, 'model.onnx'), flavor, w, { external: 'model.onnx_data', shape });
+        else if (which === 'int8')
+          writeGraph(join(onnxDir, 'model_quantized.onnx'), flavor, w, { quantized: true, shape });
+        else
+          kit.writeSafetensors(join(out, 'weights.safetensors'), specs, w, {
+            format: 'pt',
+            flavor,
+            seed: String(seed),
+          });
+        log(`nli-${name} ${which}: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      }
+    },
+    writeCommon: (out) => writeCommon(flavor, shape, out),
+  };
+}
+
+/**
+ * The NLI replica (deberta flavor) at a real `shape` with (at least) `flavors` (default fp32),
+ * cached in models/generated/nli-<shape>/ and written only when missing: a current folder that
+ * lacks some of them gets just those added. At deberta-v3-large fp32 is 1.74 GB.
+ */
+export function ensureNliReplicaShape(
+  shape: NliRealShape,
+  flavors: readonly NliShapeFlavor[] = ['fp32'],
+  opts: { seed?: number; dir?: string; log?: (line: string) => void } = {},
+): string {
+  const replica = nliShapeReplica(shape, opts.seed ?? NLI_REPLICA_SEED, opts.log ?? (() => {}));
+  return kit.ensureFlavored(opts.dir ?? nliShapeDir(shape), replica, flavors);
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  const [flavor, dir] = process.argv.slice(2);
-  if ((flavor !== 'deberta' && flavor !== 'modernbert') || !dir) {
+  const [what, dir, list] = process.argv.slice(2);
+  const shapes = Object.keys(NLI_SHAPES).filter((s) => s !== 'tiny');
+  const flavors = (list?.split(',') ?? ['fp32']) as NliShapeFlavor[];
+  if (what && shapes.includes(what) && dir && flavors.every((f) => NLI_SHAPE_FLAVORS.includes(f))) {
+    const log = (line: string): void => console.log(line);
+    kit.writeFlavored(nliShapeReplica(what as NliRealShape, NLI_REPLICA_SEED, log), resolve(dir), flavors);
+    console.log(`wrote the NLI replica (deberta, ${what}) to ${dir}`);
+  } else if ((what === 'deberta' || what === 'modernbert') && dir && !list) {
+    writeNliReplica(what, resolve(dir));
+    console.log(`wrote the NLI replica (${what}) to ${dir}`);
+  } else {
     console.error('usage: npx tsx tools/families/nli-replica.ts deberta|modernbert DIR');
+    console.error(
+      `       npx tsx tools/families/nli-replica.ts ${shapes.join('|')} DIR [${NLI_SHAPE_FLAVORS.join(',')}]`,
+    );
     process.exit(2);
   }
-  writeNliReplica(flavor, resolve(dir));
-  console.log(`wrote the NLI replica (${flavor}) to ${dir}`);
 }
