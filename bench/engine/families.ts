@@ -1,5 +1,6 @@
-// The Laya family (laya-markers) at the real shapes of its published encoders (synthetic replicas:
-// tools/families/laya-replica.ts): ModernBERT-large (421M) fp32 and int8, mmBERT-base fp32.
+// The encoder families at the real shapes of their published models (synthetic replicas:
+// tools/families/laya-replica.ts, nli-replica.ts): Laya on ModernBERT-large (421M) fp32 and int8
+// and mmBERT-base fp32; NLI pairs on DeBERTa-v3-large's size (435M) int8 and fp32.
 // - Requests of 1 / 5 / 20 questions on 128 / 512 / 1,024-token states through Assay as served
 //   (the engine thread, the family's layout and answers), beside onnxruntime running the same graph
 //   on the same rows directly (the rows Assay builds, batched the same way; only session.run is
@@ -17,13 +18,19 @@ import {
   layaFeeds,
   loadEvaluator,
   loadLaya,
+  loadNli,
+  nliFeeds,
   resolveEngineConfig,
   rowBatches,
   sessionOptions,
   type EvaluateRequest,
   type Evaluator,
+  type EncoderFamily,
+  type EncoderRow,
   type LayaRowInput,
+  type NliRowInput,
 } from '../../src/internal.js';
+import { ensureNliReplicaShape, NLI_SHAPES } from '../../tools/families/nli-replica.js';
 import { ensureLayaReplicaShape, LAYA_SHAPES, type LayaShapeName } from '../../tools/families/laya-replica.js';
 import { table, ms, ratio, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { pairedRatio, roundSummary, summarize, timeMs } from '../lib/stats.js';
@@ -33,14 +40,17 @@ import { mixedQuestions } from '../lib/text.js';
 const GEMM = { fp32: 183e9, int8: 742e9 } as const;
 const GOAL = 1.05;
 
-interface Model {
-  shape: LayaShapeName;
-  variant: 'fp32' | 'int8';
-}
+type Model =
+  | { family: 'laya-markers'; shape: LayaShapeName; variant: 'fp32' | 'int8' }
+  | { family: 'nli-pairs'; shape: 'deberta-v3-large'; variant: 'fp32' | 'int8' };
 
-/** Multiply-adds per token in the encoder's and head's Linear products (2 ops each). */
-function linearOps(shape: LayaShapeName): number {
-  const s = LAYA_SHAPES[shape];
+/** Operations per token in the encoder's (and Laya's head's) Linear products (2 per multiply-add). */
+function linearOps(m: Model): number {
+  if (m.family === 'nli-pairs') {
+    const s = NLI_SHAPES[m.shape];
+    return 2 * s.layers * (4 * s.hidden * s.hidden + 2 * s.hidden * s.intermediate);
+  }
+  const s = LAYA_SHAPES[m.shape];
   const layer = 4 * s.hidden * s.hidden + 3 * s.hidden * s.intermediate;
   const head = s.headLayers * (4 * s.hidden * s.hidden + 2 * s.hidden * s.headFf);
   return 2 * (s.layers * layer + head);
@@ -65,13 +75,18 @@ function stateOf(tok: Tokenizer, tokens: number, seed: number): string {
 
 export async function familiesSection(ctx: BenchContext): Promise<SectionResult> {
   const started = performance.now();
-  const models: Model[] = ctx.quick
-    ? [{ shape: 'tiny', variant: 'fp32' }]
+  const only = process.env.ASSAY_BENCH_FAMILIES?.split(',');
+  const all: Model[] = ctx.quick
+    ? [{ family: 'laya-markers', shape: 'tiny', variant: 'fp32' }]
     : [
-        { shape: 'modernbert-large', variant: 'fp32' },
-        { shape: 'modernbert-large', variant: 'int8' },
-        { shape: 'mmbert-base', variant: 'fp32' },
+        { family: 'laya-markers', shape: 'modernbert-large', variant: 'fp32' },
+        { family: 'laya-markers', shape: 'modernbert-large', variant: 'int8' },
+        { family: 'laya-markers', shape: 'mmbert-base', variant: 'fp32' },
+        { family: 'nli-pairs', shape: 'deberta-v3-large', variant: 'int8' },
+        { family: 'nli-pairs', shape: 'deberta-v3-large', variant: 'fp32' },
       ];
+  // ASSAY_BENCH_FAMILIES=nli-pairs (a comma list) runs only those families.
+  const models = all.filter((m) => !only || only.includes(m.family));
   type Cell = { questions: number; tokens: number; rounds: number };
   // A 421M encoder reads ~100-250 tokens/s on two cores: the full grid (1 / 5 / 20 questions on
   // 128 / 512 / 1,024 tokens) is run on ModernBERT-large fp32, a third of it on the other two.
@@ -94,7 +109,7 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
           { questions: 1, tokens: 128, rounds: 3 },
           { questions: 5, tokens: 512, rounds: 2 },
         ]
-      : m.shape === 'modernbert-large' && m.variant === 'fp32'
+      : m.family === 'laya-markers' && m.shape === 'modernbert-large' && m.variant === 'fp32'
         ? full
         : some;
   const rows: Array<Record<string, unknown>> = [];
@@ -103,10 +118,14 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
   let seed = 3700;
 
   for (const m of models) {
-    const label = `${m.shape} ${m.variant}`;
+    const label = `${m.shape} ${m.variant}${m.family === 'nli-pairs' ? ' (NLI pairs)' : ''}`;
     ctx.log(`  ${label}: writing or reusing the replica`);
-    const dir = ensureLayaReplicaShape(m.shape, [m.variant], { log: (l) => ctx.log(`    ${l}`) });
-    const tokDir = join(dir, 'tokenizer');
+    const log = (l: string) => ctx.log(`    ${l}`);
+    const dir =
+      m.family === 'laya-markers'
+        ? ensureLayaReplicaShape(m.shape, [m.variant], { log })
+        : ensureNliReplicaShape(m.shape, [m.variant], { log });
+    const tokDir = m.family === 'laya-markers' ? join(dir, 'tokenizer') : dir;
     const tokConfig = JSON.parse(readFileSync(join(tokDir, 'tokenizer_config.json'), 'utf8')) as Record<
       string,
       unknown
@@ -115,7 +134,7 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
     const padId = tok.token_to_id(String(tokConfig.pad_token ?? '[PAD]'))!;
     const config = resolveEngineConfig({ modelDir: dir, variant: m.variant, threads: ctx.threads });
     // The rows Assay builds (the family's layout, outside any timing) and the graph it runs.
-    const family = await loadLaya(config);
+    const family: EncoderFamily = m.family === 'laya-markers' ? await loadLaya(config) : await loadNli(config);
     const graph = family.graph;
     const warnings: string[] = [];
     const assay: Evaluator = await loadEvaluator({
@@ -127,14 +146,14 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
     const bare = await ort.InferenceSession.create(graph, await sessionOptions(config));
     const alone = family.rowsAlone;
     notes.push(`${label}: ${graph.replace(dir, '<replica>')}${alone ? ' (dynamic int8: rows one by one)' : ''}`);
-    const runBare = async (planned: LayaRowInput[]) => {
+    const typeIds = bare.inputNames.includes('token_type_ids');
+    const feeds = (batch: EncoderRow[]) =>
+      m.family === 'laya-markers'
+        ? layaFeeds(batch as LayaRowInput[], padId)
+        : nliFeeds(batch as NliRowInput[], padId, typeIds);
+    const runBare = async (planned: EncoderRow[]) => {
       for (const batch of rowBatches(planned, alone ? 0 : config.rowBatchTokens))
-        await bare.run(
-          layaFeeds(
-            batch.map((i) => planned[i]!),
-            padId,
-          ),
-        );
+        await bare.run(feeds(batch.map((i) => planned[i]!)));
     };
     try {
       for (const cell of cellsOf(m)) {
@@ -145,13 +164,13 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
         });
         const warm = request();
         await assay.evaluate(warm);
-        await runBare(family.plan(warm).rows as LayaRowInput[]);
+        await runBare(family.plan(warm).rows);
         const times = { assay: [] as number[], bare: [] as number[] };
         let padded = 0;
         let inputTokens = 0;
         for (let r = 0; r < cell.rounds; r++) {
           const req = request();
-          const planned = family.plan(req).rows as LayaRowInput[];
+          const planned = family.plan(req).rows;
           inputTokens = planned.reduce((n, row) => n + row.tokens, 0);
           padded = rowBatches(planned, alone ? 0 : config.rowBatchTokens).reduce(
             (n, b) => n + b.length * Math.max(...b.map((i) => planned[i]!.tokens)),
@@ -173,11 +192,11 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
           overhead,
           questionsPerSecond: Math.round((1000 * cell.questions * 100) / a.median) / 100,
           tokensPerSecond: Math.round((1000 * padded) / a.median),
-          ceiling: Math.round(GEMM[m.variant] / linearOps(m.shape)),
+          ceiling: Math.round(GEMM[m.variant] / linearOps(m)),
         });
       }
       // Rows of one request batched (4,096 padded tokens, the CUDA default) against one by one (the CPU default).
-      if (!alone && m.shape === 'modernbert-large' && !ctx.quick) {
+      if (!alone && m.family === 'laya-markers' && m.shape === 'modernbert-large' && !ctx.quick) {
         const oneByOne = await loadEvaluator({
           modelDir: dir,
           variant: m.variant,
@@ -240,7 +259,7 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
   ];
   return {
     id: 'families',
-    title: '3e. Model families: Laya at the real shapes, Assay beside the bare session',
+    title: '3e. Model families: Laya and NLI pairs at the real shapes, Assay beside the bare session',
     config: { models, cells: { full, some }, threads: ctx.threads, quick: ctx.quick, gemm: GEMM },
     results: { rows, batching },
     targets,

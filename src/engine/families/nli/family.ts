@@ -17,9 +17,32 @@ import { nliLayout, type NliRow } from './layout.js';
 import { nliReadout } from './readout.js';
 import { nliTokenizer } from './tokenizer.js';
 
-interface NliRowInput {
+/** One option's row as the graph reads it. */
+export interface NliRowInput {
   tokens: number;
   row: NliRow;
+}
+
+/**
+ * The graph's inputs for a batch of rows, padded on the right to the longest with the pad id
+ * (attention_mask 0, token type 0); `token_type_ids` only when the graph takes them.
+ */
+export function nliFeeds(batch: readonly NliRowInput[], padId: number, typeIds: boolean): Record<string, ort.Tensor> {
+  const b = batch.length;
+  const s = Math.max(...batch.map((r) => r.tokens));
+  const ids: number[] = [];
+  const mask: number[] = [];
+  const types: number[] = [];
+  for (const { row } of batch)
+    for (let t = 0; t < s; t++) {
+      const real = t < row.ids.length;
+      ids.push(real ? row.ids[t]! : padId);
+      mask.push(real ? 1 : 0);
+      types.push(real ? (row.tokenTypeIds?.[t] ?? 0) : 0);
+    }
+  const feeds: Record<string, ort.Tensor> = { input_ids: i64(ids, [b, s]), attention_mask: i64(mask, [b, s]) };
+  if (typeIds) feeds.token_type_ids = i64(types, [b, s]);
+  return feeds;
 }
 
 const i64 = (values: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(values, BigInt), dims);
@@ -82,20 +105,7 @@ export async function loadNli(c: ResolvedEngineConfig): Promise<EncoderFamily<Nl
     },
 
     async run(batch: readonly NliRowInput[]): Promise<RowOutput[]> {
-      const b = batch.length;
-      const s = Math.max(...batch.map((r) => r.tokens));
-      const ids: number[] = [];
-      const mask: number[] = [];
-      const types: number[] = [];
-      for (const { row } of batch)
-        for (let t = 0; t < s; t++) {
-          const real = t < row.ids.length;
-          ids.push(real ? row.ids[t]! : tok.padId);
-          mask.push(real ? 1 : 0);
-          types.push(real ? (row.tokenTypeIds?.[t] ?? 0) : 0);
-        }
-      const feeds: Record<string, ort.Tensor> = { input_ids: i64(ids, [b, s]), attention_mask: i64(mask, [b, s]) };
-      if (typeIds) feeds.token_type_ids = i64(types, [b, s]);
+      const feeds = nliFeeds(batch, tok.padId, typeIds);
       let logits: Float32Array;
       let columns: number;
       try {
