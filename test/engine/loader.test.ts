@@ -47,8 +47,9 @@ describe('model loader', () => {
     const empty = mkdtempSync(join(tmpdir(), 'assay-empty-'));
     const e = await loadError(empty);
     expect(e).toBeInstanceOf(ModelLoadError);
+    // No family's files: it says what each family needs (families/detect.ts).
     expect(e.message).toMatch(
-      /found none of config\.json, genai_config\.json, \*\.onnx; expected config\.json .* or genai_config\.json/,
+      /matches no model family: a decoder needs config\.json .* or genai_config\.json; a Laya decision model .* needs rl_agent_config\.json/,
     );
   });
 
