@@ -54,24 +54,29 @@ async function registry(): Promise<string> {
   return file;
 }
 
+/** `assay eval --dataset` of the example dataset on a registered model, into its own folder; it succeeded. */
+async function evalDataset(model: string) {
+  const out = join(work, model);
+  const r = await run([
+    '--dataset',
+    'examples/support-tickets.jsonl',
+    '--model',
+    model,
+    '--registry',
+    await registry(),
+    '--out',
+    out,
+  ]);
+  expect(r.code, r.err).toBe(0);
+  return { r, out };
+}
+
 describe.each([
   ['laya-1', 'laya-cascade'],
   ['nli-1', 'nli-cascade'],
 ])('assay eval --dataset on %s', (model, cascade) => {
   it('answers every line of the example dataset: metrics per type, coverage, loudly synthetic', async () => {
-    const reg = await registry();
-    const out = join(work, model);
-    const r = await run([
-      '--dataset',
-      'examples/support-tickets.jsonl',
-      '--model',
-      model,
-      '--registry',
-      reg,
-      '--out',
-      out,
-    ]);
-    expect(r.code, r.err).toBe(0);
+    const { r, out } = await evalDataset(model);
     expect(r.out).toContain('synthetic (random weights)');
     const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
     expect(report).toMatchObject({ lines: 32, answers: 96, synthetic: true, model });
@@ -80,19 +85,7 @@ describe.each([
   }, 300_000);
 
   it('an escalating entry whose first model is the family folder: the escalation sweep', async () => {
-    const reg = await registry();
-    const out = join(work, cascade);
-    const r = await run([
-      '--dataset',
-      'examples/support-tickets.jsonl',
-      '--model',
-      cascade,
-      '--registry',
-      reg,
-      '--out',
-      out,
-    ]);
-    expect(r.code, r.err).toBe(0);
+    const { r, out } = await evalDataset(cascade);
     expect(r.out).toContain('## Escalation: accuracy against escalation rate');
     expect(r.out).toContain(`${model} answers; a question whose certainty`);
     const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
