@@ -68,4 +68,4 @@ export { sessionOptions } from './engine/model/session.js';
 export { rowBatches } from './engine/families/evaluator.js';
 export { loadLaya, layaFeeds, type LayaRowInput } from './engine/families/laya/family.js';
 export { loadNli, nliFeeds, type NliRowInput } from './engine/families/nli/family.js';
-export type { EncoderFamily, EncoderRow } from './engine/families/family.js';
+export type { RowFamily, FamilyRow } from './engine/families/family.js';

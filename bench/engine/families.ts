@@ -25,8 +25,8 @@ import {
   sessionOptions,
   type EvaluateRequest,
   type Evaluator,
-  type EncoderFamily,
-  type EncoderRow,
+  type RowFamily,
+  type FamilyRow,
   type LayaRowInput,
   type NliRowInput,
 } from '../../src/internal.js';
@@ -134,7 +134,7 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
     const padId = tok.token_to_id(String(tokConfig.pad_token ?? '[PAD]'))!;
     const config = resolveEngineConfig({ modelDir: dir, variant: m.variant, threads: ctx.threads });
     // The rows Assay builds (the family's layout, outside any timing) and the graph it runs.
-    const family: EncoderFamily = m.family === 'laya-markers' ? await loadLaya(config) : await loadNli(config);
+    const family: RowFamily = m.family === 'laya-markers' ? await loadLaya(config) : await loadNli(config);
     const graph = family.graph;
     const warnings: string[] = [];
     const assay: Evaluator = await loadEvaluator({
@@ -147,11 +147,11 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
     const alone = family.rowsAlone;
     notes.push(`${label}: ${graph.replace(dir, '<replica>')}${alone ? ' (dynamic int8: rows one by one)' : ''}`);
     const typeIds = bare.inputNames.includes('token_type_ids');
-    const feeds = (batch: EncoderRow[]) =>
+    const feeds = (batch: FamilyRow[]) =>
       m.family === 'laya-markers'
         ? layaFeeds(batch as LayaRowInput[], padId)
         : nliFeeds(batch as NliRowInput[], padId, typeIds);
-    const runBare = async (planned: EncoderRow[]) => {
+    const runBare = async (planned: FamilyRow[]) => {
       for (const batch of rowBatches(planned, alone ? 0 : config.rowBatchTokens))
         await bare.run(feeds(batch.map((i) => planned[i]!)));
     };

@@ -9,7 +9,7 @@ export { externalize } from './model/graph-file.js';
 export { inlineExternalData } from './model/q4-to-int8.js';
 export { ATTENTION_NOTE, Q4_NOTE } from './model/runner.js';
 // The families' light modules only (no onnxruntime): the loaders are imported when a model loads.
-export { FAMILY_NAMES, FAMILY_NOTE, type EncoderFamilyName } from './families/family.js';
+export { FAMILY_NAMES, FAMILY_NOTE, isRowFamily, type RowFamilyName } from './families/family.js';
 export {
   detectFamily,
   DECISION_FILE,

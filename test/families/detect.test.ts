@@ -46,10 +46,10 @@ describe('detectFamily', () => {
     expect(
       detectFamily(folder({ 'decision.json': '{"layout":"llm-logits-v1"}', 'rl_agent_config.json': '{}', ...GRAPH })),
     ).toBe('decoder');
-    expect(() => detectFamily(laya, 'kev-pointer')).toThrow(
-      /unknown model family 'kev-pointer'; known: decoder, laya-markers, nli-pairs/,
+    expect(() => detectFamily(laya, 'gliclass')).toThrow(
+      /unknown model family 'gliclass'; known: decoder, decider-labels, laya-markers, nli-pairs, kev-pointer/,
     );
-    expect(() => detectFamily(folder({ 'decision.json': '{"layout":"kev-pointer-v1"}' }))).toThrow(
+    expect(() => detectFamily(folder({ 'decision.json': '{"layout":"gliclass-v1"}' }))).toThrow(
       /decision\.json: layout/,
     );
   });

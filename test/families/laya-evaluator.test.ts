@@ -18,7 +18,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveEngineConfig } from '../../src/engine/config.js';
 import { BudgetError } from '../../src/engine/errors.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
-import type { EncoderFamily, EncoderRow } from '../../src/engine/families/family.js';
+import type { RowFamily, FamilyRow } from '../../src/engine/families/family.js';
 import { loadLaya } from '../../src/engine/families/laya/family.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import type { Answer, EvaluateRequest } from '../../src/engine/types.js';
@@ -56,7 +56,7 @@ function folderFor(config: string, onnx: string[] = ['model.onnx', 'model.onnx_d
   return dir;
 }
 
-const families = new Map<string, EncoderFamily<EncoderRow & { ids: number[]; markers: number[]; qtype: number }>>();
+const families = new Map<string, RowFamily<FamilyRow & { ids: number[]; markers: number[]; qtype: number }>>();
 const evaluators = new Map<string, Evaluator>();
 beforeAll(async () => {
   for (const config of Object.keys(goldens.configs)) {
@@ -264,8 +264,8 @@ describe('a Laya folder with an mmBERT-style tokenizer (Gemma-style special name
         pad_token: named('<pad>'),
       }),
     );
-    const family = (await loadLaya(resolveEngineConfig({ modelDir: mm, threads: 1 }))) as unknown as EncoderFamily<
-      EncoderRow & { ids: number[]; markers: number[] }
+    const family = (await loadLaya(resolveEngineConfig({ modelDir: mm, threads: 1 }))) as unknown as RowFamily<
+      FamilyRow & { ids: number[]; markers: number[] }
     >;
     const plain = families.get('laya-typed')!;
     try {

@@ -18,7 +18,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveEngineConfig } from '../../src/engine/config.js';
 import { BudgetError } from '../../src/engine/errors.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
-import type { EncoderFamily, EncoderRow, FamilyQuestion } from '../../src/engine/families/family.js';
+import type { RowFamily, FamilyRow, FamilyQuestion } from '../../src/engine/families/family.js';
 import type { NliRow } from '../../src/engine/families/nli/layout.js';
 import { loadNli } from '../../src/engine/families/nli/family.js';
 import { answerQuestions } from '../../src/engine/execution/answers.js';
@@ -84,7 +84,7 @@ function folderFor(model: string, variant?: 'int8'): string {
   return dir;
 }
 
-type NliFamily = EncoderFamily<EncoderRow & { row: NliRow }>;
+type NliFamily = RowFamily<FamilyRow & { row: NliRow }>;
 const families = new Map<string, NliFamily>();
 const evaluators = new Map<string, Evaluator>();
 beforeAll(async () => {

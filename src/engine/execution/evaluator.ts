@@ -3,7 +3,7 @@
 // encoded once (or taken from the cross-request cache), each question as a suffix on its KV.
 import { resolveEngineConfig, type EngineConfig, type ResolvedEngineConfig } from '../config.js';
 import { ModelLoadError } from '../errors.js';
-import { createFamilyEvaluator, detectFamily } from '../families/index.js';
+import { createFamilyEvaluator, detectFamily, isRowFamily } from '../families/index.js';
 import { answerQuestions, type AnswerTemperatures } from './answers.js';
 import { RequestBatcher } from './batching.js';
 import { chooseStrategy, fitsOnePass, STRATEGIES } from './strategies.js';
@@ -20,9 +20,9 @@ import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Eva
 
 export async function createEvaluator(settings: EngineConfig): Promise<Evaluator> {
   const config = resolveEngineConfig(settings);
-  // A folder of an encoder family is run by that family's evaluator (families/).
+  // A folder of a row family is run by that family's evaluator (families/).
   const family = detectFamily(config.modelDir, config.family);
-  if (family !== 'decoder') return createFamilyEvaluator(config, family);
+  if (isRowFamily(family)) return createFamilyEvaluator(config, family);
   const folder = await openModelFolder(config.modelDir, config.variant);
   const codec = await TextCodec.load(folder.dir);
   if (!codec.hasChatTemplate) {

@@ -18,14 +18,14 @@ import type {
   EvaluateResult,
   Evaluator,
 } from '../types.js';
-import type { EncoderFamily, EncoderRow, FamilyPlan, RowOutput } from './family.js';
+import type { RowFamily, FamilyRow, FamilyPlan, RowOutput } from './family.js';
 
 /**
  * The rows of a plan in batches: longest first, each batch at most `batchTokens` padded tokens (its
  * row count × its longest row), at least one row. Sorting by length keeps the padding small; 0 (or a
  * budget under the longest row) runs rows one by one.
  */
-export function rowBatches(rows: readonly EncoderRow[], batchTokens: number): number[][] {
+export function rowBatches(rows: readonly FamilyRow[], batchTokens: number): number[][] {
   const order = rows.map((_, i) => i).sort((a, b) => rows[b]!.tokens - rows[a]!.tokens || a - b);
   const batches: number[][] = [];
   let batch: number[] = [];
@@ -47,7 +47,7 @@ export class FamilyEvaluator implements Evaluator {
 
   constructor(
     private readonly config: ResolvedEngineConfig,
-    private readonly family: EncoderFamily,
+    private readonly family: RowFamily,
     readonly synthetic: boolean,
     /** `assay calibrate`'s temperatures (assay.json), applied as to a decoder's label log-probabilities. */
     private readonly temperatures: AnswerTemperatures = {},
@@ -85,7 +85,7 @@ export class FamilyEvaluator implements Evaluator {
     return this.evaluate(parseBody(body), options);
   }
 
-  private answers(plan: FamilyPlan<EncoderRow>, outputs: readonly RowOutput[]): EvaluateResult {
+  private answers(plan: FamilyPlan<FamilyRow>, outputs: readonly RowOutput[]): EvaluateResult {
     const notes: EvaluateNotes = {};
     const logps = plan.questions.map((q) => {
       const rows = q.rows.map((i) => outputs[i]!);

@@ -1,20 +1,44 @@
 // A model family: how a request becomes a model's input rows, how one row's output is read back,
 // and the calibration that ships with the weights. The decoder family is the engine's own
-// (prompting/, execution/); the encoder families (laya/, nli/) implement EncoderFamily and are run
+// (prompting/, execution/); the encoder families (laya/, nli/) implement RowFamily and are run
 // by one evaluator (evaluator.ts), which turns their option probabilities into the answers with the
 // engine's shared answer code. docs/families/*.md hold each family's written layout.
 import type { EvaluateRequest, Question, Usage } from '../types.js';
 
-/** The families, by the layout id their docs and the registry use. */
-export const FAMILY_NAMES = ['decoder', 'laya-markers', 'nli-pairs'] as const;
+/**
+ * The families, by the layout id their docs and the registry use. Two are run by the decoder engine
+ * (prompting/, execution/: the state's KV encoded once and reused): `decoder` (Assay's own prompt,
+ * for generic chat models) and `decider-labels` (a label-token decision model read under its own
+ * prompt contract). The others are row families (RowFamily, run by evaluator.ts): the encoders
+ * (`laya-markers`, `nli-pairs`) and the causal-row graphs with gathered-position heads
+ * (`kev-pointer`, `decision-endpoint`, `decider-slots`, `arbiter-fixed`), whose published graphs
+ * take whole rows and no KV.
+ */
+export const FAMILY_NAMES = [
+  'decoder',
+  'decider-labels',
+  'laya-markers',
+  'nli-pairs',
+  'kev-pointer',
+  'decision-endpoint',
+  'decider-slots',
+  'arbiter-fixed',
+] as const;
 export type FamilyName = (typeof FAMILY_NAMES)[number];
-export type EncoderFamilyName = Exclude<FamilyName, 'decoder'>;
+/** The families the decoder engine runs. */
+export type DecoderFamilyName = Extract<FamilyName, 'decoder' | 'decider-labels'>;
+export type RowFamilyName = Exclude<FamilyName, DecoderFamilyName>;
+
+/** Whether the family is a row family (else the decoder engine runs it). */
+export function isRowFamily(name: FamilyName): name is RowFamilyName {
+  return name !== 'decoder' && name !== 'decider-labels';
+}
 
 /** How a family's load note begins (the model pool logs it as info, not as a fallback). */
 export const FAMILY_NOTE = 'family:';
 
-/** One input row of an encoder: its token count is what batching and usage read. */
-export interface EncoderRow {
+/** One input row of a row family: its token count is what batching and usage read. */
+export interface FamilyRow {
   readonly tokens: number;
 }
 
@@ -31,7 +55,7 @@ export interface FamilyQuestion {
   truncated?: string[];
 }
 
-export interface FamilyPlan<R extends EncoderRow> {
+export interface FamilyPlan<R extends FamilyRow> {
   questions: FamilyQuestion[];
   rows: R[];
   /** input_tokens: every token of every row (an encoder reads the state again in each row). */
@@ -46,9 +70,9 @@ export interface RowOutput {
   act?: [number, number];
 }
 
-/** A loaded model of an encoder family. */
-export interface EncoderFamily<R extends EncoderRow = EncoderRow> {
-  readonly name: EncoderFamilyName;
+/** A loaded model of a row family (an encoder, or a causal-row graph with a gathered-position head). */
+export interface RowFamily<R extends FamilyRow = FamilyRow> {
+  readonly name: RowFamilyName;
   /** The ONNX file(s) it runs. */
   readonly graph: string;
   /**

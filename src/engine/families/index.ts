@@ -1,28 +1,38 @@
 // The model families behind the engine's Evaluator (family.ts): which one a folder is (detect.ts),
 // and the evaluator of an encoder family (evaluator.ts) over its loader (laya/, nli/).
 import type { ResolvedEngineConfig } from '../config.js';
+import { ModelLoadError } from '../errors.js';
 import { readModelManifest } from '../model/model-folder.js';
 import type { Evaluator } from '../types.js';
 import { FamilyEvaluator } from './evaluator.js';
-import { FAMILY_NOTE, type EncoderFamily, type EncoderFamilyName } from './family.js';
+import { FAMILY_NOTE, type RowFamily, type RowFamilyName } from './family.js';
 import { loadLaya } from './laya/family.js';
 import { loadNli } from './nli/family.js';
 
 export { detectFamily } from './detect.js';
-export { FAMILY_NAMES, FAMILY_NOTE, type FamilyName, type EncoderFamilyName } from './family.js';
+export {
+  FAMILY_NAMES,
+  FAMILY_NOTE,
+  isRowFamily,
+  type DecoderFamilyName,
+  type FamilyName,
+  type RowFamilyName,
+} from './family.js';
 export { encoderGraph, splitGraph, singleGraph, tokenizerDir } from './files.js';
 export { LayaOptionsTooLong } from './laya/layout.js';
 export { NliHypothesisTooLong } from './nli/layout.js';
 
-const LOADERS: Record<EncoderFamilyName, (c: ResolvedEngineConfig) => Promise<EncoderFamily>> = {
-  'laya-markers': loadLaya as (c: ResolvedEngineConfig) => Promise<EncoderFamily>,
-  'nli-pairs': loadNli as (c: ResolvedEngineConfig) => Promise<EncoderFamily>,
+const LOADERS: Partial<Record<RowFamilyName, (c: ResolvedEngineConfig) => Promise<RowFamily>>> = {
+  'laya-markers': loadLaya as (c: ResolvedEngineConfig) => Promise<RowFamily>,
+  'nli-pairs': loadNli as (c: ResolvedEngineConfig) => Promise<RowFamily>,
 };
 
 /** An evaluator for a folder of an encoder family. */
-export async function createFamilyEvaluator(c: ResolvedEngineConfig, name: EncoderFamilyName): Promise<Evaluator> {
+export async function createFamilyEvaluator(c: ResolvedEngineConfig, name: RowFamilyName): Promise<Evaluator> {
   const manifest = await readModelManifest(c.modelDir);
-  const family = await LOADERS[name](c);
+  const load = LOADERS[name];
+  if (!load) throw new ModelLoadError(`${c.modelDir}: the ${name} family is not available in this build`);
+  const family = await load(c);
   c.onWarning?.(`${FAMILY_NOTE} ${name} (${family.graph})${family.notes.map((n) => `; ${n}`).join('')}`);
   // Calibration fitted by `assay calibrate` on this folder (assay.json), on top of the family's own.
   const temperatures = c.answerTemperatures ?? manifest.answer_temperature ?? {};

@@ -25,6 +25,7 @@ import {
   findSplitGraph,
   isExternalData,
   LAYA_CONFIG,
+  isRowFamily,
   ModelLoadError,
   NLI_CONFIG,
   ONNX_DIRS,
@@ -33,7 +34,7 @@ import {
   tokenizerFolder,
   VARIANTS,
   variantFileNames,
-  type EncoderFamilyName,
+  type RowFamilyName,
   type FamilyEvidence,
   type FamilyName,
   type HasFile,
@@ -211,7 +212,7 @@ export async function fetchModel(opts: FetchModelOptions): Promise<FetchModelRes
     return bytes;
   });
   const selection =
-    found && found.family !== 'decoder'
+    found && isRowFamily(found.family)
       ? selectEncoderFiles(repo, found.family, found.from, opts.variant, opts.split === true)
       : selectDecoderFiles(repo, opts.variant, opts.split === true);
   const wanted = selection.files;
@@ -387,7 +388,7 @@ function selectDecoderFiles(repo: RepoLevel, asked: Variant | undefined, split: 
  */
 function selectEncoderFiles(
   repo: RepoLevel,
-  family: EncoderFamilyName,
+  family: RowFamilyName,
   from: string,
   asked: Variant | undefined,
   split: boolean,

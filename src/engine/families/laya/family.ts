@@ -9,7 +9,7 @@ import { EngineError, ModelLoadError } from '../../errors.js';
 import type { ResolvedEngineConfig } from '../../config.js';
 import { openSession, sessionOptions } from '../../model/session.js';
 import type { EvaluateRequest } from '../../types.js';
-import type { EncoderFamily, FamilyPlan, FamilyQuestion, RowOutput } from '../family.js';
+import type { RowFamily, FamilyPlan, FamilyQuestion, RowOutput } from '../family.js';
 import { encoderGraph, quantizesPerTensor, readJsonFile, tokenizerDir } from '../files.js';
 import { tokenName } from '../shared/specials.js';
 import { encodeOnce } from '../shared/memo.js';
@@ -73,7 +73,7 @@ function requireNames(path: string, kind: string, have: readonly string[], want:
 const i64 = (values: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(values, BigInt), dims);
 
 /** Loads a Laya folder: its config, tokenizer and sessions. */
-export async function loadLaya(c: ResolvedEngineConfig): Promise<EncoderFamily<LayaRowInput>> {
+export async function loadLaya(c: ResolvedEngineConfig): Promise<RowFamily<LayaRowInput>> {
   const dir = c.modelDir;
   const notes: string[] = [];
   const rl = readJsonFile(join(dir, 'rl_agent_config.json'));

@@ -8,7 +8,7 @@ import { EngineError, ModelLoadError } from '../../errors.js';
 import type { ResolvedEngineConfig } from '../../config.js';
 import { openSession, sessionOptions } from '../../model/session.js';
 import type { EvaluateRequest } from '../../types.js';
-import type { EncoderFamily, FamilyPlan, FamilyQuestion, RowOutput } from '../family.js';
+import type { RowFamily, FamilyPlan, FamilyQuestion, RowOutput } from '../family.js';
 import { encoderGraph, quantizesPerTensor, readJsonFile, tokenizerDir } from '../files.js';
 import { encodeOnce } from '../shared/memo.js';
 import { askedInOrder } from '../shared/question.js';
@@ -48,7 +48,7 @@ export function nliFeeds(batch: readonly NliRowInput[], padId: number, typeIds: 
 const i64 = (values: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(values, BigInt), dims);
 
 /** Loads an NLI cross-encoder folder: its settings, tokenizer and session. */
-export async function loadNli(c: ResolvedEngineConfig): Promise<EncoderFamily<NliRowInput>> {
+export async function loadNli(c: ResolvedEngineConfig): Promise<RowFamily<NliRowInput>> {
   const dir = c.modelDir;
   const notes: string[] = [];
   const modelConfig = readJsonFile(join(dir, 'config.json'));
