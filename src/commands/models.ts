@@ -8,6 +8,8 @@ import type { ModelMetadataList } from '../protocol/index.js';
 import { AssayClient } from '../client/index.js';
 import { loadRegistry } from '../registry.js';
 import { listModels } from '../model-list.js';
+import { detectFamily } from '../engine/index.js';
+import type { ResolvedModel } from '../registry.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
 import { describeError, parseCommand, parseFormat, resolveIo, table, type CommandIo } from './common.js';
 
@@ -29,7 +31,8 @@ marks "listed", each a name the \`model\` field accepts (as is every versioned i
                                           one shape (assay models synth --help)
 
 Without --url the list is what the server would list for a key allowed every model, and the
-table also shows the versioned id and folder behind each name.`,
+table also shows the versioned id and folder behind each name and the model family it is (the
+registry's \`family\`, else what its folder's files show; docs/models.md#model-families).`,
 });
 
 export async function run(argv: string[], ioOptions?: CommandIo): Promise<number> {
@@ -62,13 +65,17 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
 
   let list: ModelMetadataList;
   const resolvesTo = new Map<string, string>();
+  const families = new Map<string, string>();
   try {
     if (values.url) {
       list = await new AssayClient({ baseUrl: values.url, env: io.env }).listModels();
     } else {
       const models = listModels(loadRegistry(parsed.registry));
       list = { models: models.map((m) => m.metadata) };
-      for (const { metadata, resolved } of models) resolvesTo.set(metadata.name, `${resolved.id} (${resolved.dir})`);
+      for (const { metadata, resolved } of models) {
+        resolvesTo.set(metadata.name, `${resolved.id} (${resolved.dir})`);
+        families.set(metadata.name, familyOf(resolved));
+      }
     }
   } catch (e) {
     io.err(`assay models: ${describeError(e)}\n`);
@@ -80,9 +87,30 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
     return 0;
   }
   const local = resolvesTo.size > 0;
-  const rows = [['NAME', 'RELEASED', ...(local ? ['RESOLVES TO'] : []), 'DESCRIPTION']];
+  const rows = [['NAME', 'RELEASED', ...(local ? ['RESOLVES TO', 'FAMILY'] : []), 'DESCRIPTION']];
   for (const m of list.models)
-    rows.push([m.name, m.release_date, ...(local ? [resolvesTo.get(m.name)!] : []), m.description]);
+    rows.push([
+      m.name,
+      m.release_date,
+      ...(local ? [resolvesTo.get(m.name)!, families.get(m.name)!] : []),
+      m.description,
+    ]);
   io.out(`${table(rows)}\n`);
   return 0;
+}
+
+/**
+ * The family a name's model is: the registry's `family`, else what its folder's files show (the
+ * engine's rules); an escalating entry is `escalating`, a synthetic model not yet written a decoder
+ * (the generator writes decoders), a folder that matches none `unknown`.
+ */
+function familyOf(resolved: ResolvedModel): string {
+  const { entry } = resolved;
+  if (entry.escalate) return 'escalating';
+  if (entry.family) return entry.family;
+  try {
+    return detectFamily(resolved.dir);
+  } catch {
+    return entry.synthetic ? 'decoder' : 'unknown';
+  }
 }

@@ -1,7 +1,7 @@
 // `assay eval` and `assay models`, called through run() with captured output: the local engine
 // on a registry of the tiny synthetic model, and the same through a real server (--url).
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -247,12 +247,36 @@ describe('assay models', () => {
     expect(models[2]!.description).toMatch(/^Knows only its support-ticket task/);
   });
 
-  it('table: local rows show the versioned id and folder behind each name', async () => {
+  it('table: local rows show the versioned id, folder and model family behind each name', async () => {
     const r = await modelsRun(['--registry', registry, '--format', 'table']);
     expect(r.code).toBe(0);
     const lines = r.out.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^NAME\s+RELEASED\s+RESOLVES TO\s+DESCRIPTION$/);
-    expect(lines[1]).toContain(`svc-latest   2026-11-22  svc-1.13.0 (${srv.evaluator.modelDir})  tiny synthetic`);
+    expect(lines[0]).toMatch(/^NAME\s+RELEASED\s+RESOLVES TO\s+FAMILY\s+DESCRIPTION$/);
+    expect(lines[1]).toContain(
+      `svc-latest   2026-11-22  svc-1.13.0 (${srv.evaluator.modelDir})  decoder  tiny synthetic`,
+    );
+    // A family folder says its family: declared by its decision.json, or by the registry's `family`.
+    const nli = path.join(tmp, 'nli-folder');
+    await mkdir(nli, { recursive: true });
+    await writeFile(path.join(nli, 'decision.json'), JSON.stringify({ layout: 'nli-pairs-v1' }));
+    const reg = path.join(tmp, 'family-registry.json');
+    const entry = (p: string, extra = {}) => ({
+      path: p,
+      description: 'd',
+      release_date: '2026-11-27',
+      listed: true,
+      ...extra,
+    });
+    await writeFile(
+      reg,
+      JSON.stringify({
+        default: 'nli-1',
+        models: { 'nli-1': entry(nli), 'laya-1': entry(nli, { family: 'laya-markers' }) },
+      }),
+    );
+    const t = await modelsRun(['--registry', reg, '--format', 'table']);
+    expect(t.out).toMatch(/^laya-1 .* laya-markers +d$/m);
+    expect(t.out).toMatch(/^nli-1 .* nli-pairs +d$/m);
   });
 
   it('a remote without a key says so; --help exits 0', async () => {
