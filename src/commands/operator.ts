@@ -78,10 +78,11 @@ export function psTable(view: ResidencyView, now = Date.now()): string {
         : m.in_flight + m.queued > 0
           ? 'in use'
           : relative(m.expires_at, now, 'now');
-  const rows = [['NAME', 'SIZE', 'LAST USED', 'UNTIL', 'IN FLIGHT', 'LOAD']];
+  const rows = [['NAME', 'FAMILY', 'SIZE', 'LAST USED', 'UNTIL', 'IN FLIGHT', 'LOAD']];
   for (const m of view.models)
     rows.push([
       m.model,
+      m.family ?? '-',
       size(m.size_bytes),
       relative(m.last_used, now, '-'),
       expiry(m),

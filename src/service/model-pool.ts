@@ -515,6 +515,7 @@ export function createModelPool(
       size_bytes: sizeOf(s),
       prefix_cache_bytes: prefixBytes(s),
       state: s.ready ? 'ready' : 'loading',
+      family: s.ready ? s.ready.stats().family : null,
       loaded_at: iso(s.ready ? s.readySince : undefined),
       last_used: iso(s.lastUsed),
       expires_at: iso(s.expiresAt),

@@ -35,6 +35,8 @@ export interface ResidentModel {
   /** What its prefix cache holds now (it goes with the model). */
   prefix_cache_bytes: number;
   state: 'loading' | 'ready';
+  /** Its model family (docs/models.md#model-families), once loaded; null while it loads. */
+  family: string | null;
   /** ISO times; expires_at null while requests are in flight or for a model kept resident. */
   loaded_at: string | null;
   last_used: string | null;

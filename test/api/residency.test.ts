@@ -71,10 +71,11 @@ async function psNames(): Promise<string[]> {
   const ps = await assay('ps', '--url', s.base);
   expect(ps.code).toBe(0);
   const lines = ps.stdout.trim().split('\n');
-  expect(lines[0]).toMatch(/^NAME\s+SIZE\s+LAST USED\s+UNTIL\s+IN FLIGHT\s+LOAD$/);
+  expect(lines[0]).toMatch(/^NAME\s+FAMILY\s+SIZE\s+LAST USED\s+UNTIL\s+IN FLIGHT\s+LOAD$/);
+  // Each resident model says its family (these are all decoders; "-" while one loads).
   return lines
     .slice(1)
-    .filter((l) => /^\S+\s+[\d.]+ [MG]iB\s/.test(l))
+    .filter((l) => /^\S+\s+(decoder|-)\s+[\d.]+ [MG]iB\s/.test(l))
     .map((l) => l.split(/\s+/)[0]!)
     .sort();
 }
