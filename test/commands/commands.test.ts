@@ -319,7 +319,7 @@ describe('assay models', () => {
     expect([again.code, again.err, again.out]).toEqual([0, '', first.out]);
     const bad = await modelsRun(['synth', '--shape', 'huge']);
     expect(bad.code).toBe(2);
-    expect(bad.err).toContain('--shape must be one of tiny, qwen2.5-0.5b, qwen3-0.6b');
+    expect(bad.err).toContain('--shape must be one of tiny, qwen2.5-0.5b, qwen3-0.6b, qwen3.5-0.8b');
   });
 });
 

@@ -2,9 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-export type ShapeName = 'tiny' | 'qwen2.5-0.5b' | 'qwen3-0.6b';
+export type ShapeName = 'tiny' | 'qwen2.5-0.5b' | 'qwen3-0.6b' | 'qwen3.5-0.8b';
 export type SynthDtype = 'fp32' | 'int8';
-export const SHAPE_NAMES: readonly ShapeName[] = ['tiny', 'qwen2.5-0.5b', 'qwen3-0.6b'];
+export const SHAPE_NAMES: readonly ShapeName[] = ['tiny', 'qwen2.5-0.5b', 'qwen3-0.6b', 'qwen3.5-0.8b'];
 export const DTYPES: readonly SynthDtype[] = ['fp32', 'int8'];
 
 /** Bumped whenever the generated files change; ensureSynthModel regenerates older folders. */
