@@ -82,6 +82,14 @@ export const SECTIONS: SectionInfo[] = [
     load: async () => (await import('./engine/families.js')).familiesSection,
   },
   {
+    id: 'decision-families',
+    measures:
+      "decider's label-token contract (decider-labels) on synthetic int8 decoders of Qwen2.5-0.5B's and Qwen3.5-0.8B's size: 1 / 5 / 16 questions (the first public client's mix) on 256 / 2,000-token states through Assay as served (the state's KV encoded once; and again with the state seen) against the same contract without reuse (each question its own request, prefix cache and packing off), interleaved per round; no reuse / Assay.",
+    quick: 'the 0.5B shape, 1 and 16 questions on a 256-token state',
+    seconds: { full: 1500, quick: 60 },
+    load: async () => (await import('./engine/decision-families.js')).decisionFamiliesSection,
+  },
+  {
     id: 'transformersjs',
     measures:
       'Side by side with transformers.js on the same model folder and the same token ids: a full forward per question, and with its own KV cache reuse; whether its logits equal ours.',
