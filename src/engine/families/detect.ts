@@ -21,6 +21,7 @@ import {
 const LAYOUT_IDS: Record<string, FamilyName> = {
   'laya-markers': 'laya-markers',
   'nli-pairs': 'nli-pairs',
+  'kev-pointer': 'kev-pointer',
   'llm-logits': 'decoder',
 };
 
