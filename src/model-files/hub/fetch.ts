@@ -382,7 +382,8 @@ function selectDecoderFiles(repo: RepoLevel, asked: Variant | undefined, split: 
  * An encoder family's files, as its loader reads them (engine/families): the graph the engine
  * would run (the variant asked for, else the first of its default order the repo has, else a Laya
  * model's split encoder.onnx + head.onnx; `split` asks for that) with its external data; the
- * family's settings (Laya: rl_agent_config.json; NLI: config.json, nli_config.json when present);
+ * family's settings (Laya: rl_agent_config.json; NLI: config.json, nli_config.json when present;
+ * a causal-row family such as Kev: decision.json, calibration.json when present);
  * the tokenizer files in tokenizer/ or at the root, where they are; config.json, decision.json and
  * assay.json when present.
  */
@@ -409,7 +410,9 @@ function selectEncoderFiles(
 
   const tokenizer = tokenizerFolder(has);
   const inTokenizer = (f: string) => (tokenizer ? `${tokenizer}/${f}` : f);
-  const required = [laya ? LAYA_CONFIG : 'config.json', inTokenizer('tokenizer.json')];
+  // A causal-row family (Kev …) is known by its decision.json alone; an NLI cross-encoder by config.json.
+  const settings = laya ? LAYA_CONFIG : family === 'nli-pairs' ? 'config.json' : DECISION_FILE;
+  const required = [settings, inTokenizer('tokenizer.json')];
   const missing = required.filter((p) => !has(p)).map((p) => prefix + p);
   if (missing.length || !graph.length) {
     let hint = '';
@@ -430,6 +433,7 @@ function selectEncoderFiles(
       ...(laya ? [] : [NLI_CONFIG]),
       ...FAMILY_TOKENIZER_FILES.map(inTokenizer),
       DECISION_FILE,
+      'calibration.json',
       'assay.json',
     ]),
   ].filter(has);

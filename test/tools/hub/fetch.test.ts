@@ -757,12 +757,30 @@ describe('models:fetch, encoder families', () => {
     expect((lacks as Error).message).toBe(
       'acme/laya-declared@main (laya-markers, by its decision.json) lacks rl_agent_config.json.',
     );
-    await dummyRepo('acme/kev', [['decision.json', JSON.stringify({ layout: 'kev-pointer-v1' })], 'model.onnx']);
-    const unknown = await failure(fetchRepo('acme/kev'));
+    await dummyRepo('acme/gliclass', [['decision.json', JSON.stringify({ layout: 'gliclass-v1' })], 'model.onnx']);
+    const unknown = await failure(fetchRepo('acme/gliclass'));
     expect((unknown as HubFetchError).code).toBe('layout');
-    expect((unknown as Error).message).toContain("unknown model family 'kev-pointer-v1'");
+    expect((unknown as Error).message).toContain("unknown model family 'gliclass-v1'");
     expect(existsSync(folder('acme/laya-declared'))).toBe(false);
-    expect(existsSync(folder('acme/kev'))).toBe(false);
+    expect(existsSync(folder('acme/gliclass'))).toBe(false);
+
+    await dummyRepo('acme/kev', [
+      ['decision.json', JSON.stringify({ layout: 'kev-pointer-v1' })],
+      ['calibration.json', JSON.stringify({ temperature: 2.4 })],
+      'tokenizer.json',
+      'model.onnx',
+      'model.onnx_data',
+      'README.md',
+    ]);
+    const kev = await fetchRepo('acme/kev');
+    expect(kev).toMatchObject({ family: 'kev-pointer', familyFrom: 'decision.json' });
+    expect(await filesUnder(folder('acme/kev'))).toEqual([
+      'calibration.json',
+      'decision.json',
+      'model.onnx',
+      'model.onnx_data',
+      'tokenizer.json',
+    ]);
   });
 
   it('checks and resumes the family files too: a corrupt config.json fails before anything is written, a partial external-data file resumes', async () => {
