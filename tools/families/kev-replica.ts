@@ -1,0 +1,136 @@
+// A synthetic replica of a Kev decision model (`kev-pointer`, development only, never packed): a
+// tiny causal transformer (causal-replica-kit.ts) with Kev's pointer head, random weights, in the
+// layout of the published ONNX export (the peer's docs/families/kev.md), so the family can be built
+// and tested offline. The answers are MEANINGLESS; the interface is real:
+//   model.onnx + model.onnx_data   input_ids i64[rows, seq] (no attention mask: causal in-graph),
+//                                  decide_pos i64[rows], opt_pos i64[rows, k] → scores f32[rows, k]
+//                                  (no temperature applied); matrices BF16 in external data, Cast
+//   tokenizer.json, tokenizer_config.json   the Qwen3.5-id tokenizer (qwen35-tokenizer.ts): box,
+//                                  fim and pad tokens at Qwen3.5's ids
+//   decision.json                  layout kev-pointer-v1, the delimiter ids, the row limits
+//   calibration.json               temperature [choice, score, noul]: 2.4, 1.8, 3.0 here (Kev ships
+//                                  one for all types; distinct values make a mix-up visible)
+//   config.json                    the replica's shape (what tools/reference/causal_forward.py reads)
+//   weights.safetensors            the same weights in fp32 (exactly the BF16 values), PyTorch names,
+//                                  for the numpy reference (not part of a published folder)
+//   assay.json                     synthetic, generator version and seed
+// The head, as Kev's head.pt describes it: q = Linear(hidden → 256) of the hidden state at
+// decide_pos, k = Linear(hidden → 256) of each option's at opt_pos; score_j = k_j · q / 16.
+//
+//   npx tsx tools/families/kev-replica.ts [DIR]   writes the folder (default models/generated/kev-replica)
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import {
+  type CausalHead,
+  type CausalShape,
+  type CausalSpec,
+  causalConfig,
+  drawWeights,
+  F32,
+  trunkSpecs,
+  writeCausalGraph,
+  writeJsonFile,
+} from './causal-replica-kit.js';
+import { ensureFolder, writeSafetensors } from './replica-kit.js';
+import { QWEN35_IDS, QWEN35_VOCAB, writeQwen35Tokenizer } from './qwen35-tokenizer.js';
+
+/** Bumped when the graph, the weights or the folder's files change: a cached folder is rewritten. */
+export const KEV_REPLICA_VERSION = 3;
+export const KEV_REPLICA_SEED = 38;
+
+/** Kev's pointer head width (head.pt: two Linear(hidden → 256)); scores are divided by √256 = 16. */
+export const KEV_HEAD_DIM = 256;
+
+/** The replica's temperatures, [choice, score, noul] (calibration.json). */
+export const KEV_REPLICA_TEMPERATURES = [2.4, 1.8, 3.0] as const;
+
+/** Rows of at most 16,384 tokens (a state at Kev's 8,192 and a branch of 8,192): 16,384 positions. */
+export const KEV_REPLICA_SHAPE: CausalShape = {
+  vocab: QWEN35_VOCAB,
+  positions: 16_384,
+  hidden: 32,
+  heads: 2,
+  intermediate: 64,
+  layers: 2,
+  eps: 1e-5,
+};
+
+export function kevReplicaDir(): string {
+  return fileURLToPath(new URL('../../models/generated/kev-replica/', import.meta.url));
+}
+
+/** The pointer head: its positions, weights and scores. */
+export function kevPointerHead(hidden: number): CausalHead {
+  const specs = new Map<string, CausalSpec>();
+  for (const which of ['q', 'k']) {
+    specs.set(`head.${which}.weight`, { shape: [KEV_HEAD_DIM, hidden], std: 1 / Math.sqrt(hidden) });
+    specs.set(`head.${which}.bias`, { shape: [KEV_HEAD_DIM], std: 0.1 });
+  }
+  return {
+    positions: [
+      { name: 'decide_pos', perRow: 1 },
+      { name: 'opt_pos', perRow: 'k' },
+    ],
+    specs,
+    build(n, hidden, pos) {
+      const { g } = n;
+      const q = n.linear(n.gather(hidden, pos.decide_pos!, 1), 'head.q'); // [rows, 256]
+      const k = n.linear(n.gather(hidden, pos.opt_pos!, 'k'), 'head.k'); // [rows, k, 256]
+      const dot = g.op('MatMul', [k, g.op('Unsqueeze', [q, g.constI64([2])])]); // [rows, k, 1]
+      const scores = g.op('Mul', [g.op('Squeeze', [dot, g.constI64([2])]), g.scalarF32(1 / Math.sqrt(KEV_HEAD_DIM))]);
+      g.output('scores', F32, ['rows', 'k']);
+      g.node('Identity', [scores], { outputs: ['scores'] });
+    },
+  };
+}
+
+/** decision.json as the replica writes it (the peer's layout id and delimiter names). */
+export function kevDecision(): Record<string, unknown> {
+  return {
+    layout: 'kev-pointer-v1',
+    special_tokens: {
+      state: QWEN35_IDS.fimPrefix,
+      question: QWEN35_IDS.fimMiddle,
+      option_open: QWEN35_IDS.boxStart,
+      option_close: QWEN35_IDS.boxEnd,
+      decide: QWEN35_IDS.fimSuffix,
+      pad: QWEN35_IDS.endoftext,
+    },
+    max_state_tokens: 8192,
+    max_row_tokens: 16_384,
+  };
+}
+
+function write(out: string): void {
+  mkdirSync(out, { recursive: true });
+  const shape = KEV_REPLICA_SHAPE;
+  const head = kevPointerHead(shape.hidden);
+  const w = drawWeights(new Map([...trunkSpecs(shape), ...head.specs]), KEV_REPLICA_SEED);
+  writeCausalGraph(out, shape, head, w, {
+    producer: 'assay-kev-replica',
+    docString: 'Kev pointer replica: random weights, MEANINGLESS answers.',
+  });
+  writeSafetensors(join(out, 'weights.safetensors'), w, w, {
+    format: 'pt',
+    note: "replica: the graph's BF16 values in fp32",
+  });
+  writeQwen35Tokenizer(out);
+  writeJsonFile(join(out, 'decision.json'), kevDecision());
+  writeJsonFile(join(out, 'calibration.json'), { temperature: [...KEV_REPLICA_TEMPERATURES] });
+  writeJsonFile(join(out, 'config.json'), causalConfig(shape, { head: { type: 'pointer', dim: KEV_HEAD_DIM } }));
+  writeJsonFile(join(out, 'assay.json'), {
+    synthetic: true,
+    family: 'kev-pointer',
+    generator: 'tools/families/kev-replica.ts',
+    generator_version: KEV_REPLICA_VERSION,
+    seed: KEV_REPLICA_SEED,
+  });
+}
+
+/** The replica's folder, written once and reused while this version and seed are current. */
+export function ensureKevReplica(dir = kevReplicaDir()): string {
+  return ensureFolder(dir, KEV_REPLICA_VERSION, KEV_REPLICA_SEED, write);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) console.log(ensureKevReplica(process.argv[2]));
