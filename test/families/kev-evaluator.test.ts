@@ -25,10 +25,11 @@ import type { FamilyQuestion, RowFamily } from '../../src/engine/families/family
 import type { Answer } from '../../src/engine/types.js';
 import { loadKev, type KevRowInput } from '../../src/engine/families/kev/family.js';
 import { KevRowTooLong } from '../../src/engine/families/kev/layout.js';
+import { user } from '../../src/engine/families/kev/render.js';
 import { answerQuestions } from '../../src/engine/execution/answers.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import { kevDecision, ensureKevReplica, KEV_REPLICA_TEMPERATURES } from '../../tools/families/kev-replica.js';
-import { kevGoldenRequests, runKevReference } from '../../tools/families/kev-goldens.js';
+import { kevGoldenRequests, kevTokenizer, runKevReference } from '../../tools/families/kev-goldens.js';
 import { QWEN35_IDS } from '../../tools/families/qwen35-tokenizer.js';
 import * as golden from './golden-helpers.js';
 import { graphIo, hasNumpy as numpyFor } from './replica-helpers.js';
@@ -133,6 +134,17 @@ describe('the layout, on every golden request', () => {
     console.info(`Kev: golden scores read, worst |Δ| to the reference readout ${worst.toExponential(2)}`);
     expect(worst).toBeLessThan(1e-5);
   });
+
+  it('reads a state of megabytes to its cut without tokenizing it whole: the same first 8,191 tokens', () => {
+    const words = ['order', 'late', 'café', '注文', '<|box_end|>', 'refund\n', '🙂', '  spaced'];
+    const state = Array.from({ length: 120_000 }, (_, i) => words[(i * 7919) % words.length]).join(' ');
+    const tok = kevTokenizer();
+    const whole = tok.encode(user(state), { add_special_tokens: false }).ids;
+    const plan = family.plan({ state, questions: { q: { type: 'noul', instructions: 'Late?' } } } as never);
+    expect(plan.rows[0]!.row.ids.slice(1, 8192)).toEqual(whole.slice(0, 8191));
+    expect(plan.rows[0]!.row.ids[8192]).toBe(QWEN35_IDS.fimMiddle);
+    expect(plan.questions[0]!.truncated).toEqual(['state']);
+  }, 60_000);
 
   it('rewrites every <|…|> added token of the tokenizer in every field, as user() does', () => {
     const tok = JSON.parse(readFileSync(join(replica, 'tokenizer.json'), 'utf8')) as {
