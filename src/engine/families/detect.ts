@@ -21,6 +21,7 @@ import {
 const LAYOUT_IDS: Record<string, FamilyName> = {
   'laya-markers': 'laya-markers',
   'nli-pairs': 'nli-pairs',
+  'decider-labels': 'decider-labels',
   'llm-logits': 'decoder',
 };
 
