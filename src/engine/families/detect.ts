@@ -22,6 +22,7 @@ const LAYOUT_IDS: Record<string, FamilyName> = {
   'laya-markers': 'laya-markers',
   'nli-pairs': 'nli-pairs',
   'decider-labels': 'decider-labels',
+  'decider-slots': 'decider-slots',
   'llm-logits': 'decoder',
 };
 

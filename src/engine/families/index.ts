@@ -6,6 +6,7 @@ import { readModelManifest } from '../model/model-folder.js';
 import type { Evaluator } from '../types.js';
 import { FamilyEvaluator } from './evaluator.js';
 import { FAMILY_NOTE, type RowFamily, type RowFamilyName } from './family.js';
+import { loadDeciderSlots } from './decider-slots/family.js';
 import { loadLaya } from './laya/family.js';
 import { loadNli } from './nli/family.js';
 
@@ -25,6 +26,7 @@ export { NliHypothesisTooLong } from './nli/layout.js';
 const LOADERS: Partial<Record<RowFamilyName, (c: ResolvedEngineConfig) => Promise<RowFamily>>> = {
   'laya-markers': loadLaya as (c: ResolvedEngineConfig) => Promise<RowFamily>,
   'nli-pairs': loadNli as (c: ResolvedEngineConfig) => Promise<RowFamily>,
+  'decider-slots': loadDeciderSlots as (c: ResolvedEngineConfig) => Promise<RowFamily>,
 };
 
 /** An evaluator for a folder of an encoder family. */
