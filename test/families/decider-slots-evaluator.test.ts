@@ -15,7 +15,8 @@
 //   score rule) within 1e-5: the logits' 1e-4 bound divided by T ≈ 1 moves a probability by at most
 //   ~2.5e-5 in the worst case, and by ~1e-6 at the measured logit error;
 // - no caller text becomes an added token: every row of every golden plan holds only ordinary ids.
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveEngineConfig } from '../../src/engine/config.js';
@@ -80,6 +81,38 @@ describe('the slot-head replica folder, as published', () => {
     expect(notes).toMatch(/255 labels from decision\.json/);
     expect(notes).toMatch(/temperature \[1\.03, 1, 1\.03\] from calibration\.json/);
     expect(notes).toMatch(/pad 248044, rows of at most 36864 tokens/);
+  });
+});
+
+describe('a folder with only the layout id in decision.json and no calibration.json', () => {
+  it('computes the same label table from the tokenizer, pads with <|endoftext|>, reads with temperature 1', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'decider-slots-'));
+    try {
+      for (const f of ['model.onnx', 'model.onnx_data', 'tokenizer.json', 'tokenizer_config.json'])
+        symlinkSync(join(replica, f), join(dir, f));
+      writeFileSync(join(dir, 'decision.json'), JSON.stringify({ layout: 'decider-slots-v1' }));
+      const bare = await loadDeciderSlots(resolveEngineConfig({ modelDir: dir, threads: 1 }));
+      try {
+        const notes = bare.notes.join('\n');
+        expect(notes).toMatch(/255 labels computed from the tokenizer/);
+        expect(notes).toMatch(/no calibration\.json: temperature \[1, 1, 1\]/);
+        expect(notes).toMatch(/pad 248044$/m);
+        const [g] = cases.find(([c]) => c.name === 'choice 40 options')!;
+        const request = deciderRequest(g);
+        const [want, got] = [family.plan(request), bare.plan(request)];
+        expect(got.rows).toEqual(want.rows);
+        const [a, b] = [await family.run(want.rows), await bare.run(got.rows)];
+        expect(b).toEqual(a);
+        // Temperature 1 instead of 1.03: the same logits read less sharply by the folder that has it.
+        const q = want.questions[0]!;
+        const sharp = Math.max(...bare.probabilities(q, b));
+        expect(sharp).toBeGreaterThan(Math.max(...family.probabilities(q, a)));
+      } finally {
+        await bare.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
