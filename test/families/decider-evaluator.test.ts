@@ -27,6 +27,7 @@ const picked = goldens.requests
 
 let evaluator: Evaluator;
 let unpacked: Evaluator;
+let int8: Evaluator;
 const got = new Map<string, EvaluateResult | Error>();
 let reference: { logits: number[][]; probabilities: Array<Record<string, number[]>> };
 
@@ -42,18 +43,21 @@ describe.skipIf(!hasTorch)('decider-labels through the engine vs the references'
     const dir = await ensureDeciderReplica();
     evaluator = await loadEvaluator({
       modelDir: dir,
+      variant: 'fp32',
       threads: 1,
       engineThread: false,
       answerTemperatures: GOLDEN_ANSWER_TEMPERATURE,
     });
     unpacked = await loadEvaluator({
       modelDir: dir,
+      variant: 'fp32',
       threads: 1,
       engineThread: false,
       plannerThreads: 0,
       packQuestions: false,
       answerTemperatures: GOLDEN_ANSWER_TEMPERATURE,
     });
+    int8 = await loadEvaluator({ modelDir: dir, variant: 'int8', threads: 1, engineThread: false });
     for (const { g } of picked)
       got.set(g.name, await evaluator.evaluate(deciderRequest(g)).catch((e: unknown) => e as Error));
     const ok = picked.filter(({ want }) => !want.refused);
@@ -81,6 +85,7 @@ describe.skipIf(!hasTorch)('decider-labels through the engine vs the references'
   afterAll(async () => {
     await evaluator?.close();
     await unpacked?.close();
+    await int8?.close();
   });
 
   it('runs a fair share of the goldens, refusals included', () => {
@@ -184,4 +189,29 @@ describe.skipIf(!hasTorch)('decider-labels through the engine vs the references'
     expect(evaluator.stats().prefixCacheHits).toBeGreaterThan(before);
     expect(second.answers).toEqual(first.answers);
   }, 60_000);
+
+  it('the int8 graph (per-token int8) answers near the fp32 reference', async () => {
+    // The folder's default variant is int8 (activations quantized per token by the engine's rewrite):
+    // its answers are finite and pick the fp32 reference's option on most questions (temperatures
+    // do not move an argmax, so the calibrated fp32 answers serve as the reference's).
+    let worst = 0;
+    let agree = 0;
+    let n = 0;
+    for (const { g, want } of picked.filter(({ want }, i) => !want.refused && i % 3 === 0)) {
+      const a = got.get(g.name) as EvaluateResult;
+      const b = await int8.evaluate(deciderRequest(g));
+      for (const [key, q] of g.questions) {
+        const options = q.type === 'choice' ? (q.criteria as Array<[string, unknown]>).map(([o]) => o) : undefined;
+        const pa = probabilitiesOf(a.answers[key]!, options);
+        const pb = probabilitiesOf(b.answers[key]!, options);
+        n++;
+        if (pa.indexOf(Math.max(...pa)) === pb.indexOf(Math.max(...pb))) agree++;
+        if (!pb.every(Number.isFinite)) worst++;
+      }
+      expect(want.rows!.length).toBeGreaterThan(0);
+    }
+    console.log(`int8 vs fp32: argmax agrees on ${agree} of ${n} questions`);
+    expect(worst).toBe(0);
+    expect(agree / n).toBeGreaterThan(0.8);
+  }, 300_000);
 });

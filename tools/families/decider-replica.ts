@@ -6,8 +6,9 @@
 // goldens' rows hold and every label of the table (all other rows exactly zero, as the generator
 // writes them), so each label's logit at a slot depends on the whole row. Plus the family's files:
 // decision.json (layout decider-labels-v1, no label table: computed from the tokenizer) and
-// calibration.json (the [T, 1, T] format, T = 1.03 as decider-0.8b ships). The weights file stays
-// in the folder (weights.safetensors) for the reference. Written into
+// calibration.json (the [T, 1, T] format, T = 1.03 as decider-0.8b ships). Two graphs, as the
+// decoder exports publish them: onnx/model.onnx (fp32) and onnx/model_quantized.onnx (int8, the
+// engine's default variant). The weights file stays in the folder (weights.safetensors) for the reference. Written into
 // models/generated/decider-replica/ on demand (tests call ensureDeciderReplica).
 //
 //   npx tsx tools/families/decider-replica.ts [DIR]
@@ -122,6 +123,12 @@ export async function ensureDeciderReplica(dir = DECIDER_REPLICA_DIR): Promise<s
   writeReplicaWeights(weights, goldenTokenIds());
   const out = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32', weights, out: dir });
   if (!existsSync(join(out, 'weights.safetensors'))) copyFileSync(weights, join(out, 'weights.safetensors'));
+  // The int8 graph of the same weights beside the fp32 one (the decoder engine's default variant).
+  const int8 = join(out, 'onnx', 'model_quantized.onnx');
+  if (!existsSync(int8)) {
+    const q = await ensureSynthModel({ shape: 'tiny', dtype: 'int8', weights, out: join(work, 'int8') });
+    copyFileSync(join(q, 'onnx', 'model_quantized.onnx'), int8);
+  }
   rmSync(work, { recursive: true, force: true });
   const decision = join(out, 'decision.json');
   if (!existsSync(decision)) {
