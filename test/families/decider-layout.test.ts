@@ -15,6 +15,7 @@ import {
   stripLevelNumber,
   type DeciderTokenizer,
 } from '../../src/engine/families/decider/index.js';
+import { detectFamily } from '../../src/engine/families/detect.js';
 import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import type { Answer } from '../../src/engine/types.js';
 import {
@@ -114,6 +115,10 @@ describe('the readout of fake label logits equals the reference (family temperat
 });
 
 describe('rules', () => {
+  it('the folder is recognised by decision.json’s layout decider-labels-v1', () => {
+    expect(detectFamily(dir)).toBe('decider-labels');
+  });
+
   it('a score level loses one leading number, as Python’s \\s and \\d read it', () => {
     expect(stripLevelNumber('2: somewhat')).toBe('somewhat');
     expect(stripLevelNumber('1:2: x')).toBe('2: x');

@@ -19,7 +19,9 @@ Tokenization is the harness's job, in two passes:
       every text this reference hands the tokenizer (the label candidates A..ZZ included);
   python3 decider_layout.py layout < job.json    -> {"labels": {...}, "results": [...]}
       the same job plus "tokens": {text: [ids]}: per request its context, rows (piece, slot,
-      label ids), or its refusal; and the readout of the request's label logits, when given.
+      label ids), or its refusal; and the readout of the request's label logits, when given;
+  python3 decider_layout.py readout < job.json   -> {"results": [{"name", "probabilities"}]}
+      the readout alone, of label logits the job gives (the replica's forward, for instance).
 
 job.json: {"requests": [{"name", "state", "questions": [[key, question], ...],
                          "label_logits"?: [[per row, one per label]]}],
@@ -214,10 +216,19 @@ def layout(job):
     return {"labels": table, "results": results}
 
 
+def readouts(job):
+    """Each request's readout of its label logits (no tokens needed: a row's label count is its options')."""
+    out = []
+    for r in job["requests"]:
+        rows = [(key, level, None, len(options)) for key, q in r["questions"] for _, options, level in asked(q)]
+        out.append({"name": r["name"], "probabilities": readout(r, rows, r["label_logits"], job)})
+    return {"results": out}
+
+
 def main():
     job = json.load(sys.stdin)
     cmd = sys.argv[1]
-    out = {"segments": segments(job)} if cmd == "segments" else layout(job)
+    out = {"segments": segments(job)} if cmd == "segments" else readouts(job) if cmd == "readout" else layout(job)
     json.dump(out, sys.stdout, ensure_ascii=False)
 
 

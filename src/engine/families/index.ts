@@ -21,6 +21,13 @@ export {
 } from './family.js';
 export { encoderGraph, splitGraph, singleGraph, tokenizerDir } from './files.js';
 export { LayaOptionsTooLong } from './laya/layout.js';
+export {
+  DeciderRefusal,
+  deciderLogps,
+  readDeciderFolder,
+  type DeciderSettings,
+  type DeciderTemperatures,
+} from './decider/index.js';
 export { NliHypothesisTooLong } from './nli/layout.js';
 
 const LOADERS: Partial<Record<RowFamilyName, (c: ResolvedEngineConfig) => Promise<RowFamily>>> = {
