@@ -1,9 +1,9 @@
-// The decider as exported with a slot head (`decider-slots`, docs/families/decider-slots.md): the
-// folder as published (model.onnx with its weights as external data, tokenizer.json, decision.json
-// with the label table, calibration.json [T, 1, T]), the decider layout's rows (rows.ts), the rows
-// of a batch in one run (right-padded to a multiple of 64 with the pad id, no attention mask:
-// shared/causal-rows.ts) and the decider readout of each row's label logits. The graph takes whole
-// rows and no KV: each row reads the context again.
+// The decider as exported with a slot head (`decider-slots`; docs/families/decider-labels.md, "As
+// exported with a slot head"): the folder as published (model.onnx with its weights as external
+// data, tokenizer.json, decision.json with the label table, calibration.json [T, 1, T]), the
+// decider layout's rows (rows.ts), the rows of a batch in one run (right-padded to a multiple of 64
+// with the pad id, no attention mask: shared/causal-rows.ts) and the decider readout of each row's
+// label logits. The graph takes whole rows and no KV: each row reads the context again.
 import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { EngineError, ModelLoadError } from '../../errors.js';

@@ -1,10 +1,10 @@
-// The decider layout as causal rows for the slot-head export (`decider-slots`,
-// docs/families/decider-slots.md): each row of the decider layout (decider/layout.ts: one per
-// noul or choice question, one isolated yes/no row per score level) is the context followed by the
-// row's piece, read at its last token, the `(` slot. The graph takes the rows right-padded to a
-// multiple of 64 with the folder's pad id, their slot positions, and gives each row the logits of
-// the whole label table; the readout (decider/readout.ts, shared with decider-labels) reads the
-// row's first k.
+// The decider layout as causal rows for the slot-head export (`decider-slots`;
+// docs/families/decider-labels.md, "As exported with a slot head"): each row of the decider layout
+// (decider/layout.ts: one per noul or choice question, one isolated yes/no row per score level) is
+// the context followed by the row's piece, read at its last token, the `(` slot. The graph takes
+// the rows right-padded to a multiple of 64 with the folder's pad id, their slot positions, and
+// gives each row the logits of the whole label table; the readout (decider/readout.ts, shared with
+// decider-labels) reads the row's first k.
 import { BudgetError } from '../../errors.js';
 import type { EvaluateRequest } from '../../types.js';
 import { deciderLayout, deciderLogps, type DeciderTemperatures, type DeciderTokenizer } from '../decider/index.js';
