@@ -149,8 +149,9 @@ export function createMetrics(
   engineGauge('assay_prefix_cache_bytes', 'Bytes held by the prefix KV cache', (s) => s.prefixCacheBytes);
   engineGauge('assay_engine_queue_depth', 'Requests waiting for the engine', (s) => s.queueDepth);
   engineGauge('assay_engine_running', 'Requests the engine is running', (s) => s.running);
-  // Which family each loaded model is, and whether it reuses a state's KV (a decoder) or reads the
-  // state again in every row (an encoder: its prefix cache figures stay 0).
+  // Which family each loaded model is, and whether it reuses a state's KV (the decoder engine's
+  // families: a decoder, a decider-labels model) or reads the state again in every row (a row
+  // family: its prefix cache figures stay 0).
   new Gauge({
     name: 'assay_model_family',
     help: "1 per loaded model, labelled with its family and whether it reuses a state's prefix KV across questions and requests",
@@ -159,7 +160,7 @@ export function createMetrics(
     collect() {
       this.reset();
       for (const e of engines())
-        this.set({ model: e.model, family: e.stats.family, prefix_reuse: String(e.stats.family === 'decoder') }, 1);
+        this.set({ model: e.model, family: e.stats.family, prefix_reuse: String(reusesPrefix(e.stats.family)) }, 1);
     },
   });
 
@@ -243,4 +244,9 @@ function residencyMetrics(
         for (const [cause, n] of Object.entries(c.unloads)) this.inc({ model, cause }, n);
     },
   });
+}
+
+/** Whether a family's engine reuses a state's prefix KV: the decoder engine's families do. */
+function reusesPrefix(family: EngineStats['family']): boolean {
+  return family === 'decoder' || family === 'decider-labels';
 }

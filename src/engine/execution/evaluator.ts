@@ -3,7 +3,17 @@
 // encoded once (or taken from the cross-request cache), each question as a suffix on its KV.
 import { resolveEngineConfig, type EngineConfig, type ResolvedEngineConfig } from '../config.js';
 import { ModelLoadError } from '../errors.js';
-import { createFamilyEvaluator, detectFamily, isRowFamily } from '../families/index.js';
+import {
+  createFamilyEvaluator,
+  deciderLogps,
+  detectFamily,
+  FAMILY_NOTE,
+  isRowFamily,
+  readDeciderFolder,
+  type DecoderFamilyName,
+  type DeciderSettings,
+  type DeciderTemperatures,
+} from '../families/index.js';
 import { answerQuestions, type AnswerTemperatures } from './answers.js';
 import { RequestBatcher } from './batching.js';
 import { chooseStrategy, fitsOnePass, STRATEGIES } from './strategies.js';
@@ -25,12 +35,14 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
   if (isRowFamily(family)) return createFamilyEvaluator(config, family);
   const folder = await openModelFolder(config.modelDir, config.variant);
   const codec = await TextCodec.load(folder.dir);
-  if (!codec.hasChatTemplate) {
+  // A decider-labels folder is read under its own prompt contract (families/decider/): no chat template.
+  const decider = family === 'decider-labels' ? readDecider(folder.dir, codec, config) : undefined;
+  if (!decider && !codec.hasChatTemplate) {
     throw new ModelLoadError(
       `${folder.dir}: no chat template in tokenizer_config.json, chat_template.jinja or chat_template.json: Assay needs an instruction-tuned (chat) model`,
     );
   }
-  const endToken = codec.eosTokenId ?? folder.eosTokenIds[0];
+  const endToken = codec.eosTokenId ?? folder.eosTokenIds[0] ?? (decider ? -1 : undefined);
   if (endToken === undefined)
     throw new ModelLoadError(`${folder.dir}: no eos_token in tokenizer_config.json or generation_config.json`);
   const runner = await ModelRunner.load(folder, config, config.temperature ?? folder.manifest.temperature ?? 1);
@@ -73,8 +85,9 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
           budgets,
           threads,
           maxQueue: Math.max(16, config.maxQueue),
+          decider: decider?.settings,
         })
-      : inlinePlanner(codec, { promptVersion, rotations, endToken, budgets });
+      : inlinePlanner(codec, { promptVersion, rotations, endToken, budgets, decider: decider?.settings });
   return new OnnxEvaluator(
     config,
     folder.manifest.synthetic === true,
@@ -82,8 +95,25 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
     runner,
     planner,
     temperatures,
+    decider ? { name: 'decider-labels', temperatures: decider.temperatures } : { name: 'decoder' },
   );
 }
+
+/** A decider-labels folder's label table and temperatures (decision.json, calibration.json), reported at load. */
+function readDecider(
+  dir: string,
+  codec: TextCodec,
+  config: ResolvedEngineConfig,
+): { settings: DeciderSettings; temperatures: DeciderTemperatures } {
+  const read = readDeciderFolder(dir, (text) => codec.encodeText(text, undefined, true));
+  config.onWarning?.(
+    `${FAMILY_NOTE} decider-labels (its own prompt contract)${read.notes.map((n) => `; ${n}`).join('')}`,
+  );
+  return { settings: { labels: read.labels }, temperatures: read.temperatures };
+}
+
+/** The decoder engine's family: Assay's prompt, or a label-token contract and its readout's temperatures. */
+type EngineFamily = { name: 'decoder' } | { name: 'decider-labels'; temperatures: DeciderTemperatures };
 
 class OnnxEvaluator implements Evaluator {
   private readonly scheduler: Scheduler;
@@ -99,6 +129,7 @@ class OnnxEvaluator implements Evaluator {
     private readonly runner: ModelRunner,
     private readonly planner: Planner,
     private readonly temperatures: AnswerTemperatures,
+    private readonly family: EngineFamily & { name: DecoderFamilyName },
   ) {
     this.scheduler = new Scheduler(config.maxQueue);
     this.cache = new PrefixCache(config.prefixCacheBytes);
@@ -177,12 +208,14 @@ class OnnxEvaluator implements Evaluator {
         cached,
         signal,
       });
-      return answerQuestions(
-        plan.questions,
-        plan.questions.map((q) => read.get(q)!),
-        this.temperatures,
-        this.config.confidence,
-      );
+      const logps = plan.questions.map((q) => read.get(q)!);
+      // A label-token family reads its answers from its rows (a score question: one row per level).
+      if (plan.readout && this.family.name === 'decider-labels') {
+        const asked = plan.readout.questions;
+        const answered = deciderLogps(asked, logps, this.family.temperatures);
+        return answerQuestions(asked, answered, this.temperatures, this.config.confidence);
+      }
+      return answerQuestions(plan.questions, logps, this.temperatures, this.config.confidence);
     }, signal);
     return { answers, usage: plan.usage };
   }
@@ -196,7 +229,7 @@ class OnnxEvaluator implements Evaluator {
       prefixCacheBytes: this.cache.bytes,
       tokensEvaluated: this.count.tokens,
       passes: this.count.passes,
-      family: 'decoder',
+      family: this.family.name,
     };
   }
 

@@ -22,6 +22,8 @@ const LAYOUT_IDS: Record<string, FamilyName> = {
   'laya-markers': 'laya-markers',
   'nli-pairs': 'nli-pairs',
   'kev-pointer': 'kev-pointer',
+  'decider-labels': 'decider-labels',
+  'decider-slots': 'decider-slots',
   'llm-logits': 'decoder',
 };
 

@@ -7,6 +7,7 @@ import type { Evaluator } from '../types.js';
 import { FamilyEvaluator } from './evaluator.js';
 import { FAMILY_NOTE, type RowFamily, type RowFamilyName } from './family.js';
 import { loadKev } from './kev/family.js';
+import { loadDeciderSlots } from './decider-slots/family.js';
 import { loadLaya } from './laya/family.js';
 import { loadNli } from './nli/family.js';
 
@@ -22,12 +23,20 @@ export {
 export { encoderGraph, splitGraph, singleGraph, tokenizerDir } from './files.js';
 export { KevRowTooLong } from './kev/layout.js';
 export { LayaOptionsTooLong } from './laya/layout.js';
+export {
+  DeciderRefusal,
+  deciderLogps,
+  readDeciderFolder,
+  type DeciderSettings,
+  type DeciderTemperatures,
+} from './decider/index.js';
 export { NliHypothesisTooLong } from './nli/layout.js';
 
 const LOADERS: Partial<Record<RowFamilyName, (c: ResolvedEngineConfig) => Promise<RowFamily>>> = {
   'laya-markers': loadLaya as (c: ResolvedEngineConfig) => Promise<RowFamily>,
   'nli-pairs': loadNli as (c: ResolvedEngineConfig) => Promise<RowFamily>,
   'kev-pointer': loadKev as (c: ResolvedEngineConfig) => Promise<RowFamily>,
+  'decider-slots': loadDeciderSlots as (c: ResolvedEngineConfig) => Promise<RowFamily>,
 };
 
 /** An evaluator for a folder of an encoder family. */

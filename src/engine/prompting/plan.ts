@@ -26,6 +26,19 @@ export interface Plan {
   prefix: number[];
   questions: PlannedQuestion[];
   usage: Usage;
+  /**
+   * A label-token family's answers (decider-labels), when they are not one per planned question:
+   * each answer's question and the planned questions (rows) it reads. Absent: Assay's own prompt.
+   */
+  readout?: { family: 'decider-labels'; questions: ReadQuestion[] };
+}
+
+/** An answer's question and the indices of the planned questions (rows) it is read from. */
+export interface ReadQuestion {
+  key: string;
+  question: Question;
+  options?: string[];
+  rows: number[];
 }
 
 export interface Budgets {

@@ -10,6 +10,7 @@ import { availableParallelism } from 'node:os';
 import { AbortedError, OverloadedError } from '../../errors.js';
 import { QueueFullError, WorkerPool, workerEntry, workerExecArgv } from '../../../workers/index.js';
 import { rebuild, type Failure } from '../../thread/failure.js';
+import { planDecider, type DeciderSettings } from '../../families/decider/plan.js';
 import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
 import { TextCodec } from '../tokenizer.js';
@@ -27,6 +28,8 @@ export interface PlannerOptions {
   threads: number;
   /** Requests waiting for a planning thread before OverloadedError (529): planning has a bounded queue too. */
   maxQueue: number;
+  /** A decider-labels folder: its layout plans the requests (not Assay's prompt). */
+  decider?: DeciderSettings;
 }
 
 export interface Planner {
@@ -40,11 +43,19 @@ export function defaultPlannerThreads(): number {
   return Math.max(1, Math.floor(availableParallelism() / 2));
 }
 
+/** A request's plan: the decider layout's for a decider-labels folder, else Assay's prompt's. */
+export function planWith(
+  codec: TextCodec,
+  o: Omit<PlannerOptions, 'threads' | 'modelDir' | 'maxQueue'>,
+  request: EvaluateRequest,
+): Plan {
+  if (o.decider) return planDecider(request, codec, o.decider, o.budgets);
+  return planRequest(request, codec, promptSet(o.promptVersion), o.endToken, o.budgets, { rotations: o.rotations });
+}
+
 /** Plans on the calling thread. */
 export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads' | 'modelDir' | 'maxQueue'>): Planner {
-  const prompts = promptSet(o.promptVersion);
-  const plan = async (request: EvaluateRequest) =>
-    planRequest(request, codec, prompts, o.endToken, o.budgets, { rotations: o.rotations });
+  const plan = async (request: EvaluateRequest) => planWith(codec, o, request);
   return {
     plan,
     planBody: async (body) => plan(parseBody(body)),
@@ -65,6 +76,7 @@ export function workerPlanner(o: PlannerOptions): Planner {
     rotations: o.rotations,
     endToken: o.endToken,
     budgets: o.budgets,
+    decider: o.decider,
   });
   const lane = (eager: number) =>
     new WorkerPool<PlannerCalls>({
