@@ -68,4 +68,5 @@ export { sessionOptions } from './engine/model/session.js';
 export { rowBatches } from './engine/families/evaluator.js';
 export { loadLaya, layaFeeds, type LayaRowInput } from './engine/families/laya/family.js';
 export { loadNli, nliFeeds, type NliRowInput } from './engine/families/nli/family.js';
+export { computeLabelTable, deciderLayout, type DeciderTokenizer } from './engine/families/decider/index.js';
 export type { RowFamily, FamilyRow } from './engine/families/family.js';

@@ -1,12 +1,13 @@
 // Checks that the ONNX graph the generator writes from trained weights computes what train.py's
 // torch forward computed: for every held-out row (tokenized as the engine plans it), onnxruntime's
 // log-probabilities of the candidate label tokens over the full vocabulary at the answer position,
-// against train.py's reference (<data>/tiny-tasks-heldout.reference.json, written after training or
-// by `train.py --reference`). Prints the max abs difference per dtype and the candidates' argmax
-// accuracy per question type; exits 1 when the fp32 difference passes --tolerance.
+// against train.py's reference (<data>/<name>-heldout.reference.json, written after training or
+// by `train.py --reference`). Prints the max abs difference per dtype and the accuracy per question
+// type (a score question of the decider contract: the level whose yes/no row says yes most); exits
+// 1 when the fp32 difference passes --tolerance.
 //
-//   npx tsx tools/train/check-onnx.ts [--data models/generated/train] [--weights models/trained/tiny-tasks.safetensors]
-//       [--dtypes fp32,int8] [--tolerance 1e-4]
+//   npx tsx tools/train/check-onnx.ts [--name tiny-tasks|tiny-decider] [--data models/generated/train]
+//       [--weights models/trained/<name>.safetensors] [--dtypes fp32,int8] [--tolerance 1e-4]
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,10 +18,18 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Row i of a line's tokenized questions: fact (noul), pick (choice), urgency (score), as tiny-tasks.ts asks them. */
 const TYPES = ['noul', 'choice', 'score'] as const;
 
-interface Row {
+/** One row of write-data.ts: a question, or (decider score) one level's yes/no row of question `q`. */
+export interface Row {
   ids: number[];
   cands: number[];
   target: number;
+  /** The question's type; absent: tiny-tasks' order (TYPES, one row per question). */
+  type?: (typeof TYPES)[number];
+  /** A score level's row: its question, the level it proposes, the right level, the yes candidate's index. */
+  q?: number;
+  level?: number;
+  answer?: number;
+  yes?: number;
 }
 
 export interface CheckResult {
@@ -30,11 +39,39 @@ export interface CheckResult {
   maxAbsDiff: number;
   /** Rows whose best candidate differs between the two. */
   argmaxChanged: number;
-  /** Candidate-argmax accuracy per question type (onnxruntime). */
-  accuracy: Record<(typeof TYPES)[number], number>;
+  /** Accuracy per question type (onnxruntime), as questionAccuracy reads the rows. */
+  accuracy: Record<string, number>;
 }
 
 const argmax = (xs: number[]): number => xs.reduce((best, x, i) => (x > xs[best]! ? i : best), 0);
+
+/**
+ * Accuracy per question type from each row's candidate scores (log-probabilities or logits): a row
+ * is a question, but the score rows of one `q` are one question, answered by the level whose
+ * l_yes − l_no is largest (train.py's question_accuracy).
+ */
+export function questionAccuracy(rows: readonly Row[], scores: readonly number[][]): Record<string, number> {
+  const right: Record<string, number> = {};
+  const count: Record<string, number> = {};
+  const levels = new Map<number, { margin: number; level: number; answer: number }>();
+  rows.forEach((row, i) => {
+    const s = scores[i]!;
+    if (row.level !== undefined) {
+      const margin = s[row.yes!]! - s[1 - row.yes!]!;
+      const best = levels.get(row.q!);
+      if (!best || margin > best.margin) levels.set(row.q!, { margin, level: row.level, answer: row.answer! });
+      return;
+    }
+    const type = row.type ?? TYPES[i % 3]!;
+    count[type] = (count[type] ?? 0) + 1;
+    right[type] = (right[type] ?? 0) + Number(argmax(s) === row.target);
+  });
+  for (const best of levels.values()) {
+    count.score = (count.score ?? 0) + 1;
+    right.score = (right.score ?? 0) + Number(best.level === best.answer);
+  }
+  return Object.fromEntries(Object.keys(count).map((t) => [t, right[t]! / count[t]!]));
+}
 
 export async function checkOnnx(opts: {
   rows: Row[];
@@ -50,8 +87,7 @@ export async function checkOnnx(opts: {
   });
   let maxAbsDiff = 0;
   let argmaxChanged = 0;
-  const right = { noul: 0, choice: 0, score: 0 };
-  const count = { noul: 0, choice: 0, score: 0 };
+  const all: number[][] = [];
   try {
     for (const [i, row] of opts.rows.entries()) {
       const logp = logSoftmaxAt((await runner.logits(row.ids)).at(-1)!, 1);
@@ -61,42 +97,38 @@ export async function checkOnnx(opts: {
         throw new Error(`reference row ${i} has ${ref.length} candidates, the data ${logps.length}`);
       logps.forEach((l, c) => (maxAbsDiff = Math.max(maxAbsDiff, Math.abs(l - ref[c]!))));
       if (argmax(logps) !== argmax(ref)) argmaxChanged++;
-      const type = TYPES[i % 3]!;
-      count[type]++;
-      if (argmax(logps) === row.target) right[type]++;
+      all.push(logps);
     }
   } finally {
     await runner.close();
   }
-  const accuracy = {
-    noul: right.noul / count.noul,
-    choice: right.choice / count.choice,
-    score: right.score / count.score,
-  };
+  const accuracy = questionAccuracy(opts.rows, all);
   return { dtype: opts.dtype, rows: opts.rows.length, maxAbsDiff, argmaxChanged, accuracy };
 }
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
+      name: { type: 'string', default: 'tiny-tasks' },
       data: { type: 'string', default: join(ROOT, 'models', 'generated', 'train') },
-      weights: { type: 'string', default: join(ROOT, 'models', 'trained', 'tiny-tasks.safetensors') },
+      weights: { type: 'string' },
       dtypes: { type: 'string', default: 'fp32,int8' },
       tolerance: { type: 'string', default: '1e-4' },
     },
   });
   const data = resolve(values.data);
-  const weights = resolve(values.weights);
-  const rows = readFileSync(join(data, 'tiny-tasks-heldout.tokens.jsonl'), 'utf8')
+  const name = values.name;
+  const weights = resolve(values.weights ?? join(ROOT, 'models', 'trained', `${name}.safetensors`));
+  const rows = readFileSync(join(data, `${name}-heldout.tokens.jsonl`), 'utf8')
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Row);
   const reference = (
-    JSON.parse(readFileSync(join(data, 'tiny-tasks-heldout.reference.json'), 'utf8')) as { logps: number[][] }
+    JSON.parse(readFileSync(join(data, `${name}-heldout.reference.json`), 'utf8')) as { logps: number[][] }
   ).logps;
   if (reference.length !== rows.length)
     throw new Error(
-      `the reference has ${reference.length} rows, the held-out data ${rows.length}: run train.py --reference`,
+      `the reference has ${reference.length} rows, the held-out data ${rows.length}: run train.py --name ${name} --reference`,
     );
   let failed = false;
   for (const dtype of values.dtypes.split(',') as SynthDtype[]) {
@@ -104,7 +136,7 @@ async function main(): Promise<void> {
       shape: 'tiny',
       dtype,
       weights,
-      out: join(ROOT, 'models', 'generated', `tiny-tasks-${dtype}`),
+      out: join(ROOT, 'models', 'generated', `${name}-${dtype}`),
     });
     const r = await checkOnnx({ rows, reference, modelDir, dtype });
     const acc = Object.entries(r.accuracy)

@@ -1,29 +1,40 @@
 #!/usr/bin/python3
-"""Trains the tiny-tasks model: a Qwen2-shaped decoder (the "tiny" shape of models/shapes.json) on
-the rows tools/train/write-data.ts tokenized, and writes its weights as safetensors in the
-generator's layout (src/model-files/synth/weights.ts reads them; `assay models synth` writes the ONNX
-folder from them).
+"""Trains a tiny model: a Qwen2-shaped decoder (the "tiny" shape of models/shapes.json) on the rows
+tools/train/write-data.ts tokenized, and writes its weights as safetensors in the generator's layout
+(src/model-files/synth/weights.ts reads them; `assay models synth` writes the ONNX folder from them).
+`--name` picks the data set: tiny-tasks (Assay's generic prompt) or tiny-decider (the same tickets
+through the decider contract); its files are <data>/<name>-*.jsonl.
 
 The forward below is the synthetic ONNX graph's (src/model-files/synth/decoder.ts) op for op: RMSNorm
 x / sqrt(mean(x^2) + eps) * w, rotary embedding on the non-interleaved halves, grouped-query
 attention with q/k/v biases and an additive -1e9 causal mask, SwiGLU MLP, final norm, head tied to
-the embedding. The loss is cross-entropy over each question's candidate label tokens at the answer
+the embedding. The loss is cross-entropy over each row's candidate label tokens at the answer
 position only: no full-vocabulary softmax. Only the token ids that occur are trained (a compact
 vocabulary); every other embedding row is exactly zero and is not stored.
+
+A row is one question (tiny-tasks; the decider's noul and choice), or one level of a score question
+(the decider's isolated yes/no rows: `q` groups them, `level` and `answer` say which level the row
+proposes and which is right, `yes` is the yes candidate's index): a score question's answer is the
+level whose row says yes most, log sigmoid(l_yes - l_no).
+
+With <data>/<name>-calibration.tokens.jsonl (a split of its own seed), the temperature per type
+(choice, score, noul) is fitted on it after training by the rows' negative log-likelihood over a
+grid, and written with <data>/<name>.folder.json's files into the metadata's `folder_files`
+(calibration.json), which the generator copies into the model folder.
 
 Needs PyTorch (Debian: apt-get install -y --no-install-recommends python3-torch). Never needed by
 npm ci, npm start or npm test.
 
-    /usr/bin/python3 tools/train/train.py [--data models/generated/train] [--out models/trained/tiny-tasks.safetensors]
+    /usr/bin/python3 tools/train/train.py [--name tiny-tasks] [--data models/generated/train] [--out models/trained/<name>.safetensors]
     /usr/bin/python3 tools/train/train.py --reference   # no training: the reference of the file --out names
 
 After training (or alone, with --reference) it reads the weights file back and writes
-<data>/tiny-tasks-heldout.reference.json: for every held-out row, its candidates' log-probabilities
+<data>/<name>-heldout.reference.json: for every held-out row, its candidates' log-probabilities
 over the FULL vocabulary at the answer position, as this forward computes them (the untrained rows'
 logits are exactly 0, so the full log-sum-exp is exact). tools/train/check-onnx.ts compares
 them with onnxruntime on the ONNX folder the generator writes from the same file.
 """
-import argparse, json, math, random, struct, time
+import argparse, json, math, os, random, struct, time
 import torch
 import torch.nn.functional as F
 
@@ -124,16 +135,66 @@ def step_logits(model, batch, cmap):
     return logits.masked_fill(~valid, -1e9)
 
 
-def accuracy(model, rows, cmap):
-    kinds = {}
+TYPES = ['noul', 'choice', 'score']
+
+
+def row_type(r, i):
+    """A row's question type: its own `type`, else tiny-tasks' order (fact, pick, level per line)."""
+    return r.get('type', TYPES[i % 3])
+
+
+def all_logits(model, rows, cmap):
+    """Each row's candidate logits (lists), in order."""
+    out = []
     with torch.no_grad():
-        for i, batch in enumerate(batches(rows, 256, False)):
-            pred = step_logits(model, batch, cmap).argmax(-1)
-            for j, r in enumerate(batch):
-                kind = ['noul', 'choice', 'score'][(i * 256 + j) % 3]
-                ok, n = kinds.get(kind, (0, 0))
-                kinds[kind] = (ok + int(pred[j].item() == r['target']), n + 1)
+        for batch in batches(rows, 256, False):
+            logits = step_logits(model, batch, cmap)
+            out += [logits[b, :len(r['cands'])].tolist() for b, r in enumerate(batch)]
+    return out
+
+
+def question_accuracy(rows, logits):
+    """Accuracy per question type: a row is a question, but score rows of one `q` (each a level's
+    yes/no row) are one question, answered by the level whose l_yes - l_no is largest."""
+    kinds, levels = {}, {}
+    for i, (r, l) in enumerate(zip(rows, logits)):
+        if 'level' in r:
+            no = 1 - r['yes']
+            levels.setdefault(r['q'], []).append((l[r['yes']] - l[no], r['level'], r['answer']))
+            continue
+        ok, n = kinds.get(row_type(r, i), (0, 0))
+        kinds[row_type(r, i)] = (ok + int(max(range(len(l)), key=l.__getitem__) == r['target']), n + 1)
+    for group in levels.values():
+        best = max(group, key=lambda g: g[0])
+        ok, n = kinds.get('score', (0, 0))
+        kinds['score'] = (ok + int(best[1] == best[2]), n + 1)
     return {k: ok / n for k, (ok, n) in kinds.items()}
+
+
+def accuracy(model, rows, cmap):
+    return question_accuracy(rows, all_logits(model, rows, cmap))
+
+
+CALIBRATION_TYPES = ['choice', 'score', 'noul']
+GRID = [round(0.25 * math.pow(2, i / 16), 4) for i in range(65)]  # 0.25 .. 4, 2^(1/16) apart
+
+
+def fit_temperatures(rows, logits):
+    """Per type, the grid temperature that minimizes the mean negative log-likelihood of the rows'
+    targets under softmax(logits / T) (a score row: its yes/no pair, i.e. log sigmoid)."""
+    fitted = {}
+    for t in CALIBRATION_TYPES:
+        mine = [(r, l) for i, (r, l) in enumerate(zip(rows, logits)) if row_type(r, i) == t]
+        if not mine:
+            continue
+        def nll(T):
+            return sum(torch.logsumexp(torch.tensor(l, dtype=torch.float64) / T, 0).item() - l[r['target']] / T
+                       for r, l in mine) / len(mine)
+        losses = {T: nll(T) for T in GRID}
+        best = min(GRID, key=losses.__getitem__)
+        fitted[t] = {'temperature': best, 'nll': round(losses[best], 6), 'nll_at_1': round(nll(1.0), 6),
+                     'rows': len(mine), 'on_grid_edge': best in (GRID[0], GRID[-1])}
+    return fitted
 
 
 def write_safetensors(path, tensors, metadata):
@@ -190,11 +251,10 @@ def layer_tensors(m):
             ('self_attn.o_proj.weight', m.o), ('mlp.gate_proj.weight', m.gate), ('mlp.up_proj.weight', m.up), ('mlp.down_proj.weight', m.down)]
 
 
-def write_reference(cfg, weights, rows, path):
+def full_logps(model, used, vocab_size, rows):
     """Each row's candidate log-probabilities over the full vocabulary (float64 from float32 logits)."""
-    model, used = load_model(cfg, weights)
     cmap = {t: i for i, t in enumerate(used)}
-    unseen = cfg['vocab_size'] - len(used)  # rows that are exactly zero: logit 0 each
+    unseen = vocab_size - len(used)  # rows that are exactly zero: logit 0 each
     out = []
     with torch.no_grad():
         for batch in batches(rows, 64, False):
@@ -204,6 +264,13 @@ def write_reference(cfg, weights, rows, path):
             lse = torch.logsumexp(torch.cat([logits, extra], -1), -1)
             for b, r in enumerate(batch):
                 out.append([float(logits[b, cmap[c]] - lse[b]) for c in r['cands']])
+    return out
+
+
+def write_reference(cfg, weights, rows, path):
+    """The reference file of a weights file: full_logps of every held-out row."""
+    model, used = load_model(cfg, weights)
+    out = full_logps(model, used, cfg['vocab_size'], rows)
     with open(path, 'w') as f:
         json.dump({'weights': weights, 'rows': len(rows), 'logps': out}, f)
     print(f'wrote {path}: full-vocabulary candidate log-probabilities of {len(rows)} held-out rows')
@@ -211,22 +278,29 @@ def write_reference(cfg, weights, rows, path):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument('--name', default='tiny-tasks', help='the data set: <data>/<name>-*.jsonl (tiny-tasks, tiny-decider)')
     ap.add_argument('--data', default='models/generated/train')
-    ap.add_argument('--out', default='models/trained/tiny-tasks.safetensors')
+    ap.add_argument('--out', help='default models/trained/<name>.safetensors')
     ap.add_argument('--epochs', type=int, default=6)
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--reference', action='store_true', help='no training: write the reference log-probabilities of the weights file --out names')
     a = ap.parse_args()
+    out_file = a.out or f'models/trained/{a.name}.safetensors'
     torch.manual_seed(a.seed); random.seed(a.seed)
     torch.set_num_threads(1)  # measured faster than 2 on this tiny model (2 cores)
     cfg = json.load(open(SHAPES))['tiny']['config']
-    train = load_rows(f'{a.data}/tiny-tasks-train.tokens.jsonl')
-    held = load_rows(f'{a.data}/tiny-tasks-heldout.tokens.jsonl')
-    reference_file = f'{a.data}/tiny-tasks-heldout.reference.json'
+    files = lambda part: f'{a.data}/{a.name}-{part}'
+    train = load_rows(files('train.tokens.jsonl'))
+    held = load_rows(files('heldout.tokens.jsonl'))
+    calibration_file = files('calibration.tokens.jsonl')
+    calibration = load_rows(calibration_file) if os.path.exists(calibration_file) else []
+    contract_file = f'{a.data}/{a.name}.folder.json'  # the model folder's files and task, from write-data.ts
+    contract = json.load(open(contract_file)) if os.path.exists(contract_file) else {}
+    reference_file = files('heldout.reference.json')
     if a.reference:
-        write_reference(cfg, a.out, held, reference_file)
+        write_reference(cfg, out_file, held, reference_file)
         return
-    used = sorted({t for r in train + held for t in r['ids'] + r['cands']})
+    used = sorted({t for r in train + held + calibration for t in r['ids'] + r['cands']})
     cmap = {t: i for i, t in enumerate(used)}
     model = Tiny(cfg, len(used))
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
@@ -241,6 +315,7 @@ def main():
             opt.zero_grad(); loss.backward(); opt.step(); sched.step()
             total += loss.item() * len(batch)
         print(f'epoch {epoch + 1}/{a.epochs}: loss {total / len(train):.4f}, held-out accuracy {accuracy(model, held, cmap)}, {time.time() - t0:.0f} s', flush=True)
+    seconds = round(time.time() - t0)
 
     # Reference answers of the first held-out questions (candidate probabilities), for the test that
     # the ONNX graph written from these weights computes what this forward does.
@@ -260,16 +335,32 @@ def main():
     metadata = {
         'format': 'assay tiny-tasks weights: linear weights [in, out] (x @ W, as the ONNX graph); embedding rows only for the ids listed, every other row zero',
         'shape': 'tiny',
-        'task': 'tiny-tasks (tools/train/tiny-tasks.ts)',
+        'task': contract.get('task', 'tiny-tasks (tools/train/tiny-tasks.ts)'),
         'train_rows': str(len(train)),
         'epochs': str(a.epochs),
-        'seconds': str(round(time.time() - t0)),
+        'seconds': str(seconds),
         'heldout_accuracy': json.dumps(final),
         'reference': json.dumps(reference),
     }
-    write_safetensors(a.out, tensors, metadata)
-    print(f'wrote {a.out}: {len(used)} embedding rows, held-out accuracy {final}, {time.time() - t0:.0f} s')
-    write_reference(cfg, a.out, held, reference_file)  # from the file just written: its round trip too
+    folder_files = dict(contract.get('files', {}))
+    if calibration:
+        fitted = fit_temperatures(calibration, all_logits(model, calibration, cmap))
+        print(f'calibration ({len(calibration)} rows): {fitted}')
+        metadata['calibration_fit'] = json.dumps(fitted)
+        # The contract's calibration.json is [t_choice, t_score, t_noul]; a score question's isolated
+        # yes/no rows have their own temperature (decision.json isolated_row_temperature), fitted on
+        # those rows, and t_score stays 1 (the levels' P(fits) normalized as they are).
+        how = (f'fitted on the calibration split ({len(calibration)} rows, seed {contract.get("calibration_seed")}) by tools/train/train.py: '
+               'per type, the temperature of a grid from 0.25 to 4 (2^(1/16) apart) that minimizes the rows\' mean negative log-likelihood')
+        folder_files['calibration.json'] = {'temperature': [fitted['choice']['temperature'], 1, fitted['noul']['temperature']], 'note': how}
+        folder_files['decision.json'] = {**folder_files.get('decision.json', {}), 'isolated_row_temperature': fitted['score']['temperature']}
+    if folder_files:
+        metadata['folder_files'] = json.dumps(folder_files)
+        # Every held-out row's full-vocabulary log-probabilities: the parity test's reference.
+        metadata['heldout_logps'] = json.dumps([[round(x, 7) for x in row] for row in full_logps(model, used, cfg['vocab_size'], held)])
+    write_safetensors(out_file, tensors, metadata)
+    print(f'wrote {out_file}: {len(used)} embedding rows, held-out accuracy {final}, {seconds} s')
+    write_reference(cfg, out_file, held, reference_file)  # from the file just written: its round trip too
 
 
 if __name__ == '__main__':

@@ -5,13 +5,16 @@
 //   a variant of the model (its ONNX file)  fp32, int8, q4, ... (a synthetic model: that dtype's folder)
 //   a prompt version (label strategy)       v1 (option names), letters (A, B, C…)
 //   option rotations                        rot4 (each choice question over 4 rotations, averaged)
-// e.g. `--compare int8,fp32`, `--compare v1,letters`, `--compare int8,int8+rot4`. The local engine
-// runs every kind of arm; a server (--url) only model names.
+//   a model family (the prompt contract)    decoder (Assay's generic prompt), decider-labels, ...:
+//                                           the registry entry's `family` for this run
+// e.g. `--compare int8,fp32`, `--compare v1,letters`, `--compare int8,int8+rot4`,
+// `--compare decider-labels,decoder`. The local engine runs every kind of arm; a server (--url)
+// only model names.
 import { basename, dirname, join, relative } from 'node:path';
 import { AssayClient } from '../../client/index.js';
 import { DEFAULTS } from '../../defaults.js';
 import type { EngineConfig } from '../../engine/index.js';
-import { PROMPT_VERSIONS, parseVariant, VARIANTS } from '../../engine/index.js';
+import { FAMILY_NAMES, PROMPT_VERSIONS, parseVariant, VARIANTS } from '../../engine/index.js';
 import type { SystemOneRequest, SystemOneResponse } from '../../protocol/index.js';
 import { ParsedBody } from '../../protocol/index.js';
 import { resolveModel, type ModelEntry, type Registry } from '../../registry.js';
@@ -27,6 +30,8 @@ export interface ArmSpec {
   variant?: string;
   promptVersion?: string;
   rotations?: number;
+  /** The family the model runs as (the registry entry's `family` overridden for this arm). */
+  family?: ModelEntry['family'];
 }
 
 export class ArmError extends Error {}
@@ -39,12 +44,13 @@ export function parseArm(text: string, registry: Registry | undefined): ArmSpec 
     if (registry && resolveModel(registry, part)) spec.model = part;
     else if (rot) spec.rotations = Number(rot[1]);
     else if (PROMPT_VERSIONS.includes(part)) spec.promptVersion = part;
+    else if ((FAMILY_NAMES as readonly string[]).includes(part)) spec.family = part as ModelEntry['family'];
     else if (parseVariant(part)) spec.variant = parseVariant(part);
     else if (!registry)
       spec.model = part; // a server's model name
     else {
       throw new ArmError(
-        `"${part}" (in "${text}") is not a model of the registry, a variant (${VARIANTS.join(', ')}), a prompt version (${PROMPT_VERSIONS.join(', ')}) or rotN`,
+        `"${part}" (in "${text}") is not a model of the registry, a variant (${VARIANTS.join(', ')}), a prompt version (${PROMPT_VERSIONS.join(', ')}), a family (${FAMILY_NAMES.join(', ')}) or rotN`,
       );
     }
   }
@@ -86,7 +92,7 @@ export interface TargetContext {
 /** Opens an arm: loads its model on the local engine, or a client of the server. */
 export async function openTarget(spec: ArmSpec, ctx: TargetContext): Promise<Target> {
   if (ctx.url !== undefined) {
-    if (spec.variant || spec.promptVersion || spec.rotations) {
+    if (spec.variant || spec.promptVersion || spec.rotations || spec.family) {
       throw new ArmError(`"${spec.label}": a server (--url) runs its models as configured: compare model names only`);
     }
     const client = new AssayClient({
@@ -117,6 +123,12 @@ export async function openTarget(spec: ArmSpec, ctx: TargetContext): Promise<Tar
   const resolved = resolveModel(registry, name);
   if (!resolved) throw new ArmError(`model "${name}" is not in the registry ${registry.file}`);
   if (spec.variant) registry = await withVariant(registry, resolved.id, resolved.entry, spec.variant);
+  if (spec.family) {
+    const entry = registry.models[resolved.id]!;
+    if (entry.escalate)
+      throw new ArmError(`"${spec.label}": ${resolved.id} escalates between models: it has no family`);
+    registry = { ...registry, models: { ...registry.models, [resolved.id]: { ...entry, family: spec.family } } };
+  }
   const engine: Omit<EngineConfig, 'modelDir' | 'variant'> = {
     ...(spec.promptVersion ? { promptVersion: spec.promptVersion } : {}),
     ...(spec.rotations ? { optionRotations: spec.rotations } : {}),

@@ -115,6 +115,7 @@ export function synthesize(opts: SynthOptions): SynthResult {
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config, null, 2) + '\n');
   writeFileSync(join(dir, 'generation_config.json'), JSON.stringify(GENERATION_CONFIG, null, 2) + '\n');
   for (const [name, from] of Object.entries(TOKENIZER_FILES)) copyFileSync(from, join(dir, name));
+  if (weights) writeFolderFiles(dir, weights.metadata.folder_files);
   const seconds = (performance.now() - t0) / 1000;
   const origin = weights
     ? {
@@ -160,6 +161,21 @@ export function synthesize(opts: SynthOptions): SynthResult {
     externalBytes: saved.externalBytes,
     seconds,
   };
+}
+
+/**
+ * The files trained weights carry for their folder (`folder_files` in the safetensors metadata: file
+ * name → JSON content), e.g. a family's decision.json and calibration.json: a model trained on a
+ * family's contract declares it, as a published folder of that family does.
+ */
+function writeFolderFiles(dir: string, text: string | undefined): void {
+  if (text === undefined) return;
+  const files = JSON.parse(text) as Record<string, unknown>;
+  for (const [name, content] of Object.entries(files)) {
+    if (!/^[\w.-]+\.json$/.test(name) || name === 'assay.json')
+      throw new Error(`weights metadata folder_files: ${JSON.stringify(name)} is not a plain JSON file name`);
+    writeFileSync(join(dir, name), `${JSON.stringify(content, null, 2)}\n`);
+  }
 }
 
 /** SHA-256 of a weights file: a generated folder is current only for the weights it was written from. */
