@@ -283,6 +283,8 @@ def main():
     ap.add_argument('--out', help='default models/trained/<name>.safetensors')
     ap.add_argument('--epochs', type=int, default=6)
     ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--init', help='start from this weights file (same data, so the same compact vocabulary) instead of random weights')
+    ap.add_argument('--lr', type=float, default=3e-3, help='the one-cycle schedule\'s max learning rate')
     ap.add_argument('--reference', action='store_true', help='no training: write the reference log-probabilities of the weights file --out names')
     a = ap.parse_args()
     out_file = a.out or f'models/trained/{a.name}.safetensors'
@@ -303,9 +305,13 @@ def main():
     used = sorted({t for r in train + held + calibration for t in r['ids'] + r['cands']})
     cmap = {t: i for i, t in enumerate(used)}
     model = Tiny(cfg, len(used))
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    if a.init:
+        model, init_used = load_model(cfg, a.init)
+        if init_used != used:
+            raise SystemExit(f'{a.init} was trained on another vocabulary: --init needs the same data')
+    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.01)
     steps = a.epochs * math.ceil(len(train) / 64)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=steps, pct_start=0.1)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=a.lr, total_steps=steps, pct_start=0.1)
     t0 = time.time()
     for epoch in range(a.epochs):
         total = 0.0
@@ -338,6 +344,7 @@ def main():
         'task': contract.get('task', 'tiny-tasks (tools/train/tiny-tasks.ts)'),
         'train_rows': str(len(train)),
         'epochs': str(a.epochs),
+        **({'init': f'{os.path.basename(a.init)}: {read_safetensors(a.init)[1].get("epochs")} epochs, then these ({a.lr} max lr)'} if a.init else {}),
         'seconds': str(seconds),
         'heldout_accuracy': json.dumps(final),
         'reference': json.dumps(reference),
