@@ -239,12 +239,13 @@ describe('assay models', () => {
     expect(JSON.parse(local.out).models.map((m: { name: string }) => m.name)).toEqual(['svc-latest', 'svc-preview']);
   });
 
-  it('the shipped registry lists tiny-tasks-1, marked as knowing only its support-ticket task', async () => {
+  it('the shipped registry lists tiny-tasks-1 and tiny-decider-1, marked as knowing only their support-ticket task', async () => {
     const r = await modelsRun(['--registry', 'models/registry.json']);
     expect(r.code).toBe(0);
     const models = JSON.parse(r.out).models as Array<{ name: string; description: string }>;
-    expect(models.map((m) => m.name)).toEqual(['svc-latest', 'svc-preview', 'tiny-tasks-1']);
+    expect(models.map((m) => m.name)).toEqual(['svc-latest', 'svc-preview', 'tiny-tasks-1', 'tiny-decider-1']);
     expect(models[2]!.description).toMatch(/^Knows only its support-ticket task/);
+    expect(models[3]!.description).toMatch(/^Knows only the support-ticket task, asked through the decider contract/);
   });
 
   it('table: local rows show the versioned id, folder and model family behind each name', async () => {
