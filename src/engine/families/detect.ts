@@ -25,6 +25,8 @@ const LAYOUT_IDS: Record<string, FamilyName> = {
   'decider-labels': 'decider-labels',
   'decider-slots': 'decider-slots',
   'llm-logits': 'decoder',
+  'decision-endpoint': 'decision-endpoint',
+  'arbiter-fixed': 'arbiter-fixed',
 };
 
 /** The file that declares a folder's layout (`layout`), read before any other. */

@@ -8,6 +8,7 @@ import { FamilyEvaluator } from './evaluator.js';
 import { FAMILY_NOTE, type RowFamily, type RowFamilyName } from './family.js';
 import { loadKev } from './kev/family.js';
 import { loadDeciderSlots } from './decider-slots/family.js';
+import { loadDecision } from './decision/family.js';
 import { loadLaya } from './laya/family.js';
 import { loadNli } from './nli/family.js';
 
@@ -22,6 +23,7 @@ export {
 } from './family.js';
 export { encoderGraph, splitGraph, singleGraph, tokenizerDir } from './files.js';
 export { KevRowTooLong } from './kev/layout.js';
+export { DecisionRefused } from './decision/layout.js';
 export { LayaOptionsTooLong } from './laya/layout.js';
 export {
   DeciderRefusal,
@@ -37,6 +39,7 @@ const LOADERS: Partial<Record<RowFamilyName, (c: ResolvedEngineConfig) => Promis
   'nli-pairs': loadNli as (c: ResolvedEngineConfig) => Promise<RowFamily>,
   'kev-pointer': loadKev as (c: ResolvedEngineConfig) => Promise<RowFamily>,
   'decider-slots': loadDeciderSlots as (c: ResolvedEngineConfig) => Promise<RowFamily>,
+  'decision-endpoint': loadDecision as (c: ResolvedEngineConfig) => Promise<RowFamily>,
 };
 
 /** An evaluator for a folder of an encoder family. */

