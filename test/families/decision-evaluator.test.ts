@@ -25,7 +25,7 @@ import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import { addedTokens, goldenRequests, qwenTokenizer, runReference } from '../../tools/families/decision-goldens.js';
 import { DECISION_TEMPERATURE, ensureDecisionReplica } from '../../tools/families/decision-replica.js';
 import * as golden from './golden-helpers.js';
-import { hasNumpy as numpyFor } from './replica-helpers.js';
+import { graphIo, hasNumpy as numpyFor } from './replica-helpers.js';
 
 const hasNumpy = numpyFor('the numpy forward pass of the Decision replica');
 
@@ -139,6 +139,26 @@ describe('a Decision endpoint folder through the engine, on every golden request
     }
     console.log(`decision readout: ${n} answers, max |Δ| ${worst.toExponential(2)}`);
     expect(worst).toBeLessThan(1e-5);
+  });
+
+  it('refuses a state of megabytes from its first tokens (a lower bound), before tokenizing it whole', () => {
+    const state = 'a '.repeat(700_000);
+    const t0 = performance.now();
+    const thrown = golden.thrownBy(() =>
+      family.plan({ state, questions: { q: { type: 'noul', instructions: 'late?' } } } as never),
+    );
+    expect(thrown).toBeInstanceOf(BudgetError);
+    expect((thrown as BudgetError).atLeast).toBe(true);
+    expect((thrown as BudgetError).limit).toBe(16_384);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+  });
+
+  it('loads the graph as published: input_ids and positions only (no attention mask), BF16 weights cast to fp32, external data', () => {
+    const io = graphIo(join(dir, 'model.onnx'));
+    expect(io.inputs).toEqual(['input_ids:7[rows,seq]', 'query_pos:7[rows]', 'cand_pos:7[rows,k]']);
+    expect(io.outputs).toEqual(['logits:1[rows,k]']);
+    expect(io.external).toEqual(['model.onnx_data']);
+    expect(io.ops.has('Cast')).toBe(true);
   });
 
   it('a choice past 255 options is a 422 through the evaluator, naming the limit', async () => {

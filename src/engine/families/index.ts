@@ -6,9 +6,10 @@ import { readModelManifest } from '../model/model-folder.js';
 import type { Evaluator } from '../types.js';
 import { FamilyEvaluator } from './evaluator.js';
 import { FAMILY_NOTE, type RowFamily, type RowFamilyName } from './family.js';
+import { loadArbiter } from './arbiter/family.js';
+import { loadDecision } from './decision/family.js';
 import { loadKev } from './kev/family.js';
 import { loadDeciderSlots } from './decider-slots/family.js';
-import { loadDecision } from './decision/family.js';
 import { loadLaya } from './laya/family.js';
 import { loadNli } from './nli/family.js';
 
@@ -22,8 +23,9 @@ export {
   type RowFamilyName,
 } from './family.js';
 export { encoderGraph, splitGraph, singleGraph, tokenizerDir } from './files.js';
-export { KevRowTooLong } from './kev/layout.js';
+export { ArbiterRefused } from './arbiter/layout.js';
 export { DecisionRefused } from './decision/layout.js';
+export { KevRowTooLong } from './kev/layout.js';
 export { LayaOptionsTooLong } from './laya/layout.js';
 export {
   DeciderRefusal,
@@ -40,6 +42,7 @@ const LOADERS: Partial<Record<RowFamilyName, (c: ResolvedEngineConfig) => Promis
   'kev-pointer': loadKev as (c: ResolvedEngineConfig) => Promise<RowFamily>,
   'decider-slots': loadDeciderSlots as (c: ResolvedEngineConfig) => Promise<RowFamily>,
   'decision-endpoint': loadDecision as (c: ResolvedEngineConfig) => Promise<RowFamily>,
+  'arbiter-fixed': loadArbiter as (c: ResolvedEngineConfig) => Promise<RowFamily>,
 };
 
 /** An evaluator for a folder of an encoder family. */

@@ -41,8 +41,8 @@ export interface DecisionRow {
 
 /** The family refuses a question (its options, levels or criteria, or the row's length): 422, naming the limit. */
 export class DecisionRefused extends BudgetError {
-  constructor(count: number, limit: number, message: string) {
-    super('context', count, limit, false, message);
+  constructor(count: number, limit: number, message: string, atLeast = false) {
+    super('context', count, limit, atLeast, message);
     this.name = 'DecisionRefused';
   }
 }
@@ -129,5 +129,6 @@ export function tooLong(count: number, limit: number, atLeast: boolean): Decisio
     limit,
     `this model reads at most ${limit} tokens a question (the state, the question and its options; ` +
       `nothing is cut); this question needs ${atLeast ? 'more than ' : ''}${count}`,
+    atLeast,
   );
 }
