@@ -11,7 +11,7 @@
 // multi-head causal self-attention (biases) and a GELU MLP, each added to the residual, then a
 // final LayerNorm. PyTorch names and orientation (Linear [out, in]) under `model.`; the numpy
 // forward (tools/reference/endpoint_forward.py) reads the same names from weights.safetensors.
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { DataType, GraphBuilder } from '../../src/internal.js';
 import * as kit from './replica-kit.js';
 import type { Net, Spec, Tensor, WeightSource } from './replica-kit.js';
@@ -155,8 +155,7 @@ export function writeCausalGraph(
   opts: { shape: CausalShape; head: CausalHead; weights: WeightSource; bf16: boolean; external: string; doc: string },
 ): void {
   const { shape, head, weights, bf16 } = opts;
-  const dir = file.slice(0, file.lastIndexOf('/'));
-  const g = new GraphBuilder('main_graph', { path: join(dir, opts.external), location: opts.external });
+  const g = new GraphBuilder('main_graph', { path: join(dirname(file), opts.external), location: opts.external });
   const n: Net = { g, w: weights, half: false, eps: shape.eps, added: new Set() };
   try {
     if (bf16)
