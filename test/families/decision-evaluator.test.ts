@@ -12,6 +12,8 @@
 //   near 1e-5 on logits of a few units; the answers of the whole evaluator equal the reference
 //   readout of the numpy logits within 1e-4 / T;
 // - rows batched (right-padded to the longest, a multiple of 64) give the logits of rows run alone.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveEngineConfig } from '../../src/engine/config.js';
@@ -159,6 +161,24 @@ describe('a Decision endpoint folder through the engine, on every golden request
     expect(io.outputs).toEqual(['logits:1[rows,k]']);
     expect(io.external).toEqual(['model.onnx_data']);
     expect(io.ops.has('Cast')).toBe(true);
+  });
+
+  it("reads choice_null_description 'key' from decision.json: a null description becomes the option's name", async () => {
+    const copy = mkdtempSync(join(tmpdir(), 'assay-decision-key-'));
+    try {
+      for (const f of readdirSync(dir)) if (f !== 'decision.json') symlinkSync(join(dir, f), join(copy, f));
+      const decision = JSON.parse(readFileSync(join(dir, 'decision.json'), 'utf8')) as Record<string, unknown>;
+      writeFileSync(join(copy, 'decision.json'), JSON.stringify({ ...decision, choice_null_description: 'key' }));
+      const nox = await loadDecision(resolveEngineConfig({ modelDir: copy, threads: 1 }));
+      const ask = (criteria: Record<string, string | null>) =>
+        ({ state: 's', questions: { q: { type: 'choice', instructions: 'which?', criteria } } }) as never;
+      const keyed = nox.plan(ask({ card: null, cash: 'notes' })).rows[0]!.row.ids;
+      expect(keyed).toEqual(family.plan(ask({ card: 'card', cash: 'notes' })).rows[0]!.row.ids);
+      expect(keyed).not.toEqual(family.plan(ask({ card: null, cash: 'notes' })).rows[0]!.row.ids);
+      await nox.close();
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
   });
 
   it('a choice past 255 options is a 422 through the evaluator, naming the limit', async () => {
