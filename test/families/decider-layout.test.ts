@@ -11,6 +11,7 @@ import {
   deciderLayout,
   deciderLogps,
   DeciderRefusal,
+  planDecider,
   readDeciderFolder,
   stripLevelNumber,
   type DeciderTokenizer,
@@ -111,6 +112,43 @@ describe('the readout of fake label logits equals the reference (family temperat
       expect(got).toHaveLength(p.length);
       got.forEach((x, j) => expect(Math.abs(x - p[j]!)).toBeLessThan(1e-9));
     }
+  });
+});
+
+describe('the plan the decoder engine runs', () => {
+  const budgets = { request: 65_536, question: 32_768 + 4096, context: 40_960 };
+  it('the context is the shared prefix, each row a question whose suffix is its piece and whose labels are single tokens', () => {
+    const i = goldens.requests.findIndex((r) => r.name === 'several questions, the order sent');
+    const want = goldens.results[i]!;
+    const plan = planDecider(deciderRequest(goldens.requests[i]!), codec, { labels: tok.labels }, budgets);
+    expect(plan.prefix).toEqual(want.ctx);
+    expect(plan.questions.map((q) => q.suffix)).toEqual(want.rows!.map((r) => r.piece));
+    expect(plan.questions.map((q) => q.labels.map((l) => l.tokens))).toEqual(
+      want.rows!.map((r) => r.labels.map((id) => [id])),
+    );
+    expect(plan.readout!.questions.map((q) => [q.key, q.rows])).toEqual([
+      ['z-last', [0, 1, 2]],
+      ['a-first', [3]],
+      ['m', [4]],
+    ]);
+    expect(plan.usage.input_tokens).toBe(want.ctx!.length + want.rows!.reduce((n, r) => n + r.piece.length, 0));
+  });
+
+  it('over a budget: a 422 budget error; instructions far over it are refused by their length (atLeast), before they are tokenized', () => {
+    const request = deciderRequest(goldens.requests.find((r) => r.name === 'state just under the cut')!);
+    expect(
+      thrownBy(() => planDecider(request, codec, { labels: tok.labels }, { ...budgets, question: 32_000 })),
+    ).toMatchObject({
+      budget: 'question',
+      atLeast: false,
+    });
+    const huge = { state: 's', questions: { q: { type: 'noul' as const, instructions: 'x'.repeat(1 << 22) } } };
+    expect(
+      thrownBy(() => planDecider(huge, codec, { labels: tok.labels }, { ...budgets, request: 1000 })),
+    ).toMatchObject({
+      budget: 'request',
+      atLeast: true,
+    });
   });
 });
 
