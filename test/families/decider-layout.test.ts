@@ -3,8 +3,11 @@
 // every row's tokens, slot and label ids, and the refusals must be identical on every golden
 // request; the readout of fake label logits (family temperatures, then `assay calibrate`'s) agrees
 // within 1e-9 (both in float64: only the order of operations differs). docs/families/decider-labels.md.
-import { existsSync } from 'node:fs';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ModelLoadError } from '../../src/engine/errors.js';
 import { answerQuestions } from '../../src/engine/execution/answers.js';
 import {
   annotatedJson,
@@ -26,6 +29,7 @@ import {
   referenceResults,
 } from '../../tools/families/decider-goldens.js';
 import { ensureDeciderReplica } from '../../tools/families/decider-replica.js';
+import { letters } from '../../tools/families/goldens-kit.js';
 import { deciderRequest, goldens } from './decider-helpers.js';
 import { expectCrossesAsBudgetError, thrownBy } from './golden-helpers.js';
 import { PYTHON } from './replica-helpers.js';
@@ -149,6 +153,62 @@ describe('the plan the decoder engine runs', () => {
       budget: 'request',
       atLeast: true,
     });
+  });
+});
+
+describe('the folder’s files', () => {
+  const made: string[] = [];
+  afterAll(() => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  const folder = (files: Record<string, unknown>) => {
+    const d = mkdtempSync(join(tmpdir(), 'assay-decider-folder-'));
+    made.push(d);
+    for (const [name, value] of Object.entries(files)) writeFileSync(join(d, name), JSON.stringify(value));
+    return d;
+  };
+  const read = (files: Record<string, unknown>) => readDeciderFolder(folder(files), tok.encode);
+
+  it('the label table: computed from the tokenizer (255 single tokens, A..J first), or decision.json’s', () => {
+    expect(tok.labels.ids).toHaveLength(255);
+    expect(tok.labels.strings.slice(0, 12)).toEqual([...'ABCDEFGHIJKL']);
+    for (const [s, id] of tok.labels.strings.map((x, i) => [x, tok.labels.ids[i]!] as const))
+      expect(tok.encode(s)).toEqual([id]);
+    const own = { strings: tok.labels.strings.slice(0, 20), ids: tok.labels.ids.slice(0, 20) };
+    const r = read({ 'decision.json': { layout: 'decider-labels-v1', labels: own } });
+    expect(r.labels).toEqual(own);
+    expect(r.notes[0]).toMatch(/20 labels from decision.json/);
+    // 21 options do not fit a 20-label table: a 422 naming the limit.
+    const q = {
+      type: 'choice' as const,
+      instructions: 'which?',
+      criteria: Object.fromEntries(letters(21).map((l) => [l, null])),
+    };
+    expect(
+      thrownBy(() => deciderLayout({ state: 's', questions: { q } }, { encode: tok.encode, labels: r.labels })),
+    ).toBeInstanceOf(DeciderRefusal);
+  });
+
+  it('temperatures from calibration.json ([t_choice, t_score, t_noul]) and the isolated rows’ from decision.json', () => {
+    expect(read({}).temperatures).toEqual({ choice: 1, score: 1, noul: 1, row: 1 });
+    expect(read({ 'calibration.json': { temperature: [1.3, 1, 1.2] } }).temperatures).toEqual({
+      choice: 1.3,
+      score: 1,
+      noul: 1.2,
+      row: 1.2,
+    });
+    expect(
+      read({ 'calibration.json': { temperature: [1.3, 1, 1.2] }, 'decision.json': { isolated_row_temperature: 2 } })
+        .temperatures.row,
+    ).toBe(2);
+  });
+
+  it('a malformed table or temperature is a load error naming the file', () => {
+    expect(thrownBy(() => read({ 'decision.json': { labels: { strings: ['A'], ids: [1] } } }))).toBeInstanceOf(
+      ModelLoadError,
+    );
+    expect(thrownBy(() => read({ 'calibration.json': { temperature: [1, 0, 1] } }))).toMatchObject({
+      message: expect.stringMatching(/calibration\.json: temperature\[1\] must be a positive number/),
+    });
+    expect(thrownBy(() => read({ 'calibration.json': { temperature: 1.03 } }))).toBeInstanceOf(ModelLoadError);
   });
 });
 
