@@ -3,14 +3,18 @@
 // every row's tokens, slot and label ids, and the refusals must be identical on every golden
 // request; the readout of fake label logits (family temperatures, then `assay calibrate`'s) agrees
 // within 1e-9 (both in float64: only the order of operations differs). docs/families/decider-labels.md.
-import { existsSync } from 'node:fs';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ModelLoadError } from '../../src/engine/errors.js';
 import { answerQuestions } from '../../src/engine/execution/answers.js';
 import {
   annotatedJson,
   deciderLayout,
   deciderLogps,
   DeciderRefusal,
+  planDecider,
   readDeciderFolder,
   stripLevelNumber,
   type DeciderTokenizer,
@@ -25,6 +29,7 @@ import {
   referenceResults,
 } from '../../tools/families/decider-goldens.js';
 import { ensureDeciderReplica } from '../../tools/families/decider-replica.js';
+import { letters } from '../../tools/families/goldens-kit.js';
 import { deciderRequest, goldens } from './decider-helpers.js';
 import { expectCrossesAsBudgetError, thrownBy } from './golden-helpers.js';
 import { PYTHON } from './replica-helpers.js';
@@ -111,6 +116,99 @@ describe('the readout of fake label logits equals the reference (family temperat
       expect(got).toHaveLength(p.length);
       got.forEach((x, j) => expect(Math.abs(x - p[j]!)).toBeLessThan(1e-9));
     }
+  });
+});
+
+describe('the plan the decoder engine runs', () => {
+  const budgets = { request: 65_536, question: 32_768 + 4096, context: 40_960 };
+  it('the context is the shared prefix, each row a question whose suffix is its piece and whose labels are single tokens', () => {
+    const i = goldens.requests.findIndex((r) => r.name === 'several questions, the order sent');
+    const want = goldens.results[i]!;
+    const plan = planDecider(deciderRequest(goldens.requests[i]!), codec, { labels: tok.labels }, budgets);
+    expect(plan.prefix).toEqual(want.ctx);
+    expect(plan.questions.map((q) => q.suffix)).toEqual(want.rows!.map((r) => r.piece));
+    expect(plan.questions.map((q) => q.labels.map((l) => l.tokens))).toEqual(
+      want.rows!.map((r) => r.labels.map((id) => [id])),
+    );
+    expect(plan.readout!.questions.map((q) => [q.key, q.rows])).toEqual([
+      ['z-last', [0, 1, 2]],
+      ['a-first', [3]],
+      ['m', [4]],
+    ]);
+    expect(plan.usage.input_tokens).toBe(want.ctx!.length + want.rows!.reduce((n, r) => n + r.piece.length, 0));
+  });
+
+  it('over a budget: a 422 budget error; instructions far over it are refused by their length (atLeast), before they are tokenized', () => {
+    const request = deciderRequest(goldens.requests.find((r) => r.name === 'state just under the cut')!);
+    expect(
+      thrownBy(() => planDecider(request, codec, { labels: tok.labels }, { ...budgets, question: 32_000 })),
+    ).toMatchObject({
+      budget: 'question',
+      atLeast: false,
+    });
+    const huge = { state: 's', questions: { q: { type: 'noul' as const, instructions: 'x'.repeat(1 << 22) } } };
+    expect(
+      thrownBy(() => planDecider(huge, codec, { labels: tok.labels }, { ...budgets, request: 1000 })),
+    ).toMatchObject({
+      budget: 'request',
+      atLeast: true,
+    });
+  });
+});
+
+describe('the folder’s files', () => {
+  const made: string[] = [];
+  afterAll(() => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  const folder = (files: Record<string, unknown>) => {
+    const d = mkdtempSync(join(tmpdir(), 'assay-decider-folder-'));
+    made.push(d);
+    for (const [name, value] of Object.entries(files)) writeFileSync(join(d, name), JSON.stringify(value));
+    return d;
+  };
+  const read = (files: Record<string, unknown>) => readDeciderFolder(folder(files), tok.encode);
+
+  it('the label table: computed from the tokenizer (255 single tokens, A..J first), or decision.json’s', () => {
+    expect(tok.labels.ids).toHaveLength(255);
+    expect(tok.labels.strings.slice(0, 12)).toEqual([...'ABCDEFGHIJKL']);
+    for (const [s, id] of tok.labels.strings.map((x, i) => [x, tok.labels.ids[i]!] as const))
+      expect(tok.encode(s)).toEqual([id]);
+    const own = { strings: tok.labels.strings.slice(0, 20), ids: tok.labels.ids.slice(0, 20) };
+    const r = read({ 'decision.json': { layout: 'decider-labels-v1', labels: own } });
+    expect(r.labels).toEqual(own);
+    expect(r.notes[0]).toMatch(/20 labels from decision.json/);
+    // 21 options do not fit a 20-label table: a 422 naming the limit.
+    const q = {
+      type: 'choice' as const,
+      instructions: 'which?',
+      criteria: Object.fromEntries(letters(21).map((l) => [l, null])),
+    };
+    expect(
+      thrownBy(() => deciderLayout({ state: 's', questions: { q } }, { encode: tok.encode, labels: r.labels })),
+    ).toBeInstanceOf(DeciderRefusal);
+  });
+
+  it('temperatures from calibration.json ([t_choice, t_score, t_noul]) and the isolated rows’ from decision.json', () => {
+    expect(read({}).temperatures).toEqual({ choice: 1, score: 1, noul: 1, row: 1 });
+    expect(read({ 'calibration.json': { temperature: [1.3, 1, 1.2] } }).temperatures).toEqual({
+      choice: 1.3,
+      score: 1,
+      noul: 1.2,
+      row: 1.2,
+    });
+    expect(
+      read({ 'calibration.json': { temperature: [1.3, 1, 1.2] }, 'decision.json': { isolated_row_temperature: 2 } })
+        .temperatures.row,
+    ).toBe(2);
+  });
+
+  it('a malformed table or temperature is a load error naming the file', () => {
+    expect(thrownBy(() => read({ 'decision.json': { labels: { strings: ['A'], ids: [1] } } }))).toBeInstanceOf(
+      ModelLoadError,
+    );
+    expect(thrownBy(() => read({ 'calibration.json': { temperature: [1, 0, 1] } }))).toMatchObject({
+      message: expect.stringMatching(/calibration\.json: temperature\[1\] must be a positive number/),
+    });
+    expect(thrownBy(() => read({ 'calibration.json': { temperature: 1.03 } }))).toBeInstanceOf(ModelLoadError);
   });
 });
 

@@ -45,12 +45,14 @@ export { VARIANTS, type Variant } from '../../engine/index.js';
 
 /** Tokenizer files every decoder export needs; a repo without one of them is not something the engine can load. */
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json'];
-/** Fetched when the repo has them: newer exports keep the chat template in its own file. */
+/** Fetched when the repo has them: newer exports keep the chat template in its own file; a decider-labels model its contract's files. */
 const OPTIONAL_FILES = [
   'generation_config.json',
   'chat_template.jinja',
   'chat_template.json',
   'special_tokens_map.json',
+  'decision.json',
+  'calibration.json',
 ];
 
 export const DEFAULT_HUB_URL = 'https://huggingface.co';

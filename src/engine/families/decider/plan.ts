@@ -19,13 +19,35 @@ export function deciderTokenizer(codec: TextCodec, settings: DeciderSettings): D
   return { encode: (text) => codec.encodeText(text, undefined, true), labels: settings.labels };
 }
 
+/**
+ * The tokenizer, refusing a request whose question texts alone hold more characters than the
+ * request budget's tokens can (the budget × the longest token, in characters): such a request is over
+ * budget, and is refused before megabytes of instructions are tokenized. The context is bounded by
+ * its cut (layout.ts), so its text is not counted.
+ */
+function guarded(tok: DeciderTokenizer, budget: number, maxTokenBytes: number): DeciderTokenizer {
+  const maxChars = budget * maxTokenBytes;
+  let chars = 0;
+  return {
+    ...tok,
+    encode: (text) => {
+      if (!text.startsWith('Context:\n') && (chars += text.length) > maxChars)
+        throw new BudgetError('request', budget, budget, true);
+      return tok.encode(text);
+    },
+  };
+}
+
 export function planDecider(
   request: EvaluateRequest,
   codec: TextCodec,
   settings: DeciderSettings,
   budgets: Budgets,
 ): Plan {
-  const layout = deciderLayout(request, deciderTokenizer(codec, settings));
+  const layout = deciderLayout(
+    request,
+    guarded(deciderTokenizer(codec, settings), budgets.request, codec.maxTokenBytes),
+  );
   const owner = new Map<number, (typeof layout.questions)[number]>();
   for (const q of layout.questions) for (const r of q.rows) owner.set(r, q);
   const questions: PlannedQuestion[] = layout.rows.map((row, i) => ({
