@@ -49,7 +49,9 @@ const BATCH_TOKENS = Number(process.env.ASSAY_BENCH_ROW_BATCH_TOKENS ?? 32_768);
 /** The row length the published exports take: a multiple of 64 (shared/causal-rows.ts). */
 const ROW_MULTIPLE = 64;
 
-type Size = KevReplicaSize | 'tiny';
+/** The published models' sizes every family is timed at (--quick: each family's tiny test replica). */
+const SIZES = ['qwen2.5-0.5b', 'qwen3.5-0.8b'] as const satisfies readonly KevReplicaSize[];
+type Size = (typeof SIZES)[number] | 'tiny';
 type Feeds = (rows: readonly FamilyRow[]) => Record<string, ort.Tensor>;
 
 /** A causal-row family as this section runs it. */
@@ -100,9 +102,7 @@ export async function rowFamiliesSection(ctx: BenchContext): Promise<SectionResu
   const onlySizes = list('ASSAY_BENCH_ROW_SIZES');
   const onlyCells = list('ASSAY_BENCH_ROW_CELLS');
   const families = FAMILIES.filter((f) => !onlyFamilies || onlyFamilies.includes(f.family));
-  const sizes: Size[] = ctx.quick
-    ? ['tiny']
-    : (Object.keys(KEV_REPLICA_SIZES) as KevReplicaSize[]).filter((s) => !onlySizes || onlySizes.includes(s));
+  const sizes: Size[] = ctx.quick ? ['tiny'] : SIZES.filter((s) => !onlySizes || onlySizes.includes(s));
   // About 230 tokens/s per side on two cores at these sizes: the 2,000-token cells take one round.
   const all: Cell[] = ctx.quick
     ? [
@@ -206,7 +206,7 @@ export async function rowFamiliesSection(ctx: BenchContext): Promise<SectionResu
     config: {
       families: families.map((f) => f.family),
       sizes,
-      shapes: ctx.quick ? undefined : KEV_REPLICA_SIZES,
+      kevShapes: ctx.quick ? undefined : KEV_REPLICA_SIZES,
       cells,
       batchTokens: BATCH_TOKENS,
       threads: ctx.threads,
