@@ -57,7 +57,11 @@ export function bf16Round(data: Float32Array): Float32Array {
 /** BF16 bytes (the high halves) of floats already rounded to BF16. */
 function bf16Bytes(data: Float32Array): Uint8Array {
   const u = new Uint32Array(data.buffer, data.byteOffset, data.length);
-  return new Uint8Array(Uint16Array.from(u, (x) => x >>> 16).buffer);
+  // A loop, not Uint16Array.from(u, f): that collects the values in a plain array first, which a
+  // published size's embedding (hundreds of millions of numbers) does not fit.
+  const out = new Uint16Array(u.length);
+  for (let i = 0; i < u.length; i++) out[i] = u[i]! >>> 16;
+  return new Uint8Array(out.buffer);
 }
 
 /** The trunk's weights, in the Qwen-style PyTorch names. */
