@@ -21,8 +21,9 @@ const total = (which: 'full' | 'quick') => SECTIONS.reduce((a, s) => a + s.secon
 
 export function benchHelp(): string {
   const flags = FLAGS.map((f) => `  ${flagName(f).padEnd(26)}${FLAG_DOCS[f].doc.replaceAll('`', '')}`);
+  const width = Math.max(...SECTIONS.map((s) => s.id.length)) + 2;
   const sections = SECTIONS.map(
-    (s) => `  ${s.id.padEnd(17)}${about(s.seconds.full)} (--quick ${about(s.seconds.quick).replace('about ', '')})`,
+    (s) => `  ${s.id.padEnd(width)}${about(s.seconds.full)} (--quick ${about(s.seconds.quick).replace('about ', '')})`,
   );
   return `Usage: npm run bench [-- options]
 

@@ -69,4 +69,5 @@ export { rowBatches } from './engine/families/evaluator.js';
 export { loadLaya, layaFeeds, type LayaRowInput } from './engine/families/laya/family.js';
 export { loadNli, nliFeeds, type NliRowInput } from './engine/families/nli/family.js';
 export { computeLabelTable, deciderLayout, type DeciderTokenizer } from './engine/families/decider/index.js';
+export { loadKev, kevFeeds, type KevRowInput } from './engine/families/kev/family.js';
 export type { RowFamily, FamilyRow } from './engine/families/family.js';

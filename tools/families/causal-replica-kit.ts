@@ -57,7 +57,11 @@ export function bf16Round(data: Float32Array): Float32Array {
 /** BF16 bytes (the high halves) of floats already rounded to BF16. */
 function bf16Bytes(data: Float32Array): Uint8Array {
   const u = new Uint32Array(data.buffer, data.byteOffset, data.length);
-  return new Uint8Array(Uint16Array.from(u, (x) => x >>> 16).buffer);
+  // A loop, not Uint16Array.from(u, f): that collects the values in a plain array first, which a
+  // published size's embedding (hundreds of millions of numbers) does not fit.
+  const out = new Uint16Array(u.length);
+  for (let i = 0; i < u.length; i++) out[i] = u[i]! >>> 16;
+  return new Uint8Array(out.buffer);
 }
 
 /** The trunk's weights, in the Qwen-style PyTorch names. */
@@ -91,12 +95,27 @@ export function trunkSpecs(s: CausalShape): Map<string, CausalSpec> {
 
 /** The weights of `specs`, drawn from `seed` (each its own stream), matrices rounded to BF16. */
 export function drawWeights(specs: ReadonlyMap<string, CausalSpec>, seed: number): Map<string, Tensor> {
-  const out = new Map<string, Tensor>();
-  for (const [name, spec] of specs) {
-    const t = random(seed, name, spec.shape, spec.std, spec.mean ?? 0);
-    out.set(name, spec.shape.length >= 2 ? { shape: t.shape, data: bf16Round(t.data) } : t);
-  }
-  return out;
+  const lazy = lazyWeights(specs, seed);
+  return new Map([...specs.keys()].map((name) => [name, lazy.get(name)!]));
+}
+
+/** The weights a graph is built from: a Map, or drawn one by one as the graph asks (`lazyWeights`). */
+export type CausalWeights = Pick<ReadonlyMap<string, Tensor>, 'get' | 'has'>;
+
+/**
+ * The weights of `specs` as `drawWeights` draws them (the same values), each drawn when the graph
+ * asks for it and not kept: a replica at a published size is written without holding its weights.
+ */
+export function lazyWeights(specs: ReadonlyMap<string, CausalSpec>, seed: number): CausalWeights {
+  return {
+    has: (name) => specs.has(name),
+    get(name) {
+      const spec = specs.get(name);
+      if (!spec) return undefined;
+      const t = random(seed, name, spec.shape, spec.std, spec.mean ?? 0);
+      return spec.shape.length >= 2 ? { shape: t.shape, data: bf16Round(t.data) } : t;
+    },
+  };
 }
 
 /** What a head builds on: the graph, the weights (cast to fp32 once each) and the gathers. */
@@ -105,7 +124,7 @@ export class CausalNet {
 
   constructor(
     readonly g: GraphBuilder,
-    readonly w: ReadonlyMap<string, Tensor>,
+    readonly w: CausalWeights,
     readonly shape: CausalShape,
     readonly inputIds: string,
   ) {}
@@ -232,7 +251,7 @@ export function writeCausalGraph(
   dir: string,
   shape: CausalShape,
   head: CausalHead,
-  w: ReadonlyMap<string, Tensor>,
+  w: CausalWeights,
   meta: { producer: string; docString: string },
 ): void {
   const g = new GraphBuilder('main_graph', { path: join(dir, 'model.onnx_data'), location: 'model.onnx_data' });

@@ -17,7 +17,15 @@
 // The head, as Kev's head.pt describes it: q = Linear(hidden → 256) of the hidden state at
 // decide_pos, k = Linear(hidden → 256) of each option's at opt_pos; score_j = k_j · q / 16.
 //
-//   npx tsx tools/families/kev-replica.ts [DIR]   writes the folder (default models/generated/kev-replica)
+// Sizes (KEV_REPLICA_SIZES), for measuring: the same layout at the published bases' cost per token,
+// `qwen2.5-0.5b` and `qwen3.5-0.8b` (models/generated/kev-replica-<size>, written on demand, without
+// weights.safetensors: no reference reads them). The kit's trunk is not Qwen's (learned positions,
+// LayerNorm and GELU, every layer full attention, a 2-matrix MLP): the hidden size, layers and heads
+// are the base's, and the MLP's width is 1.5 × the base's SwiGLU width, so that its two matrices
+// hold the three matrices' parameters; the vocabulary is the Qwen3.5-id tokenizer's.
+//
+//   npx tsx tools/families/kev-replica.ts [DIR]        writes the tiny folder (default models/generated/kev-replica)
+//   npx tsx tools/families/kev-replica.ts --size SIZE  writes models/generated/kev-replica-SIZE
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -28,6 +36,7 @@ import {
   causalConfig,
   drawWeights,
   F32,
+  lazyWeights,
   trunkSpecs,
   writeCausalGraph,
   writeJsonFile,
@@ -56,7 +65,16 @@ export const KEV_REPLICA_SHAPE: CausalShape = {
   eps: 1e-5,
 };
 
-export function kevReplicaDir(): string {
+/** The published bases' sizes (their config.json: hidden, layers, heads, SwiGLU width × 1.5). */
+export const KEV_REPLICA_SIZES = {
+  'qwen2.5-0.5b': { ...KEV_REPLICA_SHAPE, hidden: 896, heads: 14, intermediate: 1.5 * 4864, layers: 24 },
+  'qwen3.5-0.8b': { ...KEV_REPLICA_SHAPE, hidden: 1024, heads: 8, intermediate: 1.5 * 3584, layers: 24 },
+} as const satisfies Record<string, CausalShape>;
+export type KevReplicaSize = keyof typeof KEV_REPLICA_SIZES;
+
+export function kevReplicaDir(size?: KevReplicaSize): string {
+  if (size) return fileURLToPath(new URL(`../../models/generated/kev-replica-${size}/`, import.meta.url));
+
   return fileURLToPath(new URL('../../models/generated/kev-replica/', import.meta.url));
 }
 
@@ -102,19 +120,24 @@ export function kevDecision(): Record<string, unknown> {
   };
 }
 
-function write(out: string): void {
+function write(out: string, size?: KevReplicaSize): void {
   mkdirSync(out, { recursive: true });
-  const shape = KEV_REPLICA_SHAPE;
+  const shape = size ? KEV_REPLICA_SIZES[size] : KEV_REPLICA_SHAPE;
   const head = kevPointerHead(shape.hidden);
-  const w = drawWeights(new Map([...trunkSpecs(shape), ...head.specs]), KEV_REPLICA_SEED);
-  writeCausalGraph(out, shape, head, w, {
+  const specs = new Map([...trunkSpecs(shape), ...head.specs]);
+  const meta = {
     producer: 'assay-kev-replica',
     docString: 'Kev pointer replica: random weights, MEANINGLESS answers.',
-  });
-  writeSafetensors(join(out, 'weights.safetensors'), w, w, {
-    format: 'pt',
-    note: "replica: the graph's BF16 values in fp32",
-  });
+  };
+  if (size) writeCausalGraph(out, shape, head, lazyWeights(specs, KEV_REPLICA_SEED), meta);
+  else {
+    const w = drawWeights(specs, KEV_REPLICA_SEED);
+    writeCausalGraph(out, shape, head, w, meta);
+    writeSafetensors(join(out, 'weights.safetensors'), w, w, {
+      format: 'pt',
+      note: "replica: the graph's BF16 values in fp32",
+    });
+  }
   writeQwen35Tokenizer(out);
   writeJsonFile(join(out, 'decision.json'), kevDecision());
   writeJsonFile(join(out, 'calibration.json'), { temperature: [...KEV_REPLICA_TEMPERATURES] });
@@ -125,6 +148,7 @@ function write(out: string): void {
     generator: 'tools/families/kev-replica.ts',
     generator_version: KEV_REPLICA_VERSION,
     seed: KEV_REPLICA_SEED,
+    ...(size ? { size } : {}),
   });
 }
 
@@ -133,4 +157,23 @@ export function ensureKevReplica(dir = kevReplicaDir()): string {
   return ensureFolder(dir, KEV_REPLICA_VERSION, KEV_REPLICA_SEED, write);
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) console.log(ensureKevReplica(process.argv[2]));
+/** The replica at a published base's size (models/generated/kev-replica-<size>), written once. */
+export function ensureKevReplicaSize(size: KevReplicaSize, log?: (line: string) => void): string {
+  return ensureFolder(
+    kevReplicaDir(size),
+    KEV_REPLICA_VERSION,
+    KEV_REPLICA_SEED,
+    (out) => {
+      log?.(`writing the Kev replica at ${size}'s size (BF16 external data) into ${kevReplicaDir(size)}`);
+      write(out, size);
+    },
+    (stamp) => stamp.size === size,
+  );
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const size = process.argv[2] === '--size' ? (process.argv[3] as KevReplicaSize) : undefined;
+  if (size !== undefined && !(size in KEV_REPLICA_SIZES))
+    throw new Error(`unknown size ${size}; known: ${Object.keys(KEV_REPLICA_SIZES).join(', ')}`);
+  console.log(size ? ensureKevReplicaSize(size, console.error) : ensureKevReplica(process.argv[2]));
+}

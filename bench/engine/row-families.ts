@@ -1,0 +1,262 @@
+// The causal-row families (graphs with a gathered-position head: kev-pointer now; decision-endpoint,
+// arbiter-fixed and decider-slots join as entries of FAMILIES) at the published 0.5B-class and
+// 0.8B models' sizes (synthetic replicas), 1 / 5 / 16 questions (the first public client's mix) on
+// 256 / 2,000-token states. Their published graphs take whole rows and no KV input (BF16 weights
+// computed in fp32; no int8 export is published), so Assay cannot reuse the state across the
+// questions: each question's row reads it again. Its one lever is running a request's rows in one
+// batched run (rowBatchTokens: 0 on CPU, rows one by one; 4,096 on CUDA). Sides, each round back
+// to back, the order reversed every other round:
+// - assay: the request through Assay as served on CPU (loadEvaluator, rows one by one);
+// - batched: the same request with its rows batched (rowBatchTokens 32,768);
+// - bare: onnxruntime's session on the same rows one by one (the rows Assay built; only building
+//   the feeds and session.run are timed): Assay / bare is Assay's own cost.
+// The rows of every round are planned before the timing, by the family's own layout, and that
+// session closed: three sessions of the model are held while timing, not four.
+//
+//   ASSAY_BENCH_ROW_FAMILIES=kev-pointer       only these families (a comma list)
+//   ASSAY_BENCH_ROW_SIZES=qwen2.5-0.5b         only these sizes
+//   ASSAY_BENCH_ROW_CELLS=1x256,5x256,16x256   only these cells (questions x state tokens)
+//   ASSAY_BENCH_ROW_BATCH_TOKENS=16384         the batched side's rowBatchTokens (default 32,768)
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import {
+  kevFeeds,
+  loadEvaluator,
+  loadKev,
+  resolveEngineConfig,
+  rowBatches,
+  sessionOptions,
+  TextCodec,
+  type EvaluateRequest,
+  type Evaluator,
+  type FamilyRow,
+  type KevRowInput,
+  type RowFamily,
+} from '../../src/internal.js';
+import {
+  ensureKevReplica,
+  ensureKevReplicaSize,
+  KEV_REPLICA_SIZES,
+  type KevReplicaSize,
+} from '../../tools/families/kev-replica.js';
+import { table, ms, ratio, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
+import { pairedRatio, roundSummary, summarize, timeMs } from '../lib/stats.js';
+import { clientQuestions, textOfTokens } from '../lib/text.js';
+
+const GOAL = 1.05;
+const BATCH_TOKENS = Number(process.env.ASSAY_BENCH_ROW_BATCH_TOKENS ?? 32_768);
+/** The row length the published exports take: a multiple of 64 (shared/causal-rows.ts). */
+const ROW_MULTIPLE = 64;
+
+/** The published models' sizes every family is timed at (--quick: each family's tiny test replica). */
+const SIZES = ['qwen2.5-0.5b', 'qwen3.5-0.8b'] as const satisfies readonly KevReplicaSize[];
+type Size = (typeof SIZES)[number] | 'tiny';
+type Feeds = (rows: readonly FamilyRow[]) => Record<string, ort.Tensor>;
+
+/** A causal-row family as this section runs it. */
+interface RowFamilyEntry {
+  family: string;
+  /** The replica's folder at a size, written on demand. */
+  replica(size: Size, log: (line: string) => void): string;
+  /** The family as the engine loads it (its layout plans the rows). */
+  load(config: ReturnType<typeof resolveEngineConfig>): Promise<RowFamily>;
+  /** The graph's inputs for a batch of the family's rows, for the bare session. */
+  feeds(dir: string): Feeds;
+  /** A request of `questions` questions on `state`, in the types the family answers. */
+  request(state: string, questions: number, seed: number): EvaluateRequest;
+}
+
+const FAMILIES: RowFamilyEntry[] = [
+  {
+    family: 'kev-pointer',
+    replica: (size, log) => (size === 'tiny' ? ensureKevReplica() : ensureKevReplicaSize(size, log)),
+    load: (config) => loadKev(config),
+    feeds(dir) {
+      const decision = JSON.parse(readFileSync(join(dir, 'decision.json'), 'utf8')) as {
+        special_tokens: { pad: number };
+      };
+      return (rows) => kevFeeds(rows as KevRowInput[], decision.special_tokens.pad);
+    },
+    // Kev answers every type (noul, choice, score: one row each).
+    request: (state, questions, seed) => ({ state, questions: clientQuestions(questions, seed) }),
+  },
+];
+
+/** Rows' padded tokens as run: each batch its row count × its longest row rounded up to 64. */
+function paddedTokens(rows: readonly FamilyRow[], batchTokens: number): number {
+  return rowBatches(rows, batchTokens).reduce(
+    (n, b) => n + b.length * Math.ceil(Math.max(...b.map((i) => rows[i]!.tokens)) / ROW_MULTIPLE) * ROW_MULTIPLE,
+    0,
+  );
+}
+
+type Cell = { questions: number; tokens: number; rounds: number };
+const SIDES = ['assay', 'batched', 'bare'] as const;
+type Side = (typeof SIDES)[number];
+
+export async function rowFamiliesSection(ctx: BenchContext): Promise<SectionResult> {
+  const started = performance.now();
+  const list = (name: string) => process.env[name]?.split(',').filter(Boolean);
+  const onlyFamilies = list('ASSAY_BENCH_ROW_FAMILIES');
+  const onlySizes = list('ASSAY_BENCH_ROW_SIZES');
+  const onlyCells = list('ASSAY_BENCH_ROW_CELLS');
+  const families = FAMILIES.filter((f) => !onlyFamilies || onlyFamilies.includes(f.family));
+  const sizes: Size[] = ctx.quick ? ['tiny'] : SIZES.filter((s) => !onlySizes || onlySizes.includes(s));
+  // About 230 tokens/s per side on two cores at these sizes: the 2,000-token cells take one round.
+  const all: Cell[] = ctx.quick
+    ? [
+        { questions: 1, tokens: 256, rounds: 2 },
+        { questions: 5, tokens: 256, rounds: 2 },
+      ]
+    : [
+        { questions: 1, tokens: 256, rounds: 3 },
+        { questions: 5, tokens: 256, rounds: 2 },
+        { questions: 16, tokens: 256, rounds: 2 },
+        { questions: 1, tokens: 2000, rounds: 2 },
+        { questions: 5, tokens: 2000, rounds: 1 },
+        { questions: 16, tokens: 2000, rounds: 1 },
+      ];
+  const cells = all.filter((c) => !onlyCells || onlyCells.includes(`${c.questions}x${c.tokens}`));
+  const rows: Array<Record<string, unknown>> = [];
+  const notes: string[] = [];
+  let seed = 3900;
+
+  for (const entry of families)
+    for (const size of sizes) {
+      const label = `${entry.family} ${size}`;
+      ctx.log(`  ${label}: writing or reusing the replica`);
+      const dir = entry.replica(size, (l) => ctx.log(`    ${l}`));
+      const codec = await TextCodec.load(dir);
+      const config = resolveEngineConfig({ modelDir: dir, threads: ctx.threads });
+      // Every round's request and rows, planned by the family's layout before any timing.
+      const family = await entry.load(config);
+      const graph = family.graph;
+      const planned = cells.map((cell) =>
+        Array.from({ length: cell.rounds + 1 }, (_, r) => {
+          const state = textOfTokens(codec, cell.tokens, seed++);
+          const request = entry.request(state, r === 0 ? 1 : cell.questions, seed++);
+          return { request, rows: family.plan(request).rows };
+        }),
+      );
+      await family.close();
+      notes.push(`${label}: ${graph.replace(dir, '<replica>')}`);
+      const warnings: string[] = [];
+      const load = (rowBatchTokens: number) =>
+        loadEvaluator({ modelDir: dir, threads: ctx.threads, rowBatchTokens, onWarning: (w) => warnings.push(w) });
+      const assay: Evaluator = await load(config.rowBatchTokens);
+      const batched: Evaluator = await load(BATCH_TOKENS);
+      const bare = await ort.InferenceSession.create(graph, await sessionOptions(config));
+      const feeds = entry.feeds(dir);
+      const runBare = async (planned: readonly FamilyRow[]) => {
+        for (const row of planned) await bare.run(feeds([row]));
+      };
+      const run = (side: Side, p: { request: EvaluateRequest; rows: FamilyRow[] }) =>
+        side === 'assay'
+          ? assay.evaluate(p.request)
+          : side === 'batched'
+            ? batched.evaluate(p.request)
+            : runBare(p.rows);
+      try {
+        for (const [c, cell] of cells.entries()) {
+          ctx.log(`  ${label}: ${cell.questions} questions × ${cell.tokens}-token state, ${cell.rounds} rounds`);
+          const [warm, ...rounds] = planned[c]!;
+          for (const side of SIDES) await run(side, warm!);
+          const times: Record<Side, number[]> = { assay: [], batched: [], bare: [] };
+          for (const [r, p] of rounds.entries()) {
+            const order = r % 2 === 0 ? SIDES : [...SIDES].reverse();
+            for (const side of order) times[side].push(await timeMs(() => run(side, p)));
+          }
+          const last = rounds[rounds.length - 1]!.rows;
+          rows.push({
+            model: label,
+            ...cell,
+            rows: last.length,
+            inputTokens: last.reduce((n, row) => n + row.tokens, 0),
+            padded: { alone: paddedTokens(last, 0), batched: paddedTokens(last, BATCH_TOKENS) },
+            assay: roundSummary(summarize(times.assay), 1),
+            batched: roundSummary(summarize(times.batched), 1),
+            bare: roundSummary(summarize(times.bare), 1),
+            batching: pairedRatio(times.batched, times.assay),
+            overhead: pairedRatio(times.assay, times.bare),
+          });
+        }
+      } finally {
+        await assay.close();
+        await batched.close();
+        await bare.release();
+      }
+      for (const w of new Set(warnings)) notes.push(`${label} load: ${w}`);
+    }
+
+  const worst = rows.reduce((w, r) => Math.max(w, (r.overhead as { median: number }).median), 0);
+  const targets: Target[] = [
+    {
+      name: "Assay's own cost on the causal-row families: a request through Assay / the same rows on the bare session",
+      goal: `≤ ${GOAL.toFixed(2)}`,
+      value: Math.round(worst * 1000) / 1000,
+      unit: '×',
+      met: worst <= GOAL,
+      detail: 'the worst cell (median of its paired rounds)',
+    },
+  ];
+  return {
+    id: 'row-families',
+    title: '3g. Causal-row families at the published sizes: rows one by one, batched, and the bare session',
+    config: {
+      families: families.map((f) => f.family),
+      sizes,
+      kevShapes: ctx.quick ? undefined : KEV_REPLICA_SIZES,
+      cells,
+      batchTokens: BATCH_TOKENS,
+      threads: ctx.threads,
+      quick: ctx.quick,
+    },
+    results: { rows },
+    targets,
+    notes: [
+      'Replicas with random weights at the published sizes, BF16 weights in external data computed in fp32 (no int8 export of these families is published): the cost is real, the answers are not.',
+      "The graphs take whole rows and no KV input: the state cannot be encoded once and reused, each question's row reads it again (one row per question is the contract itself, so there is no cheaper no-reuse side to compare with). Assay's one lever is batching a request's rows in one run.",
+      "The replicas' trunk (tools/families/causal-replica-kit.ts) differs from the real bases: learned positions instead of rotary, LayerNorm and GELU instead of RMSNorm and SwiGLU, every layer full attention (Qwen3.5 mixes linear-attention layers), plain-op attention (no fused kernel). Hidden size, layers and heads are the bases' (Qwen2.5-0.5B: 896, 24, 14; Qwen3.5-0.8B: 1,024, 24, 8), and the 2-matrix MLP is 1.5 × the base's SwiGLU width (7,296; 5,376), so the cost per token is matched by parameter count; the vocabulary is the Qwen3.5-id tokenizer's (248,320 rows, a gather).",
+      "Questions: the first public client's mix (60% noul, 28% choice of 4, 12% score of at most 5 levels), one row each under Kev's contract.",
+      `assay: loadEvaluator as served on CPU (rows one by one, rowBatchTokens 0); batched: rowBatchTokens ${BATCH_TOKENS.toLocaleString('en-US')} (rows sorted by length, padded to the longest rounded up to 64); bare: session.run per row on the rows Assay built. Each round times the three back to back, the order reversed every other round; the rows and padded tokens are the last round's.`,
+      "Memory: each of the three sessions holds about 4.3 GB at the 0.5B size (the BF16 data and the fp32 weights its Casts fold to; one evaluator's RSS after load), and a batch of 15 rows of 2,100 tokens holds attention scores of rows × heads × seq² floats per layer (about 3.7 GB at 14 heads): lower ASSAY_BENCH_ROW_BATCH_TOKENS, or pick cells with ASSAY_BENCH_ROW_CELLS, where memory is short.",
+      ...(ctx.quick
+        ? [
+            "--quick: the tiny Kev replica, 1 and 5 questions on a 256-token state: a row takes milliseconds there, so Assay / bare measures Assay's fixed cost per request (the layout's tokenizing, the engine thread), not its share of a real row's.",
+          ]
+        : []),
+      ...notes,
+    ],
+    markdown: table(
+      [
+        'model',
+        'questions',
+        'state tokens',
+        'rows',
+        'padded tokens (alone / batched)',
+        'Assay p50',
+        'batched p50',
+        'bare p50',
+        'batched / alone',
+        'Assay / bare',
+      ],
+      rows.map((r) => {
+        const p = r.padded as { alone: number; batched: number };
+        return [
+          r.model as string,
+          r.questions as number,
+          r.tokens as number,
+          r.rows as number,
+          `${p.alone} / ${p.batched}`,
+          ms(r.assay as never),
+          ms(r.batched as never),
+          ms(r.bare as never),
+          ratio(r.batching as never),
+          ratio(r.overhead as never),
+        ];
+      }),
+    ),
+    seconds: (performance.now() - started) / 1000,
+  };
+}
