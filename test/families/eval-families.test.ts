@@ -1,7 +1,8 @@
-// `assay eval --dataset` on an encoder-family model, through the same service function as the API:
-// the example dataset answered by the Laya replica (metrics per type, coverage), and an escalating
-// entry whose first model is the Laya folder and whose second is the tiny decoder (the escalation
-// sweep). The family is detected from the folder: the registry names only its path.
+// `assay eval --dataset` on a model of each family, through the same service function as the API:
+// the example dataset answered by each family's replica (metrics per type, coverage), and an
+// escalating entry whose first model is the Laya (or NLI) folder and whose second is the tiny
+// decoder (the escalation sweep). The family is detected from the folder: the registry names only
+// its path. Arbiter's fixed slots read exactly 6 score levels, so it answers a dataset of its own.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,11 @@ import { run as evalCmd } from '../../src/commands/eval.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { ensureLayaReplica } from '../../tools/families/laya-replica.js';
 import { ensureNliReplica } from '../../tools/families/nli-replica.js';
+import { ensureKevReplica } from '../../tools/families/kev-replica.js';
+import { ensureDeciderReplica } from '../../tools/families/decider-replica.js';
+import { ensureSlotsReplica } from '../../tools/families/decider-slots-replica.js';
+import { ensureDecisionReplica } from '../../tools/families/decision-replica.js';
+import { ensureArbiterReplica } from '../../tools/families/arbiter-replica.js';
 
 const work = mkdtempSync(join(tmpdir(), 'assay-eval-families-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -32,6 +38,11 @@ async function registry(): Promise<string> {
       models: {
         'laya-1': { path: ensureLayaReplica(), description: 'Laya replica', release_date: '2026-11-27' },
         'nli-1': { path: ensureNliReplica('deberta'), description: 'NLI replica', release_date: '2026-11-27' },
+        'kev-1': { path: ensureKevReplica(), description: 'Kev replica', release_date: '2026-11-27' },
+        'decider-1': { path: await ensureDeciderReplica(), description: 'decider replica', release_date: '2026-11-27' },
+        'slots-1': { path: ensureSlotsReplica(), description: 'decider slot-head replica', release_date: '2026-11-27' },
+        'decision-1': { path: ensureDecisionReplica(), description: 'Decision replica', release_date: '2026-11-27' },
+        'arbiter-1': { path: ensureArbiterReplica(), description: 'Arbiter replica', release_date: '2026-11-27' },
         'tiny-1': {
           path: await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }),
           description: 'tiny decoder',
@@ -54,22 +65,50 @@ async function registry(): Promise<string> {
   return file;
 }
 
-/** `assay eval --dataset` of the example dataset on a registered model, into its own folder; it succeeded. */
-async function evalDataset(model: string) {
+/** `assay eval --dataset` of a dataset (the example one by default) on a registered model, into its own folder; it succeeded. */
+async function evalDataset(model: string, dataset = 'examples/support-tickets.jsonl') {
   const out = join(work, model);
-  const r = await run([
-    '--dataset',
-    'examples/support-tickets.jsonl',
-    '--model',
-    model,
-    '--registry',
-    await registry(),
-    '--out',
-    out,
-  ]);
+  const r = await run(['--dataset', dataset, '--model', model, '--registry', await registry(), '--out', out]);
   expect(r.code, r.err).toBe(0);
   return { r, out };
 }
+
+describe.each([
+  ['kev-1', 'kev-pointer'],
+  ['decider-1', 'decider-labels'],
+  ['slots-1', 'decider-slots'],
+  ['decision-1', 'decision-endpoint'],
+])('assay eval --dataset on %s (%s)', (model) => {
+  it('answers every line of the example dataset: metrics per type, coverage, loudly synthetic', async () => {
+    const { r, out } = await evalDataset(model);
+    expect(r.out).toContain('synthetic (random weights)');
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
+    expect(report).toMatchObject({ lines: 32, answers: 96, synthetic: true, model });
+    expect([report.metrics.noul.count, report.metrics.choice.count, report.metrics.score.count]).toEqual([32, 32, 32]);
+  }, 300_000);
+});
+
+describe('assay eval --dataset on arbiter-1 (arbiter-fixed)', () => {
+  it('answers a dataset whose scores have the 6 levels its slots read', async () => {
+    const levels = ['none', 'trivial', 'minor', 'moderate', 'serious', 'critical'];
+    const lines = readFileSync('examples/support-tickets.jsonl', 'utf8')
+      .trim()
+      .split('\n')
+      .slice(0, 8)
+      .map((l) => {
+        const line = JSON.parse(l);
+        line.questions.severity.criteria = levels;
+        line.expected.severity = Math.min(5, 2 * line.expected.severity);
+        return JSON.stringify(line);
+      });
+    const dataset = join(work, 'six-levels.jsonl');
+    writeFileSync(dataset, `${lines.join('\n')}\n`);
+    const { out } = await evalDataset('arbiter-1', dataset);
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
+    expect(report).toMatchObject({ lines: 8, answers: 24, synthetic: true, model: 'arbiter-1' });
+    expect([report.metrics.noul.count, report.metrics.choice.count, report.metrics.score.count]).toEqual([8, 8, 8]);
+  }, 300_000);
+});
 
 describe.each([
   ['laya-1', 'laya-cascade'],

@@ -130,6 +130,12 @@ export async function ensureDeciderReplica(dir = DECIDER_REPLICA_DIR): Promise<s
     copyFileSync(join(q, 'onnx', 'model_quantized.onnx'), int8);
   }
   rmSync(work, { recursive: true, force: true });
+  // The weights are random: the folder says so (assay.json "synthetic"), so the server's and `assay
+  // eval`'s warnings about meaningless answers apply, as for every other replica.
+  const manifest = join(out, 'assay.json');
+  const marker = JSON.parse(readFileSync(manifest, 'utf8')) as Record<string, unknown>;
+  if (marker.synthetic !== true)
+    writeFileSync(manifest, `${JSON.stringify({ ...marker, synthetic: true }, null, 2)}\n`);
   const decision = join(out, 'decision.json');
   if (!existsSync(decision)) {
     writeFileSync(join(out, 'calibration.json'), `${JSON.stringify({ temperature: DECIDER_TEMPERATURE })}\n`);
