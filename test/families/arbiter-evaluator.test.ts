@@ -6,8 +6,11 @@
 // - the answers built from the goldens' fake 24-slot scores (the question's slots, softmax / T,
 //   the engine's one answer builder) equal the reference readout within 1e-5 (float64 both sides);
 // - the replica's graph (fp32, causal, no attention mask) gives the numpy forward's 24 scores
-//   (tools/reference/endpoint_forward.py, float64, each row unpadded) within 1e-4, and the whole
-//   evaluator's answers equal the reference readout of those scores within 1e-4;
+//   (tools/reference/endpoint_forward.py, float64, each row unpadded) within 1e-4; the whole
+//   evaluator's answers equal the reference readout of the graph's own raw scores within 1e-5 (the
+//   issue's bound on answers), and the reference readout of the numpy scores within 1e-4;
+// - content is data: no row holds an added-token id (special or not) that the template did not put
+//   there, over every added token of the tokenizer in every field;
 // - rows batched (right-padded with <pad> to a multiple of 64) give the scores of rows run alone.
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -19,7 +22,16 @@ import { loadArbiter } from '../../src/engine/families/arbiter/family.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
 import type { RowFamily } from '../../src/engine/families/family.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
-import { addedTokens, gemmaTokenizer, goldenRequests, runReference } from '../../tools/families/arbiter-goldens.js';
+import {
+  addedTokenIds,
+  addedTokens,
+  ARBITER_REFERENCE,
+  gemmaTokenizer,
+  GOLDEN_CONFIG,
+  goldenRequests,
+  runReference,
+} from '../../tools/families/arbiter-goldens.js';
+import * as kit from '../../tools/families/goldens-kit.js';
 import { ensureArbiterReplica } from '../../tools/families/arbiter-replica.js';
 import * as golden from './golden-helpers.js';
 import { graphIo, hasNumpy as numpyFor } from './replica-helpers.js';
@@ -40,7 +52,8 @@ interface GoldenResult {
 const goldens = golden.readGoldens<golden.Goldens<GoldenRequest, GoldenResult>>(
   join(import.meta.dirname, 'arbiter', 'goldens.json'),
 );
-const FORWARD_TOKENS = 600;
+/** Rows the numpy forward runs: the accepted rows up to this many tokens (special-token strings, as text, are several tokens each). */
+const FORWARD_TOKENS = 800;
 
 let dir: string;
 let family: RowFamily<ArbiterRowInput>;
@@ -65,9 +78,15 @@ function numpyForward(rows: GoldenResult[]): number[][] {
   ).outputs;
 }
 
-function referenceReadout(type: string, scores: number[], slots: number[]): golden.ReadoutNumbers {
-  const script = `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.REFERENCE)}); from arbiter_layout import readout; j=json.load(sys.stdin); print(json.dumps(readout(j["type"], j["scores"], j["slots"], 1.0)))`;
-  return JSON.parse(golden.python(['-c', script], JSON.stringify({ type, scores, slots }))) as golden.ReadoutNumbers;
+/** The reference readout of each row's 24 scores: [type, scores, slots] per row, T = 1. */
+function referenceReadouts(rows: Array<[string, number[], number[]]>): golden.ReadoutNumbers[] {
+  const script = `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.REFERENCE)}); from arbiter_layout import readout; j=json.load(sys.stdin); print(json.dumps([readout(t, s, k, 1.0) for t, s, k in j]))`;
+  return JSON.parse(golden.python(['-c', script], JSON.stringify(rows))) as golden.ReadoutNumbers[];
+}
+
+/** How many times a string stands in a request's texts (its state and question, as sent). */
+function occurrences(g: golden.GoldenRequest, text: string): number {
+  return JSON.stringify([g.state, g.question]).split(text).length - 1;
 }
 
 describe('an Arbiter folder through the engine, on every golden request', () => {
@@ -103,15 +122,35 @@ describe('an Arbiter folder through the engine, on every golden request', () => 
     expect(refused).toBeGreaterThanOrEqual(10);
   });
 
-  it('holds every added token of the tokenizer, in every field, as the reference tokenizes it', () => {
+  it('keeps every added token of the tokenizer, in every field, as data: no row holds an added-token id the template did not put there', () => {
     const tokenizer = gemmaTokenizer();
+    const added = new Set(addedTokenIds(tokenizer));
+    const addedIn = (ids: number[]): number[] => ids.filter((x) => added.has(x));
+    // the template's own added tokens: those of a plain request's row (the contract has none)
+    const plain = goldens.requests.findIndex((r) => r.name === 'noul plain');
+    const template = addedIn(family.plan(golden.engineRequest(goldens.requests[plain]!)).rows[0]!.row.ids);
+    expect(template).toEqual([]);
+    expect(added.size).toBeGreaterThanOrEqual(10);
     for (const { content, special } of addedTokens(tokenizer)) {
       const name = `${special ? 'special' : 'added'} token ${content} in every field`;
       const i = goldens.requests.findIndex((r) => r.name === name);
       expect(i, content).toBeGreaterThanOrEqual(0);
-      const id = tokenizer.token_to_id(content)!;
-      expect(goldens.results[i]!.ids!.filter((x) => x === id).length, content).toBeGreaterThanOrEqual(8);
+      const ids = family.plan(golden.engineRequest(goldens.requests[i]!)).rows[0]!.row.ids;
+      expect(addedIn(ids), content).toEqual(template);
+      // the string is still there, in every field, as ordinary tokens
+      expect(tokenizer.decode(ids, { skip_special_tokens: false }).split(content).length - 1, content).toBe(
+        occurrences(goldens.requests[i]!, content),
+      );
     }
+    for (const [g, ref, request] of golden.engineCases(goldens))
+      if (!ref.refused) expect(addedIn(family.plan(request).rows[0]!.row.ids), g.name).toEqual(template);
+  });
+
+  it("the reference refuses upstream's tokenization (added tokens matched in caller text): it would forge control tokens", () => {
+    const g = goldens.requests.find((r) => r.name === 'special token <start_of_turn> in every field')!;
+    const upstream = (segments: string[]) => kit.tokenIds(gemmaTokenizer(), segments);
+    const job = { config: GOLDEN_CONFIG, requests: [g], special_ids: addedTokenIds(gemmaTokenizer()) };
+    expect(() => kit.runLayoutReference(ARBITER_REFERENCE, job, upstream)).toThrow(/not tokenized as data/);
   });
 
   it("answers the goldens' 24-slot scores as the reference readout within 1e-5", () => {
@@ -175,18 +214,34 @@ describe.skipIf(!hasNumpy)('the replica against the numpy forward (fp32 graph, f
     expect(worstAlone).toBeLessThan(1e-5);
   }, 300_000);
 
-  it('answers through the evaluator as the reference readout of the numpy scores', async () => {
+  it("answers through the evaluator as the reference readout of the graph's raw scores (1e-5), and of the numpy scores (1e-4)", async () => {
     const cases = shortCases().filter((_, i) => i % 3 === 0);
     const want = numpyForward(cases.map((c) => c.ref));
-    let worst = 0;
+    // the graph's own raw scores, each row run alone as the evaluator runs a one-question request
+    const raw: number[][] = [];
+    for (const c of cases) raw.push((await family.run([c.row]))[0]!.logits);
+    const ofRaw = referenceReadouts(cases.map((c, j) => [c.g.question.type, raw[j]!, c.ref.slots!]));
+    const ofNumpy = referenceReadouts(cases.map((c, j) => [c.g.question.type, want[j]!, c.ref.slots!]));
+    let worstRaw = 0;
+    let worstNumpy = 0;
     for (const [j, c] of cases.entries()) {
       const result = await evaluator.evaluate(golden.engineRequest(c.g));
       const got = golden.answerNumbers(result.answers.q!, c.g);
-      const ref = golden.readoutNumbers(referenceReadout(c.g.question.type, want[j]!, c.ref.slots!), c.g.question.type);
-      got.forEach((x, k) => (worst = Math.max(worst, Math.abs(x - ref[k]!))));
+      const r = golden.readoutNumbers(ofRaw[j]!, c.g.question.type);
+      const n = golden.readoutNumbers(ofNumpy[j]!, c.g.question.type);
+      expect(got, c.g.name).toHaveLength(r.length);
+      got.forEach((x, k) => {
+        worstRaw = Math.max(worstRaw, Math.abs(x - r[k]!));
+        worstNumpy = Math.max(worstNumpy, Math.abs(x - n[k]!));
+      });
     }
-    console.log(`arbiter evaluator: ${cases.length} requests, max |Δ answer| vs reference ${worst.toExponential(2)}`);
-    expect(worst).toBeLessThan(1e-4);
+    console.log(
+      `arbiter evaluator: ${cases.length} requests, max |Δ answer| vs the readout of the raw scores ${worstRaw.toExponential(2)}, of the numpy scores ${worstNumpy.toExponential(2)}`,
+    );
+    // the issue's bound on answers: only float64 rounding separates the engine's readout from the reference's
+    expect(worstRaw).toBeLessThan(1e-5);
+    // through the fp32 graph: scores within 1e-4 (T = 1) move a softmax by at most 1e-4
+    expect(worstNumpy).toBeLessThan(1e-4);
   }, 300_000);
 });
 

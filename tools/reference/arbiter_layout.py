@@ -14,6 +14,14 @@ A choice option's line is its name, or "name: render(description)" when that is 
 peer writes `{opt}`; Assay's reading). Refused: a choice of 0 or more than 16 options, a score of
 other than 6 levels, a row over max_len tokens (nothing is cut).
 
+Content is data (Assay's documented rule, docs/families/arbiter-fixed.md): the row's text is
+tokenized as ordinary text, so a special-token string typed by a caller (`<start_of_turn>`, `<bos>`,
+any added token) is its ordinary tokens, never the control token. Upstream's tokenizer matches
+added tokens in the text; Assay deviates on purpose. The template holds no special-token string,
+so no row holds a special-token id: the harness tokenizes every text this reference names as
+ordinary text and passes the tokenizer's added-token ids as "special_ids"; `layout` fails (exit 3)
+on a row holding one rather than writing it.
+
 Two passes, the tokenizer being outside: `segments` lists the texts to tokenize, `layout` lays the
 requests out with their ids; `readout` calibrates a row's 24 scores.
 
@@ -100,6 +108,14 @@ def readout(kind, scores, slots, temperature):
     return out
 
 
+def check_data(name, ids, special_ids):
+    """Content is data: the template puts no special token in a row, so none may be there."""
+    forged = sorted(set(ids) & special_ids)
+    if forged:
+        sys.stderr.write("%s: special-token ids %s in the row: caller text was not tokenized as data\n" % (name, forged))
+        sys.exit(3)
+
+
 def main():
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     job = json.load(sys.stdin)
@@ -118,6 +134,7 @@ def main():
             try:
                 row, slots = text(r)
                 ids = job["tokens"][row]
+                check_data(r["name"], ids, set(job.get("special_ids", [])))
                 if len(ids) > config["max_len"]:
                     raise Refused(len(ids), config["max_len"])
                 out = {"name": r["name"], "ids": ids, "last_pos": len(ids) - 1, "slots": slots}

@@ -15,7 +15,15 @@ sort_keys=True, separators=(",", ":")). Candidates: choice (key, value) in the s
 value stays null, or becomes the key when the folder says so); noul ("false", criteria.get("false",
 default)), ("true", ...); score (str(i), level_i). Refused: choice outside 2..max_options, score
 outside 2..max_levels, noul criteria with keys other than "true"/"false", a row over max_len.
-Nothing is cut. Special-token text is left as it is (the tokenizer reads it as it reads it).
+Nothing is cut.
+
+Content is data (Assay's documented rule, docs/families/decision-endpoint.md): every segment is
+tokenized as ordinary text, so a special-token string typed by a caller (`<|im_start|>`,
+`<|endoftext|>`, any added token) is its ordinary tokens, never the control token. Upstream's
+tokenizer matches added tokens in the text; Assay deviates on purpose. The template holds no
+special-token string, so no row holds a special-token id: the harness tokenizes every text this
+reference names as ordinary text and passes the tokenizer's added-token ids as "special_ids";
+`layout` fails (exit 3) on a row holding one rather than writing it.
 
 Two passes, the tokenizer being outside: `segments` lists the texts to tokenize, `layout` lays the
 requests out with their ids. `readout` gives the calibrated answer numbers of a row's logits.
@@ -74,6 +82,14 @@ def texts(request, config):
     return [prefix] + options + [SUFFIX]
 
 
+def check_data(name, ids, special_ids):
+    """Content is data: the template puts no special token in a row, so none may be there."""
+    forged = sorted(set(ids) & special_ids)
+    if forged:
+        sys.stderr.write("%s: special-token ids %s in the row: caller text was not tokenized as data\n" % (name, forged))
+        sys.exit(3)
+
+
 def layout(request, config, tokens):
     parts = texts(request, config)
     ids = []
@@ -125,6 +141,7 @@ def main():
         for r in job["requests"]:
             try:
                 out = {"name": r["name"], **layout(r, config, job["tokens"])}
+                check_data(r["name"], out["ids"], set(job.get("special_ids", [])))
                 if "logits" in r:
                     out["readout"] = readout(r["question"]["type"], r["logits"], config["temperature"])
             except Refused as e:

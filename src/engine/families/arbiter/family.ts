@@ -9,6 +9,7 @@ import type * as ort from 'onnxruntime-node';
 import { EngineError, ModelLoadError } from '../../errors.js';
 import type { ResolvedEngineConfig } from '../../config.js';
 import { openSession, sessionOptions } from '../../model/session.js';
+import { TextCodec } from '../../prompting/tokenizer.js';
 import type { EvaluateRequest } from '../../types.js';
 import type { RowFamily, FamilyPlan, FamilyQuestion, RowOutput } from '../family.js';
 import { encoderGraph, readJsonFile, tokenizerDir } from '../files.js';
@@ -53,11 +54,11 @@ export async function loadArbiter(c: ResolvedEngineConfig): Promise<RowFamily<Ar
   const tokDir = tokenizerDir(dir);
   const tokJson = readJsonFile(join(tokDir, 'tokenizer.json'));
   if (!tokJson) throw new ModelLoadError(`${dir}: no tokenizer.json (at the root or in tokenizer/)`);
-  const tokenizer = new Tokenizer(
-    { ...tokJson, truncation: null, padding: null },
-    readJsonFile(join(tokDir, 'tokenizer_config.json')) ?? {},
-  );
-  const encode = (text: string): number[] => tokenizer.encode(text, { add_special_tokens: false }).ids;
+  const tokConfig = readJsonFile(join(tokDir, 'tokenizer_config.json')) ?? {};
+  // Content is data: every text of the row is tokenized as ordinary text (added-token strings in
+  // caller text stay text), each on its own, as decider does (decider-slots/family.ts).
+  const codec = new TextCodec(new Tokenizer({ ...tokJson, truncation: null, padding: null }, tokConfig), tokConfig);
+  const encode = (text: string): number[] => codec.encodeText(text, undefined, true);
 
   const graph = encoderGraph(dir, c.variant, false);
   if (!('single' in graph)) throw new ModelLoadError(`${dir}: an Arbiter model is one graph`);

@@ -3,7 +3,9 @@
 //
 //   "State: " + render(state) + "\n\nQuestion: " + render(instructions) + "\n\nOptions:\n" + block + "\n\nAnswer:"
 //
-// tokenized whole without special tokens; the fixed 24-slot head is read at the row's last token
+// tokenized whole as ordinary text (content is data: a special-token string in caller text, such as
+// `<start_of_turn>` or `<bos>`, is its ordinary tokens, never the control token; upstream's tokenizer
+// matches added tokens there), no special tokens added; the fixed 24-slot head is read at the row's last token
 // (last_pos). The options block and the slots by type:
 //   noul    "T. Yes / True\nF. No / False"            slots 0 (true), 1 (false)
 //   choice  "A. <option>\nB. <option>…" (1..16)       slots 2..17 (A..P)
@@ -70,7 +72,7 @@ export function arbiterText(q: FamilyQuestion, state: unknown): { text: string; 
   return { text, slots };
 }
 
-/** The row of a question (`encode`: no special tokens added); a row over `maxLen` tokens is refused. */
+/** The row of a question (`encode`: ordinary text, no special tokens added); a row over `maxLen` tokens is refused. */
 export function arbiterRow(
   q: FamilyQuestion,
   state: unknown,

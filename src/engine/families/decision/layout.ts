@@ -9,8 +9,9 @@
 // Each segment is tokenized on its own (no merge crosses a boundary, no special tokens added);
 // cand_pos[j] is the last token of option j's segment, query_pos the row's last token. Nothing is
 // cut: a row past the model's length, or a question the head cannot read, is refused (422).
-// Special-token text in user input is tokenized as the tokenizer reads it, as upstream does: the
-// row has no special-token delimiters of its own for it to forge.
+// Content is data: every segment is tokenized as ordinary text, so a special-token string in caller
+// text (`<|im_start|>`, `<|endoftext|>`) is its ordinary tokens, never the control token (upstream's
+// tokenizer matches added tokens there; docs/families/decision-endpoint.md, "Content is data").
 import { BudgetError } from '../../errors.js';
 import type { FamilyQuestion } from '../shared/question.js';
 import { canonicalJson, payload } from './canonical.js';
@@ -101,7 +102,8 @@ export function segments(q: FamilyQuestion, state: unknown, config: DecisionLayo
 }
 
 /**
- * The row of a question: its segments tokenized one by one (`encode`: no special tokens added).
+ * The row of a question: its segments tokenized one by one (`encode`: ordinary text, no special
+ * tokens added).
  * `stateTokens` (optional) is a lower bound of the state's tokens, to refuse a huge state before
  * the prefix is tokenized.
  */
