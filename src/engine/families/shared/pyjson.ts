@@ -3,6 +3,25 @@
 // instructions and structured criteria before tokenizing them (docs/families/laya-markers.md), and
 // how the NLI pairs family writes them too (docs/families/nli-pairs.md).
 
+/** json.dumps's options the families' references use (defaults: Python's). */
+export interface PyJsonOptions {
+  /** `sort_keys=True`: keys in code-point order, as Python compares strings. */
+  sortKeys?: boolean;
+  /** `separators=(",", ":")`: no spaces. */
+  compact?: boolean;
+}
+
+/** Python's string order: by code point (JavaScript's default sort compares UTF-16 units). */
+function byCodePoint(a: string, b: string): number {
+  const x = [...a];
+  const y = [...b];
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const d = x[i]!.codePointAt(0)! - y[i]!.codePointAt(0)!;
+    if (d !== 0) return d;
+  }
+  return x.length - y.length;
+}
+
 /**
  * The text Python's json.dumps writes for a value that came from JSON text. Differences from
  * JSON.stringify: ", " and ": " separators; numbers as Python writes the number it parsed
@@ -15,7 +34,9 @@
  * round-trip digits, exponent form below 1e-4 and from 1e16 on: `1e-05`, `1e+21`). So `1.0` in a
  * request is written `1` (Python: `1.0`): a documented difference of the parsed request.
  */
-export function pyJsonDumps(value: unknown): string {
+export function pyJsonDumps(value: unknown, options: PyJsonOptions = {}): string {
+  const comma = options.compact ? ',' : ', ';
+  const colon = options.compact ? ':' : ': ';
   const out: string[] = [];
   // Work items: a value to write, or literal text (separators, closing brackets).
   const stack: Array<{ text: string } | { value: unknown }> = [{ value }];
@@ -35,17 +56,18 @@ export function pyJsonDumps(value: unknown): string {
       stack.push({ text: ']' });
       for (let i = v.length - 1; i >= 0; i--) {
         stack.push({ value: v[i] });
-        if (i > 0) stack.push({ text: ', ' });
+        if (i > 0) stack.push({ text: comma });
       }
     } else if (typeof v === 'object') {
       const entries = Object.entries(v as Record<string, unknown>);
+      if (options.sortKeys) entries.sort(([a], [b]) => byCodePoint(a, b));
       out.push('{');
       stack.push({ text: '}' });
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, inner] = entries[i]!;
         stack.push({ value: inner });
-        stack.push({ text: `${pyString(key)}: ` });
-        if (i > 0) stack.push({ text: ', ' });
+        stack.push({ text: `${pyString(key)}${colon}` });
+        if (i > 0) stack.push({ text: comma });
       }
     } else out.push('null'); // functions, symbols, bigints: never in parsed JSON
   }
