@@ -2,7 +2,13 @@
 // (docs/families/arbiter-fixed.md, "The folder"):
 //   decision.json     {"layout": "arbiter-fixed-v1", "pad_token_id" (Gemma's <pad>, 0), "max_len"?}
 //   calibration.json  {"temperature": [t_choice, t_score, t_noul]} (v3.3 ships [1, 1, 1]); absent: 1.
-import { ModelLoadError } from '../../errors.js';
+import {
+  nonNegativeInt,
+  settingsObject,
+  softmaxAt,
+  typeTemperatures,
+  type TypeTemperatures,
+} from '../shared/folder-settings.js';
 import type { Question } from '../../types.js';
 import { SLOTS } from './layout.js';
 
@@ -12,34 +18,16 @@ export const ARBITER_MAX_LEN = 131_072;
 export interface ArbiterConfig {
   padId: number;
   maxLen: number;
-  temperature: { choice: number; score: number; noul: number };
-}
-
-function object(json: unknown, file: string): Record<string, unknown> {
-  if (json === undefined || json === null) return {};
-  if (typeof json !== 'object' || Array.isArray(json)) throw new ModelLoadError(`${file}: expected an object`);
-  return json as Record<string, unknown>;
-}
-
-function count(v: unknown, what: string, fallback?: number): number {
-  if (v === undefined && fallback !== undefined) return fallback;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
-    throw new ModelLoadError(`${what}: expected a non-negative integer`);
-  return v;
+  temperature: TypeTemperatures;
 }
 
 export function readArbiterConfig(decision: unknown, calibration: unknown): ArbiterConfig {
-  const d = object(decision, 'decision.json');
-  const c = object(calibration, 'calibration.json');
-  const t = c.temperature ?? [1, 1, 1];
-  const temps = typeof t === 'number' ? [t, t, t] : t;
-  if (!Array.isArray(temps) || temps.length !== 3 || temps.some((x) => typeof x !== 'number' || !(x > 0)))
-    throw new ModelLoadError('calibration.json: temperature: expected [t_choice, t_score, t_noul], each > 0');
-  const [choice, score, noul] = temps as [number, number, number];
+  const d = settingsObject(decision, 'decision.json');
+  const temperature = typeTemperatures(settingsObject(calibration, 'calibration.json'));
   return {
-    padId: count(d.pad_token_id, 'decision.json: pad_token_id', 0),
-    maxLen: count(d.max_len, 'decision.json: max_len', ARBITER_MAX_LEN),
-    temperature: { choice, score, noul },
+    padId: nonNegativeInt(d.pad_token_id, 'decision.json: pad_token_id', 0),
+    maxLen: nonNegativeInt(d.max_len, 'decision.json: max_len', ARBITER_MAX_LEN),
+    temperature,
   };
 }
 
@@ -52,9 +40,5 @@ export function slotProbabilities(
 ): number[] {
   const k = type === 'noul' ? 2 : type === 'score' ? SLOTS.levels : options;
   const from = type === 'noul' ? SLOTS.noul : type === 'score' ? SLOTS.score : SLOTS.choice;
-  const z = scores.slice(from, from + k).map((x) => x / temperature[type]);
-  const m = Math.max(...z);
-  const e = z.map((x) => Math.exp(x - m));
-  const s = e.reduce((a, b) => a + b, 0);
-  return e.map((x) => x / s);
+  return softmaxAt(scores.slice(from, from + k), temperature[type]);
 }
