@@ -56,6 +56,8 @@ interface Shape {
   /** The score table's length. */
   scoreLabels: number;
   stateTokens: number;
+  /** render: "json". */
+  json: boolean;
 }
 
 /** What the cases need of a contract: its types and limits (the letter table counted on the tokenizer). */
@@ -63,7 +65,13 @@ function shapeOf(contract: string, dir: string): Shape {
   const file = join(kit.ROOT, 'test', 'families', 'label-tokens', 'contracts', `${contract}.json`);
   const c = (
     JSON.parse(readFileSync(file, 'utf8')) as {
-      contract: { types?: string[]; max_options?: number; state_tokens?: number; labels?: Record<string, unknown> };
+      contract: {
+        types?: string[];
+        render?: string;
+        max_options?: number;
+        state_tokens?: number;
+        labels?: Record<string, unknown>;
+      };
     }
   ).contract;
   const labels: Record<string, unknown> = { choice: 'letters', score: 'digits', ...(c.labels ?? {}) };
@@ -81,6 +89,7 @@ function shapeOf(contract: string, dir: string): Shape {
     maxOptions: Math.min(table, c.max_options ?? table),
     scoreLabels: size(labels.score),
     stateTokens: c.state_tokens ?? 32768,
+    json: c.render === 'json',
   };
 }
 
@@ -120,6 +129,8 @@ export function labelTokenRequests(contract: string, dir: string): LabelGoldenRe
     add('noul both sides described', noul(REFUND, { true: 'asks for money back', false: 'keeps the item' }));
     add('noul false side only, true empty', noul(REFUND, { true: '', false: 'keeps the item' }));
     add('noul without criteria, empty instructions', noul(''));
+    add('noul criteria falsy but described', noul(REFUND, { true: 0, false: false }));
+    add('noul instructions unicode object', noul({ frage: 'Rückerstattung?', 質問: '返金', emoji: '💸' }));
   }
   if (has('choice')) {
     common.choiceDescriptions((name, q, s) => {
@@ -132,6 +143,14 @@ export function labelTokenRequests(contract: string, dir: string): LabelGoldenRe
       add,
       TOPIC,
       counts.sort((a, b) => a - b),
+    );
+    add(
+      'choice empty option name',
+      choice(TOPIC, [
+        ['', 'nameless'],
+        ['named', null],
+        [' ', null],
+      ]),
     );
     add(
       'choice instructions null',
@@ -207,10 +226,21 @@ export function labelTokenRequests(contract: string, dir: string): LabelGoldenRe
     rtl: 'مرحبا',
   });
 
+  add('integer-like keys in a state object (sent in JavaScript’s order)', probe(REFUND), {
+    b: 'bee',
+    '10': 'ten',
+    '2': 'two',
+    a: [{ '1': true, z: null }],
+  });
+  add('state with angle brackets and markup', probe(REFUND), '<p>a < b && c > d</p> <|not a token|> <<think>>');
+
   // The state at and past state_tokens (a state past the model's context is refused "context").
   const cut = shape.stateTokens;
   if (cut <= 4096) {
-    add('state at state_tokens', probe(REFUND), aTokens(cut - 2));
+    // "a a … a" is one token a word; rendered as JSON its quotes add one token.
+    const exact = cut - (shape.json ? 1 : 0);
+    add('state of exactly state_tokens', probe(REFUND), aTokens(exact));
+    add('state one token past state_tokens (cut)', probe(REFUND), aTokens(exact + 1));
     add('state past state_tokens (cut)', probe(REFUND), aTokens(cut + 100));
     add('object state past state_tokens (cut)', probe(REFUND), { text: aTokens(cut + 50) });
   } else add('state past state_tokens and the context', probe(REFUND), aTokens(cut + 300));
