@@ -7,6 +7,7 @@ import type { Content, EvaluateRequest, Question } from '../../types.js';
 import { boundedTokens } from '../shared/bounded.js';
 import { askedInOrder, type FamilyQuestion } from '../shared/question.js';
 import { LabelTokensRefusal } from './refusal.js';
+import { MAX_LEVELS } from '../decider/question.js';
 import type { EncodedPart, LabelTokensSettings } from './settings.js';
 import { described, rendered, withDescription } from './values.js';
 
@@ -61,7 +62,7 @@ function written(q: FamilyQuestion, s: LabelTokensSettings): { options: string[]
   }
   if (q.type === 'score') {
     const n = q.criteria.length;
-    const most = s.labels.score.ids.length;
+    const most = Math.min(MAX_LEVELS, s.labels.score.ids.length);
     if (n < 2 || n > most)
       throw new LabelTokensRefusal(
         'levels',
