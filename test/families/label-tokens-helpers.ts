@@ -4,9 +4,15 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULTS } from '../../src/defaults.js';
+import { readLabelTokensFolder, type LabelTokensFolder } from '../../src/engine/families/label-tokens/index.js';
 import type { Budgets } from '../../src/engine/prompting/plan.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import type { EvaluateRequest, Question } from '../../src/engine/types.js';
-import { CONTRACTS_DIR, type LabelTokensContract } from '../../tools/families/label-tokens-replica.js';
+import {
+  CONTRACTS_DIR,
+  ensureLabelTokensReplica,
+  type LabelTokensContract,
+} from '../../tools/families/label-tokens-replica.js';
 import { readGoldens } from './golden-helpers.js';
 
 export interface LabelTokensRequest {
@@ -64,3 +70,12 @@ export const REPLICA_BUDGETS: Budgets = {
   question: DEFAULTS.questionTokenBudget,
   context: 32_768,
 };
+
+/** A contract's replica folder, its codec and what the family reads of it. */
+export async function loadContract(
+  contract: LabelTokensContract,
+): Promise<LabelTokensFolder & { dir: string; codec: TextCodec }> {
+  const dir = await ensureLabelTokensReplica(contract);
+  const codec = await TextCodec.load(dir);
+  return { dir, codec, ...readLabelTokensFolder(dir, codec) };
+}

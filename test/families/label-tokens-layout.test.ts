@@ -17,25 +17,15 @@ import {
   parseContract,
   planLabelTokens,
   readLabelTokensFolder,
-  type LabelTokensSettings,
 } from '../../src/engine/families/label-tokens/index.js';
-import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
-import {
-  ensureLabelTokensReplica,
-  LABEL_TOKENS_CONTRACTS,
-  type LabelTokensContract,
-} from '../../tools/families/label-tokens-replica.js';
+import { LABEL_TOKENS_CONTRACTS, type LabelTokensContract } from '../../tools/families/label-tokens-replica.js';
 import { expectCrossesAsBudgetError, thrownBy } from './golden-helpers.js';
-import { goldensOf, labelTokensRequest, REPLICA_BUDGETS } from './label-tokens-helpers.js';
+import { goldensOf, labelTokensRequest, loadContract, REPLICA_BUDGETS } from './label-tokens-helpers.js';
 
-const loaded = new Map<LabelTokensContract, { codec: TextCodec; settings: LabelTokensSettings; dir: string }>();
+const loaded = new Map<LabelTokensContract, Awaited<ReturnType<typeof loadContract>>>();
 
 beforeAll(async () => {
-  for (const c of LABEL_TOKENS_CONTRACTS) {
-    const dir = await ensureLabelTokensReplica(c);
-    const codec = await TextCodec.load(dir);
-    loaded.set(c, { codec, settings: readLabelTokensFolder(dir, codec).settings, dir });
-  }
+  for (const c of LABEL_TOKENS_CONTRACTS) loaded.set(c, await loadContract(c));
 }, 300_000);
 
 describe.each(LABEL_TOKENS_CONTRACTS)('the %s contract against its goldens', (contract) => {
