@@ -6,7 +6,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run as modelsCmd } from '../../src/commands/models.js';
 import { BudgetError, ModelLoadError } from '../../src/engine/errors.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
 import { isRowFamily } from '../../src/engine/families/family.js';
@@ -152,6 +154,25 @@ describe('a folder', () => {
     expect(detectFamily(dir)).toBe('label-tokens');
     expect(detectFamily(loaded.get('generic')!.dir, 'label-tokens')).toBe('label-tokens');
     expect(isRowFamily('label-tokens')).toBe(false);
+  });
+
+  it('assay models lists it with its contract’s name', async () => {
+    const reg = join(work, 'registry.json');
+    const entry = (c: LabelTokensContract) => ({
+      path: loaded.get(c)!.dir,
+      description: 'd',
+      release_date: '2026-11-27',
+      listed: true,
+    });
+    writeFileSync(
+      reg,
+      JSON.stringify({ default: 'cua-1', models: { 'cua-1': entry('cua'), 'jevos-1': entry('jevos') } }),
+    );
+    let out = '';
+    const stdout = new Writable({ write: (c, _e, cb) => void ((out += String(c)), cb()) });
+    expect(await modelsCmd(['--registry', reg, '--format', 'table'], { stdout, stderr: stdout, env: {} })).toBe(0);
+    expect(out).toMatch(/^cua-1 .* label-tokens \(cua-s1-style\) +d$/m);
+    expect(out).toMatch(/^jevos-1 .* label-tokens \(jevos-style\) +d$/m);
   });
 
   it('builds the label tables from the tokenizer and refuses labels that are not one token', () => {

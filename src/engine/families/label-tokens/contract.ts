@@ -3,6 +3,7 @@
 // the field), with the defaults filled in and each template cut at its placeholders.
 import { z } from 'zod';
 import { ModelLoadError } from '../../errors.js';
+import { DEFAULT_CONTRACT_NAME } from './name.js';
 
 export const QUESTION_TYPES = ['choice', 'noul', 'score'] as const;
 export type QuestionType = (typeof QUESTION_TYPES)[number];
@@ -34,7 +35,7 @@ export type TableSpec = z.infer<typeof table>;
 const side = z.enum(['true', 'false']);
 
 const schema = z.object({
-  name: z.string().min(1).default('label-tokens'),
+  name: z.string().min(1).default(DEFAULT_CONTRACT_NAME),
   types: z
     .array(z.enum(QUESTION_TYPES))
     .min(1, 'name at least one question type')
