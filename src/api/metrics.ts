@@ -248,5 +248,5 @@ function residencyMetrics(
 
 /** Whether a family's engine reuses a state's prefix KV: the decoder engine's families do. */
 function reusesPrefix(family: EngineStats['family']): boolean {
-  return family === 'decoder' || family === 'decider-labels';
+  return family === 'decoder' || family === 'decider-labels' || family === 'label-tokens';
 }

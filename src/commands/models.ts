@@ -8,7 +8,7 @@ import type { ModelMetadataList } from '../protocol/index.js';
 import { AssayClient } from '../client/index.js';
 import { loadRegistry } from '../registry.js';
 import { listModels } from '../model-list.js';
-import { detectFamily } from '../engine/index.js';
+import { contractName, detectFamily } from '../engine/index.js';
 import type { ResolvedModel } from '../registry.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
 import { describeError, parseCommand, parseFormat, resolveIo, table, type CommandIo } from './common.js';
@@ -101,15 +101,17 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
 
 /**
  * The family a name's model is: the registry's `family`, else what its folder's files show (the
- * engine's rules); an escalating entry is `escalating`, a synthetic model not yet written a decoder
+ * engine's rules), a label-tokens folder with its contract's name; an escalating entry is `escalating`, a synthetic model not yet written a decoder
  * (the generator writes decoders), a folder that matches none `unknown`.
  */
 function familyOf(resolved: ResolvedModel): string {
   const { entry } = resolved;
   if (entry.escalate) return 'escalating';
-  if (entry.family) return entry.family;
   try {
-    return detectFamily(resolved.dir);
+    const family = entry.family ?? detectFamily(resolved.dir);
+    // A label-tokens folder carries its contract: its name says which.
+    const contract = family === 'label-tokens' ? contractName(resolved.dir) : undefined;
+    return contract ? `${family} (${contract})` : family;
   } catch {
     return entry.synthetic ? 'decoder' : 'unknown';
   }

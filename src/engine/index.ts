@@ -31,6 +31,7 @@ export {
 } from './families/files.js';
 export { LayaOptionsTooLong } from './families/laya/layout.js';
 export { NliHypothesisTooLong } from './families/nli/layout.js';
+export { contractName } from './families/label-tokens/name.js';
 export {
   BudgetError,
   AbortedError,

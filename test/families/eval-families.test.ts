@@ -14,6 +14,7 @@ import { ensureLayaReplica } from '../../tools/families/laya-replica.js';
 import { ensureNliReplica } from '../../tools/families/nli-replica.js';
 import { ensureKevReplica } from '../../tools/families/kev-replica.js';
 import { ensureDeciderReplica } from '../../tools/families/decider-replica.js';
+import { ensureLabelTokensReplica } from '../../tools/families/label-tokens-replica.js';
 import { ensureSlotsReplica } from '../../tools/families/decider-slots-replica.js';
 import { ensureDecisionReplica } from '../../tools/families/decision-replica.js';
 import { ensureArbiterReplica } from '../../tools/families/arbiter-replica.js';
@@ -40,6 +41,11 @@ async function registry(): Promise<string> {
         'nli-1': { path: ensureNliReplica('deberta'), description: 'NLI replica', release_date: '2026-11-27' },
         'kev-1': { path: ensureKevReplica(), description: 'Kev replica', release_date: '2026-11-27' },
         'decider-1': { path: await ensureDeciderReplica(), description: 'decider replica', release_date: '2026-11-27' },
+        'label-tokens-1': {
+          path: await ensureLabelTokensReplica('generic'),
+          description: 'label-tokens replica (generic contract)',
+          release_date: '2026-11-27',
+        },
         'slots-1': { path: ensureSlotsReplica(), description: 'decider slot-head replica', release_date: '2026-11-27' },
         'decision-1': { path: ensureDecisionReplica(), description: 'Decision replica', release_date: '2026-11-27' },
         'arbiter-1': { path: ensureArbiterReplica(), description: 'Arbiter replica', release_date: '2026-11-27' },
@@ -76,6 +82,7 @@ async function evalDataset(model: string, dataset = 'examples/support-tickets.js
 describe.each([
   ['kev-1', 'kev-pointer'],
   ['decider-1', 'decider-labels'],
+  ['label-tokens-1', 'label-tokens'],
   ['slots-1', 'decider-slots'],
   ['decision-1', 'decision-endpoint'],
 ])('assay eval --dataset on %s (%s)', (model) => {

@@ -9,17 +9,20 @@ import {
   detectFamily,
   FAMILY_NOTE,
   isRowFamily,
+  labelTokensLogps,
   readDeciderFolder,
+  readLabelTokensFolder,
   type DecoderFamilyName,
   type DeciderSettings,
-  type DeciderTemperatures,
+  type FamilyName,
+  type LabelTokensSettings,
 } from '../families/index.js';
 import { answerQuestions, type AnswerTemperatures } from './answers.js';
 import { RequestBatcher } from './batching.js';
 import { chooseStrategy, fitsOnePass, STRATEGIES } from './strategies.js';
 import { PassCount, Passes } from './passes.js';
 import { openModelFolder } from '../model/model-folder.js';
-import type { Budgets, Plan } from '../prompting/plan.js';
+import type { Budgets, Plan, ReadQuestion } from '../prompting/plan.js';
 import { defaultPlannerThreads, inlinePlanner, workerPlanner, type Planner } from '../prompting/planner/index.js';
 import { PrefixCache } from '../cache/prefix-cache.js';
 import { promptSet } from '../prompting/prompts.js';
@@ -35,14 +38,15 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
   if (isRowFamily(family)) return createFamilyEvaluator(config, family);
   const folder = await openModelFolder(config.modelDir, config.variant);
   const codec = await TextCodec.load(folder.dir);
-  // A decider-labels folder is read under its own prompt contract (families/decider/): no chat template.
-  const decider = family === 'decider-labels' ? readDecider(folder.dir, codec, config) : undefined;
-  if (!decider && !codec.hasChatTemplate) {
+  // A decider-labels or label-tokens folder is read under its own prompt contract (families/decider/,
+  // families/label-tokens/): Assay's chat prompt is not used.
+  const contract = readContract(family, folder.dir, codec, config);
+  if (!contract && !codec.hasChatTemplate) {
     throw new ModelLoadError(
       `${folder.dir}: no chat template in tokenizer_config.json, chat_template.jinja or chat_template.json: Assay needs an instruction-tuned (chat) model`,
     );
   }
-  const endToken = codec.eosTokenId ?? folder.eosTokenIds[0] ?? (decider ? -1 : undefined);
+  const endToken = codec.eosTokenId ?? folder.eosTokenIds[0] ?? (contract ? -1 : undefined);
   if (endToken === undefined)
     throw new ModelLoadError(`${folder.dir}: no eos_token in tokenizer_config.json or generation_config.json`);
   const runner = await ModelRunner.load(folder, config, config.temperature ?? folder.manifest.temperature ?? 1);
@@ -85,9 +89,9 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
           budgets,
           threads,
           maxQueue: Math.max(16, config.maxQueue),
-          decider: decider?.settings,
+          ...contract?.planner,
         })
-      : inlinePlanner(codec, { promptVersion, rotations, endToken, budgets, decider: decider?.settings });
+      : inlinePlanner(codec, { promptVersion, rotations, endToken, budgets, ...contract?.planner });
   return new OnnxEvaluator(
     config,
     folder.manifest.synthetic === true,
@@ -95,25 +99,53 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
     runner,
     planner,
     temperatures,
-    decider ? { name: 'decider-labels', temperatures: decider.temperatures } : { name: 'decoder' },
+    contract?.family ?? { name: 'decoder' },
   );
 }
 
-/** A decider-labels folder's label table and temperatures (decision.json, calibration.json), reported at load. */
-function readDecider(
+/** A folder's own prompt contract: what its planner and its readout need. */
+interface Contract {
+  planner: { decider?: DeciderSettings; labelTokens?: LabelTokensSettings };
+  family: EngineFamily;
+}
+
+/** The contract of a decider-labels or label-tokens folder (its files read and reported at load); none for a decoder. */
+function readContract(
+  family: FamilyName,
   dir: string,
   codec: TextCodec,
   config: ResolvedEngineConfig,
-): { settings: DeciderSettings; temperatures: DeciderTemperatures } {
-  const read = readDeciderFolder(dir, (text) => codec.encodeText(text, undefined, true));
-  config.onWarning?.(
-    `${FAMILY_NOTE} decider-labels (its own prompt contract)${read.notes.map((n) => `; ${n}`).join('')}`,
-  );
-  return { settings: { labels: read.labels }, temperatures: read.temperatures };
+): Contract | undefined {
+  const note = (what: string, notes: readonly string[]) =>
+    config.onWarning?.(`${FAMILY_NOTE} ${what}${notes.map((n) => `; ${n}`).join('')}`);
+  if (family === 'decider-labels') {
+    const read = readDeciderFolder(dir, (text) => codec.encodeText(text, undefined, true));
+    note('decider-labels (its own prompt contract)', read.notes);
+    return {
+      planner: { decider: { labels: read.labels } },
+      family: { name: family, read: (asked, logps) => deciderLogps(asked, logps, read.temperatures) },
+    };
+  }
+  if (family === 'label-tokens') {
+    const read = readLabelTokensFolder(dir, codec);
+    note('label-tokens (the prompt contract of its decision.json)', read.notes);
+    const order = read.settings.noul.order;
+    return {
+      planner: { labelTokens: read.settings },
+      family: { name: family, read: (asked, logps) => labelTokensLogps(asked, logps, read.temperatures, order) },
+    };
+  }
+  return undefined;
 }
 
-/** The decoder engine's family: Assay's prompt, or a label-token contract and its readout's temperatures. */
-type EngineFamily = { name: 'decoder' } | { name: 'decider-labels'; temperatures: DeciderTemperatures };
+/** The decoder engine's family: Assay's prompt, or a label-token contract and its readout. */
+type EngineFamily =
+  | { name: 'decoder' }
+  | {
+      name: Exclude<DecoderFamilyName, 'decoder'>;
+      /** Each answer's log-probabilities from its rows' label log-probabilities. */
+      read(asked: readonly ReadQuestion[], logps: ReadonlyArray<readonly number[]>): number[][];
+    };
 
 class OnnxEvaluator implements Evaluator {
   private readonly scheduler: Scheduler;
@@ -129,7 +161,7 @@ class OnnxEvaluator implements Evaluator {
     private readonly runner: ModelRunner,
     private readonly planner: Planner,
     private readonly temperatures: AnswerTemperatures,
-    private readonly family: EngineFamily & { name: DecoderFamilyName },
+    private readonly family: EngineFamily,
   ) {
     this.scheduler = new Scheduler(config.maxQueue);
     this.cache = new PrefixCache(config.prefixCacheBytes);
@@ -210,9 +242,9 @@ class OnnxEvaluator implements Evaluator {
       });
       const logps = plan.questions.map((q) => read.get(q)!);
       // A label-token family reads its answers from its rows (a score question: one row per level).
-      if (plan.readout && this.family.name === 'decider-labels') {
+      if (plan.readout && this.family.name !== 'decoder') {
         const asked = plan.readout.questions;
-        const answered = deciderLogps(asked, logps, this.family.temperatures);
+        const answered = this.family.read(asked, logps);
         return answerQuestions(asked, answered, this.temperatures, this.config.confidence);
       }
       return answerQuestions(plan.questions, logps, this.temperatures, this.config.confidence);

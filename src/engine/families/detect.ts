@@ -23,6 +23,7 @@ const LAYOUT_IDS: Record<string, FamilyName> = {
   'nli-pairs': 'nli-pairs',
   'kev-pointer': 'kev-pointer',
   'decider-labels': 'decider-labels',
+  'label-tokens': 'label-tokens',
   'decider-slots': 'decider-slots',
   'llm-logits': 'decoder',
   'decision-endpoint': 'decision-endpoint',

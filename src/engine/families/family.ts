@@ -8,8 +8,8 @@ import type { EvaluateRequest, Question, Usage } from '../types.js';
 /**
  * The families, by the layout id their docs and the registry use. Two are run by the decoder engine
  * (prompting/, execution/: the state's KV encoded once and reused): `decoder` (Assay's own prompt,
- * for generic chat models) and `decider-labels` (a label-token decision model read under its own
- * prompt contract). The others are row families (RowFamily, run by evaluator.ts): the encoders
+ * for generic chat models), `decider-labels` (a label-token decision model read under its own
+ * prompt contract) and `label-tokens` (one whose contract its folder's decision.json carries). The others are row families (RowFamily, run by evaluator.ts): the encoders
  * (`laya-markers`, `nli-pairs`) and the causal-row graphs with gathered-position heads
  * (`kev-pointer`, `decision-endpoint`, `decider-slots`, `arbiter-fixed`), whose published graphs
  * take whole rows and no KV.
@@ -17,6 +17,7 @@ import type { EvaluateRequest, Question, Usage } from '../types.js';
 export const FAMILY_NAMES = [
   'decoder',
   'decider-labels',
+  'label-tokens',
   'laya-markers',
   'nli-pairs',
   'kev-pointer',
@@ -26,12 +27,12 @@ export const FAMILY_NAMES = [
 ] as const;
 export type FamilyName = (typeof FAMILY_NAMES)[number];
 /** The families the decoder engine runs. */
-export type DecoderFamilyName = Extract<FamilyName, 'decoder' | 'decider-labels'>;
+export type DecoderFamilyName = Extract<FamilyName, 'decoder' | 'decider-labels' | 'label-tokens'>;
 export type RowFamilyName = Exclude<FamilyName, DecoderFamilyName>;
 
 /** Whether the family is a row family (else the decoder engine runs it). */
 export function isRowFamily(name: FamilyName): name is RowFamilyName {
-  return name !== 'decoder' && name !== 'decider-labels';
+  return name !== 'decoder' && name !== 'decider-labels' && name !== 'label-tokens';
 }
 
 /** How a family's load note begins (the model pool logs it as info, not as a fallback). */

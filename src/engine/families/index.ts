@@ -35,6 +35,13 @@ export {
   type DeciderTemperatures,
 } from './decider/index.js';
 export { NliHypothesisTooLong } from './nli/layout.js';
+export {
+  labelTokensLogps,
+  LabelTokensRefusal,
+  readLabelTokensFolder,
+  type LabelTokensSettings,
+} from './label-tokens/index.js';
+export type { TypeTemperatures } from './shared/folder-settings.js';
 
 const LOADERS: Partial<Record<RowFamilyName, (c: ResolvedEngineConfig) => Promise<RowFamily>>> = {
   'laya-markers': loadLaya as (c: ResolvedEngineConfig) => Promise<RowFamily>,

@@ -27,10 +27,10 @@ export interface Plan {
   questions: PlannedQuestion[];
   usage: Usage;
   /**
-   * A label-token family's answers (decider-labels), when they are not one per planned question:
+   * A label-token family's answers (decider-labels, label-tokens), when they are not one per planned question:
    * each answer's question and the planned questions (rows) it reads. Absent: Assay's own prompt.
    */
-  readout?: { family: 'decider-labels'; questions: ReadQuestion[] };
+  readout?: { family: 'decider-labels' | 'label-tokens'; questions: ReadQuestion[] };
 }
 
 /** An answer's question and the indices of the planned questions (rows) it is read from. */

@@ -11,6 +11,8 @@ import { AbortedError, OverloadedError } from '../../errors.js';
 import { QueueFullError, WorkerPool, workerEntry, workerExecArgv } from '../../../workers/index.js';
 import { rebuild, type Failure } from '../../thread/failure.js';
 import { planDecider, type DeciderSettings } from '../../families/decider/plan.js';
+import { planLabelTokens } from '../../families/label-tokens/plan.js';
+import type { LabelTokensSettings } from '../../families/label-tokens/settings.js';
 import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
 import { TextCodec } from '../tokenizer.js';
@@ -30,6 +32,8 @@ export interface PlannerOptions {
   maxQueue: number;
   /** A decider-labels folder: its layout plans the requests (not Assay's prompt). */
   decider?: DeciderSettings;
+  /** A label-tokens folder: its contract plans the requests. */
+  labelTokens?: LabelTokensSettings;
 }
 
 export interface Planner {
@@ -43,13 +47,14 @@ export function defaultPlannerThreads(): number {
   return Math.max(1, Math.floor(availableParallelism() / 2));
 }
 
-/** A request's plan: the decider layout's for a decider-labels folder, else Assay's prompt's. */
+/** A request's plan: the folder's contract's (decider-labels, label-tokens), else Assay's prompt's. */
 export function planWith(
   codec: TextCodec,
   o: Omit<PlannerOptions, 'threads' | 'modelDir' | 'maxQueue'>,
   request: EvaluateRequest,
 ): Plan {
   if (o.decider) return planDecider(request, codec, o.decider, o.budgets);
+  if (o.labelTokens) return planLabelTokens(request, codec, o.labelTokens, o.budgets);
   return planRequest(request, codec, promptSet(o.promptVersion), o.endToken, o.budgets, { rotations: o.rotations });
 }
 
@@ -77,6 +82,7 @@ export function workerPlanner(o: PlannerOptions): Planner {
     endToken: o.endToken,
     budgets: o.budgets,
     decider: o.decider,
+    labelTokens: o.labelTokens,
   });
   const lane = (eager: number) =>
     new WorkerPool<PlannerCalls>({
