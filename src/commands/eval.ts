@@ -65,7 +65,8 @@ the differences B - A in accuracy, coverage at the budget and ECE with paired
 bootstrap 95% intervals. An arm is parts joined by "+": a registry model, a
 variant (fp32, int8, q4, ...), a prompt version (v1 = option names, letters =
 A, B, C...), rotN (choice options over N rotations, averaged) or a model family
-(decoder = Assay's generic prompt, decider-labels = the decider contract). e.g.
+(decoder = Assay's generic prompt, decider-labels = the decider contract,
+label-tokens = the contract in the folder's decision.json). e.g.
 int8,fp32, v1,letters, decider-labels,decoder; with --url, two model names
 (svc-1.13.0,svc-latest)`,
     },
