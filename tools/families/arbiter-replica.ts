@@ -1,5 +1,5 @@
 // The synthetic replica of an Arbiter model (`arbiter-fixed`, development only, never packed):
-// causal-graph.ts's tiny trunk with the fixed 24-slot head, random weights, in the folder layout
+// causal-replica-kit.ts's tiny trunk with the fixed 24-slot head, random weights, in the folder layout
 // the peer serves the published model in (ollaya-dev/ollaya:docs/families/arbiter.md):
 //
 //   model.onnx + model.onnx_data   input_ids i64[rows, seq], last_pos i64[rows] → scores f32[rows, 24]
@@ -18,14 +18,15 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   type CausalHead,
   type CausalShape,
-  causalWeights,
-  gatherAt,
+  type CausalSpec,
+  drawWeights,
+  endpointStorage,
+  storedBf16,
   trunkSpecs,
   writeCausalGraph,
-} from './causal-graph.js';
+} from './causal-replica-kit.js';
 import { gemmaTestTokenizer, gemmaTestVocab } from './gemma-tokenizer.js';
 import * as kit from './replica-kit.js';
-import type { Spec } from './replica-kit.js';
 import { writeTestTokenizer } from './tokenizer-kit.js';
 
 export const ARBITER_REPLICA_VERSION = 1;
@@ -42,19 +43,20 @@ export const ARBITER_SHAPE: CausalShape = {
   eps: 1e-6,
 };
 
-export const SLOTS_HEAD: CausalHead = {
-  inputs: [{ name: 'last_pos', dims: ['rows'] }],
-  output: { name: 'scores', dims: ['rows', 24] },
-  specs(H: number): Map<string, Spec> {
-    return new Map([
+/** The fixed head: Linear(hidden, 24) of the hidden state at last_pos. */
+export function slotsHead(H: number): CausalHead {
+  return {
+    positions: [{ name: 'last_pos', perRow: 1 }],
+    specs: new Map<string, CausalSpec>([
       ['head.weight', { shape: [24, H], std: 3 / Math.sqrt(H), mean: 0 }],
       ['head.bias', { shape: [24], std: 0.1, mean: 0 }],
-    ]);
-  },
-  build(n, hidden, inputs) {
-    return kit.linear(n, gatherAt(n, hidden, inputs.last_pos!, 1), 'head.weight', 'head.bias');
-  },
-};
+    ]),
+    build(n, hidden, pos) {
+      const scores = kit.linear(n, n.gatherND(hidden, pos.last_pos!, 1), 'head.weight', 'head.bias');
+      n.output('scores', ['rows', 24], scores);
+    },
+  };
+}
 
 export function arbiterReplicaDir(): string {
   return fileURLToPath(new URL('../../models/generated/arbiter-replica/', import.meta.url));
@@ -62,15 +64,12 @@ export function arbiterReplicaDir(): string {
 
 export function writeArbiterReplica(out: string, seed = ARBITER_REPLICA_SEED): void {
   mkdirSync(out, { recursive: true });
-  const w = causalWeights(trunkSpecs(ARBITER_SHAPE), SLOTS_HEAD.specs(ARBITER_SHAPE.hidden), seed, false);
-  writeCausalGraph(join(out, 'model.onnx'), {
-    shape: ARBITER_SHAPE,
-    head: SLOTS_HEAD,
-    weights: w,
-    bf16: false,
-    external: 'model.onnx_data',
-    doc: 'Arbiter replica: random weights, MEANINGLESS answers.',
-  });
+  const storage = endpointStorage(false);
+  const trunk = trunkSpecs(ARBITER_SHAPE, storage);
+  const head = slotsHead(ARBITER_SHAPE.hidden);
+  const w = drawWeights(new Map([...trunk, ...head.specs]), seed, storedBf16(storage, trunk));
+  const meta = { producer: 'assay-causal-replica', docString: 'Arbiter replica: random weights, MEANINGLESS answers.' };
+  writeCausalGraph(out, ARBITER_SHAPE, head, w, meta, storage);
   writeTestTokenizer(out, gemmaTestTokenizer());
   kit.writeJson(join(out, 'decision.json'), { layout: 'arbiter-fixed-v1', pad_token_id: 0, max_len: ARBITER_MAX_LEN });
   kit.writeJson(join(out, 'calibration.json'), { temperature: [1, 1, 1] });

@@ -27,7 +27,6 @@ import {
   type CausalShape,
   causalConfig,
   drawWeights,
-  F32,
   trunkSpecs,
   writeCausalGraph,
   writeJsonFile,
@@ -44,7 +43,7 @@ export const SLOTS_TEMPERATURE = [1.03, 1, 1.03] as const;
 export const SLOTS_LABELS = 255;
 
 /** Rows up to the 32,768-token context and a 255-option question: 36,864 positions (576 × 64). */
-export const SLOTS_REPLICA_SHAPE: CausalShape = {
+export const SLOTS_REPLICA_SHAPE: Required<CausalShape> = {
   vocab: QWEN35_VOCAB,
   positions: 36_864,
   hidden: 32,
@@ -93,8 +92,7 @@ export function slotHead(labelIds: readonly number[]): CausalHead {
         },
       ); // [255, H]
       const logits = g.op('MatMul', [h, g.op('Transpose', [rows], { perm: { ints: [1, 0] } })]);
-      g.output('label_logits', F32, ['rows', SLOTS_LABELS]);
-      g.node('Identity', [logits], { outputs: ['label_logits'] });
+      n.output('label_logits', ['rows', SLOTS_LABELS], logits);
     },
   };
 }

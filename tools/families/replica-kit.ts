@@ -95,7 +95,7 @@ function halfBytes(data: Float32Array): Uint8Array {
 }
 
 /** A Linear [out, in] as the exporter stores it, [in, out]. */
-function transposed({ shape, data }: Tensor): Tensor {
+export function transposed({ shape, data }: Tensor): Tensor {
   const [out = 0, inp = 0] = shape;
   const d = new Float32Array(data.length);
   for (let o = 0; o < out; o++) for (let i = 0; i < inp; i++) d[i * out + o] = data[o * inp + i]!;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An independent forward pass of the causal-row replicas of tools/families/causal-graph.ts
+"""An independent forward pass of the causal-row replicas of tools/families/causal-net.ts
 (decision-endpoint, arbiter-fixed), in numpy (float64), written from the architecture's description (docs/families/decision-endpoint.md,
 "The replica"), not from the TypeScript graph builder. It reads the weights from the folder's
 weights.safetensors (PyTorch names, Linear as [out, in]) and the shape from assay.json's
