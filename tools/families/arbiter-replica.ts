@@ -11,19 +11,25 @@
 //   assay.json                     synthetic; the shape the numpy forward reads
 // The head: scores = W h[last_pos] + b, Linear(hidden, 24) as published. The answers are MEANINGLESS.
 //
+// At the published bases' sizes (ARBITER_REPLICA_SIZES: `qwen2.5-0.5b`, `qwen3.5-0.8b`, the trunk as
+// Kev's sized replicas have it, BF16 weights with a Cast each as the Decision replica stores them),
+// for measuring: models/generated/arbiter-replica-<size>, written on demand by the bench, without
+// weights.safetensors and without a max_len of its own.
+//
 //   npx tsx tools/families/arbiter-replica.ts DIR
+//   npx tsx tools/families/arbiter-replica.ts --size SIZE
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   type CausalHead,
   type CausalShape,
+  type CausalSize,
   type CausalSpec,
-  drawWeights,
   endpointStorage,
-  storedBf16,
-  trunkSpecs,
-  writeCausalGraph,
+  ensureSizedFolder,
+  sizedShapes,
+  writeReplicaGraph,
 } from './causal-replica-kit.js';
 import { gemmaTestTokenizer, gemmaTestVocab } from './gemma-tokenizer.js';
 import * as kit from './replica-kit.js';
@@ -43,6 +49,9 @@ export const ARBITER_SHAPE: CausalShape = {
   eps: 1e-6,
 };
 
+/** The published bases' sizes (causal-replica-kit.ts's CAUSAL_BASE_SIZES; the stand-in tokenizer's vocabulary), for measuring. */
+export const ARBITER_REPLICA_SIZES = sizedShapes(ARBITER_SHAPE);
+
 /** The fixed head: Linear(hidden, 24) of the hidden state at last_pos. */
 export function slotsHead(H: number): CausalHead {
   return {
@@ -58,30 +67,38 @@ export function slotsHead(H: number): CausalHead {
   };
 }
 
-export function arbiterReplicaDir(): string {
-  return fileURLToPath(new URL('../../models/generated/arbiter-replica/', import.meta.url));
+export function arbiterReplicaDir(size?: CausalSize): string {
+  const name = size ? `arbiter-replica-${size}` : 'arbiter-replica';
+  return fileURLToPath(new URL(`../../models/generated/${name}/`, import.meta.url));
 }
 
-export function writeArbiterReplica(out: string, seed = ARBITER_REPLICA_SEED): void {
+/**
+ * Writes the replica folder into `out` (created); at a base's `size`, BF16 weights (as the published
+ * export stores them) drawn as the graph asks for them, no row cut of its own and no weights.safetensors.
+ */
+export function writeArbiterReplica(out: string, seed = ARBITER_REPLICA_SEED, size?: CausalSize): void {
   mkdirSync(out, { recursive: true });
-  const storage = endpointStorage(false);
-  const trunk = trunkSpecs(ARBITER_SHAPE, storage);
-  const head = slotsHead(ARBITER_SHAPE.hidden);
-  const w = drawWeights(new Map([...trunk, ...head.specs]), seed, storedBf16(storage, trunk));
-  const meta = { producer: 'assay-causal-replica', docString: 'Arbiter replica: random weights, MEANINGLESS answers.' };
-  writeCausalGraph(out, ARBITER_SHAPE, head, w, meta, storage);
+  const shape = size ? ARBITER_REPLICA_SIZES[size] : ARBITER_SHAPE;
+  const meta = {
+    producer: 'assay-causal-replica',
+    docString: 'Arbiter replica: random weights, MEANINGLESS answers.',
+    safetensors: { format: 'pt', seed: String(seed) },
+  };
+  const head = slotsHead(shape.hidden);
+  writeReplicaGraph(out, { shape, head, seed, storage: endpointStorage(!!size), lazy: !!size }, meta);
   writeTestTokenizer(out, gemmaTestTokenizer());
-  kit.writeJson(join(out, 'decision.json'), { layout: 'arbiter-fixed-v1', pad_token_id: 0, max_len: ARBITER_MAX_LEN });
+  const cut = size ? {} : { max_len: ARBITER_MAX_LEN };
+  kit.writeJson(join(out, 'decision.json'), { layout: 'arbiter-fixed-v1', pad_token_id: 0, ...cut });
   kit.writeJson(join(out, 'calibration.json'), { temperature: [1, 1, 1] });
-  kit.writeSafetensors(join(out, 'weights.safetensors'), w, w, { format: 'pt', seed: String(seed) });
   kit.writeJson(join(out, 'assay.json'), {
     synthetic: true,
     family: 'arbiter-fixed',
     generator: 'arbiter-replica',
     generator_version: ARBITER_REPLICA_VERSION,
     seed,
-    architecture: { ...ARBITER_SHAPE, head: 'slots' },
+    architecture: { ...shape, head: 'slots' },
     warning: 'random weights: the answers are MEANINGLESS',
+    ...(size ? { size } : {}),
   });
 }
 
@@ -89,8 +106,20 @@ export function ensureArbiterReplica(dir = arbiterReplicaDir(), seed = ARBITER_R
   return kit.ensureFolder(dir, ARBITER_REPLICA_VERSION, seed, (out) => writeArbiterReplica(out, seed));
 }
 
+/** The replica at a published base's size (models/generated/arbiter-replica-<size>), written once. */
+export function ensureArbiterReplicaSize(size: CausalSize, log?: (line: string) => void): string {
+  const stamp = { version: ARBITER_REPLICA_VERSION, seed: ARBITER_REPLICA_SEED, size, what: 'Arbiter' };
+  return ensureSizedFolder(arbiterReplicaDir(size), stamp, (out) => writeArbiterReplica(out, stamp.seed, size), log);
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const dir = process.argv[2];
+  if (dir === '--size') {
+    const size = process.argv[3] as CausalSize;
+    if (!(size in ARBITER_REPLICA_SIZES)) throw new Error(`unknown size ${size}`);
+    console.log(ensureArbiterReplicaSize(size, console.error));
+    process.exit(0);
+  }
   if (!dir) {
     console.error('usage: npx tsx tools/families/arbiter-replica.ts DIR');
     process.exit(2);

@@ -19,7 +19,7 @@ import {
   type CausalStorage,
   type CausalWeights,
 } from './causal-net.js';
-import { random, type Tensor } from './replica-kit.js';
+import { ensureFolder, random, writeSafetensors, type Tensor } from './replica-kit.js';
 
 export * from './causal-net.js';
 
@@ -120,6 +120,44 @@ export interface CausalHead {
   build(n: CausalNet, hidden: string, positions: Record<string, string>): void;
 }
 
+/**
+ * The published bases' sizes (their config.json: hidden, layers, heads; the 2-matrix MLP 1.5 × the
+ * base's SwiGLU width, so that its two matrices hold the three matrices' parameters): a replica at
+ * one of them costs per token what the base does (the trunk is not Qwen's: learned or no positions,
+ * LayerNorm and GELU, every layer full attention).
+ */
+export const CAUSAL_BASE_SIZES = {
+  'qwen2.5-0.5b': { hidden: 896, heads: 14, intermediate: 1.5 * 4864, layers: 24 },
+  'qwen3.5-0.8b': { hidden: 1024, heads: 8, intermediate: 1.5 * 3584, layers: 24 },
+} as const;
+export type CausalSize = keyof typeof CAUSAL_BASE_SIZES;
+
+/** A tiny replica's shape at each base's size (its vocabulary, positions and eps kept). */
+export function sizedShapes<S extends CausalShape>(tiny: S): Record<CausalSize, S> {
+  const sized = (size: CausalSize): S => ({ ...tiny, ...CAUSAL_BASE_SIZES[size] });
+  return { 'qwen2.5-0.5b': sized('qwen2.5-0.5b'), 'qwen3.5-0.8b': sized('qwen3.5-0.8b') };
+}
+
+/** A replica folder at a base's size (assay.json's `size` says which), written once by `write`. */
+export function ensureSizedFolder(
+  dir: string,
+  stamp: { version: number; seed: number; size: CausalSize; what: string },
+  write: (out: string) => void,
+  log?: (line: string) => void,
+): string {
+  const { version, seed, size, what } = stamp;
+  return ensureFolder(
+    dir,
+    version,
+    seed,
+    (out) => {
+      log?.(`writing the ${what} replica at ${size}'s size (BF16 external data) into ${dir}`);
+      write(out);
+    },
+    (s) => s.size === size,
+  );
+}
+
 /** config.json of the replica: its shape in Hugging Face's field names (what causal_forward.py reads). */
 export function causalConfig(s: CausalShape, extra: Record<string, unknown>): Record<string, unknown> {
   return {
@@ -163,6 +201,24 @@ export function writeCausalGraph(
     g.abort();
     throw e;
   }
+}
+
+/**
+ * A replica's graph in `out`: the trunk's and the head's weights drawn from `seed`, rounded where
+ * `storage` stores BF16, and the same values in fp32 in weights.safetensors (PyTorch names, for the
+ * numpy references; `safetensors` its metadata). `lazy` (a base's size): each weight drawn as the
+ * graph asks for it, none kept, and no weights.safetensors (no reference reads them).
+ */
+export function writeReplicaGraph(
+  out: string,
+  r: { shape: CausalShape; head: CausalHead; seed: number; storage: CausalStorage; lazy: boolean },
+  meta: { producer: string; docString: string; safetensors: Record<string, string> },
+): void {
+  const trunk = trunkSpecs(r.shape, r.storage);
+  const specs = new Map([...trunk, ...r.head.specs]);
+  const w = (r.lazy ? lazyWeights : drawWeights)(specs, r.seed, storedBf16(r.storage, trunk));
+  writeCausalGraph(out, r.shape, r.head, w, meta, r.storage);
+  if (!r.lazy) writeSafetensors(join(out, 'weights.safetensors'), specs, w, meta.safetensors);
 }
 
 export function writeJsonFile(file: string, value: unknown): void {

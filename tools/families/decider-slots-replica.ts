@@ -17,7 +17,12 @@
 //                                  reference (not part of a published folder)
 //   assay.json                     synthetic, generator version and seed
 //
+// At the published bases' sizes (SLOTS_REPLICA_SIZES: `qwen2.5-0.5b`, `qwen3.5-0.8b`, as Kev's sized
+// replicas), for measuring: models/generated/decider-slots-replica-<size>, written on demand by the
+// bench, without weights.safetensors.
+//
 //   npx tsx tools/families/decider-slots-replica.ts [DIR]   (default models/generated/decider-slots-replica)
+//   npx tsx tools/families/decider-slots-replica.ts --size SIZE
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -25,13 +30,15 @@ import { Tokenizer } from '@huggingface/tokenizers';
 import {
   type CausalHead,
   type CausalShape,
+  type CausalSize,
   causalConfig,
-  drawWeights,
-  trunkSpecs,
-  writeCausalGraph,
+  ensureSizedFolder,
+  KEV_STORAGE,
+  sizedShapes,
   writeJsonFile,
+  writeReplicaGraph,
 } from './causal-replica-kit.js';
-import { ensureFolder, writeSafetensors } from './replica-kit.js';
+import { ensureFolder } from './replica-kit.js';
 import { QWEN35_IDS, QWEN35_VOCAB, qwen35Tokenizer, writeQwen35Tokenizer } from './qwen35-tokenizer.js';
 
 /** Bumped when the graph, the weights or the folder's files change: a cached folder is rewritten. */
@@ -53,8 +60,12 @@ export const SLOTS_REPLICA_SHAPE: Required<CausalShape> = {
   eps: 1e-5,
 };
 
-export function slotsReplicaDir(): string {
-  return fileURLToPath(new URL('../../models/generated/decider-slots-replica/', import.meta.url));
+/** The published bases' sizes (causal-replica-kit.ts's CAUSAL_BASE_SIZES), for measuring. */
+export const SLOTS_REPLICA_SIZES = sizedShapes(SLOTS_REPLICA_SHAPE);
+
+export function slotsReplicaDir(size?: CausalSize): string {
+  const name = size ? `decider-slots-replica-${size}` : 'decider-slots-replica';
+  return fileURLToPath(new URL(`../../models/generated/${name}/`, import.meta.url));
 }
 
 /**
@@ -108,21 +119,18 @@ export function slotsDecision(labels = slotsLabelTable()): Record<string, unknow
   };
 }
 
-function write(out: string): void {
+function write(out: string, size?: CausalSize): void {
   mkdirSync(out, { recursive: true });
-  const shape = SLOTS_REPLICA_SHAPE;
+  const shape = size ? SLOTS_REPLICA_SIZES[size] : SLOTS_REPLICA_SHAPE;
   const labels = slotsLabelTable();
   if (labels.ids.length !== SLOTS_LABELS) throw new Error(`only ${labels.ids.length} single-token labels`);
-  const head = slotHead(labels.ids);
-  const w = drawWeights(trunkSpecs(shape), SLOTS_REPLICA_SEED);
-  writeCausalGraph(out, shape, head, w, {
+  const meta = {
     producer: 'assay-decider-slots-replica',
     docString: 'decider slot-head replica: random weights, MEANINGLESS answers.',
-  });
-  writeSafetensors(join(out, 'weights.safetensors'), w, w, {
-    format: 'pt',
-    note: "replica: the graph's BF16 values in fp32",
-  });
+    safetensors: { format: 'pt', note: "replica: the graph's BF16 values in fp32" },
+  };
+  const r = { shape, head: slotHead(labels.ids), seed: SLOTS_REPLICA_SEED, storage: KEV_STORAGE, lazy: !!size };
+  writeReplicaGraph(out, r, meta);
   writeQwen35Tokenizer(out);
   writeJsonFile(join(out, 'decision.json'), slotsDecision(labels));
   writeJsonFile(join(out, 'calibration.json'), { temperature: [...SLOTS_TEMPERATURE] });
@@ -133,6 +141,7 @@ function write(out: string): void {
     generator: 'tools/families/decider-slots-replica.ts',
     generator_version: SLOTS_REPLICA_VERSION,
     seed: SLOTS_REPLICA_SEED,
+    ...(size ? { size } : {}),
   });
 }
 
@@ -141,4 +150,14 @@ export function ensureSlotsReplica(dir = slotsReplicaDir()): string {
   return ensureFolder(dir, SLOTS_REPLICA_VERSION, SLOTS_REPLICA_SEED, write);
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) console.log(ensureSlotsReplica(process.argv[2]));
+/** The replica at a published base's size (models/generated/decider-slots-replica-<size>), written once. */
+export function ensureSlotsReplicaSize(size: CausalSize, log?: (line: string) => void): string {
+  const stamp = { version: SLOTS_REPLICA_VERSION, seed: SLOTS_REPLICA_SEED, size, what: 'decider slot-head' };
+  return ensureSizedFolder(slotsReplicaDir(size), stamp, (out) => write(out, size), log);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const size = process.argv[2] === '--size' ? (process.argv[3] as CausalSize) : undefined;
+  if (size !== undefined && !(size in SLOTS_REPLICA_SIZES)) throw new Error(`unknown size ${size}`);
+  console.log(size ? ensureSlotsReplicaSize(size, console.error) : ensureSlotsReplica(process.argv[2]));
+}

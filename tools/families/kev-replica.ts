@@ -32,15 +32,16 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   type CausalHead,
   type CausalShape,
+  type CausalSize,
   type CausalSpec,
   causalConfig,
-  drawWeights,
-  lazyWeights,
-  trunkSpecs,
-  writeCausalGraph,
+  ensureSizedFolder,
+  KEV_STORAGE,
+  sizedShapes,
   writeJsonFile,
+  writeReplicaGraph,
 } from './causal-replica-kit.js';
-import { ensureFolder, writeSafetensors } from './replica-kit.js';
+import { ensureFolder } from './replica-kit.js';
 import { QWEN35_IDS, QWEN35_VOCAB, writeQwen35Tokenizer } from './qwen35-tokenizer.js';
 
 /** Bumped when the graph, the weights or the folder's files change: a cached folder is rewritten. */
@@ -64,12 +65,9 @@ export const KEV_REPLICA_SHAPE: CausalShape = {
   eps: 1e-5,
 };
 
-/** The published bases' sizes (their config.json: hidden, layers, heads, SwiGLU width × 1.5). */
-export const KEV_REPLICA_SIZES = {
-  'qwen2.5-0.5b': { ...KEV_REPLICA_SHAPE, hidden: 896, heads: 14, intermediate: 1.5 * 4864, layers: 24 },
-  'qwen3.5-0.8b': { ...KEV_REPLICA_SHAPE, hidden: 1024, heads: 8, intermediate: 1.5 * 3584, layers: 24 },
-} as const satisfies Record<string, CausalShape>;
-export type KevReplicaSize = keyof typeof KEV_REPLICA_SIZES;
+/** The published bases' sizes (causal-replica-kit.ts's CAUSAL_BASE_SIZES). */
+export const KEV_REPLICA_SIZES = sizedShapes(KEV_REPLICA_SHAPE);
+export type KevReplicaSize = CausalSize;
 
 export function kevReplicaDir(size?: KevReplicaSize): string {
   if (size) return fileURLToPath(new URL(`../../models/generated/kev-replica-${size}/`, import.meta.url));
@@ -118,21 +116,13 @@ export function kevDecision(): Record<string, unknown> {
 function write(out: string, size?: KevReplicaSize): void {
   mkdirSync(out, { recursive: true });
   const shape = size ? KEV_REPLICA_SIZES[size] : KEV_REPLICA_SHAPE;
-  const head = kevPointerHead(shape.hidden);
-  const specs = new Map([...trunkSpecs(shape), ...head.specs]);
   const meta = {
     producer: 'assay-kev-replica',
     docString: 'Kev pointer replica: random weights, MEANINGLESS answers.',
+    safetensors: { format: 'pt', note: "replica: the graph's BF16 values in fp32" },
   };
-  if (size) writeCausalGraph(out, shape, head, lazyWeights(specs, KEV_REPLICA_SEED), meta);
-  else {
-    const w = drawWeights(specs, KEV_REPLICA_SEED);
-    writeCausalGraph(out, shape, head, w, meta);
-    writeSafetensors(join(out, 'weights.safetensors'), w, w, {
-      format: 'pt',
-      note: "replica: the graph's BF16 values in fp32",
-    });
-  }
+  const head = kevPointerHead(shape.hidden);
+  writeReplicaGraph(out, { shape, head, seed: KEV_REPLICA_SEED, storage: KEV_STORAGE, lazy: !!size }, meta);
   writeQwen35Tokenizer(out);
   writeJsonFile(join(out, 'decision.json'), kevDecision());
   writeJsonFile(join(out, 'calibration.json'), { temperature: [...KEV_REPLICA_TEMPERATURES] });
@@ -154,16 +144,8 @@ export function ensureKevReplica(dir = kevReplicaDir()): string {
 
 /** The replica at a published base's size (models/generated/kev-replica-<size>), written once. */
 export function ensureKevReplicaSize(size: KevReplicaSize, log?: (line: string) => void): string {
-  return ensureFolder(
-    kevReplicaDir(size),
-    KEV_REPLICA_VERSION,
-    KEV_REPLICA_SEED,
-    (out) => {
-      log?.(`writing the Kev replica at ${size}'s size (BF16 external data) into ${kevReplicaDir(size)}`);
-      write(out, size);
-    },
-    (stamp) => stamp.size === size,
-  );
+  const stamp = { version: KEV_REPLICA_VERSION, seed: KEV_REPLICA_SEED, size, what: 'Kev' };
+  return ensureSizedFolder(kevReplicaDir(size), stamp, (out) => write(out, size), log);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
