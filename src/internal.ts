@@ -70,4 +70,8 @@ export { loadLaya, layaFeeds, type LayaRowInput } from './engine/families/laya/f
 export { loadNli, nliFeeds, type NliRowInput } from './engine/families/nli/family.js';
 export { computeLabelTable, deciderLayout, type DeciderTokenizer } from './engine/families/decider/index.js';
 export { loadKev, kevFeeds, type KevRowInput } from './engine/families/kev/family.js';
+export { loadDecision, decisionFeeds, type DecisionRowInput } from './engine/families/decision/family.js';
+export { loadArbiter, arbiterFeeds, type ArbiterRowInput } from './engine/families/arbiter/family.js';
+export { loadDeciderSlots } from './engine/families/decider-slots/family.js';
+export { slotFeeds, type SlotRowInput } from './engine/families/decider-slots/rows.js';
 export type { RowFamily, FamilyRow } from './engine/families/family.js';

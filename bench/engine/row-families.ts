@@ -1,7 +1,7 @@
-// The causal-row families (graphs with a gathered-position head: kev-pointer now; decision-endpoint,
-// arbiter-fixed and decider-slots join as entries of FAMILIES) at the published 0.5B-class and
-// 0.8B models' sizes (synthetic replicas), 1 / 5 / 16 questions (the first public client's mix) on
-// 256 / 2,000-token states. Their published graphs take whole rows and no KV input (BF16 weights
+// The causal-row families (graphs with a gathered-position head: kev-pointer, decision-endpoint,
+// arbiter-fixed, decider-slots, one entry of FAMILIES each) at the published 0.5B-class and 0.8B
+// models' sizes (synthetic replicas), 1 / 5 / 16 questions (the first public client's mix, in the
+// types each family answers) on 256 / 2,000-token states. Their published graphs take whole rows and no KV input (BF16 weights
 // computed in fp32; no int8 export is published), so Assay cannot reuse the state across the
 // questions: each question's row reads it again. Its one lever is running a request's rows in one
 // batched run (rowBatchTokens: 0 on CPU, rows one by one; 4,096 on CUDA). Sides, each round back
@@ -21,25 +21,30 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import {
+  arbiterFeeds,
+  decisionFeeds,
   kevFeeds,
+  loadArbiter,
+  loadDeciderSlots,
+  loadDecision,
   loadEvaluator,
   loadKev,
   resolveEngineConfig,
   rowBatches,
   sessionOptions,
   TextCodec,
+  slotFeeds,
   type EvaluateRequest,
   type Evaluator,
   type FamilyRow,
-  type KevRowInput,
+  type Question,
   type RowFamily,
 } from '../../src/internal.js';
-import {
-  ensureKevReplica,
-  ensureKevReplicaSize,
-  KEV_REPLICA_SIZES,
-  type KevReplicaSize,
-} from '../../tools/families/kev-replica.js';
+import { ensureArbiterReplica, ensureArbiterReplicaSize } from '../../tools/families/arbiter-replica.js';
+import { CAUSAL_BASE_SIZES, type CausalSize } from '../../tools/families/causal-replica-kit.js';
+import { ensureSlotsReplica, ensureSlotsReplicaSize } from '../../tools/families/decider-slots-replica.js';
+import { ensureDecisionReplica, ensureDecisionReplicaSize } from '../../tools/families/decision-replica.js';
+import { ensureKevReplica, ensureKevReplicaSize } from '../../tools/families/kev-replica.js';
 import { table, ms, ratio, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { pairedRatio, roundSummary, summarize, timeMs } from '../lib/stats.js';
 import { clientQuestions, textOfTokens } from '../lib/text.js';
@@ -50,7 +55,7 @@ const BATCH_TOKENS = Number(process.env.ASSAY_BENCH_ROW_BATCH_TOKENS ?? 32_768);
 const ROW_MULTIPLE = 64;
 
 /** The published models' sizes every family is timed at (--quick: each family's tiny test replica). */
-const SIZES = ['qwen2.5-0.5b', 'qwen3.5-0.8b'] as const satisfies readonly KevReplicaSize[];
+const SIZES = ['qwen2.5-0.5b', 'qwen3.5-0.8b'] as const satisfies readonly CausalSize[];
 type Size = (typeof SIZES)[number] | 'tiny';
 type Feeds = (rows: readonly FamilyRow[]) => Record<string, ort.Tensor>;
 
@@ -67,20 +72,62 @@ interface RowFamilyEntry {
   request(state: string, questions: number, seed: number): EvaluateRequest;
 }
 
-const FAMILIES: RowFamilyEntry[] = [
-  {
-    family: 'kev-pointer',
-    replica: (size, log) => (size === 'tiny' ? ensureKevReplica() : ensureKevReplicaSize(size, log)),
-    load: (config) => loadKev(config),
+/**
+ * The pad id in a folder's decision.json: `special_tokens.pad` (Kev, decider-slots) or
+ * `pad_token_id` (Decision, Arbiter; 0 when absent, as Arbiter reads it).
+ */
+function padId(dir: string): number {
+  const d = JSON.parse(readFileSync(join(dir, 'decision.json'), 'utf8')) as {
+    pad_token_id?: number;
+    special_tokens?: { pad?: number };
+  };
+  return d.special_tokens?.pad ?? d.pad_token_id ?? 0;
+}
+
+/**
+ * An entry from the family's replica writers (tiny, sized), loader and feeds; its request the
+ * client's questions as they are unless `request` says otherwise.
+ */
+function entry<R>(
+  family: string,
+  replicas: [() => string, (size: CausalSize, log: (line: string) => void) => string],
+  load: (config: ReturnType<typeof resolveEngineConfig>) => Promise<RowFamily<R & FamilyRow>>,
+  feeds: (rows: R[], pad: number) => Record<string, ort.Tensor>,
+  request: RowFamilyEntry['request'] = (state, questions, seed) => ({
+    state,
+    questions: clientQuestions(questions, seed),
+  }),
+): RowFamilyEntry {
+  return {
+    family,
+    replica: (size, log) => (size === 'tiny' ? replicas[0]() : replicas[1](size, log)),
+    load: load as RowFamilyEntry['load'],
     feeds(dir) {
-      const decision = JSON.parse(readFileSync(join(dir, 'decision.json'), 'utf8')) as {
-        special_tokens: { pad: number };
-      };
-      return (rows) => kevFeeds(rows as KevRowInput[], decision.special_tokens.pad);
+      const pad = padId(dir);
+      return (rows) => feeds(rows as unknown as R[], pad);
     },
-    // Kev answers every type (noul, choice, score: one row each).
-    request: (state, questions, seed) => ({ state, questions: clientQuestions(questions, seed) }),
-  },
+    request,
+  };
+}
+
+/** Arbiter's head scores exactly 6 levels: the client's score questions at 6 levels (it reads no descriptions). */
+function sixLevels(state: string, questions: number, seed: number): EvaluateRequest {
+  const levels = ['none', 'very low', 'low', 'medium', 'high', 'very high'];
+  const asked = Object.entries(clientQuestions(questions, seed)).map(([k, q]) => [
+    k,
+    q.type === 'score' ? { ...q, criteria: levels } : q,
+  ]);
+  return { state, questions: Object.fromEntries(asked) as Record<string, Question> };
+}
+
+// Kev and Decision answer every type, one row each (Decision: up to 255 options, 10 levels); Arbiter
+// noul, a choice of up to 16 options and a score of exactly 6 levels, one row each; decider-slots
+// every type, one row per question and one per level of a score.
+const FAMILIES: RowFamilyEntry[] = [
+  entry('kev-pointer', [ensureKevReplica, ensureKevReplicaSize], loadKev, kevFeeds),
+  entry('decision-endpoint', [ensureDecisionReplica, ensureDecisionReplicaSize], loadDecision, decisionFeeds),
+  entry('arbiter-fixed', [ensureArbiterReplica, ensureArbiterReplicaSize], loadArbiter, arbiterFeeds, sixLevels),
+  entry('decider-slots', [ensureSlotsReplica, ensureSlotsReplicaSize], loadDeciderSlots, slotFeeds),
 ];
 
 /** Rows' padded tokens as run: each batch its row count × its longest row rounded up to 64. */
@@ -206,7 +253,7 @@ export async function rowFamiliesSection(ctx: BenchContext): Promise<SectionResu
     config: {
       families: families.map((f) => f.family),
       sizes,
-      kevShapes: ctx.quick ? undefined : KEV_REPLICA_SIZES,
+      shapes: ctx.quick ? undefined : CAUSAL_BASE_SIZES,
       cells,
       batchTokens: BATCH_TOKENS,
       threads: ctx.threads,
@@ -217,13 +264,13 @@ export async function rowFamiliesSection(ctx: BenchContext): Promise<SectionResu
     notes: [
       'Replicas with random weights at the published sizes, BF16 weights in external data computed in fp32 (no int8 export of these families is published): the cost is real, the answers are not.',
       "The graphs take whole rows and no KV input: the state cannot be encoded once and reused, each question's row reads it again (one row per question is the contract itself, so there is no cheaper no-reuse side to compare with). Assay's one lever is batching a request's rows in one run.",
-      "The replicas' trunk (tools/families/causal-replica-kit.ts) differs from the real bases: learned positions instead of rotary, LayerNorm and GELU instead of RMSNorm and SwiGLU, every layer full attention (Qwen3.5 mixes linear-attention layers), plain-op attention (no fused kernel). Hidden size, layers and heads are the bases' (Qwen2.5-0.5B: 896, 24, 14; Qwen3.5-0.8B: 1,024, 24, 8), and the 2-matrix MLP is 1.5 × the base's SwiGLU width (7,296; 5,376), so the cost per token is matched by parameter count; the vocabulary is the Qwen3.5-id tokenizer's (248,320 rows, a gather).",
-      "Questions: the first public client's mix (60% noul, 28% choice of 4, 12% score of at most 5 levels), one row each under Kev's contract.",
+      "The replicas' trunk (tools/families/causal-net.ts) differs from the real bases: learned positions (Kev, decider-slots) or none (Decision, Arbiter) instead of rotary, LayerNorm and GELU instead of RMSNorm and SwiGLU, every layer full attention (Qwen3.5 mixes linear-attention layers), plain-op attention (no fused kernel). Hidden size, layers and heads are the bases' (Qwen2.5-0.5B: 896, 24, 14; Qwen3.5-0.8B: 1,024, 24, 8), and the 2-matrix MLP is 1.5 × the base's SwiGLU width (7,296; 5,376), so the cost per token is matched by parameter count; the vocabulary is the Qwen3.5-id tokenizer's (248,320 rows, a gather; Decision 248,045, Arbiter its stand-in tokenizer's).",
+      "Questions: the first public client's mix (60% noul, 28% choice of 4, 12% score of at most 5 levels): one row each under Kev's and Decision's contracts, one per question and one per score level under decider-slots', and Arbiter's scores at 6 levels (the only count its head scores).",
       `assay: loadEvaluator as served on CPU (rows one by one, rowBatchTokens 0); batched: rowBatchTokens ${BATCH_TOKENS.toLocaleString('en-US')} (rows sorted by length, padded to the longest rounded up to 64); bare: session.run per row on the rows Assay built. Each round times the three back to back, the order reversed every other round; the rows and padded tokens are the last round's.`,
       "Memory: each of the three sessions holds about 4.3 GB at the 0.5B size (the BF16 data and the fp32 weights its Casts fold to; one evaluator's RSS after load), and a batch of 15 rows of 2,100 tokens holds attention scores of rows × heads × seq² floats per layer (about 3.7 GB at 14 heads): lower ASSAY_BENCH_ROW_BATCH_TOKENS, or pick cells with ASSAY_BENCH_ROW_CELLS, where memory is short.",
       ...(ctx.quick
         ? [
-            "--quick: the tiny Kev replica, 1 and 5 questions on a 256-token state: a row takes milliseconds there, so Assay / bare measures Assay's fixed cost per request (the layout's tokenizing, the engine thread), not its share of a real row's.",
+            "--quick: each family's tiny test replica, 1 and 5 questions on a 256-token state: a row takes milliseconds there, so Assay / bare measures Assay's fixed cost per request (the layout's tokenizing, the engine thread), not its share of a real row's.",
           ]
         : []),
       ...notes,
