@@ -25,7 +25,6 @@ import {
   type CausalHead,
   type CausalShape,
   type CausalSize,
-  type CausalSpec,
   endpointStorage,
   ensureSizedFolder,
   sizedShapes,
@@ -56,7 +55,7 @@ export const ARBITER_REPLICA_SIZES = sizedShapes(ARBITER_SHAPE);
 export function slotsHead(H: number): CausalHead {
   return {
     positions: [{ name: 'last_pos', perRow: 1 }],
-    specs: new Map<string, CausalSpec>([
+    specs: new Map([
       ['head.weight', { shape: [24, H], std: 3 / Math.sqrt(H), mean: 0 }],
       ['head.bias', { shape: [24], std: 0.1, mean: 0 }],
     ]),
