@@ -84,9 +84,9 @@ export const SECTIONS: SectionInfo[] = [
   {
     id: 'decision-families',
     measures:
-      "decider's label-token contract (decider-labels) on synthetic int8 decoders of Qwen2.5-0.5B's and Qwen3.5-0.8B's size: 1 / 5 / 16 questions (the first public client's mix) on 256 / 2,000-token states through Assay as served (the state's KV encoded once; and again with the state seen) against the same contract without reuse (each question its own request, prefix cache and packing off), interleaved per round; no reuse / Assay.",
-    quick: 'the 0.5B shape, 1 and 16 questions on a 256-token state',
-    seconds: { full: 1500, quick: 60 },
+      "The label-token contracts on decoders, decider's (decider-labels) and one declared in the folder (label-tokens, a generic chat contract), on synthetic int8 decoders of Qwen2.5-0.5B's and Qwen3.5-0.8B's size: 1 / 5 / 16 questions (the first public client's mix) on 256 / 2,000-token states through Assay as served (the state's KV encoded once; and again with the state seen) against the same contract without reuse (each question its own request, prefix cache and packing off), interleaved per round; no reuse / Assay. ASSAY_BENCH_CONTRACTS, _CONTRACT_SHAPES, _CONTRACT_CELLS pick a part.",
+    quick: 'the 0.5B shape, 1 and 16 questions on a 256-token state, both contracts',
+    seconds: { full: 4000, quick: 400 },
     load: async () => (await import('./engine/decision-families.js')).decisionFamiliesSection,
   },
   {
