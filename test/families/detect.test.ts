@@ -47,7 +47,7 @@ describe('detectFamily', () => {
       detectFamily(folder({ 'decision.json': '{"layout":"llm-logits-v1"}', 'rl_agent_config.json': '{}', ...GRAPH })),
     ).toBe('decoder');
     expect(() => detectFamily(laya, 'gliclass')).toThrow(
-      /unknown model family 'gliclass'; known: decoder, decider-labels, laya-markers, nli-pairs, kev-pointer/,
+      /unknown model family 'gliclass'; known: decoder, decider-labels, label-tokens, laya-markers, nli-pairs, kev-pointer/,
     );
     expect(() => detectFamily(folder({ 'decision.json': '{"layout":"gliclass-v1"}' }))).toThrow(
       /decision\.json: layout/,
