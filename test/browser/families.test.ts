@@ -19,6 +19,7 @@ import { ensureNliReplica } from '../../tools/families/nli-replica.js';
 import { ensureKevReplica } from '../../tools/families/kev-replica.js';
 import { ensureDeciderReplica } from '../../tools/families/decider-replica.js';
 import { ensureSlotsReplica } from '../../tools/families/decider-slots-replica.js';
+import { ensureLabelTokensReplica } from '../../tools/families/label-tokens-replica.js';
 import { ensureDecisionReplica } from '../../tools/families/decision-replica.js';
 import { ensureArbiterReplica } from '../../tools/families/arbiter-replica.js';
 
@@ -33,6 +34,7 @@ const FOLDERS: Record<string, () => string | Promise<string>> = {
   'nli-1': () => ensureNliReplica('deberta'),
   'kev-1': () => ensureKevReplica(),
   'decider-1': () => ensureDeciderReplica(),
+  'label-tokens-1': () => ensureLabelTokensReplica('generic'),
   'slots-1': () => ensureSlotsReplica(),
   'decision-1': () => ensureDecisionReplica(),
   'arbiter-1': () => ensureArbiterReplica(),
