@@ -3,6 +3,7 @@
 //   decision.json     {"layout": "arbiter-fixed-v1", "pad_token_id" (Gemma's <pad>, 0), "max_len"?}
 //   calibration.json  {"temperature": [t_choice, t_score, t_noul]} (v3.3 ships [1, 1, 1]); absent: 1.
 import {
+  CALIBRATION_FILE,
   nonNegativeInt,
   settingsObject,
   softmaxAt,
@@ -23,7 +24,7 @@ export interface ArbiterConfig {
 
 export function readArbiterConfig(decision: unknown, calibration: unknown): ArbiterConfig {
   const d = settingsObject(decision, 'decision.json');
-  const temperature = typeTemperatures(settingsObject(calibration, 'calibration.json'));
+  const temperature = typeTemperatures(settingsObject(calibration, CALIBRATION_FILE));
   return {
     padId: nonNegativeInt(d.pad_token_id, 'decision.json: pad_token_id', 0),
     maxLen: nonNegativeInt(d.max_len, 'decision.json: max_len', ARBITER_MAX_LEN),

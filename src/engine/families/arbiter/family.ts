@@ -15,6 +15,7 @@ import type { RowFamily, FamilyPlan, FamilyQuestion, RowOutput } from '../family
 import { encoderGraph, readJsonFile, tokenizerDir } from '../files.js';
 import { boundedTokens } from '../shared/bounded.js';
 import { causalInputIds, rowPositions, rowsOf } from '../shared/causal-rows.js';
+import { CALIBRATION_FILE } from '../shared/folder-settings.js';
 import { encodeOnce } from '../shared/memo.js';
 import { askedInOrder } from '../shared/question.js';
 import { readArbiterConfig, slotProbabilities } from './config.js';
@@ -43,10 +44,7 @@ const STATE_MARGIN = 64;
 /** Loads an Arbiter folder: its settings, tokenizer and session. */
 export async function loadArbiter(c: ResolvedEngineConfig): Promise<RowFamily<ArbiterRowInput>> {
   const dir = c.modelDir;
-  const config = readArbiterConfig(
-    readJsonFile(join(dir, 'decision.json')),
-    readJsonFile(join(dir, 'calibration.json')),
-  );
+  const config = readArbiterConfig(readJsonFile(join(dir, 'decision.json')), readJsonFile(join(dir, CALIBRATION_FILE)));
   const t = config.temperature;
   const notes = [
     `rows of at most ${config.maxLen} tokens, pad id ${config.padId}, temperature ${t.choice}/${t.score}/${t.noul}`,

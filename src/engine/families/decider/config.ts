@@ -4,10 +4,9 @@
 import { join } from 'node:path';
 import { ModelLoadError } from '../../errors.js';
 import { readJsonFile } from '../files.js';
+import { CALIBRATION_FILE } from '../shared/folder-settings.js';
 import { computeLabelTable, declaredLabelTable, type LabelTable } from './labels.js';
 import type { DeciderTemperatures } from './readout.js';
-
-export const CALIBRATION_FILE = 'calibration.json';
 
 function positive(value: unknown, where: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || !(value > 0))

@@ -6,6 +6,7 @@
 //                      for every type); absent: 1.
 import { ModelLoadError } from '../../errors.js';
 import {
+  CALIBRATION_FILE,
   nonNegativeInt,
   settingsObject,
   softmaxAt,
@@ -29,7 +30,7 @@ export function readDecisionConfig(decision: unknown, calibration: unknown): Dec
   const nullDescription = d.choice_null_description ?? 'null';
   if (nullDescription !== 'null' && nullDescription !== 'key')
     throw new ModelLoadError('decision.json: choice_null_description: expected "null" or "key"');
-  const temperature = typeTemperatures(settingsObject(calibration, 'calibration.json'));
+  const temperature = typeTemperatures(settingsObject(calibration, CALIBRATION_FILE));
   return {
     padId: nonNegativeInt(d.pad_token_id, 'decision.json: pad_token_id'),
     maxLen: nonNegativeInt(d.max_len, 'decision.json: max_len', DECISION_LIMITS.maxLen),

@@ -15,6 +15,7 @@ import type { RowFamily, FamilyPlan, FamilyQuestion, RowOutput } from '../family
 import { encoderGraph, readJsonFile, tokenizerDir } from '../files.js';
 import { boundedTokens } from '../shared/bounded.js';
 import { causalInputIds, rowPositionLists, rowPositions, rowsOf } from '../shared/causal-rows.js';
+import { CALIBRATION_FILE } from '../shared/folder-settings.js';
 import { encodeOnce } from '../shared/memo.js';
 import { askedInOrder } from '../shared/question.js';
 import { payload } from './canonical.js';
@@ -47,7 +48,7 @@ export async function loadDecision(c: ResolvedEngineConfig): Promise<RowFamily<D
   const notes: string[] = [];
   const config = readDecisionConfig(
     readJsonFile(join(dir, 'decision.json')),
-    readJsonFile(join(dir, 'calibration.json')),
+    readJsonFile(join(dir, CALIBRATION_FILE)),
   );
   const t = config.temperature;
   notes.push(

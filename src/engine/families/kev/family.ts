@@ -13,6 +13,7 @@ import type { EvaluateRequest } from '../../types.js';
 import type { FamilyPlan, FamilyQuestion, RowFamily, RowOutput } from '../family.js';
 import { encoderGraph, quantizesPerTensor, readJsonFile, tokenizerDir } from '../files.js';
 import { causalInputIds, rowPositionLists, rowPositions, rowsOf } from '../shared/causal-rows.js';
+import { CALIBRATION_FILE } from '../shared/folder-settings.js';
 import { encodeOnce } from '../shared/memo.js';
 import { askedInOrder } from '../shared/question.js';
 import { readKevConfig, type KevTemperatures } from './config.js';
@@ -75,7 +76,7 @@ export async function loadKev(c: ResolvedEngineConfig): Promise<RowFamily<KevRow
   const encode = (text: string) => tokenizer.encode(text, { add_special_tokens: false }).ids;
   const config = readKevConfig(
     readJsonFile(join(dir, 'decision.json')),
-    readJsonFile(join(dir, 'calibration.json')),
+    readJsonFile(join(dir, CALIBRATION_FILE)),
     (s) => tokenizer.token_to_id(s),
   );
   notes.push(...config.notes);

@@ -6,7 +6,12 @@ import { join } from 'node:path';
 import { ModelLoadError } from '../../errors.js';
 import type { ChatMessage, TextCodec } from '../../prompting/tokenizer.js';
 import { readJsonFile } from '../files.js';
-import { settingsObject, typeTemperatures, type TypeTemperatures } from '../shared/folder-settings.js';
+import {
+  CALIBRATION_FILE,
+  settingsObject,
+  typeTemperatures,
+  type TypeTemperatures,
+} from '../shared/folder-settings.js';
 import { parseContract } from './contract.js';
 import { dataEncoder } from './plan.js';
 import { labelTokensSettings, type ChatSplit, type LabelTokensSettings } from './settings.js';
@@ -14,7 +19,6 @@ import { labelTables } from './tables.js';
 
 /** The user message the chat template is rendered with, to find where the question segment goes. */
 export const USER_SENTINEL = 'ASSAY-LABEL-TOKENS-USER-MESSAGE';
-export const CALIBRATION_FILE = 'calibration.json';
 
 export interface LabelTokensFolder {
   settings: LabelTokensSettings;

@@ -3,6 +3,9 @@
 // temperatures per type, and softmax(logits / T). Shared by decision/ and arbiter/.
 import { ModelLoadError } from '../../errors.js';
 
+/** The calibration file of every family that has one (the closest peer server's name). */
+export const CALIBRATION_FILE = 'calibration.json';
+
 /** Temperatures per question type. */
 export interface TypeTemperatures {
   choice: number;
@@ -30,7 +33,7 @@ export function typeTemperatures(calibration: Record<string, unknown>): TypeTemp
   const t = calibration.temperature ?? [1, 1, 1];
   const temps = typeof t === 'number' ? [t, t, t] : t;
   if (!Array.isArray(temps) || temps.length !== 3 || temps.some((x) => typeof x !== 'number' || !(x > 0)))
-    throw new ModelLoadError('calibration.json: temperature: expected [t_choice, t_score, t_noul], each > 0');
+    throw new ModelLoadError(`${CALIBRATION_FILE}: temperature: expected [t_choice, t_score, t_noul], each > 0`);
   const [choice, score, noul] = temps as [number, number, number];
   return { choice, score, noul };
 }
