@@ -92,7 +92,7 @@ export const SECTIONS: SectionInfo[] = [
   {
     id: 'row-families',
     measures:
-      "The causal-row families (Kev's pointer head, Decision's endpoint head, Arbiter's fixed slots, the decider's slot head; graphs of whole rows, no KV input, BF16 weights in fp32) on synthetic replicas of Qwen2.5-0.5B's and Qwen3.5-0.8B's size: 1 / 5 / 16 questions (the first public client's mix) on 256 / 2,000-token states through Assay as served on CPU (rows one by one), with the request's rows batched (rowBatchTokens 32,768), and on the bare onnxruntime session row by row, interleaved per round; batched / alone and Assay / bare (goal ≤ 1.05). ASSAY_BENCH_ROW_FAMILIES, _SIZES, _CELLS pick a part.",
+      "The causal-row families (Kev's pointer head, Decision's endpoint head, Arbiter's fixed slots, the decider's slot head; graphs of whole rows, no KV input, BF16 weights in fp32) on synthetic replicas of Qwen2.5-0.5B's and Qwen3.5-0.8B's size: 1 / 5 / 16 questions (the first public client's mix) on 256 / 2,000-token states through Assay as served on CPU (rows one by one), with the request's rows batched (rowBatchTokens 16,384), and on the bare onnxruntime session row by row, interleaved per round; batched / alone and Assay / bare (goal ≤ 1.05). ASSAY_BENCH_ROW_FAMILIES, _SIZES, _CELLS pick a part.",
     quick: "each family's tiny replica, 1 and 5 questions on a 256-token state",
     seconds: { full: 9600, quick: 60 },
     load: async () => (await import('./engine/row-families.js')).rowFamiliesSection,

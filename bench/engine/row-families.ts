@@ -7,7 +7,7 @@
 // batched run (rowBatchTokens: 0 on CPU, rows one by one; 4,096 on CUDA). Sides, each round back
 // to back, the order reversed every other round:
 // - assay: the request through Assay as served on CPU (loadEvaluator, rows one by one);
-// - batched: the same request with its rows batched (rowBatchTokens 32,768);
+// - batched: the same request with its rows batched (rowBatchTokens 16,384);
 // - bare: onnxruntime's session on the same rows one by one (the rows Assay built; only building
 //   the feeds and session.run are timed): Assay / bare is Assay's own cost.
 // The rows of every round are planned before the timing, by the family's own layout, and that
@@ -16,7 +16,7 @@
 //   ASSAY_BENCH_ROW_FAMILIES=kev-pointer       only these families (a comma list)
 //   ASSAY_BENCH_ROW_SIZES=qwen2.5-0.5b         only these sizes
 //   ASSAY_BENCH_ROW_CELLS=1x256,5x256,16x256   only these cells (questions x state tokens)
-//   ASSAY_BENCH_ROW_BATCH_TOKENS=16384         the batched side's rowBatchTokens (default 32,768)
+//   ASSAY_BENCH_ROW_BATCH_TOKENS=32768         the batched side's rowBatchTokens (default 16,384)
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
@@ -50,7 +50,11 @@ import { pairedRatio, roundSummary, summarize, timeMs } from '../lib/stats.js';
 import { clientQuestions, textOfTokens } from '../lib/text.js';
 
 const GOAL = 1.05;
-const BATCH_TOKENS = Number(process.env.ASSAY_BENCH_ROW_BATCH_TOKENS ?? 32_768);
+/**
+ * 16,384 by default: at 32,768, 16 rows of a 2,000-token state at the 0.5B size (one batch, 14 heads)
+ * ran out of 24 GiB beside the three sessions and the kernel killed the run.
+ */
+const BATCH_TOKENS = Number(process.env.ASSAY_BENCH_ROW_BATCH_TOKENS ?? 16_384);
 /** The row length the published exports take: a multiple of 64 (shared/causal-rows.ts). */
 const ROW_MULTIPLE = 64;
 
@@ -267,7 +271,7 @@ export async function rowFamiliesSection(ctx: BenchContext): Promise<SectionResu
       "The replicas' trunk (tools/families/causal-net.ts) differs from the real bases: learned positions (Kev, decider-slots) or none (Decision, Arbiter) instead of rotary, LayerNorm and GELU instead of RMSNorm and SwiGLU, every layer full attention (Qwen3.5 mixes linear-attention layers), plain-op attention (no fused kernel). Hidden size, layers and heads are the bases' (Qwen2.5-0.5B: 896, 24, 14; Qwen3.5-0.8B: 1,024, 24, 8), and the 2-matrix MLP is 1.5 × the base's SwiGLU width (7,296; 5,376), so the cost per token is matched by parameter count; the vocabulary is the Qwen3.5-id tokenizer's (248,320 rows, a gather; Decision 248,045, Arbiter its stand-in tokenizer's).",
       "Questions: the first public client's mix (60% noul, 28% choice of 4, 12% score of at most 5 levels): one row each under Kev's and Decision's contracts, one per question and one per score level under decider-slots', and Arbiter's scores at 6 levels (the only count its head scores).",
       `assay: loadEvaluator as served on CPU (rows one by one, rowBatchTokens 0); batched: rowBatchTokens ${BATCH_TOKENS.toLocaleString('en-US')} (rows sorted by length, padded to the longest rounded up to 64); bare: session.run per row on the rows Assay built. Each round times the three back to back, the order reversed every other round; the rows and padded tokens are the last round's.`,
-      "Memory: each of the three sessions holds about 4.3 GB at the 0.5B size (the BF16 data and the fp32 weights its Casts fold to; one evaluator's RSS after load), and a batch of 15 rows of 2,100 tokens holds attention scores of rows × heads × seq² floats per layer (about 3.7 GB at 14 heads): lower ASSAY_BENCH_ROW_BATCH_TOKENS, or pick cells with ASSAY_BENCH_ROW_CELLS, where memory is short.",
+      "Memory: each of the three sessions holds about 4.3 GB at the 0.5B size (the BF16 data and the fp32 weights its Casts fold to; one evaluator's RSS after load), and a batch holds attention scores of rows × heads × seq² floats per layer (7 rows of 2,112 tokens at 14 heads: about 1.7 GB, several alive at once; 16 such rows in one batch, rowBatchTokens 32,768, ran out of 24 GiB at the 0.5B size): lower ASSAY_BENCH_ROW_BATCH_TOKENS, or pick cells with ASSAY_BENCH_ROW_CELLS, where memory is short.",
       ...(ctx.quick
         ? [
             "--quick: each family's tiny test replica, 1 and 5 questions on a 256-token state: a row takes milliseconds there, so Assay / bare measures Assay's fixed cost per request (the layout's tokenizing, the engine thread), not its share of a real row's.",
