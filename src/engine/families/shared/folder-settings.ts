@@ -1,6 +1,7 @@
 // Reading a causal-row family's own settings files (decision.json, calibration.json as the closest
 // peer server writes them): an object or nothing, non-negative integers with a default, the
-// temperatures per type, and softmax(logits / T). Shared by decision/ and arbiter/.
+// temperatures per type, and softmax(logits / T). Shared by decision/ and arbiter/; the
+// calibration file's name by every family that reads one.
 import { ModelLoadError } from '../../errors.js';
 
 /** The calibration file of every family that has one (the closest peer server's name). */
