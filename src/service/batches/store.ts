@@ -90,6 +90,8 @@ export interface ItemResult {
 
 /** Items of one batch and one group, leased to one runner. */
 export interface ClaimedGroup {
+  /** The store's own handle of this claim (a queue job id, a lease token): give it back to `settle`. */
+  lease: string;
   batchId: string;
   owner: string;
   cacheScope?: string;
@@ -142,6 +144,8 @@ export interface BatchStore {
    * `cancelled` when cancelling). In one transaction.
    */
   complete(batchId: string, results: ItemResult[], now: number): Promise<void>;
+  /** The runner is done with a claim (every item completed or released): the queue forgets it. */
+  settle(claim: ClaimedGroup): Promise<void>;
   /** Gives leased items back (pending again), e.g. at shutdown. */
   release(batchId: string, lines: number[]): Promise<void>;
   /** A page of results after `after` (undefined: from the start), at most `limit` lines. */
