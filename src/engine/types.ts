@@ -34,9 +34,18 @@ export type EvaluateRequest = Pick<SystemOneRequest, 'state' | 'questions'> & {
   order?: SentOrder;
 };
 
+/**
+ * Which lane of the scheduler a request runs in (execution/scheduler.ts): a batch request's pass is
+ * granted only while no interactive request is in the engine, is never refused for a full queue
+ * (its runner bounds its own work in flight), and is counted apart from the interactive queue.
+ */
+export type Lane = 'interactive' | 'batch';
+
 export interface EvaluateOptions {
   /** Aborts the request: queued work is dropped, running work stops at the next pass. */
   signal?: AbortSignal;
+  /** The scheduler lane (default 'interactive'). */
+  lane?: Lane;
   /**
    * The prefix cache scope (e.g. a hash of the caller's API key): a request only reuses prefix KV
    * stored under the same scope, so one tenant cannot learn another's states by timing. Undefined:
@@ -48,8 +57,23 @@ export interface EvaluateOptions {
 export interface EvaluateResult {
   answers: Record<string, Answer>;
   usage: Usage;
+  /**
+   * `usage` split into what the questions share (the state, encoded once) and what each question
+   * adds, keyed by the request's question ids: `shared` + Σ `questions` = `usage`, and a request of
+   * any subset of the questions on the same state, sent alone, would be charged `shared` + Σ of
+   * their parts. Absent where that does not hold (a prompt whose shared prefix depends on which
+   * questions are asked: a template without a system role, prompting/plan.ts).
+   */
+  usageParts?: UsageParts;
   /** What the model's family says beside the answers (never part of the answers themselves). */
   notes?: EvaluateNotes;
+}
+
+/** A request's usage, per part (EvaluateResult.usageParts). */
+export interface UsageParts {
+  shared: Usage;
+  /** Per question id (own keys: an id may be named like an Object.prototype member). */
+  questions: Record<string, Usage>;
 }
 
 /** Facts of an evaluation outside the answer contract: the API sends them as headers (docs/api.md). */
@@ -66,7 +90,11 @@ export interface EvaluateNotes {
 
 /** Counts of the engine's inner work, read by the API's /metrics. */
 export interface EngineStats {
+  /** Interactive requests admitted that have not run a pass yet (the load signal an autoscaler reads). */
   queueDepth: number;
+  /** Batch-lane requests admitted that have not run a pass yet (never in queueDepth). */
+  batchQueueDepth: number;
+  /** Requests in progress (both lanes): they have run a pass and are not finished. */
   running: number;
   prefixCacheHits: number;
   prefixCacheMisses: number;

@@ -117,7 +117,10 @@ export function escalatingEvaluator(
   const timeoutMs = spec.timeout_ms ?? DEFAULT_ESCALATION_TIMEOUT_MS;
   return {
     async evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
-      const first = await withModel(ctx.models, firstId, options.signal, (e) => e.evaluate(request, options));
+      // An escalating entry reports no usageParts (two models, a sub-request): its batch lines are not merged.
+      const { usageParts: _, ...first } = await withModel(ctx.models, firstId, options.signal, (e) =>
+        e.evaluate(request, options),
+      );
       const ids = Object.keys(request.questions).filter((q) => shouldEscalate(first.answers[q]!, spec.below));
       const c = countOf(id);
       c.questions += Object.keys(request.questions).length;

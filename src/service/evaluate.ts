@@ -1,7 +1,7 @@
 // The one service function behind POST /v1/systemone and `assay eval`: validate → resolve the
 // model → authorize → evaluate → check the answers against the contract. HTTP (keys, limits,
 // headers, deadlines) stays in the route; files and flags stay in the command.
-import type { EvaluateNotes, EvaluateResult, Evaluator } from '../engine/index.js';
+import type { EvaluateNotes, EvaluateResult, Evaluator, Lane, UsageParts } from '../engine/index.js';
 import { InvalidRequestError, ModelForbiddenError, type LogPolicy } from '../protocol/index.js';
 import { type SystemOneRequest, type SystemOneResponse } from '../protocol/index.js';
 import { parseRequest, responseProblems } from '../protocol/index.js';
@@ -22,6 +22,11 @@ export interface Caller {
   signal?: AbortSignal;
   /** The prefix cache scope of the caller (engine EvaluateOptions.cacheScope). */
   cacheScope?: string;
+  /**
+   * The engine's scheduler lane (engine EvaluateOptions.lane; default 'interactive'): a batch item
+   * runs in 'batch', behind interactive requests and never refused for a full queue.
+   */
+  lane?: Lane;
   /** Told the versioned id and the question count once the request is accepted (for logs). */
   onAccepted?(facts: { model: string; questionCount: number }): void;
 }
@@ -34,6 +39,12 @@ export interface Evaluation {
   order: SentOrder;
   /** What the model's family says beside the answers (truncation by design, Laya's act_logits): headers, never the body. */
   notes?: EvaluateNotes;
+  /**
+   * The usage split into the shared state and each question's part (engine EvaluateResult.usageParts):
+   * what any subset of the questions, sent alone on the same state, would be charged. Absent where
+   * the engine cannot split it exactly (and for an escalating entry).
+   */
+  usageParts?: UsageParts;
 }
 
 /** pydantic's wording for a value outside a set of literals: 'a', 'b' or 'c'. */
@@ -139,7 +150,7 @@ export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller
   // An escalating entry answers through its two models as one evaluator (escalation.ts). A model is
   // held (leased) while it answers: it is never unloaded under a request.
   const escalate = resolved.entry.escalate;
-  const options = { signal: caller.signal, cacheScope: caller.cacheScope };
+  const options = { signal: caller.signal, cacheScope: caller.cacheScope, lane: caller.lane };
   let started = performance.now();
   const run = async (evaluator: Pick<Evaluator, 'evaluate' | 'evaluateBody'>): Promise<EvaluateResult> => {
     started = performance.now();
@@ -158,5 +169,8 @@ export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller
   const response: SystemOneResponse = { model: resolved.id, answers: result.answers, usage: result.usage };
   const problem = contractProblem(request, response);
   if (problem) throw new ResponseContractError(problem);
-  return result.notes ? { response, engineMs, order, notes: result.notes } : { response, engineMs, order };
+  const evaluation: Evaluation = { response, engineMs, order };
+  if (result.notes) evaluation.notes = result.notes;
+  if (result.usageParts && !escalate) evaluation.usageParts = result.usageParts;
+  return evaluation;
 }

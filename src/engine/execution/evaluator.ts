@@ -200,11 +200,11 @@ class OnnxEvaluator implements Evaluator {
 
   async evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
     // Planning throws budget errors before the request takes a place in the queue.
-    return this.answer(await this.planner.plan(request, options.signal), options);
+    return this.answer(await this.planner.plan(request, options.signal, options.lane), options);
   }
 
   async evaluateBody(body: Uint8Array, options: EvaluateOptions = {}): Promise<EvaluateResult> {
-    return this.answer(await this.planner.planBody(body, options.signal), options);
+    return this.answer(await this.planner.planBody(body, options.signal, options.lane), options);
   }
 
   /** Answers a planned request: its turn in the scheduler, the strategy the chooser picks, the answers. */
@@ -212,49 +212,56 @@ class OnnxEvaluator implements Evaluator {
     const { signal } = options;
     // What may share a cached prefix: this model, for callers of the same cache scope.
     const cacheScope = `${options.cacheScope ?? ''}\u0001${this.modelId}`;
-    const answers = await this.scheduler.request(async (ticket) => {
-      const cached = this.cache.lookup(cacheScope, plan.prefix);
-      const prefixBytes = plan.prefix.length * this.runner.kvBytesPerToken;
-      // A one-question request on a prefix that missed is a sighting: its prefix is stored on the
-      // second one (admits), and this one is remembered for the next (asked first, then recorded).
-      const sighting = plan.questions.length === 1 && !cached;
-      const admitted = sighting && this.cache.admits(cacheScope, plan.prefix, prefixBytes);
-      if (sighting) this.cache.recordSighting(cacheScope, plan.prefix, prefixBytes);
-      const strategy = chooseStrategy({
-        packs: this.packs,
-        questions: plan.questions.length,
-        cached: cached !== undefined,
-        admitted,
-        keeps: this.cache.keeps(prefixBytes),
-        fitsOnePass: fitsOnePass(plan, this.packTokens),
-      });
-      const read = await STRATEGIES[strategy]({
-        plan,
-        // Every pass (prefill pieces included) takes its turn: requests interleave pass by pass, and
-        // an aborted request stops at its next pass.
-        passes: new Passes(this.runner, ticket, this.count, this.batcher),
-        prefillChunk: this.runner.prefillChunk,
-        packTokens: this.packTokens,
-        cache: this.cache,
-        cacheScope,
-        cached,
-        signal,
-      });
-      const logps = plan.questions.map((q) => read.get(q)!);
-      // A label-token family reads its answers from its rows (a score question: one row per level).
-      if (plan.readout && this.family.name !== 'decoder') {
-        const asked = plan.readout.questions;
-        const answered = this.family.read(asked, logps);
-        return answerQuestions(asked, answered, this.temperatures, this.config.confidence);
-      }
-      return answerQuestions(plan.questions, logps, this.temperatures, this.config.confidence);
-    }, signal);
-    return { answers, usage: plan.usage };
+    const answers = await this.scheduler.request(
+      async (ticket) => {
+        const cached = this.cache.lookup(cacheScope, plan.prefix);
+        const prefixBytes = plan.prefix.length * this.runner.kvBytesPerToken;
+        // A one-question request on a prefix that missed is a sighting: its prefix is stored on the
+        // second one (admits), and this one is remembered for the next (asked first, then recorded).
+        const sighting = plan.questions.length === 1 && !cached;
+        const admitted = sighting && this.cache.admits(cacheScope, plan.prefix, prefixBytes);
+        if (sighting) this.cache.recordSighting(cacheScope, plan.prefix, prefixBytes);
+        const strategy = chooseStrategy({
+          packs: this.packs,
+          questions: plan.questions.length,
+          cached: cached !== undefined,
+          admitted,
+          keeps: this.cache.keeps(prefixBytes),
+          fitsOnePass: fitsOnePass(plan, this.packTokens),
+        });
+        const read = await STRATEGIES[strategy]({
+          plan,
+          // Every pass (prefill pieces included) takes its turn: requests interleave pass by pass, and
+          // an aborted request stops at its next pass.
+          passes: new Passes(this.runner, ticket, this.count, this.batcher),
+          prefillChunk: this.runner.prefillChunk,
+          packTokens: this.packTokens,
+          cache: this.cache,
+          cacheScope,
+          cached,
+          signal,
+        });
+        const logps = plan.questions.map((q) => read.get(q)!);
+        // A label-token family reads its answers from its rows (a score question: one row per level).
+        if (plan.readout && this.family.name !== 'decoder') {
+          const asked = plan.readout.questions;
+          const answered = this.family.read(asked, logps);
+          return answerQuestions(asked, answered, this.temperatures, this.config.confidence);
+        }
+        return answerQuestions(plan.questions, logps, this.temperatures, this.config.confidence);
+      },
+      signal,
+      options.lane,
+    );
+    return plan.usageParts
+      ? { answers, usage: plan.usage, usageParts: plan.usageParts }
+      : { answers, usage: plan.usage };
   }
 
   stats(): EngineStats {
     return {
       queueDepth: this.scheduler.queueDepth,
+      batchQueueDepth: this.scheduler.batchQueueDepth,
       running: this.scheduler.running,
       prefixCacheHits: this.cache.hits,
       prefixCacheMisses: this.cache.misses,

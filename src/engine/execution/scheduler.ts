@@ -10,8 +10,16 @@
 // A refusal says when to come back: the requests admitted × the recent time one request holds the
 // session, each refused caller a slot of its own after that (RetrySlots), so callers that honour
 // the hint exactly come back one by one instead of together.
+//
+// Two lanes. A batch request (a batch job's item) gets a pass only while no interactive request is
+// in the scheduler (admitted and not finished), so an interactive request waits behind at most the
+// one batch pass already running, and its later passes behind none: batch work uses the time
+// interactive traffic leaves. Batch requests are never refused (their runner bounds its own work in
+// flight), are not counted in `queueDepth` or the retry hints, and take turns among themselves round
+// robin as interactive ones do.
 import { RetrySlots } from '../../protocol/index.js';
 import { AbortedError, OverloadedError } from '../errors.js';
+import type { Lane } from '../types.js';
 
 /** What one request is taken to hold the session for before any has been timed (and its floor then). */
 const FIRST_GUESS_MS = 100;
@@ -28,46 +36,63 @@ export interface Ticket {
   pass<T>(fn: () => Promise<T>): Promise<T>;
 }
 
+/** Requests of one lane: admitted (not finished), and of those the ones that have run a pass. */
+interface LaneCount {
+  admitted: number;
+  started: number;
+}
+
 export class Scheduler {
-  private readonly turns: Turn[] = [];
+  private readonly turns: Record<Lane, Turn[]> = { interactive: [], batch: [] };
+  private readonly counts: Record<Lane, LaneCount> = {
+    interactive: { admitted: 0, started: 0 },
+    batch: { admitted: 0, started: 0 },
+  };
   private busy = false;
-  private admitted = 0;
-  private startedCount = 0;
   /**
    * Moving average of how long one request holds the session (the sum of its passes), for
    * retry-after hints; undefined until a request has finished (the first one sets it).
    */
   private serviceMs: number | undefined;
-  /** Admitted requests that have run a pass: the session time each has held so far. */
+  /** Admitted interactive requests that have run a pass: the session time each has held so far. */
   private readonly holding = new Set<{ held: number; since?: number }>();
   private readonly slots = new RetrySlots();
 
   constructor(private readonly maxQueue: number) {}
 
-  /** Requests admitted that have not run a pass yet (the load signal an autoscaler reads). */
+  /** Interactive requests admitted that have not run a pass yet (the load signal an autoscaler reads). */
   get queueDepth(): number {
-    return this.admitted - this.startedCount;
+    return this.counts.interactive.admitted - this.counts.interactive.started;
   }
 
-  /** Requests in progress: they have run at least one pass and are not finished. */
+  /** Batch requests admitted that have not run a pass yet. */
+  get batchQueueDepth(): number {
+    return this.counts.batch.admitted - this.counts.batch.started;
+  }
+
+  /** Requests in progress, both lanes: they have run at least one pass and are not finished. */
   get running(): number {
-    return this.startedCount;
+    return this.counts.interactive.started + this.counts.batch.started;
   }
 
-  /** Admits a request (or refuses it: OverloadedError) and runs `work`, which runs its passes through the ticket. */
-  async request<T>(work: (ticket: Ticket) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  /**
+   * Admits a request (or refuses it: OverloadedError, never in the batch lane) and runs `work`,
+   * which runs its passes through the ticket.
+   */
+  async request<T>(work: (ticket: Ticket) => Promise<T>, signal?: AbortSignal, lane: Lane = 'interactive'): Promise<T> {
     if (signal?.aborted) throw new AbortedError();
-    if (this.admitted > this.maxQueue) throw new OverloadedError(this.retryAfterMs() / 1000);
-    this.admitted++;
+    const count = this.counts[lane];
+    if (lane === 'interactive' && count.admitted > this.maxQueue) throw new OverloadedError(this.retryAfterMs() / 1000);
+    count.admitted++;
     let started = false;
     const hold: { held: number; since?: number } = { held: 0 };
     const ticket: Ticket = {
       pass: async (fn) => {
-        await this.turn(signal);
+        await this.turn(signal, lane);
         if (!started) {
           started = true;
-          this.startedCount++;
-          this.holding.add(hold);
+          count.started++;
+          if (lane === 'interactive') this.holding.add(hold);
         }
         hold.since = performance.now();
         try {
@@ -82,12 +107,16 @@ export class Scheduler {
     try {
       return await work(ticket);
     } finally {
-      this.admitted--;
+      count.admitted--;
       if (started) {
-        this.startedCount--;
+        count.started--;
         this.holding.delete(hold);
-        this.serviceMs = this.serviceMs === undefined ? hold.held : 0.8 * this.serviceMs + 0.2 * hold.held;
+        // The retry hints tell interactive callers how long an interactive request holds the session.
+        if (lane === 'interactive')
+          this.serviceMs = this.serviceMs === undefined ? hold.held : 0.8 * this.serviceMs + 0.2 * hold.held;
       }
+      // The last interactive request out lets the batch lane's passes go.
+      if (lane === 'interactive') this.next();
     }
   }
 
@@ -98,7 +127,7 @@ export class Scheduler {
    */
   private retryAfterMs(): number {
     const service = this.serviceEstimateMs(performance.now());
-    return this.slots.next(performance.now(), this.admitted * service, 1.5 * service);
+    return this.slots.next(performance.now(), this.counts.interactive.admitted * service, 1.5 * service);
   }
 
   /**
@@ -119,8 +148,9 @@ export class Scheduler {
     return this.turn().then(() => fn().finally(() => this.release()));
   }
 
-  private turn(signal?: AbortSignal): Promise<void> {
+  private turn(signal?: AbortSignal, lane: Lane = 'interactive'): Promise<void> {
     if (signal?.aborted) return Promise.reject(new AbortedError());
+    const turns = this.turns[lane];
     return new Promise<void>((resolve, reject) => {
       const turn: Turn = {
         signal,
@@ -130,14 +160,14 @@ export class Scheduler {
         },
       };
       turn.onAbort = () => {
-        const i = this.turns.indexOf(turn);
+        const i = turns.indexOf(turn);
         if (i >= 0) {
-          this.turns.splice(i, 1);
+          turns.splice(i, 1);
           reject(new AbortedError());
         }
       };
       signal?.addEventListener('abort', turn.onAbort, { once: true });
-      this.turns.push(turn);
+      turns.push(turn);
       this.next();
     });
   }
@@ -147,9 +177,11 @@ export class Scheduler {
     this.next();
   }
 
+  /** Grants the next turn: an interactive one, else a batch one while no interactive request is in. */
   private next(): void {
     if (this.busy) return;
-    const turn = this.turns.shift();
+    const turn =
+      this.turns.interactive.shift() ?? (this.counts.interactive.admitted === 0 ? this.turns.batch.shift() : undefined);
     if (!turn) return;
     this.busy = true;
     turn.grant();

@@ -17,6 +17,8 @@ import type {
   EvaluateRequest,
   EvaluateResult,
   Evaluator,
+  Usage,
+  UsageParts,
 } from '../types.js';
 import type { RowFamily, FamilyRow, FamilyPlan, RowOutput } from './family.js';
 
@@ -39,6 +41,30 @@ export function rowBatches(rows: readonly FamilyRow[], batchTokens: number): num
   }
   if (batch.length > 0) batches.push(batch);
   return batches;
+}
+
+/**
+ * A row plan's usage per part: every row is one question's (an encoder reads the state again in each
+ * row), so nothing is shared and a question's part is its rows' tokens, as when it is asked alone.
+ * Undefined if a row were read by no question or by several (the split would not add up).
+ */
+export function rowUsageParts(plan: FamilyPlan<FamilyRow>): UsageParts | undefined {
+  const owners = new Array<number>(plan.rows.length).fill(0);
+  // Own keys: a question id may be named like an Object.prototype member.
+  const questions = Object.create(null) as Record<string, Usage>;
+  for (const q of plan.questions) {
+    const part = (questions[q.key] ??= { input_tokens: 0, output_tokens: 0 });
+    for (const i of q.rows) {
+      owners[i]!++;
+      part.input_tokens += plan.rows[i]!.tokens;
+    }
+  }
+  if (owners.some((n) => n !== 1)) return undefined;
+  const shared = {
+    input_tokens: plan.usage.input_tokens - Object.values(questions).reduce((n, u) => n + u.input_tokens, 0),
+    output_tokens: plan.usage.output_tokens,
+  };
+  return shared.input_tokens === 0 && shared.output_tokens === 0 ? { shared, questions } : undefined;
 }
 
 export class FamilyEvaluator implements Evaluator {
@@ -68,16 +94,20 @@ export class FamilyEvaluator implements Evaluator {
     const plan = this.family.plan(request);
     const budget = this.config.requestTokenBudget;
     if (plan.usage.input_tokens > budget) throw new BudgetError('request', plan.usage.input_tokens, budget);
-    const outputs = await this.scheduler.request(async (ticket) => {
-      const out: RowOutput[] = new Array<RowOutput>(plan.rows.length);
-      for (const batch of rowBatches(plan.rows, this.family.rowsAlone ? 0 : this.config.rowBatchTokens)) {
-        const rows = batch.map((i) => plan.rows[i]!);
-        const tokens = rows.length * rows[0]!.tokens;
-        const got = await ticket.pass(() => this.count.run(() => this.family.run(rows), tokens));
-        batch.forEach((i, j) => (out[i] = got[j]!));
-      }
-      return out;
-    }, options.signal);
+    const outputs = await this.scheduler.request(
+      async (ticket) => {
+        const out: RowOutput[] = new Array<RowOutput>(plan.rows.length);
+        for (const batch of rowBatches(plan.rows, this.family.rowsAlone ? 0 : this.config.rowBatchTokens)) {
+          const rows = batch.map((i) => plan.rows[i]!);
+          const tokens = rows.length * rows[0]!.tokens;
+          const got = await ticket.pass(() => this.count.run(() => this.family.run(rows), tokens));
+          batch.forEach((i, j) => (out[i] = got[j]!));
+        }
+        return out;
+      },
+      options.signal,
+      options.lane,
+    );
     return this.answers(plan, outputs);
   }
 
@@ -98,6 +128,8 @@ export class FamilyEvaluator implements Evaluator {
     // per type, normalized, then the answer and its confidence.
     const answers = answerQuestions(plan.questions, logps, this.temperatures, this.config.confidence);
     const result: EvaluateResult = { answers, usage: plan.usage };
+    const usageParts = rowUsageParts(plan);
+    if (usageParts) result.usageParts = usageParts;
     if (notes.truncated || notes.actLogits) result.notes = notes;
     return result;
   }
@@ -105,6 +137,7 @@ export class FamilyEvaluator implements Evaluator {
   stats(): EngineStats {
     return {
       queueDepth: this.scheduler.queueDepth,
+      batchQueueDepth: this.scheduler.batchQueueDepth,
       running: this.scheduler.running,
       prefixCacheHits: 0,
       prefixCacheMisses: 0,

@@ -6,7 +6,7 @@ import { labelSequences, startsWith, type LabelSequence } from './labels.js';
 import type { OptionList, PromptSet } from './prompts.js';
 import { optionEntries, questionOrder } from '../../protocol/index.js';
 import type { ChatMessage, TextCodec } from './tokenizer.js';
-import type { EvaluateRequest, Question, Usage } from '../types.js';
+import type { EvaluateRequest, Question, Usage, UsageParts } from '../types.js';
 
 export interface PlannedQuestion {
   key: string;
@@ -26,6 +26,11 @@ export interface Plan {
   prefix: number[];
   questions: PlannedQuestion[];
   usage: Usage;
+  /**
+   * `usage` per part (EvaluateResult.usageParts): only where the prefix does not depend on which
+   * questions are asked, so that any of them asked alone would be charged the same prefix.
+   */
+  usageParts?: UsageParts;
   /**
    * A label-token family's answers (decider-labels, label-tokens), when they are not one per planned question:
    * each answer's question and the planned questions (rows) it reads. Absent: Assay's own prompt.
@@ -121,13 +126,16 @@ export function planRequest(
 
   let prompts_: number[][];
   let prefix: number[];
+  // Whether the prefix is the system turn, the same whichever questions are asked (usageParts).
+  let fixedPrefix = false;
   // Content is data: the only control tokens in a prompt are the template's own (encodeChat).
   if (codec.acceptsSystemRole) {
     // State in the system turn, question in the user turn: the cut right after the system turn's
     // closing control token is exact (the text between control tokens is encoded whole).
     prompts_ = userTexts.map((user) => codec.encodeChat(chat(system, user), true, memo));
     prefix = untilLastAddedToken(codec.encodeChat([{ role: 'system', content: system }], false, memo), codec);
-    if (!prompts_.every((p) => startsWith(p, prefix) && p.length > prefix.length)) prefix = commonPrefix(prompts_);
+    fixedPrefix = prompts_.every((p) => startsWith(p, prefix) && p.length > prefix.length);
+    if (!fixedPrefix) prefix = commonPrefix(prompts_);
   } else {
     // A template without a system role: one user turn, the state first; share the longest common prefix.
     prompts_ = userTexts.map((user) =>
@@ -157,7 +165,29 @@ export function planRequest(
   if (usage.input_tokens > budgets.request) throw new BudgetError('request', usage.input_tokens, budgets.request);
   if (longestQuestion > budgets.question) throw new BudgetError('question', longestQuestion, budgets.question);
   if (longestAnswer > budgets.context) throw new BudgetError('context', longestAnswer, budgets.context);
-  return { prefix, questions, usage };
+  // A common prefix (no system role, or a system turn some prompt does not start with) depends on
+  // the questions asked: the prompts of a subset may share more of it (a choice question's
+  // rotations share their instructions), so no per-question split adds up to a subset's usage.
+  return fixedPrefix
+    ? { prefix, questions, usage, usageParts: usagePartsOf(prefix, questions) }
+    : { prefix, questions, usage };
+}
+
+/**
+ * A plan's usage per part: the prefix (the state, encoded once) shared, and per question id its
+ * prompts' suffixes and their labels' tokens (a choice question's rotations, a score question's
+ * rows: all of its planned questions). Sums to the plan's usage; exact per question only when the
+ * prefix does not depend on the questions asked.
+ */
+export function usagePartsOf(prefix: readonly number[], questions: readonly PlannedQuestion[]): UsageParts {
+  // Own keys: a question id may be named like an Object.prototype member.
+  const parts = Object.create(null) as Record<string, Usage>;
+  for (const q of questions) {
+    const part = (parts[q.key] ??= { input_tokens: 0, output_tokens: 0 });
+    part.input_tokens += q.suffix.length;
+    for (const l of q.labels) part.output_tokens += l.tokens.length;
+  }
+  return { shared: { input_tokens: prefix.length, output_tokens: 0 }, questions: parts };
 }
 
 /** Tokens counted piece by piece may differ from one-go tokens by a few at each cut. */

@@ -52,9 +52,10 @@ const channel = serveChannel<EngineCalls, EngineEvent>(
       });
       return { synthetic: evaluator.synthetic === true, graph: evaluator.graph, stats: evaluator.stats() };
     },
-    evaluate: ({ request, cacheScope }, { signal }) => run(() => evaluator!.evaluate(request, { signal, cacheScope })),
-    evaluateBody: ({ body, cacheScope }, { signal }) =>
-      run(() => evaluator!.evaluateBody!(body, { signal, cacheScope })),
+    evaluate: ({ request, cacheScope, lane }, { signal }) =>
+      run(() => evaluator!.evaluate(request, { signal, cacheScope, lane })),
+    evaluateBody: ({ body, cacheScope, lane }, { signal }) =>
+      run(() => evaluator!.evaluateBody!(body, { signal, cacheScope, lane })),
     async close() {
       clearInterval(ticker);
       await evaluator?.close();

@@ -9,7 +9,7 @@ import type { EngineConfig } from '../config.js';
 import { EngineDeadError, EngineError } from '../errors.js';
 import { rebuild, type Failure } from './failure.js';
 import { CRASH_HOOK_ENV, crashHookEnabled, type CrashHow, type CrashMessage } from './crash-hook.js';
-import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator } from '../types.js';
+import type { EngineStats, EvaluateOptions, EvaluateRequest, EvaluateResult, Evaluator, Lane } from '../types.js';
 import { startWorker, workerEntry } from '../../workers/index.js';
 import { ownedBytes } from '../../protocol/index.js';
 
@@ -17,8 +17,14 @@ import { ownedBytes } from '../../protocol/index.js';
 export type EngineCalls = {
   /** Loads the evaluator from the thread's data (the config): what the caller needs of it. */
   load: [null, { synthetic: boolean; graph?: string; stats: EngineStats }];
-  evaluate: [{ request: EvaluateRequest; cacheScope?: string }, { result: EvaluateResult; stats: EngineStats }];
-  evaluateBody: [{ body: Uint8Array; cacheScope?: string }, { result: EvaluateResult; stats: EngineStats }];
+  evaluate: [
+    { request: EvaluateRequest; cacheScope?: string; lane?: Lane },
+    { result: EvaluateResult; stats: EngineStats },
+  ];
+  evaluateBody: [
+    { body: Uint8Array; cacheScope?: string; lane?: Lane },
+    { result: EvaluateResult; stats: EngineStats },
+  ];
   close: [null, null];
 };
 
@@ -87,7 +93,11 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineT
     graph: ready.graph,
     async evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
       return answered(
-        await channel.call('evaluate', { request, cacheScope: options.cacheScope }, { signal: options.signal }),
+        await channel.call(
+          'evaluate',
+          { request, cacheScope: options.cacheScope, lane: options.lane },
+          { signal: options.signal },
+        ),
       );
     },
     async evaluateBody(body: Uint8Array, options: EvaluateOptions = {}): Promise<EvaluateResult> {
@@ -96,7 +106,7 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineT
       return answered(
         await channel.call(
           'evaluateBody',
-          { body: owned, cacheScope: options.cacheScope },
+          { body: owned, cacheScope: options.cacheScope, lane: options.lane },
           { signal: options.signal, transfer: [owned.buffer] },
         ),
       );

@@ -33,7 +33,7 @@ export function planDecider(
   const owner = new Map<number, (typeof layout.questions)[number]>();
   for (const q of layout.questions) for (const r of q.rows) owner.set(r, q);
   const prefix = layout.ctx;
-  const { questions, usage } = plannedRows(
+  const { questions, usage, usageParts } = plannedRows(
     prefix,
     layout.rows.map((row, i) => ({ ...row, question: owner.get(i)!.question, strings: settings.labels.strings })),
     budgets,
@@ -42,6 +42,7 @@ export function planDecider(
     prefix,
     questions,
     usage,
+    usageParts,
     readout: {
       family: 'decider-labels',
       questions: layout.questions.map((q) => ({

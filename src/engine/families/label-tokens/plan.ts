@@ -24,11 +24,12 @@ export function planLabelTokens(
     data: budgetGuard(state, budgets.request, codec.maxTokenBytes),
     state,
   });
-  const { questions, usage } = plannedRows(layout.prefix, layout.rows, budgets);
+  const { questions, usage, usageParts } = plannedRows(layout.prefix, layout.rows, budgets);
   return {
     prefix: layout.prefix,
     questions,
     usage,
+    usageParts,
     readout: {
       family: 'label-tokens',
       questions: layout.rows.map((r, i) => ({

@@ -3,8 +3,8 @@
 // prefix cache, by later requests on the same state), each row a planned question whose suffix is
 // the row's piece and whose labels are single label tokens read at the slot (the row's last token).
 import { BudgetError } from '../../errors.js';
-import type { Budgets, PlannedQuestion } from '../../prompting/plan.js';
-import type { Question, Usage } from '../../types.js';
+import { usagePartsOf, type Budgets, type PlannedQuestion } from '../../prompting/plan.js';
+import type { Question, Usage, UsageParts } from '../../types.js';
 
 /** One row of a contract: its question, its tokens after the prefix, its label ids and their strings. */
 export interface LabelRow {
@@ -35,12 +35,16 @@ export function budgetGuard(
   };
 }
 
-/** The rows as planned questions, with the usage; throws BudgetError past a budget or the model's context. */
+/**
+ * The rows as planned questions, with the usage and its parts (the prefix, the state's segment, is
+ * the same whichever questions are asked: each question's part is its rows); throws BudgetError
+ * past a budget or the model's context.
+ */
 export function plannedRows(
   prefix: readonly number[],
   rows: readonly LabelRow[],
   budgets: Budgets,
-): { questions: PlannedQuestion[]; usage: Usage } {
+): { questions: PlannedQuestion[]; usage: Usage; usageParts: UsageParts } {
   const questions: PlannedQuestion[] = rows.map((row) => ({
     key: row.key,
     question: row.question,
@@ -57,5 +61,5 @@ export function plannedRows(
   if (usage.input_tokens > budgets.request) throw new BudgetError('request', usage.input_tokens, budgets.request);
   if (longestRow > budgets.question) throw new BudgetError('question', longestRow, budgets.question);
   if (longestRow + 1 > budgets.context) throw new BudgetError('context', longestRow + 1, budgets.context);
-  return { questions, usage };
+  return { questions, usage, usageParts: usagePartsOf(prefix, questions) };
 }

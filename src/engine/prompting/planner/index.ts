@@ -16,7 +16,7 @@ import type { LabelTokensSettings } from '../../families/label-tokens/settings.j
 import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
 import { TextCodec } from '../tokenizer.js';
-import type { EvaluateRequest } from '../../types.js';
+import type { EvaluateRequest, Lane } from '../../types.js';
 import { ownedBytes } from '../../../protocol/index.js';
 import { parseBody, type PlannerCalls, type PlanTask } from './task.js';
 
@@ -37,9 +37,10 @@ export interface PlannerOptions {
 }
 
 export interface Planner {
-  plan(request: EvaluateRequest, signal?: AbortSignal): Promise<Plan>;
+  /** Plans a request; in the batch lane never refused for a full queue (its runner bounds its work in flight). */
+  plan(request: EvaluateRequest, signal?: AbortSignal, lane?: Lane): Promise<Plan>;
   /** Plans a request body given as bytes (protocol/body.ts); a worker planner takes them over (transferred). */
-  planBody(body: Uint8Array, signal?: AbortSignal): Promise<Plan>;
+  planBody(body: Uint8Array, signal?: AbortSignal, lane?: Lane): Promise<Plan>;
   close(): Promise<void>;
 }
 
@@ -69,10 +70,12 @@ export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads
 }
 
 /**
- * Plans in worker threads, in two lanes: requests the API parsed inline (small bodies) and request
- * bodies given as bytes (past the inline size: megabytes to parse, render and tokenize). Each lane
- * has its own threads and queue, so a light caller's plan never waits behind a 6 MB body's; the
- * bytes lane starts its threads on first use.
+ * Plans in worker threads, in three lanes: requests the API parsed inline (small bodies), request
+ * bodies given as bytes (past the inline size: megabytes to parse, render and tokenize), and the
+ * batch lane's requests. Each lane has its own threads and queue, so a light caller's plan never
+ * waits behind a 6 MB body's or a batch item's; the bytes and batch lanes start their threads on
+ * first use. The batch lane has one thread and an unbounded queue: its runner bounds the items in
+ * flight, and a batch item is never refused (529) for the interactive lanes' load.
  */
 export function workerPlanner(o: PlannerOptions): Planner {
   const entry = workerEntry('worker', import.meta.url, {
@@ -84,17 +87,18 @@ export function workerPlanner(o: PlannerOptions): Planner {
     decider: o.decider,
     labelTokens: o.labelTokens,
   });
-  const lane = (eager: number) =>
+  const pool = (eager: number, size = o.threads, maxQueue = o.maxQueue) =>
     new WorkerPool<PlannerCalls>({
       filename: entry.filename,
       worker: { workerData: entry.workerData, execArgv: workerExecArgv() },
-      size: o.threads,
+      size,
       eager,
-      maxQueue: o.maxQueue,
+      maxQueue,
       decodeError: (f) => rebuild(f as Failure),
     });
-  const requests = lane(o.threads);
-  const bodies = lane(0);
+  const requests = pool(o.threads);
+  const bodies = pool(0);
+  const batch = pool(0, 1, Infinity);
   const run = async (
     pool: WorkerPool<PlannerCalls>,
     task: PlanTask,
@@ -108,13 +112,13 @@ export function workerPlanner(o: PlannerOptions): Planner {
       throw error;
     });
   return {
-    plan: (request, signal) => run(requests, { request }, signal),
-    planBody(body, signal) {
+    plan: (request, signal, lane) => run(lane === 'batch' ? batch : requests, { request }, signal),
+    planBody(body, signal, lane) {
       const owned = ownedBytes(body);
-      return run(bodies, { body: owned }, signal, [owned.buffer]);
+      return run(lane === 'batch' ? batch : bodies, { body: owned }, signal, [owned.buffer]);
     },
     close: async () => {
-      await Promise.all([requests.destroy(), bodies.destroy()]);
+      await Promise.all([requests.destroy(), bodies.destroy(), batch.destroy()]);
     },
   };
 }

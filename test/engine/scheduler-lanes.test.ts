@@ -1,0 +1,189 @@
+// The scheduler's two lanes: a batch request's pass is granted only while no interactive request is
+// in the scheduler, so an interactive request waits behind at most the one batch pass running;
+// batch requests are never refused for a full queue and are not counted in queueDepth. The last
+// test runs the real engine thread on the tiny model: an interactive request gets the answers it
+// gets on an idle engine, and finishes while a long batch request is still running.
+import { afterAll, describe, expect, it } from 'vitest';
+import { Scheduler, type Ticket } from '../../src/engine/execution/scheduler.js';
+import { AbortedError, OverloadedError } from '../../src/engine/errors.js';
+import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
+import type { Lane } from '../../src/engine/types.js';
+import { choice, expectSameResult, manyQuestions, noul, request, score, tinyFp32 } from './fixtures.js';
+
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('scheduler lanes', () => {
+  /** A request of `n` passes in `lane`, each pass recorded in `order`; `during(i)` runs inside pass i. */
+  const passes = (
+    s: Scheduler,
+    order: string[],
+    name: string,
+    n: number,
+    lane: Lane,
+    during: (i: number) => Promise<void> = async () => {},
+    signal?: AbortSignal,
+  ) =>
+    s.request(
+      async (ticket: Ticket) => {
+        for (let i = 1; i <= n; i++)
+          await ticket.pass(async () => {
+            order.push(`${name}${i}`);
+            await during(i);
+          });
+      },
+      signal,
+      lane,
+    );
+
+  it("an interactive request arriving during a batch request's pass runs all its passes before the batch's next pass", async () => {
+    const s = new Scheduler(8);
+    const order: string[] = [];
+    const held = gate();
+    let interactive: Promise<void> | undefined;
+    const batch = passes(s, order, 'b', 6, 'batch', async (i) => {
+      if (i === 3) {
+        // Arrives while the batch's third pass runs (the session is busy).
+        interactive = passes(s, order, 'i', 4, 'interactive');
+        await held.promise;
+      }
+    });
+    while (!interactive) await tick();
+    held.open();
+    await Promise.all([batch, interactive]);
+    expect(order).toEqual(['b1', 'b2', 'b3', 'i1', 'i2', 'i3', 'i4', 'b4', 'b5', 'b6']);
+  });
+
+  it('batch requests take turns round robin among themselves, behind every interactive request', async () => {
+    const s = new Scheduler(8);
+    const order: string[] = [];
+    const g = gate();
+    // An interactive request holds the session; everything else arrives meanwhile.
+    const first = passes(s, order, 'i', 1, 'interactive', () => g.promise);
+    await tick();
+    const all = [
+      first,
+      passes(s, order, 'a', 3, 'batch'),
+      passes(s, order, 'x', 2, 'interactive'),
+      passes(s, order, 'b', 2, 'batch'),
+      passes(s, order, 'y', 1, 'interactive'),
+    ];
+    await tick();
+    expect(s.queueDepth).toBe(2);
+    expect(s.batchQueueDepth).toBe(2);
+    g.open();
+    await Promise.all(all);
+    // Interactive ones interleave with each other as before; the batch lane waits for them all,
+    // then its requests take turns pass by pass.
+    expect(order).toEqual(['i1', 'x1', 'y1', 'x2', 'a1', 'b1', 'a2', 'b2', 'a3']);
+  });
+
+  it('admits batch requests beyond maxQueue (never OverloadedError), outside queueDepth, and still refuses interactive ones', async () => {
+    const s = new Scheduler(1);
+    const g = gate();
+    const order: string[] = [];
+    const running = passes(s, order, 'i', 1, 'interactive', () => g.promise);
+    const queued = passes(s, order, 'j', 1, 'interactive');
+    await tick();
+    const batches = Array.from({ length: 10 }, (_, k) => passes(s, order, `b${k}.`, 1, 'batch'));
+    await tick();
+    expect(s.queueDepth).toBe(1);
+    expect(s.batchQueueDepth).toBe(10);
+    // The interactive bound still holds: batch requests do not count against it either.
+    await expect(passes(s, order, 'k', 1, 'interactive')).rejects.toBeInstanceOf(OverloadedError);
+    g.open();
+    await Promise.all([running, queued, ...batches]);
+    expect(order.slice(0, 2)).toEqual(['i1', 'j1']);
+    expect(order).toHaveLength(12);
+    expect(s.batchQueueDepth).toBe(0);
+    expect(s.running).toBe(0);
+  });
+
+  it('aborts a waiting request in either lane, and the others go on', async () => {
+    const s = new Scheduler(8);
+    const order: string[] = [];
+    const g = gate();
+    const holder = passes(s, order, 'h', 1, 'interactive', () => g.promise);
+    await tick();
+    const stopBatch = new AbortController();
+    const stopInteractive = new AbortController();
+    const batch = passes(s, order, 'b', 2, 'batch', undefined, stopBatch.signal);
+    const other = passes(s, order, 'c', 2, 'batch');
+    const interactive = passes(s, order, 'i', 2, 'interactive', undefined, stopInteractive.signal);
+    await tick();
+    stopBatch.abort();
+    stopInteractive.abort();
+    await expect(batch).rejects.toBeInstanceOf(AbortedError);
+    await expect(interactive).rejects.toBeInstanceOf(AbortedError);
+    g.open();
+    await Promise.all([holder, other]);
+    expect(order).toEqual(['h1', 'c1', 'c2']);
+    expect(s.queueDepth).toBe(0);
+    expect(s.batchQueueDepth).toBe(0);
+  });
+
+  it('a batch request aborted between its passes stops at its next one', async () => {
+    const s = new Scheduler(8);
+    const order: string[] = [];
+    const stop = new AbortController();
+    const batch = passes(
+      s,
+      order,
+      'b',
+      5,
+      'batch',
+      async (i) => {
+        if (i === 2) stop.abort();
+      },
+      stop.signal,
+    );
+    await expect(batch).rejects.toBeInstanceOf(AbortedError);
+    expect(order).toEqual(['b1', 'b2']);
+    // The session is free again, for either lane.
+    await passes(s, order, 'i', 1, 'interactive');
+    await passes(s, order, 'c', 1, 'batch');
+    expect(order).toEqual(['b1', 'b2', 'i1', 'c1']);
+  });
+});
+
+describe('lanes through the engine thread (tiny model)', () => {
+  const open: Evaluator[] = [];
+  afterAll(async () => {
+    await Promise.all(open.map((e) => e.close()));
+  });
+
+  it("answers an interactive request as on an idle engine, and finishes it while a batch request's many questions run", async () => {
+    // One pass per question (no packing), the prefix cache off: the batch request is many passes.
+    const evaluator = await loadEvaluator({
+      modelDir: await tinyFp32(),
+      threads: 1,
+      packQuestions: false,
+      prefixCacheBytes: 0,
+    });
+    open.push(evaluator);
+    const interactiveRequest = request({ n: noul, c: choice, s: score }, 'The parcel arrived late and damaged.');
+    const idle = await evaluator.evaluate(interactiveRequest);
+    const batchRequest = request(manyQuestions(160), 'A long batch item: '.repeat(20));
+
+    const before = evaluator.stats().passes;
+    let batchDone = false;
+    const batch = evaluator.evaluate(batchRequest, { lane: 'batch' }).then((r) => {
+      batchDone = true;
+      return r;
+    });
+    // Once the batch request has run some of its passes, the interactive one arrives.
+    while (evaluator.stats().passes < before + 5) await new Promise((r) => setTimeout(r, 2));
+    const during = await evaluator.evaluate(interactiveRequest);
+    expect(batchDone).toBe(false);
+    expectSameResult(idle, during, 1e-6);
+    expect(during.usage).toEqual(idle.usage);
+    const done = await batch;
+    expect(Object.keys(done.answers)).toHaveLength(160);
+    expect(evaluator.stats()).toMatchObject({ queueDepth: 0, batchQueueDepth: 0, running: 0 });
+  });
+});
