@@ -177,7 +177,7 @@ describe('lanes through the engine thread (tiny model)', () => {
       return r;
     });
     // Once the batch request has run some of its passes, the interactive one arrives.
-    while (evaluator.stats().passes < before + 5) await new Promise((r) => setTimeout(r, 2));
+    while (evaluator.stats().passes < before + 5 && !batchDone) await new Promise((r) => setTimeout(r, 2));
     const during = await evaluator.evaluate(interactiveRequest);
     expect(batchDone).toBe(false);
     expectSameResult(idle, during, 1e-6);
