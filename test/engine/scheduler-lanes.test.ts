@@ -7,6 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Scheduler, type Ticket } from '../../src/engine/execution/scheduler.js';
 import { AbortedError, OverloadedError } from '../../src/engine/errors.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
+import { workerPlanner } from '../../src/engine/prompting/planner/index.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import type { Lane } from '../../src/engine/types.js';
 import { choice, expectSameResult, manyQuestions, noul, request, score, tinyFp32 } from './fixtures.js';
 
@@ -148,6 +150,25 @@ describe('scheduler lanes', () => {
     await passes(s, order, 'i', 1, 'interactive');
     await passes(s, order, 'c', 1, 'batch');
     expect(order).toEqual(['b1', 'b2', 'i1', 'c1']);
+  });
+});
+
+describe('the planner of the batch lane', () => {
+  it('never refuses a batch request, where the interactive lane past its bound does', async () => {
+    const dir = await tinyFp32();
+    const codec = await TextCodec.load(dir);
+    const budgets = { request: 64_000, question: 32_000, context: 32_768 };
+    const planner = workerPlanner({ modelDir: dir, endToken: codec.eosTokenId!, budgets, threads: 1, maxQueue: 2 });
+    try {
+      const r = request({ n: noul, c: choice }, 'A batch item. '.repeat(200));
+      const plans = (lane?: Lane) =>
+        Promise.allSettled(Array.from({ length: 8 }, () => planner.plan(r, undefined, lane)));
+      const [interactive, batch] = await Promise.all([plans(), plans('batch')]);
+      expect(interactive.filter((o) => o.status === 'rejected').length).toBeGreaterThan(0);
+      expect(batch.every((o) => o.status === 'fulfilled')).toBe(true);
+    } finally {
+      await planner.close();
+    }
   });
 });
 

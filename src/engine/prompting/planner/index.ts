@@ -74,8 +74,8 @@ export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads
  * bodies given as bytes (past the inline size: megabytes to parse, render and tokenize), and the
  * batch lane's requests. Each lane has its own threads and queue, so a light caller's plan never
  * waits behind a 6 MB body's or a batch item's; the bytes and batch lanes start their threads on
- * first use. The batch lane has one thread and an unbounded queue: its runner bounds the items in
- * flight, and a batch item is never refused (529) for the interactive lanes' load.
+ * first use. The batch lane's queue is unbounded: its runner bounds the items in flight, and a
+ * batch item is never refused (529) for the interactive lanes' load.
  */
 export function workerPlanner(o: PlannerOptions): Planner {
   const entry = workerEntry('worker', import.meta.url, {
@@ -98,7 +98,7 @@ export function workerPlanner(o: PlannerOptions): Planner {
     });
   const requests = pool(o.threads);
   const bodies = pool(0);
-  const batch = pool(0, 1, Infinity);
+  const batch = pool(0, o.threads, Infinity);
   const run = async (
     pool: WorkerPool<PlannerCalls>,
     task: PlanTask,
