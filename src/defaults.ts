@@ -17,6 +17,17 @@ export const DEFAULTS = {
   deadlineMs: 120_000,
   /** Time a client gets to send its whole request (slowloris guard). */
   requestTimeoutMs: 60_000,
+  // Batch jobs (docs/batches.md)
+  batches: true,
+  /** OpenAI's limits of one batch input. */
+  batchMaxLines: 50_000,
+  batchMaxBytes: 200 * 1024 * 1024,
+  /** How long a batch has to finish (OpenAI's completion window). */
+  batchWindow: '24h',
+  /** Results of an ended batch never read to the end are deleted this long after it ended. */
+  batchRetention: '24h',
+  /** Results read to the last page are deleted this long after. */
+  batchReadRetention: '1h',
   // Per-key rate limits (docs/operations.md)
   requestsPerMinute: 1200,
   inputTokensPerSecond: 250_000,

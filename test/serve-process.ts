@@ -1,13 +1,21 @@
 // `assay serve` as a user starts it (bin/assay.js over dist/, built by npm test first): started with
 // a registry and flags, waited on until it logs "ready", stopped; its stdout (the log) comes back.
 import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'vitest';
+
+/** A data directory of its own for each server a test starts (its batches are its own). */
+function freshDataDir(): string {
+  return mkdtempSync(join(tmpdir(), 'assay-data-'));
+}
 
 export async function serveLog(registry: string, flags: string[] = [], env: NodeJS.ProcessEnv = process.env) {
   const child = spawn(
     process.execPath,
     ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry, ...flags],
-    { env: { ...env, ASSAY_API_KEYS: 'log-key' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { env: { ASSAY_DATA_DIR: freshDataDir(), ...env, ASSAY_API_KEYS: 'log-key' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
   child.stdout.on('data', (d) => (out += d));
@@ -39,7 +47,7 @@ export async function startServe(registry: string, flags: string[], env: NodeJS.
   const child = spawn(
     process.execPath,
     ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry, ...flags],
-    { env: { ...process.env, HOST: '127.0.0.1', ASSAY_LOG_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { env: { ...process.env, ASSAY_DATA_DIR: freshDataDir(), HOST: '127.0.0.1', ASSAY_LOG_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
   child.stdout.on('data', (d) => (out += d));

@@ -60,7 +60,7 @@ export async function startBenchServer(o: BenchServerOptions): Promise<BenchServ
   ];
   const proc = spawn(process.execPath, args, {
     cwd: o.repo ?? ROOT,
-    env: { ...process.env, ASSAY_API_KEYS: o.key },
+    env: { ...process.env, ASSAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'assay-bench-data-')), ASSAY_API_KEYS: o.key },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

@@ -129,6 +129,9 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       id,
       '--log-level',
       'warn',
+      // Each replica's own data directory (batch uploads being read in; the embedded store).
+      '--data-dir',
+      join(prefix, `data-${id}`),
       ...(o.serveArgs ?? []),
     ];
     const child = spawn(process.execPath, args, {

@@ -4,7 +4,7 @@ import type { SentOrder } from '../protocol/index.js';
 import type { Registry } from '../registry.js';
 import type { ApiKey, KeyStore } from './auth.js';
 import type { Metrics } from './metrics.js';
-import type { ModelProvider, RegistryChange, ResidencyView, ResidentModel } from '../service/index.js';
+import type { Batches, ModelProvider, RegistryChange, ResidencyView, ResidentModel } from '../service/index.js';
 import type { RateLimiter } from './rate-limit.js';
 
 /** What the operator endpoints (/admin/...) steer: the model pool's residency and the registry reload. */
@@ -36,6 +36,10 @@ export interface ApiContext {
   serverTimingEngine: boolean;
   /** The confidence formula the models run with (--confidence), for the pages that show answers. */
   confidence: 'entropy' | 'hosted';
+  /** Batch jobs (/v1/batches); absent: off, for the reason in `batchesUnavailable`. */
+  batches?: Batches;
+  /** Why batches are off (no data directory, a store that cannot open). */
+  batchesUnavailable?: string;
   /** True once shutdown has begun. */
   draining(): boolean;
 }

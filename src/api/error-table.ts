@@ -29,6 +29,10 @@ import {
   ModelUnavailableError,
   RegistryRefusedError,
   ResponseContractError,
+  BatchNotFoundError,
+  BatchesUnavailableError,
+  BatchTooLargeError,
+  IdempotencyConflictError,
 } from '../service/index.js';
 
 export interface ErrorResponse {
@@ -137,6 +141,10 @@ const ROWS: [string, Row][] = [
     body: { detail: `The model stopped and is being restarted; retry shortly` },
     headers: retryAfter(e.retryAfterSeconds),
   })),
+  row(BatchNotFoundError, (e) => ({ status: 404, body: { detail: e.message } })),
+  row(IdempotencyConflictError, (e) => ({ status: 409, body: { detail: e.message } })),
+  row(BatchTooLargeError, (e) => ({ status: 413, body: { detail: e.message } })),
+  row(BatchesUnavailableError, (e) => ({ status: 503, body: { detail: e.message } })),
   row(EngineError, () => ({ status: 500, body: { detail: 'Internal Server Error' } })),
   row(ResponseContractError, () => ({ status: 500, body: { detail: 'Internal Server Error' } })),
 ];

@@ -18,6 +18,8 @@ export interface Metrics {
   inFlight(route: string, delta: 1 | -1): void;
   /** Billable input tokens of an answered request. */
   inputTokens(model: string, n: number): void;
+  /** One batch line answered (ok) or failed, and its input tokens. */
+  batchLine(ok: boolean, inputTokens: number): void;
   text(): Promise<string>;
   contentType: string;
 }
@@ -72,6 +74,18 @@ export function createMetrics(
     name: 'assay_input_tokens_total',
     help: 'Billable input tokens of answered requests (usage.input_tokens), by model',
     labelNames: ['model'] as const,
+    registers: [registry],
+  });
+
+  const batchLines = new Counter({
+    name: 'assay_batch_lines_total',
+    help: 'Batch lines answered, by result (completed: a 200 response; failed: an error line)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  const batchTokens = new Counter({
+    name: 'assay_batch_input_tokens_total',
+    help: "Input tokens of answered batch lines (their usage.input_tokens), charged to their key's token budget",
     registers: [registry],
   });
 
@@ -176,6 +190,10 @@ export function createMetrics(
     },
     inputTokens(model, n) {
       billed.inc({ model }, n);
+    },
+    batchLine(ok, n) {
+      batchLines.inc({ result: ok ? 'completed' : 'failed' });
+      batchTokens.inc(n);
     },
     text: () => registry.metrics(),
     contentType: registry.contentType,

@@ -98,6 +98,13 @@ export class RateLimiter {
     return { retryAfterMs: 0 };
   }
 
+  /** How long until `key`'s token bucket is out of debt (0: now): the pace of its batch lines. */
+  tokenWaitMs(key: string, limits: Partial<RateLimits> = {}): number {
+    const [, k] = this.buckets(key, limits);
+    const t = this.now();
+    return k.wait(t, 0) > 0 ? k.retryAfter(t, 0) : 0;
+  }
+
   /** Charges the input tokens a request used. */
   charge(key: string, inputTokens: number, limits: Partial<RateLimits> = {}): void {
     const [, k] = this.buckets(key, limits);

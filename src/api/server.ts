@@ -12,7 +12,7 @@ import { notFoundHandling } from './plugins/not-found.js';
 import { requestLifecycle } from './plugins/requests.js';
 import { serverState } from './plugins/state.js';
 import { createMetrics } from './metrics.js';
-import type { ModelProvider } from '../service/index.js';
+import type { Batches, ModelProvider } from '../service/index.js';
 import type { KernelPaths } from '../engine/index.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.js';
 import { modelsRoute } from './routes/models.js';
@@ -21,6 +21,8 @@ import { adminRoutes } from './routes/admin.js';
 import { systemoneRoute } from './routes/systemone.js';
 import { pagesRoutes } from './routes/pages.js';
 import { mcpRoute } from './routes/mcp.js';
+import { batchesRoutes } from './routes/batches.js';
+import { wireBatches } from './batches-wiring.js';
 import { originChecks } from './plugins/origins.js';
 import type { AllowedHosts } from '../common/index.js';
 
@@ -70,6 +72,10 @@ export interface ServerOptions {
   corsOrigins?: readonly string[];
   /** Serve the MCP endpoint /mcp; default true. */
   mcp?: boolean;
+  /** Batch jobs (/v1/batches), opened by the caller (its store); absent: off, for `batchesUnavailable`. */
+  batches?: Batches;
+  /** Why batches are off, told to callers of /v1/batches (503). */
+  batchesUnavailable?: string;
   /** Clock of the rate limiter (ms). */
   now?: () => number;
 }
@@ -117,7 +123,10 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     prefixCacheScope: options.prefixCacheScope ?? DEFAULTS.prefixCacheScope,
     serverTimingEngine: options.serverTimingEngine ?? DEFAULTS.serverTimingEngine,
     confidence: options.confidence ?? DEFAULTS.confidence,
+    ...(options.batches ? { batches: options.batches } : {}),
+    batchesUnavailable: options.batchesUnavailable,
   });
+  if (options.batches) wireBatches(app, app.assay, options.batches);
   await app.register(requestLifecycle, { replicaId: options.replicaId });
   await app.register(bodyParsing, { bodyLimit, inlineBodyBytes: options.inlineBodyBytes ?? DEFAULTS.inlineBodyBytes });
   await app.register(notFoundHandling);
@@ -129,6 +138,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
   });
 
   await app.register(systemoneRoute);
+  await app.register(batchesRoutes);
   await app.register(modelsRoute);
   await app.register(pagesRoutes, {
     docs: options.docs ?? DEFAULTS.docs,

@@ -14,6 +14,7 @@ import { loadServeSettings, serveHelp, settingsFor, type ServeSettings } from '.
 import { acceptedModelNames, loadRegistry, resolveModel } from '../registry.js';
 import {
   createModelPool,
+  openBatches,
   defaultMemoryBudget,
   RegistryRefusedError,
   type ModelPool,
@@ -128,6 +129,19 @@ export async function run(argv: string[]): Promise<number> {
     undefined,
     config.provider === 'cuda' ? 'native' : config.q4Kernels,
   );
+  // Batch jobs: their store opens here (a data directory that cannot be written turns them off, said below).
+  const opened = config.batches
+    ? await openBatches({
+        dataDir: config.dataDir,
+        queueUrl: config.batchQueueUrl,
+        replicaId: config.replicaId,
+        maxLines: config.batchMaxLines,
+        maxBytes: config.batchMaxBytes,
+        windowMs: config.batchWindow,
+        keepMs: config.batchRetention,
+        keepReadMs: config.batchReadRetention,
+      })
+    : { unavailable: 'turned off (--no-batches)' };
   const app = await buildServer({
     // Every setting whose schema entry names a server option, then what is computed here.
     ...settingsFor('server', config),
@@ -146,6 +160,7 @@ export async function run(argv: string[]): Promise<number> {
     // The Host check: --allowed-hosts when set, else on by default on a loopback bind only.
     allowedHosts: hostPolicy(config.host, config.allowedHosts),
     logFormat: config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json'),
+    ...('batches' in opened ? { batches: opened.batches } : { batchesUnavailable: opened.unavailable }),
   });
 
   if (config.generatedKey) {
@@ -158,6 +173,7 @@ export async function run(argv: string[]): Promise<number> {
 
   logger.app = app;
   for (const [level, o, m] of held.splice(0)) app.log[level](o, m);
+  if ('unavailable' in opened && config.batches) app.log.warn({ reason: opened.unavailable }, 'batches are off');
   app.log[kernels.int8Exact ? 'info' : 'warn'](kernels, `cpu kernels: int8 ${kernels.int8}; 4-bit ${kernels.q4}`);
   const server = app;
   const stopped = new Promise<number>((resolve) => {

@@ -494,6 +494,79 @@ export const ServeSettingsSchema = z.strictObject({
         shownDefault: '$XDG_CACHE_HOME/assay/graphs or ~/.cache/assay/graphs, else <tmpdir>/assay-graphs',
       }),
     ),
+  dataDir: text()
+    .optional()
+    .meta(
+      m({
+        flag: 'data-dir',
+        env: 'ASSAY_DATA_DIR',
+        arg: 'DIR',
+        doc: 'where batch jobs keep their inputs and results until they are read or expire (an SQLite file and the uploads being read in; docs/batches.md). A directory that cannot be written turns batches off (503) and says why at startup',
+        shownDefault: '$XDG_DATA_HOME/assay or ~/.local/share/assay',
+      }),
+    ),
+  batches: bool()
+    .default(DEFAULTS.batches)
+    .meta(
+      m({ flag: 'batches', env: 'ASSAY_BATCHES', doc: 'serve batch jobs (/v1/batches); --no-batches turns them off' }),
+    ),
+  batchQueueUrl: text()
+    .optional()
+    .meta(
+      m({
+        flag: 'batch-queue-url',
+        env: 'ASSAY_BATCH_QUEUE_URL',
+        arg: 'URL',
+        doc: 'a postgres:// URL: replicas share their batches, lines and results in this PostgreSQL database (queued with pg-boss), so any replica accepts a batch and serves its results, and a replica that dies loses no line. Unset: the embedded store in --data-dir, one server',
+        shownDefault: 'none (embedded store)',
+      }),
+    ),
+  batchMaxLines: int(1)
+    .default(DEFAULTS.batchMaxLines)
+    .meta(m({ flag: 'batch-max-lines', env: 'ASSAY_BATCH_MAX_LINES', arg: 'N', doc: 'most lines in one batch input' })),
+  batchMaxBytes: int(1)
+    .default(DEFAULTS.batchMaxBytes)
+    .meta(
+      m({
+        flag: 'batch-max-bytes',
+        env: 'ASSAY_BATCH_MAX_BYTES',
+        arg: 'BYTES',
+        doc: 'largest batch input (413 above)',
+      }),
+    ),
+  batchWindow: duration()
+    .prefault(DEFAULTS.batchWindow)
+    .meta(
+      m({
+        shownDefault: DEFAULTS.batchWindow,
+        flag: 'batch-window',
+        env: 'ASSAY_BATCH_WINDOW',
+        arg: 'DURATION',
+        doc: "how long a batch has to finish: past it, it is expired and its unanswered lines get a batch_expired error (OpenAI's completion window)",
+      }),
+    ),
+  batchRetention: duration()
+    .prefault(DEFAULTS.batchRetention)
+    .meta(
+      m({
+        shownDefault: DEFAULTS.batchRetention,
+        flag: 'batch-retention',
+        env: 'ASSAY_BATCH_RETENTION',
+        arg: 'DURATION',
+        doc: 'how long an ended batch keeps its results when they are never read to the last page; then the batch, its input and results are deleted',
+      }),
+    ),
+  batchReadRetention: duration()
+    .prefault(DEFAULTS.batchReadRetention)
+    .meta(
+      m({
+        shownDefault: DEFAULTS.batchReadRetention,
+        flag: 'batch-read-retention',
+        env: 'ASSAY_BATCH_READ_RETENTION',
+        arg: 'DURATION',
+        doc: 'how long results stay once their last page was read (a client that crashed while reading reads again); the input is deleted when the last page is read',
+      }),
+    ),
   logLevel: oneOf(LOG_LEVELS)
     .default(DEFAULTS.logLevel)
     .meta(

@@ -139,6 +139,18 @@ class KeyScan {
     return found ? out : undefined;
   }
 
+  /** The JSON text of the (last) member `name` of the next value when it is an object. */
+  member(name: string): string | undefined {
+    let found: string | undefined;
+    this.object((field) => {
+      this.ws();
+      const start = this.i;
+      this.skip();
+      if (field === name) found = this.s.slice(start, this.i);
+    });
+    return found;
+  }
+
   /** A request body: the value of its (last) `questions` member. */
   request(): ScannedQuestions | undefined {
     let questions: ScannedQuestions | undefined;
@@ -162,6 +174,18 @@ function scanned(text: string, read: (scan: KeyScan) => ScannedQuestions | undef
 /** The order of the question ids and of each question's criteria keys in a request body's JSON text (which parses). */
 export function sentOrder(text: string): SentOrder | undefined {
   return scanned(text, (scan) => scan.request());
+}
+
+/**
+ * The JSON text of the member `name` of the object `text` holds (which JSON.parse accepted), as sent:
+ * a batch line's `body`, kept as its text so its maps keep the order they were sent in.
+ */
+export function memberText(text: string, name: string): string | undefined {
+  try {
+    return new KeyScan(text).member(name);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The same for the JSON text of a questions map alone (`assay eval --questions`). */

@@ -1,0 +1,96 @@
+// Ingesting an uploaded batch: its lines are read and checked in a worker thread (ingest-thread.ts),
+// a chunk at a time, and each chunk is written to the store before the next is read. The batch
+// starts (in_progress) once every line is in; it fails at validating when a line is one too many,
+// a custom_id repeats, or no line is valid. One input at a time: the worker holds one reader.
+import type { Worker } from 'node:worker_threads';
+import { startWorker, workerEntry, type WorkerChannel } from '../../workers/index.js';
+import type { BatchError, BatchStore, ItemResult, NewItem } from './store.js';
+
+export interface IngestChunk {
+  items: NewItem[];
+  invalid: ItemResult[];
+  /** No line is left. */
+  done: boolean;
+  /** The input fails the batch (the reader is closed). */
+  error?: BatchError;
+}
+
+export type IngestCalls = {
+  open: [{ file: string; maxLines: number }, void];
+  next: [{ maxItems: number }, IngestChunk];
+  close: [undefined, void];
+};
+
+/** Lines per chunk handed to the store. */
+const CHUNK_LINES = 2000;
+
+/** What ingesting one input gave: the lines in it, or why the batch failed. */
+export type IngestOutcome = { ok: true; total: number; valid: number } | { ok: false; errors: BatchError[] };
+
+export class Ingest {
+  private worker: Worker | undefined;
+  private channel: WorkerChannel<IngestCalls> | undefined;
+  /** Inputs are read one after another (the worker holds one reader). */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  /** Reads `file` into batch `batchId` of `store`, then starts or fails the batch. */
+  ingest(store: BatchStore, batchId: string, file: string, maxLines: number): Promise<IngestOutcome> {
+    const run = this.queue.then(() => this.run(store, batchId, file, maxLines));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async run(store: BatchStore, batchId: string, file: string, maxLines: number): Promise<IngestOutcome> {
+    const channel = this.start();
+    await channel.call('open', { file, maxLines });
+    let total = 0;
+    let valid = 0;
+    for (;;) {
+      const chunk = await channel.call('next', { maxItems: CHUNK_LINES });
+      if (chunk.error) {
+        await store.fail(batchId, [chunk.error], Date.now());
+        return { ok: false, errors: [chunk.error] };
+      }
+      if (chunk.items.length > 0 || chunk.invalid.length > 0) await store.addItems(batchId, chunk.items, chunk.invalid);
+      total += chunk.items.length + chunk.invalid.length;
+      valid += chunk.items.length;
+      if (chunk.done) break;
+    }
+    if (valid === 0) {
+      const error: BatchError =
+        total === 0
+          ? { code: 'empty_file', message: 'the input has no line' }
+          : { code: 'no_valid_line', message: `none of the ${total} lines is a valid request` };
+      await store.fail(batchId, [error], Date.now());
+      return { ok: false, errors: [error] };
+    }
+    await store.start(batchId, Date.now());
+    return { ok: true, total, valid };
+  }
+
+  async close(): Promise<void> {
+    const w = this.worker;
+    this.worker = undefined;
+    this.channel = undefined;
+    if (w) await w.terminate();
+  }
+
+  private start(): WorkerChannel<IngestCalls> {
+    if (this.channel) return this.channel;
+    const entry = workerEntry('ingest-thread', import.meta.url);
+    const { worker, channel } = startWorker<IngestCalls>(
+      entry.filename,
+      { workerData: entry.workerData },
+      {
+        name: 'the batch ingest worker',
+        decodeError: (m) => new Error(String(m)),
+        refWhilePending: true,
+        onDeath: () => {
+          if (this.worker === worker) [this.worker, this.channel] = [undefined, undefined];
+        },
+      },
+    );
+    [this.worker, this.channel] = [worker, channel];
+    return channel;
+  }
+}

@@ -1,0 +1,63 @@
+// Opening batch jobs at startup: the store (the embedded SQLite file in the data directory, or the
+// PostgreSQL database replicas share), the service on it. A data directory that cannot be written
+// or a store that cannot open turns batches off with its reason (the routes answer 503 with it);
+// the server still serves single requests.
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { homedir, hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Batches, type BatchSettings } from './batches.js';
+import { openSqliteStore } from './sqlite-store.js';
+
+export interface OpenBatchesOptions {
+  /** Unset: $XDG_DATA_HOME/assay or ~/.local/share/assay. */
+  dataDir?: string;
+  /** postgres://…: the store replicas share. */
+  queueUrl?: string;
+  /** This replica's name (leases, the queue's affinity); default host name and pid. */
+  replicaId?: string;
+  maxLines: number;
+  maxBytes: number;
+  windowMs: number;
+  keepMs: number;
+  keepReadMs: number;
+}
+
+/** The data directory when none is set. */
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_DATA_HOME ? resolve(env.XDG_DATA_HOME) : join(homedir(), '.local', 'share');
+  return join(base, 'assay');
+}
+
+/** Lines a runner claims at once, and how many claims run at once. */
+const RUNNER = { maxItems: 64, leaseMs: 10 * 60_000, concurrency: 2, idleMs: 500 };
+
+export async function openBatches(o: OpenBatchesOptions): Promise<{ batches: Batches } | { unavailable: string }> {
+  const dataDir = o.dataDir ?? defaultDataDir();
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    accessSync(dataDir, constants.W_OK);
+  } catch (error) {
+    return { unavailable: `the data directory ${dataDir} cannot be written (${(error as Error).message})` };
+  }
+  const runnerId = o.replicaId ?? `${hostname()}-${process.pid}`;
+  let store;
+  try {
+    // The PostgreSQL client and pg-boss load only where a queue is named.
+    store = o.queueUrl
+      ? await (await import('./pg-store.js')).openPgStore({ url: o.queueUrl, replicaId: runnerId })
+      : await openSqliteStore({ dataDir });
+  } catch (error) {
+    return { unavailable: `the batch store cannot open: ${(error as Error).message}` };
+  }
+  const settings: BatchSettings = {
+    dataDir,
+    maxLines: o.maxLines,
+    maxBytes: o.maxBytes,
+    windowMs: o.windowMs,
+    keepMs: o.keepMs,
+    keepReadMs: o.keepReadMs,
+    sweepMs: Math.max(1000, Math.min(60_000, o.keepReadMs / 4)),
+    runner: { runnerId, ...RUNNER },
+  };
+  return { batches: new Batches(store, settings) };
+}

@@ -1,0 +1,128 @@
+// The batch runner: claims a group of lines from the store (one batch's lines sharing a state),
+// answers them in the engine's batch lane (answer-lines.ts), writes their results and settles the
+// claim. A few claims run at once, so the next group is planned while the engine runs one; the
+// engine's scheduler puts every interactive pass first. A transient failure (the model is loading,
+// the engine restarted) gives the claim back and waits; stopping gives back what is in flight.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Caller, ServiceContext } from '../evaluate.js';
+import { answerLines, isTransient } from './answer-lines.js';
+import type { BatchStore, ClaimedGroup } from './store.js';
+
+/** The owner's token budget, spent by batch lines at the pace it refills (never refused: waited for). */
+export interface BatchPacer {
+  /** How long the owner's token budget needs before it can take more (0: now). */
+  waitMs(owner: string): number;
+  charge(owner: string, inputTokens: number): void;
+}
+
+export interface RunnerOptions {
+  store: BatchStore;
+  service: ServiceContext;
+  /** This process's name in the store's leases. */
+  runnerId: string;
+  /** Lines per claim. */
+  maxItems: number;
+  /** How long a claim is leased: past it, another runner takes its lines up. */
+  leaseMs: number;
+  /** Claims in flight at once. */
+  concurrency: number;
+  /** How long to wait when nothing is claimable (another replica's batch may arrive), ms. */
+  idleMs: number;
+  pacer?: BatchPacer;
+  /** Whether the batch's owner (a key's hash) may use a model; default: every model. */
+  allows?(owner: string, name: string, id: string): boolean;
+  /** Told each line's outcome (metrics). */
+  onLine?(facts: { ok: boolean; inputTokens: number }): void;
+  /** Told a failure of the loop itself (the store is gone): logged; the loop waits and goes on. */
+  onError?(error: unknown): void;
+}
+
+export class BatchRunner {
+  private readonly stopping = new AbortController();
+  private readonly loops: Array<Promise<void>> = [];
+  private readonly sleepers = new Set<() => void>();
+
+  constructor(private readonly o: RunnerOptions) {}
+
+  start(): void {
+    for (let i = 0; i < this.o.concurrency; i++) this.loops.push(this.loop());
+  }
+
+  /** Something became claimable here (a batch started): idle loops look now. */
+  wake(): void {
+    for (const wake of this.sleepers) wake();
+    this.sleepers.clear();
+  }
+
+  /** Stops claiming; lines in flight are given back to the store (they run again on a restart). */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    this.wake();
+    await Promise.all(this.loops);
+  }
+
+  private async idle(ms: number): Promise<void> {
+    let wake = (): void => undefined;
+    const woken = new Promise<void>((resolve) => {
+      wake = resolve;
+      this.sleepers.add(resolve);
+    });
+    await Promise.race([woken, sleep(ms, undefined, { signal: this.stopping.signal }).catch(() => undefined)]);
+    this.sleepers.delete(wake);
+  }
+
+  private async loop(): Promise<void> {
+    const { store } = this.o;
+    while (!this.stopping.signal.aborted) {
+      let claim: ClaimedGroup | undefined;
+      try {
+        claim = await store.claim(this.o.runnerId, {
+          maxItems: this.o.maxItems,
+          leaseMs: this.o.leaseMs,
+          now: Date.now(),
+        });
+      } catch (error) {
+        this.o.onError?.(error);
+        await this.idle(this.o.idleMs);
+        continue;
+      }
+      if (!claim) {
+        await this.idle(this.o.idleMs);
+        continue;
+      }
+      await this.run(claim);
+    }
+  }
+
+  private async run(claim: ClaimedGroup): Promise<void> {
+    const { store, pacer } = this.o;
+    const lines = claim.items.map((i) => i.line);
+    try {
+      const wait = pacer?.waitMs(claim.owner) ?? 0;
+      if (wait > 0) await sleep(wait, undefined, { signal: this.stopping.signal });
+      const caller: Caller = {
+        signal: this.stopping.signal,
+        cacheScope: claim.cacheScope,
+        lane: 'batch',
+        ...(this.o.allows ? { allows: (name, id) => this.o.allows!(claim.owner, name, id) } : {}),
+      };
+      const results = await answerLines(this.o.service, claim.items, caller);
+      await store.complete(claim.batchId, results, Date.now());
+      let tokens = 0;
+      for (const r of results) {
+        tokens += r.inputTokens;
+        this.o.onLine?.({ ok: r.ok, inputTokens: r.inputTokens });
+      }
+      pacer?.charge(claim.owner, tokens);
+    } catch (error) {
+      // Stopping, or the model is not there now: the lines go back, to run again (here or elsewhere).
+      await store.release(claim.batchId, lines).catch((e: unknown) => this.o.onError?.(e));
+      if (!this.stopping.signal.aborted) {
+        if (!isTransient(error)) this.o.onError?.(error);
+        await this.idle(this.o.idleMs);
+      }
+    } finally {
+      await store.settle(claim).catch((e: unknown) => this.o.onError?.(e));
+    }
+  }
+}
