@@ -7,3 +7,4 @@ export * from './model-pool.js';
 export * from './provider.js';
 export * from './registry-change.js';
 export * from './residency.js';
+export * from './batches/index.js';
