@@ -33,6 +33,7 @@ import {
   BatchesUnavailableError,
   BatchTooLargeError,
   IdempotencyConflictError,
+  BatchCursorError,
 } from '../service/index.js';
 
 export interface ErrorResponse {
@@ -142,6 +143,10 @@ const ROWS: [string, Row][] = [
     headers: retryAfter(e.retryAfterSeconds),
   })),
   row(BatchNotFoundError, (e) => ({ status: 404, body: { detail: e.message } })),
+  row(BatchCursorError, (e) => ({
+    status: 422,
+    body: { detail: [{ type: 'invalid_cursor', loc: ['query', 'after'], msg: e.message }] },
+  })),
   row(IdempotencyConflictError, (e) => ({ status: 409, body: { detail: e.message } })),
   row(BatchTooLargeError, (e) => ({ status: 413, body: { detail: e.message } })),
   row(BatchesUnavailableError, (e) => ({ status: 503, body: { detail: e.message } })),
