@@ -8,6 +8,11 @@ import { Scheduler, type Ticket } from '../../src/engine/execution/scheduler.js'
 import { AbortedError, OverloadedError } from '../../src/engine/errors.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import { workerPlanner } from '../../src/engine/prompting/planner/index.js';
+import { resolveEngineConfig } from '../../src/engine/config.js';
+import { RequestBatcher } from '../../src/engine/execution/batching.js';
+import { PassCount, Passes } from '../../src/engine/execution/passes.js';
+import { openModelFolder } from '../../src/engine/model/model-folder.js';
+import { ModelRunner, type PackedPass } from '../../src/engine/model/runner.js';
 import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import type { Lane } from '../../src/engine/types.js';
 import { choice, expectSameResult, manyQuestions, noul, request, score, tinyFp32 } from './fixtures.js';
@@ -150,6 +155,47 @@ describe('scheduler lanes', () => {
     await passes(s, order, 'i', 1, 'interactive');
     await passes(s, order, 'c', 1, 'batch');
     expect(order).toEqual(['b1', 'b2', 'i1', 'c1']);
+  });
+});
+
+describe('packing across requests keeps to a lane (the real tiny model)', () => {
+  /** A chain of `n` tokens with no past, read at its last token. */
+  const chain = (n: number, first: number): PackedPass => ({
+    tokens: Array.from({ length: n }, (_, i) => first + i),
+    parents: Array.from({ length: n }, (_, i) => i - 1),
+    reads: [{ at: n - 1, candidates: [1, 2, 3] }],
+  });
+
+  it("an interactive shared pass takes the interactive prompts waiting, never the batch lane's", async () => {
+    const modelDir = await tinyFp32();
+    const runner = await ModelRunner.load(
+      await openModelFolder(modelDir),
+      resolveEngineConfig({ modelDir, threads: 1 }),
+    );
+    try {
+      const count = new PassCount();
+      const batcher = new RequestBatcher(4096, (pass) => runner.packed(pass, null, count.run));
+      const s = new Scheduler(8);
+      const g = gate();
+      // An interactive request holds the session while the others arrive.
+      const holder = s.request((t) => t.pass(() => g.promise));
+      await tick();
+      const whole = (p: PackedPass, lane: Lane) =>
+        s.request((t) => new Passes(runner, t, count, batcher, lane).whole(p), undefined, lane);
+      const all = [
+        whole(chain(30, 5), 'batch'),
+        whole(chain(20, 40), 'interactive'),
+        whole(chain(10, 70), 'batch'),
+        whole(chain(15, 90), 'interactive'),
+      ];
+      await tick();
+      g.open();
+      await Promise.all([holder, ...all]);
+      // Two shared passes: the interactive prompts (35 tokens), then the batch ones (40).
+      expect([count.passes, count.tokens]).toEqual([2, 75]);
+    } finally {
+      await runner.close();
+    }
   });
 });
 

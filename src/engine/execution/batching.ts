@@ -7,10 +7,14 @@
 // A request waits for its turn on the scheduler as before; when the turn comes it takes, besides
 // its own tree, the trees of the requests waiting behind it (oldest first) up to the token budget.
 // A request whose tree went with an earlier pass finds its answers ready when its own turn comes.
+// A pass takes trees of its own scheduler lane only: an interactive pass is never made longer by
+// batch work (a batch pass is granted only when no interactive request waits, so it finds none).
 import type { PackedPass } from '../model/runner.js';
+import type { Lane } from '../types.js';
 
 interface Item {
   pass: PackedPass;
+  lane: Lane;
   settled: boolean;
   resolve: (rows: number[][]) => void;
   reject: (error: unknown) => void;
@@ -43,11 +47,11 @@ export class RequestBatcher {
     private readonly run: (pass: PackedPass) => Promise<number[][]>,
   ) {}
 
-  /** The read rows of `pass` (a packed pass with no past), run alone or with others waiting. */
-  async submit(pass: PackedPass, turn: Turn): Promise<number[][]> {
+  /** The read rows of `pass` (a packed pass with no past), run alone or with others of its lane waiting. */
+  async submit(pass: PackedPass, turn: Turn, lane: Lane = 'interactive'): Promise<number[][]> {
     let item!: Item;
     const rows = new Promise<number[][]>((resolve, reject) => {
-      item = { pass, settled: false, resolve, reject };
+      item = { pass, lane, settled: false, resolve, reject };
     });
     // Settled by another request's pass while this one still waits for its turn: not unhandled.
     rows.catch(() => {});
@@ -65,14 +69,14 @@ export class RequestBatcher {
     return rows; // (rejects with the pass's error when it failed)
   }
 
-  /** One pass: `first` and the oldest waiting trees that fit the budget with it. */
+  /** One pass: `first` and the oldest waiting trees of its lane that fit the budget with it. */
   private async flush(first: Item): Promise<void> {
     const batch = [first];
     this.pending.splice(this.pending.indexOf(first), 1);
     let tokens = first.pass.tokens.length;
     for (let i = 0; i < this.pending.length;) {
       const next = this.pending[i]!;
-      if (tokens + next.pass.tokens.length > this.budget) {
+      if (next.lane !== first.lane || tokens + next.pass.tokens.length > this.budget) {
         i++;
         continue;
       }

@@ -233,7 +233,7 @@ class OnnxEvaluator implements Evaluator {
           plan,
           // Every pass (prefill pieces included) takes its turn: requests interleave pass by pass, and
           // an aborted request stops at its next pass.
-          passes: new Passes(this.runner, ticket, this.count, this.batcher),
+          passes: new Passes(this.runner, ticket, this.count, this.batcher, options.lane),
           prefillChunk: this.runner.prefillChunk,
           packTokens: this.packTokens,
           cache: this.cache,

@@ -6,6 +6,7 @@
 import type { RequestBatcher } from './batching.js';
 import type { Ticket } from './scheduler.js';
 import type { ForwardResult, KvCache, ModelRunner, PackedPass, PassStep } from '../model/runner.js';
+import type { Lane } from '../types.js';
 
 /** The engine's running totals: passes run and tokens evaluated (EngineStats). */
 export class PassCount {
@@ -27,12 +28,14 @@ export class Passes {
   /**
    * @param batcher packs concurrent requests' whole prompts into shared passes (undefined: off); it
    *   counts the passes it runs in `count` too (its run is built with `count.run`)
+   * @param lane the request's scheduler lane: a shared pass takes trees of its own lane only
    */
   constructor(
     private readonly runner: ModelRunner,
     private readonly ticket: Ticket,
     count: PassCount,
     private readonly batcher?: RequestBatcher,
+    private readonly lane: Lane = 'interactive',
   ) {
     this.step = (pass, tokens) => ticket.pass(() => count.run(pass, tokens));
   }
@@ -53,6 +56,6 @@ export class Passes {
    * the batcher), or finds its rows ready when an earlier request's pass took it along.
    */
   whole(pass: PackedPass): Promise<number[][]> {
-    return this.batcher ? this.batcher.submit(pass, (fn) => this.ticket.pass(fn)) : this.packed(pass, null);
+    return this.batcher ? this.batcher.submit(pass, (fn) => this.ticket.pass(fn), this.lane) : this.packed(pass, null);
   }
 }
