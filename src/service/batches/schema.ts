@@ -156,3 +156,8 @@ export function parseCursor(cursor: string | undefined): number {
   if (!/^\d{1,15}$/.test(cursor)) throw new BatchCursorError(cursor);
   return Number(cursor);
 }
+
+/** Whether a batch's lines are still being read in: validating, or cancelled while validating. */
+export function readingIn(r: Pick<BatchRow, 'status' | 'in_progress_ms'> | undefined): boolean {
+  return r?.status === 'validating' || (r?.status === 'cancelling' && r.in_progress_ms === null);
+}

@@ -17,7 +17,7 @@ import type {
   NewItem,
   ResultsPage,
 } from './store.js';
-import { ENDED, parseCursor, schemaStatements, toRecord, type BatchRow } from './schema.js';
+import { ENDED, parseCursor, readingIn, schemaStatements, toRecord, type BatchRow } from './schema.js';
 import { SQLITE_FILE } from './sqlite-calls.js';
 import { finish, remove, sweep, writeLines } from './sqlite-lines.js';
 
@@ -88,7 +88,7 @@ export class SqliteBatches implements SyncStore {
 
   addItems(batchId: string, items: NewItem[], invalid: ItemResult[]): void {
     this.db.transaction(() => {
-      if (this.row(batchId)?.status !== 'validating') return;
+      if (!readingIn(this.row(batchId))) return;
       const item = this.db.prepare(
         `INSERT INTO items (batch_id, line, custom_id, grp, body, state) VALUES (?, ?, ?, ?, ?, 'pending')`,
       );
@@ -107,10 +107,13 @@ export class SqliteBatches implements SyncStore {
 
   start(batchId: string, now: number): void {
     this.db.transaction(() => {
-      if (this.row(batchId)?.status !== 'validating') return;
+      // A batch cancelled while validating starts as cancelling: every line read in is then cancelled.
+      if (!readingIn(this.row(batchId))) return;
       const { n } = this.db.prepare('SELECT COUNT(*) AS n FROM items WHERE batch_id = ?').get(batchId) as { n: number };
       this.db
-        .prepare(`UPDATE batches SET status = 'in_progress', in_progress_ms = ?, total = ? WHERE id = ?`)
+        .prepare(
+          `UPDATE batches SET status = CASE status WHEN 'validating' THEN 'in_progress' ELSE status END, in_progress_ms = ?, total = ? WHERE id = ?`,
+        )
         .run(now, n, batchId);
       finish(this.db, batchId, now);
     })();
@@ -118,7 +121,7 @@ export class SqliteBatches implements SyncStore {
 
   fail(batchId: string, errors: BatchError[], now: number): void {
     this.db.transaction(() => {
-      if (this.row(batchId)?.status !== 'validating') return;
+      if (!readingIn(this.row(batchId))) return;
       this.db
         .prepare(`UPDATE batches SET status = 'failed', failed_ms = ?, ended_ms = ?, errors = ? WHERE id = ?`)
         .run(now, now, JSON.stringify(errors), batchId);

@@ -49,6 +49,8 @@ export function answerUnfinished(
 export function finish(db: Database.Database, id: string, now: number): void {
   const r = db.prepare('SELECT * FROM batches WHERE id = ?').get(id) as BatchRow | undefined;
   if (!r) return;
+  // Cancelled while validating: its lines are still being read in; start() finishes it.
+  if (r.status === 'cancelling' && r.in_progress_ms === null) return;
   if (r.status === 'cancelling') answerUnfinished(db, id, 'batch_cancelled', false);
   if (r.status !== 'in_progress' && r.status !== 'cancelling') return;
   const open = db.prepare(`SELECT 1 FROM items WHERE batch_id = ? AND state <> 'done' LIMIT 1`).get(id);
