@@ -43,6 +43,13 @@ export class SqliteBatches implements SyncStore {
     this.db.transaction(() => {
       for (const s of schemaStatements('sqlite')) this.db.exec(s);
     })();
+    // One process serves a data directory, and it is starting: a lease left in the file is a
+    // stopped process's (killed mid-claim), so its lines run again now rather than when it runs out.
+    this.db
+      .prepare(
+        `UPDATE items SET state = 'pending', runner = NULL, lease = NULL, leased_until = NULL WHERE state = 'leased'`,
+      )
+      .run();
   }
 
   close(): void {
