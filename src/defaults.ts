@@ -28,6 +28,8 @@ export const DEFAULTS = {
   batchRetention: '24h',
   /** Results read to the last page are deleted this long after. */
   batchReadRetention: '1h',
+  /** How long a claim of batch lines is held before another runner may take them up. */
+  batchLease: '2m',
   // Per-key rate limits (docs/operations.md)
   requestsPerMinute: 1200,
   inputTokensPerSecond: 250_000,

@@ -140,6 +140,7 @@ export async function run(argv: string[]): Promise<number> {
         windowMs: config.batchWindow,
         keepMs: config.batchRetention,
         keepReadMs: config.batchReadRetention,
+        leaseMs: config.batchLease,
       })
     : { unavailable: 'turned off (--no-batches)' };
   const app = await buildServer({

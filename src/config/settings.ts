@@ -567,6 +567,17 @@ export const ServeSettingsSchema = z.strictObject({
         doc: 'how long results stay once their last page was read (a client that crashed while reading reads again); the input is deleted when the last page is read',
       }),
     ),
+  batchLease: duration()
+    .prefault(DEFAULTS.batchLease)
+    .meta(
+      m({
+        shownDefault: DEFAULTS.batchLease,
+        flag: 'batch-lease',
+        env: 'ASSAY_BATCH_LEASE',
+        arg: 'DURATION',
+        doc: 'how long a replica holds the batch lines it claimed: a replica that dies mid-claim delays those lines by at most this, then another takes them up (claims are sized to a quarter of it at the recent pace)',
+      }),
+    ),
   logLevel: oneOf(LOG_LEVELS)
     .default(DEFAULTS.logLevel)
     .meta(

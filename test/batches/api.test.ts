@@ -246,3 +246,48 @@ describe('batch API', () => {
     await getBatch(s.base, ((await (await submit(s.base, jsonl(lines().slice(0, 1)))).json()) as { id: string }).id);
   });
 });
+
+describe('batch retention', () => {
+  it('expires a batch past its window (unanswered lines batch_expired), then deletes it and its content', async () => {
+    const s = await startBatchServer({ windowMs: 1000, keepMs: 2000, keepReadMs: 2000 });
+    try {
+      const canary = `canary-${Math.random().toString(36).slice(2)}`;
+      const input = jsonl(
+        Array.from({ length: 1500 }, (_, i) => ({
+          custom_id: `e${i}`,
+          body: mixedRequest(`${canary} ticket ${i}: ${'text '.repeat(30)}`),
+        })),
+      );
+      const { id } = (await (await submit(s.base, input)).json()) as { id: string };
+      // Its window (1 s) runs from its creation; a batch still being read in expires once it is in.
+      while ((await getBatch(s.base, id)).status === 'validating') await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 1100));
+      await s.app.assay.batches!.sweepNow();
+      const b = await getBatch(s.base, id);
+      expect(b.status).toBe('expired');
+      const { lines: results } = await readResults(s.base, id, 5000);
+      expect(new Set(results.map((r) => r.custom_id)).size).toBe(1500);
+      expect(results).toHaveLength(1500);
+      expect(results.some((r) => r.error?.code === 'batch_expired')).toBe(true);
+      for (const r of results) if (r.error) expect(r.error.code).toBe('batch_expired');
+
+      await new Promise((r) => setTimeout(r, 2100));
+      await s.app.assay.batches!.sweepNow();
+      expect((await fetch(`${s.base}/v1/batches/${id}`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(
+        404,
+      );
+      for (const f of readdirSync(s.dataDir, { recursive: true }) as string[]) {
+        let bytes: Buffer;
+        try {
+          bytes = readFileSync(join(s.dataDir, f));
+        } catch {
+          continue;
+        }
+        expect(bytes.includes(canary), f).toBe(false);
+      }
+      expect(s.logs.join('').includes(canary)).toBe(false);
+    } finally {
+      await s.close();
+    }
+  });
+});

@@ -21,6 +21,7 @@ export async function startBatchServer(
     windowMs: 24 * 3600_000,
     keepMs: 24 * 3600_000,
     keepReadMs: 3600_000,
+    leaseMs: 120_000,
     ...o,
   });
   if (!('batches' in opened)) throw new Error(opened.unavailable);

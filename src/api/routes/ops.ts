@@ -7,7 +7,9 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.assay;
   const health = async (_req: unknown, reply: FastifyReply) => {
     const status = ctx.draining() ? 'draining' : ctx.models.ready() ? 'ok' : 'loading';
-    return reply.code(status === 'ok' ? 200 : 503).send({ status });
+    // Batch jobs, where served: their store restarting does not take single requests out of rotation.
+    const batches = ctx.batches ? { batches: ctx.batches.health() } : {};
+    return reply.code(status === 'ok' ? 200 : 503).send({ status, ...batches });
   };
   app.get('/healthz', health);
   app.get('/health', health);

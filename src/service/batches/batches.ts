@@ -197,6 +197,11 @@ export class Batches {
     return this.sweep();
   }
 
+  /** For /healthz: 'ok', or 'restarting' while the store is down. */
+  health(): 'ok' | 'restarting' {
+    return (this.store.healthy?.() ?? true) ? 'ok' : 'restarting';
+  }
+
   counts(): ReturnType<BatchStore['counts']> {
     return this.store.counts();
   }

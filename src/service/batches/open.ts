@@ -20,6 +20,8 @@ export interface OpenBatchesOptions {
   windowMs: number;
   keepMs: number;
   keepReadMs: number;
+  /** How long a claim of lines is held before another runner may take its lines up. */
+  leaseMs: number;
 }
 
 /** The data directory when none is set. */
@@ -29,7 +31,7 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /** Lines a runner claims at once, and how many claims run at once. */
-const RUNNER = { maxItems: 64, leaseMs: 10 * 60_000, concurrency: 2, idleMs: 500 };
+const RUNNER = { maxItems: 64, concurrency: 2, idleMs: 500 };
 
 export async function openBatches(o: OpenBatchesOptions): Promise<{ batches: Batches } | { unavailable: string }> {
   const dataDir = o.dataDir ?? defaultDataDir();
@@ -57,7 +59,7 @@ export async function openBatches(o: OpenBatchesOptions): Promise<{ batches: Bat
     keepMs: o.keepMs,
     keepReadMs: o.keepReadMs,
     sweepMs: Math.max(1000, Math.min(60_000, o.keepReadMs / 4)),
-    runner: { runnerId, ...RUNNER },
+    runner: { runnerId, leaseMs: o.leaseMs, ...RUNNER },
   };
   return { batches: new Batches(store, settings) };
 }

@@ -20,7 +20,7 @@ export interface RunnerOptions {
   service: ServiceContext;
   /** This process's name in the store's leases. */
   runnerId: string;
-  /** Lines per claim. */
+  /** Most lines per claim (fewer while lines are slow: a claim is sized to a quarter of its lease). */
   maxItems: number;
   /** How long a claim is leased: past it, another runner takes its lines up. */
   leaseMs: number;
@@ -41,6 +41,8 @@ export class BatchRunner {
   private readonly stopping = new AbortController();
   private readonly loops: Array<Promise<void>> = [];
   private readonly sleepers = new Set<() => void>();
+  /** Moving average of the time one line takes, ms (sizes the claims); undefined before the first claim. */
+  private msPerLine: number | undefined;
 
   constructor(private readonly o: RunnerOptions) {}
 
@@ -77,7 +79,7 @@ export class BatchRunner {
       let claim: ClaimedGroup | undefined;
       try {
         claim = await store.claim(this.o.runnerId, {
-          maxItems: this.o.maxItems,
+          maxItems: this.claimSize(),
           leaseMs: this.o.leaseMs,
           now: Date.now(),
         });
@@ -94,6 +96,17 @@ export class BatchRunner {
     }
   }
 
+  /**
+   * Lines to claim: as many as run in a quarter of the lease at the recent pace, so a claim ends
+   * well before its lease (another runner would take its lines up) however slow the model; one line
+   * at first, until the pace is known.
+   */
+  private claimSize(): number {
+    if (this.msPerLine === undefined) return 1;
+    const fits = Math.floor(this.o.leaseMs / 4 / Math.max(this.msPerLine, 0.01));
+    return Math.max(1, Math.min(this.o.maxItems, fits));
+  }
+
   private async run(claim: ClaimedGroup): Promise<void> {
     const { store, pacer } = this.o;
     const lines = claim.items.map((i) => i.line);
@@ -106,7 +119,10 @@ export class BatchRunner {
         lane: 'batch',
         ...(this.o.allows ? { allows: (name, id) => this.o.allows!(claim.owner, name, id) } : {}),
       };
+      const started = performance.now();
       const results = await answerLines(this.o.service, claim.items, caller);
+      const perLine = (performance.now() - started) / Math.max(1, claim.items.length);
+      this.msPerLine = this.msPerLine === undefined ? perLine : 0.7 * this.msPerLine + 0.3 * perLine;
       await store.complete(claim.batchId, results, Date.now());
       let tokens = 0;
       for (const r of results) {

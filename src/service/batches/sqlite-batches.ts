@@ -23,7 +23,9 @@ import { finish, remove, sweep, writeLines } from './sqlite-lines.js';
 
 /** The store's methods, synchronous, as the worker serves them. */
 export type SyncStore = {
-  [K in Exclude<keyof BatchStore, 'close'>]: (...args: Parameters<BatchStore[K]>) => Awaited<ReturnType<BatchStore[K]>>;
+  [K in Exclude<keyof BatchStore, 'close' | 'healthy'>]: (
+    ...args: Parameters<BatchStore[K]>
+  ) => Awaited<ReturnType<BatchStore[K]>>;
 };
 
 const ended = (r: BatchRow): boolean => ENDED.includes(r.status as BatchStatus);

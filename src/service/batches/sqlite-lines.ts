@@ -89,7 +89,10 @@ export function sweep(db: Database.Database, now: number, o: { keepMs: number; k
     finish(db, id, now);
   }
   const expiring = db
-    .prepare(`SELECT id FROM batches WHERE status NOT IN (${ENDED_SQL}) AND expires_ms <= ?`)
+    // A batch whose lines are still being read in expires once they are in (each line gets its result).
+    .prepare(
+      `SELECT id FROM batches WHERE status NOT IN (${ENDED_SQL}) AND in_progress_ms IS NOT NULL AND expires_ms <= ?`,
+    )
     .all(now) as Array<{ id: string }>;
   for (const { id } of expiring) {
     answerUnfinished(db, id, 'batch_expired', true);
