@@ -163,6 +163,11 @@ export function createMetrics(
   engineGauge('assay_prefix_cache_bytes', 'Bytes held by the prefix KV cache', (s) => s.prefixCacheBytes);
   engineGauge('assay_engine_queue_depth', 'Requests waiting for the engine', (s) => s.queueDepth);
   engineGauge('assay_engine_running', 'Requests the engine is running', (s) => s.running);
+  engineGauge(
+    'assay_engine_batch_queue_depth',
+    'Batch-lane requests waiting for the engine (not in assay_engine_queue_depth)',
+    (s) => s.batchQueueDepth,
+  );
   // Which family each loaded model is, and whether it reuses a state's KV (the decoder engine's
   // families: a decoder, a decider-labels model) or reads the state again in every row (a row
   // family: its prefix cache figures stay 0).
