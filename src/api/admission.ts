@@ -14,7 +14,11 @@ export function rateKey(key: ApiKey): string {
   return key.hash.toString('hex');
 }
 
-export function admission(ctx: ApiContext) {
+/**
+ * The key check of a route, and its request-per-minute and token-budget admission unless `rate` is
+ * false (reads of batch jobs: polling a batch is not an evaluation).
+ */
+export function admission(ctx: ApiContext, { rate = true }: { rate?: boolean } = {}) {
   return async function onRequest(req: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const header = req.headers.authorization;
     const key = ctx.keys.authenticate(header);
@@ -24,6 +28,7 @@ export function admission(ctx: ApiContext) {
       });
     }
     req.apiKey = key;
+    if (!rate) return;
     const admission = ctx.limiter.admit(rateKey(key), limitsOf(key));
     if (admission.retryAfterMs > 0) {
       const what = admission.limit === 'requests_per_minute' ? 'requests per minute' : 'input tokens per second';

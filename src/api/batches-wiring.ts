@@ -16,9 +16,9 @@ export function wireBatches(app: FastifyInstance, ctx: ApiContext, batches: Batc
       return key !== undefined && keyAllows(key, name, id);
     },
     pacer: {
-      waitMs: (owner) => {
+      waitMs: (owner, tokens) => {
         const key = owners.get(owner);
-        return key ? ctx.limiter.tokenWaitMs(owner, limitsOf(key)) : 0;
+        return key ? ctx.limiter.tokenWaitMs(owner, tokens, limitsOf(key)) : 0;
       },
       charge: (owner, tokens) => {
         const key = owners.get(owner);

@@ -98,11 +98,14 @@ export class RateLimiter {
     return { retryAfterMs: 0 };
   }
 
-  /** How long until `key`'s token bucket is out of debt (0: now): the pace of its batch lines. */
-  tokenWaitMs(key: string, limits: Partial<RateLimits> = {}): number {
+  /**
+   * How long until `key`'s token bucket holds `need` tokens (at most half the bucket), 0: now. The
+   * pace of its batch lines: a claim starts when the bucket holds what it is expected to take, so
+   * charging it leaves the bucket out of debt and the key's interactive requests are not refused.
+   */
+  tokenWaitMs(key: string, need: number, limits: Partial<RateLimits> = {}): number {
     const [, k] = this.buckets(key, limits);
-    const t = this.now();
-    return k.wait(t, 0) > 0 ? k.retryAfter(t, 0) : 0;
+    return k.wait(this.now(), Math.min(Math.max(0, need), k.capacity / 2));
   }
 
   /** Charges the input tokens a request used. */

@@ -70,6 +70,8 @@ export async function batchesRoutes(app: FastifyInstance): Promise<void> {
   // The input arrives as its stream: the route writes it to disk as it comes.
   app.addContentTypeParser(JSONL_TYPES, (_req, payload, done) => done(null, payload));
   const onRequest = admission(ctx);
+  // Reading a batch, its list or its results is authenticated but not rate limited: a client polls.
+  const reading = admission(ctx, { rate: false });
 
   app.post('/v1/batches', { onRequest }, async (req, reply) => {
     const service = batches();
@@ -95,7 +97,7 @@ export async function batchesRoutes(app: FastifyInstance): Promise<void> {
     return reply.send(batchObject(batch));
   });
 
-  app.get('/v1/batches', { onRequest }, async (req) => {
+  app.get('/v1/batches', { onRequest: reading }, async (req) => {
     const { after, limit } = listQuery(req.query);
     const { data, hasMore } = await batches().list(rateKey(req.apiKey!), { after, limit });
     return {
@@ -107,7 +109,7 @@ export async function batchesRoutes(app: FastifyInstance): Promise<void> {
     };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/batches/:id', { onRequest }, async (req) =>
+  app.get<{ Params: { id: string } }>('/v1/batches/:id', { onRequest: reading }, async (req) =>
     batchObject(await batches().get(rateKey(req.apiKey!), req.params.id)),
   );
 
@@ -120,7 +122,7 @@ export async function batchesRoutes(app: FastifyInstance): Promise<void> {
     return { id: req.params.id, object: 'batch', deleted: true };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/batches/:id/results', { onRequest }, async (req, reply) => {
+  app.get<{ Params: { id: string } }>('/v1/batches/:id/results', { onRequest: reading }, async (req, reply) => {
     const { after, limit } = resultsQuery(req.query);
     const page = await batches().results(rateKey(req.apiKey!), req.params.id, { after, limit });
     if (!page.done) {

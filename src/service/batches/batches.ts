@@ -139,7 +139,13 @@ export class Batches {
         (outcome) => {
           if (outcome.ok) this.runner?.wake();
         },
-        (error: unknown) => this.hooks.onError?.(error),
+        async (error: unknown) => {
+          // Reading it in broke (the store refused a write): the batch fails, saying so, rather than
+          // staying in validating.
+          this.hooks.onError?.(error);
+          const message = `the input could not be read in: ${error instanceof Error ? error.message : String(error)}`;
+          await this.store.fail(batch.id, [{ code: 'ingest_failed', message }], Date.now()).catch(() => undefined);
+        },
       )
       .finally(() => void this.forget(batch.id));
   }

@@ -84,5 +84,6 @@ export function checkLine(text: string, line: number): CheckedLine {
   if (!parsed.ok) return invalid(line, customId, parsed.detail);
   const body = memberText(text, 'body') ?? JSON.stringify(record.body);
   const { model, state } = parsed.request;
-  return { kind: 'item', item: { line, customId: customId!, group: `${model}\u0000${stateHash(state)}`, body } };
+  // The state's hash (fixed length) then the model: one group per state and model (no NUL: PostgreSQL text refuses it).
+  return { kind: 'item', item: { line, customId: customId!, group: `${stateHash(state)}|${model}`, body } };
 }

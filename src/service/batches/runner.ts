@@ -10,8 +10,8 @@ import type { BatchStore, ClaimedGroup } from './store.js';
 
 /** The owner's token budget, spent by batch lines at the pace it refills (never refused: waited for). */
 export interface BatchPacer {
-  /** How long the owner's token budget needs before it can take more (0: now). */
-  waitMs(owner: string): number;
+  /** How long the owner's token budget needs before it holds `tokens` (0: now). */
+  waitMs(owner: string, tokens: number): number;
   charge(owner: string, inputTokens: number): void;
 }
 
@@ -43,6 +43,8 @@ export class BatchRunner {
   private readonly sleepers = new Set<() => void>();
   /** Moving average of the time one line takes, ms (sizes the claims); undefined before the first claim. */
   private msPerLine: number | undefined;
+  /** Moving average of one line's input tokens (what a claim is expected to take from its key's budget). */
+  private tokensPerLine = 0;
 
   constructor(private readonly o: RunnerOptions) {}
 
@@ -111,8 +113,10 @@ export class BatchRunner {
     const { store, pacer } = this.o;
     const lines = claim.items.map((i) => i.line);
     try {
-      const wait = pacer?.waitMs(claim.owner) ?? 0;
-      if (wait > 0) await sleep(wait, undefined, { signal: this.stopping.signal });
+      // The owner's budget must hold what this claim is expected to take (waited for, in slices, since it refills).
+      const expected = this.tokensPerLine * claim.items.length;
+      for (let wait = pacer?.waitMs(claim.owner, expected) ?? 0; wait > 0; wait = pacer!.waitMs(claim.owner, expected))
+        await sleep(Math.min(wait, 1000), undefined, { signal: this.stopping.signal });
       const caller: Caller = {
         signal: this.stopping.signal,
         cacheScope: claim.cacheScope,
@@ -130,6 +134,8 @@ export class BatchRunner {
         this.o.onLine?.({ ok: r.ok, inputTokens: r.inputTokens });
       }
       pacer?.charge(claim.owner, tokens);
+      const perLineTokens = tokens / Math.max(1, results.length);
+      this.tokensPerLine = this.tokensPerLine === 0 ? perLineTokens : 0.7 * this.tokensPerLine + 0.3 * perLineTokens;
     } catch (error) {
       // Stopping, or the model is not there now: the lines go back, to run again (here or elsewhere).
       await store.release(claim.batchId, lines).catch((e: unknown) => this.o.onError?.(e));

@@ -71,7 +71,7 @@ export interface NewItem {
   customId: string;
   /**
    * Items of one batch with the same group run together (one engine request where the model allows):
-   * the model name and the state's hash (protocol stateHash), e.g. `tiny-tasks-1\u0000<hash>`.
+   * the state's hash (protocol stateHash) and the model name, e.g. `<hash>|tiny-tasks-1`.
    */
   group: string;
   /** The line's `body` (a SystemOneRequest) as the JSON text it was sent in. */
