@@ -195,6 +195,16 @@ describe('where each setting goes', () => {
     'keepAlive',
     'memoryBudget',
     'preload',
+    // Batch jobs (src/commands/serve.ts hands them to openBatches).
+    'dataDir',
+    'batches',
+    'batchQueueUrl',
+    'batchMaxLines',
+    'batchMaxBytes',
+    'batchWindow',
+    'batchRetention',
+    'batchReadRetention',
+    'batchLease',
   ];
 
   it('every setting names the engine or server option it sets, or is one serve reads itself: none is silently unused', () => {
