@@ -130,6 +130,14 @@ export const SECTIONS: SectionInfo[] = [
     load: async () => (await import('./serving.js')).servingSection,
   },
   {
+    id: 'big-bodies',
+    measures:
+      "Bursts of big single bodies (16, then 48 clients each sending a ~6 MB valid body at once, tiny model, `assay serve` on loopback): `/healthz` p99 and max on fresh connections every ~20 ms, the server's event-loop delay, its RSS before, at the peak and 5 s after, the requests' statuses.",
+    quick: 'the 16-client burst only',
+    seconds: { full: 40, quick: 15 },
+    load: async () => (await import('./big-bodies.js')).bigBodiesSection,
+  },
+  {
     id: 'engine-death',
     measures:
       'The engine thread killed under load (server in-process, tiny model): no request hangs or gets a 500; how long until `/healthz` reads 503, and 200 again.',
