@@ -24,6 +24,10 @@ export interface SectionInfo {
 const RESIDENCY_MEASURED =
   "AMD EPYC (2 cores, AVX2), 2 threads, 2026-11-27, while another test suite shared the two cores (load average about 5): a cold first request took 13.3 s on tiny fp32 (of which the load 9.0 s), 13.0 s on tiny int8 (8.8 s) and 13.7 s on qwen2.5-0.5b int8 (10.3 s), against 45 ms, 64 ms and 1,073 ms warm (the same loads took about 2 s on the tiny model with the cores free); sizes counted against the budget 758, 636 and 1,478 MiB (each with its 256 MiB prefix cache share). Four clients round-robin over 3 models: 0.82 requests/s with room for 2 (13 loads and 14 evictions in 60 s: a cyclic pattern is the least-recently-used rule's worst case, every switch a load) against 38.9 with all 3 resident ([results](results/2026-11-27-amd-epyc-2c-only-residency.md)).";
 
+/** bench/results/2026-11-27-amd-epyc-2c-only-big-bodies.md and a run of the code before it (`--repo`), back to back. */
+const BIG_BODIES_MEASURED =
+  "AMD EPYC (2 cores, AVX2), 2 threads, 2026-11-27, while other sessions loaded the two cores (load average about 12), the code before (bodies collected whole on the event loop) and after (sent to the body worker as they arrive, 4 at a time) back to back: /healthz max 703 → 308 ms with 16 clients and 3,101 → 427 ms with 48; the server's event-loop max 362 → 159 ms and 1,664 → 188 ms; RSS peak 817 → 693 MiB and 1,024 → 945 MiB, 5 s after the 48: 966 → 779 MiB. Every body is answered 422 token_budget_exceeded (a 6 MB state is over the tiny model's budget): the engine's planner parses and tokenizes each before refusing it, and holds most of the memory that remains; through the body path alone (an unknown model, refused before the engine) three bursts of 48 peaked at 590–640 MiB and settled at 470–540 MiB ([results](results/2026-11-27-amd-epyc-2c-only-big-bodies.md)).";
+
 export const SECTIONS: SectionInfo[] = [
   {
     id: 'shared',
@@ -128,6 +132,15 @@ export const SECTIONS: SectionInfo[] = [
     quick: '30 s of load instead of 90 s',
     seconds: { full: 95, quick: 35 },
     load: async () => (await import('./serving.js')).servingSection,
+  },
+  {
+    id: 'big-bodies',
+    measures:
+      "Bursts of big single bodies (16, then 48 clients each sending a ~6 MB valid body at once, tiny model, `assay serve` on loopback): `/healthz` p99 and max on fresh connections every ~20 ms, the server's event-loop delay, its RSS before, at the peak and 5 s after, the requests' statuses.",
+    quick: 'the 16-client burst only',
+    seconds: { full: 50, quick: 20 },
+    measured: BIG_BODIES_MEASURED,
+    load: async () => (await import('./big-bodies.js')).bigBodiesSection,
   },
   {
     id: 'engine-death',

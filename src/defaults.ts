@@ -13,6 +13,11 @@ export const DEFAULTS = {
    * below it a worker round trip costs more than the parse it saves).
    */
   inlineBodyBytes: 64 * 1024,
+  /**
+   * Larger bodies on their way to the body worker at once (read and checked); the others wait
+   * unread, their clients held back by TCP: memory stays within about this many × bodyLimit.
+   */
+  bigBodySlots: 4,
   /** Per-request deadline: model load wait + queue + evaluation (408 past it). */
   deadlineMs: 120_000,
   /** Time a client gets to send its whole request (slowloris guard). */

@@ -6,11 +6,16 @@
 // worker answers with the body's 422 entries (the same code as the inline path: the same bytes
 // out), or with the facts of a valid body and its bytes back; the engine's planner parses a valid
 // body again in its own thread (protocol/body.ts). The raw scan that sends deep small bodies there
-// stops at the first too-deep container, so it costs next to nothing.
-import type { Worker } from 'node:worker_threads';
+// stops at the first too-deep container, so it costs next to nothing. A big body is never collected
+// on the event loop: it is sent as it arrives (upload()), a chunk at a time over a port of its own,
+// each chunk's buffer transferred; the worker puts the chunks together (one copy, in its thread).
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { startWorker, workerEntry, type WorkerChannel } from '../workers/index.js';
 import { ownedBytes, type BodyVerdict } from '../protocol/index.js';
 import { MAX_CONTENT_DEPTH } from '../protocol/index.js';
+
+/** How long the body worker waits for another call before it exits (a burst of big bodies leaves its heap large). */
+const BODY_WORKER_IDLE_MS = 2_000;
 
 /** Raw nesting that no valid body reaches: body (1) + content (64) → a container at 66 may be too deep. */
 const RAW_LIMIT = MAX_CONTENT_DEPTH + 1;
@@ -45,8 +50,31 @@ export interface CheckedBody {
   bytes?: Uint8Array<ArrayBuffer>;
 }
 
-/** The body worker's one call. */
-export type BodyCalls = { check: [Uint8Array<ArrayBuffer>, CheckedBody] };
+/**
+ * A big body's answer: a valid one's facts and bytes, or its 422 body already written as JSON
+ * (transferred): its detail can echo megabytes of the body, which the event loop neither clones
+ * nor serializes.
+ */
+export type ReceivedBody = CheckedBody | { refusal: Uint8Array<ArrayBuffer> };
+
+/**
+ * The body worker's calls: a body's bytes whole (check), or a body that arrives in chunks over
+ * `port` (receive): each message a chunk, then null for the end; `length` the declared size, when known.
+ */
+export type BodyCalls = {
+  check: [Uint8Array<ArrayBuffer>, CheckedBody];
+  receive: [{ port: MessagePort; length?: number }, ReceivedBody];
+};
+
+/** A body on its way to the body worker, a chunk at a time. */
+export interface BodyUpload {
+  /** Sends a chunk, transferred (copied first only when it is a slice of a larger buffer); dropped once the upload failed. */
+  push(chunk: Uint8Array): void;
+  /** The last chunk was sent: the worker's answer (rejected when the worker died meanwhile). */
+  end(): Promise<ReceivedBody>;
+  /** The body will not be finished (client gone, body refused): the worker drops what it received. */
+  abort(): void;
+}
 
 /**
  * One worker, started on first use and again after it dies, that parses and validates bodies.
@@ -55,18 +83,71 @@ export type BodyCalls = { check: [Uint8Array<ArrayBuffer>, CheckedBody] };
 export class BodyWorker {
   private worker: Worker | undefined;
   private channel: WorkerChannel<BodyCalls> | undefined;
+  private pending = 0;
+  private idle: NodeJS.Timeout | undefined;
+
+  /** `idleMs`: a worker without calls for this long exits (its heap goes back to the system); the next call starts another. */
+  constructor(private readonly idleMs = BODY_WORKER_IDLE_MS) {}
 
   /** Checks `bytes`; they are transferred to the worker (copied first when they are a slice of a larger buffer). */
   check(bytes: Uint8Array): Promise<CheckedBody> {
     const owned = ownedBytes(bytes);
-    return this.start().call('check', owned, { transfer: [owned.buffer] });
+    return this.track(this.start().call('check', owned, { transfer: [owned.buffer] }));
+  }
+
+  /** Starts sending a body of `length` bytes (undefined: not declared) to the worker. */
+  upload(length?: number): BodyUpload {
+    const { port1, port2 } = new MessageChannel();
+    const controller = new AbortController();
+    let open = true;
+    const close = (): void => {
+      open = false;
+      port1.close();
+    };
+    const answer = this.track(
+      this.start().call('receive', { port: port2, length }, { transfer: [port2], signal: controller.signal }),
+    );
+    answer.then(close, close); // a failure is the caller's, through end()
+    return {
+      push(chunk) {
+        if (!open) return;
+        const owned = ownedBytes(chunk);
+        port1.postMessage(owned, [owned.buffer]);
+      },
+      end() {
+        if (open) port1.postMessage(null);
+        return answer;
+      },
+      abort() {
+        if (!open) return;
+        controller.abort();
+        close();
+        answer.catch(() => {});
+      },
+    };
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.idle);
     const w = this.worker;
     this.worker = undefined;
     this.channel = undefined;
     if (w) await w.terminate();
+  }
+
+  /** Counts a call in flight; the last one to settle arms the idle exit. */
+  private track<T>(call: Promise<T>): Promise<T> {
+    this.pending++;
+    clearTimeout(this.idle);
+    const settled = (): void => {
+      if (--this.pending > 0) return;
+      this.idle = setTimeout(() => {
+        if (this.pending === 0) void this.close();
+      }, this.idleMs);
+      this.idle.unref();
+    };
+    call.then(settled, settled);
+    return call;
   }
 
   private start(): WorkerChannel<BodyCalls> {

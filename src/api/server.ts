@@ -61,6 +61,8 @@ export interface ServerOptions {
   replicaId?: string;
   /** Bodies larger than this many bytes are parsed and validated in the body worker (default DEFAULTS.inlineBodyBytes). */
   inlineBodyBytes?: number;
+  /** Larger bodies on their way to the body worker at once; the others wait unread (default DEFAULTS.bigBodySlots). */
+  bigBodySlots?: number;
   /** The confidence formula the models were given (engine `confidence`), reported by /playground/models; default entropy. */
   confidence?: 'entropy' | 'hosted';
   /**
@@ -128,7 +130,11 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
   });
   if (options.batches) wireBatches(app, app.assay, options.batches);
   await app.register(requestLifecycle, { replicaId: options.replicaId });
-  await app.register(bodyParsing, { bodyLimit, inlineBodyBytes: options.inlineBodyBytes ?? DEFAULTS.inlineBodyBytes });
+  await app.register(bodyParsing, {
+    bodyLimit,
+    inlineBodyBytes: options.inlineBodyBytes ?? DEFAULTS.inlineBodyBytes,
+    bigBodySlots: options.bigBodySlots,
+  });
   await app.register(notFoundHandling);
   await app.register(errorHandling, { deadlineMs, bodyLimit });
   // After the error handler: its refusals (and the CORS preflight route it may add) are answered by it.

@@ -1,44 +1,58 @@
 // Body parsing: application/json bodies, and bodies sent without a Content-Type (read as JSON, as
 // FastAPI does); any other media type is 415. Malformed JSON gets FastAPI's json_invalid 422. Small,
-// shallow bodies are parsed here; large or deep ones in the body worker (body-worker.ts), off the
-// loop. And the drain that lets a client still sending an oversized body read its 413.
+// shallow bodies are parsed here; deep ones in the body worker (body-worker.ts), off the loop; large
+// ones go there as they arrive, a bounded number at a time (body-read.ts), never collected here.
+// And the drain that lets a client still sending an oversized body read its 413.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorCodes } from 'fastify';
 import fp from 'fastify-plugin';
+import { DEFAULTS } from '../../defaults.js';
 import { InvalidRequestError, jsonInvalid, retryHeaders, sentOrder, ValidatedBody } from '../../protocol/index.js';
 import { BodyWorkerUnavailableError } from '../api-error.js';
-import { BodyWorker, nestsDeeperThan } from '../body-worker.js';
+import { readBody, type ReadBody } from '../body-read.js';
+import { BodySlots } from '../body-slots.js';
+import { BodyWorker, nestsDeeperThan, type ReceivedBody } from '../body-worker.js';
+
+/**
+ * A big body's 422, its body written by the body worker (JSON, as the error handler would write
+ * it): the error handler sends these bytes (plugins/errors.ts). Its `detail` is not kept here.
+ */
+export class WrittenInvalidRequestError extends InvalidRequestError {
+  constructor(readonly json: Buffer) {
+    super([]);
+  }
+}
 
 export interface BodyOptions {
   /** Largest accepted body, bytes (413 above). */
   bodyLimit: number;
   /** Bodies larger than this many bytes are parsed and validated in the body worker. */
   inlineBodyBytes: number;
+  /** Big bodies on their way to the body worker at once (default DEFAULTS.bigBodySlots); the others wait, unread. */
+  bigBodySlots?: number;
 }
+
+type Done = (err: Error | null, body?: unknown) => void;
 
 async function body(app: FastifyInstance, options: BodyOptions): Promise<void> {
   const { bodyLimit, inlineBodyBytes } = options;
   const bodyWorker = new BodyWorker();
+  const reading = {
+    limit: bodyLimit,
+    inlineBytes: inlineBodyBytes,
+    slots: new BodySlots(options.bigBodySlots ?? DEFAULTS.bigBodySlots),
+    worker: bodyWorker,
+  };
   app.removeAllContentTypeParsers();
-  const json = (req: FastifyRequest, bytes: Buffer, done: (err: Error | null, body?: unknown) => void) => {
-    if (bytes.length === 0) return done(null, undefined); // no body: "Field required" at ["body"]
-    if (bytes.length <= inlineBodyBytes) {
-      const raw = bytes.toString('utf8');
-      if (!nestsDeeperThan(raw)) {
-        let body: unknown;
-        try {
-          body = JSON.parse(raw);
-        } catch {
-          return done(new InvalidRequestError([jsonInvalid(raw)]), undefined);
+  // The body worker's verdict: a 422, or the valid body as its bytes with its facts.
+  const answer = (check: Promise<ReceivedBody>, done: Done): void => {
+    check.then(
+      (checked) => {
+        if ('refusal' in checked) {
+          const { buffer, byteOffset, byteLength } = checked.refusal;
+          return done(new WrittenInvalidRequestError(Buffer.from(buffer, byteOffset, byteLength)), undefined);
         }
-        // The order of its question ids and options, which the parsed object does not keep (protocol/order.ts).
-        req.sentOrder = sentOrder(raw) ?? null;
-        // Validation (the nesting bound first) runs in the service (protocol/validate.ts), one walk.
-        return done(null, body);
-      }
-    }
-    bodyWorker.check(bytes).then(
-      ({ verdict, bytes: valid }) => {
+        const { verdict, bytes: valid } = checked;
         if ('detail' in verdict) return done(new InvalidRequestError(verdict.detail), undefined);
         done(null, new ValidatedBody(valid!, verdict.model, verdict.questionCount, verdict.order));
       },
@@ -50,13 +64,38 @@ async function body(app: FastifyInstance, options: BodyOptions): Promise<void> {
         ),
     );
   };
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (req, data, done) =>
-    json(req, data as Buffer, done),
-  );
-  // The catch-all parser: fastify gives it both bodies without a Content-Type and unknown media types.
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (req, data, done) => {
-    if (req.headers['content-type'] === undefined) return json(req, data as Buffer, done);
-    done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(), undefined);
+  // A small body, whole: parsed here unless its raw nesting could be too deep.
+  const json = (req: FastifyRequest, bytes: Buffer, done: Done) => {
+    if (bytes.length === 0) return done(null, undefined); // no body: "Field required" at ["body"]
+    const raw = bytes.toString('utf8');
+    if (nestsDeeperThan(raw)) return answer(bodyWorker.check(bytes), done);
+    let body: unknown;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      return done(new InvalidRequestError([jsonInvalid(raw)]), undefined);
+    }
+    // The order of its question ids and options, which the parsed object does not keep (protocol/order.ts).
+    req.sentOrder = sentOrder(raw) ?? null;
+    // Validation (the nesting bound first) runs in the service (protocol/validate.ts), one walk.
+    return done(null, body);
+  };
+  const read = (req: FastifyRequest, payload: NodeJS.ReadableStream, done: Done) =>
+    readBody(payload, req.raw.socket, req.headers['content-length'], reading, (error, read?: ReadBody) => {
+      if (error) return done(error, undefined);
+      if ('bytes' in read!) return json(req, read.bytes, done);
+      answer(read!.checked, done);
+    });
+  // Parsers given the stream (no parseAs): body-read.ts reads it, with Fastify's limits.
+  app.addContentTypeParser('application/json', (req, payload, done) => read(req, payload, done));
+  // The catch-all parser: fastify gives it both bodies without a Content-Type and unknown media types
+  // (read to the end first, within the limit, as a collected body was: then the 415).
+  const discarding = { ...reading, discard: true };
+  app.addContentTypeParser('*', (req, payload, done) => {
+    if (req.headers['content-type'] === undefined) return read(req, payload, done);
+    readBody(payload, req.raw.socket, req.headers['content-length'], discarding, (error) =>
+      done(error ?? new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(), undefined),
+    );
   });
   // An empty Content-Type is none (FastAPI tests the header for truth); fastify would refuse it as an
   // invalid media type before any parser runs.

@@ -4,7 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 import { errorResponse } from '../error-table.js';
 import { HostForbiddenError, OriginForbiddenError } from '../api-error.js';
-import { drain } from './body.js';
+import { drain, WrittenInvalidRequestError } from './body.js';
 
 export interface ErrorsOptions {
   /** Per-request deadline, ms (the 408's detail names it). */
@@ -23,11 +23,13 @@ export function errorHandler(app: FastifyInstance, options: ErrorsOptions) {
     const r = errorResponse(err, options);
     req.facts = { ...req.facts, error: r.code };
     if (r.log) req.log.error({ err }, r.status >= 500 ? 'request failed' : 'request refused');
-    const respond = () =>
-      reply
-        .code(r.status)
-        .headers(r.headers ?? {})
-        .send(r.body);
+    const respond = () => {
+      reply.code(r.status).headers(r.headers ?? {});
+      // A big body's 422 (its detail may echo megabytes of it) was written off the loop: sent as written.
+      if (err instanceof WrittenInvalidRequestError)
+        return reply.type('application/json; charset=utf-8').send(err.json);
+      return reply.send(r.body);
+    };
     // A client still sending an oversized body would see its connection reset (EPIPE) instead of
     // the 413: read and discard what it sends, up to a bound, then answer and close.
     return r.status === 413 ? drain(req.raw).then(respond) : respond();
