@@ -194,6 +194,23 @@ describe.each([sqliteEngine(), pgEngine(pgMissing)])('batch store on $name', (en
     expect(await store.claim('r3', { maxItems: 10, leaseMs: 1000, now: T + 9000 })).toBeUndefined();
   });
 
+  test('a group and a custom_id come back as sent, U+0000 and all', async () => {
+    await open();
+    const group = 'tiny-tasks-1\u0000e3b0c442';
+    const customId = 'id \u0000 "quoted" é 🙂';
+    const id = await started(store, [
+      { line: 1, customId, group, body: '{"text":"a"}' },
+      { line: 2, customId: `${customId}2`, group, body: '{"text":"b"}' },
+    ]);
+    const claim = await store.claim('r', { maxItems: 1, leaseMs: 60_000, now: T });
+    expect(claim).toMatchObject({ group, items: [{ line: 1, customId, body: '{"text":"a"}' }] });
+    await store.complete(id, [ok(1)], T);
+    await store.settle(claim!);
+    await store.cancel(OWNER, id, T);
+    const lines = (await allResults(store, id)).map((l) => JSON.parse(l));
+    expect(lines[1]).toMatchObject({ custom_id: `${customId}2`, error: { code: 'batch_cancelled' } });
+  });
+
   test('released items are pending again', async () => {
     await open();
     const id = await started(store, [item(1, 'g'), item(2, 'g')]);

@@ -9,6 +9,13 @@ import type { GroupQueue } from './pg-queue.js';
 
 export type Tx = pg.PoolClient;
 
+/**
+ * A custom_id or group as PostgreSQL keeps it: its JSON text. PostgreSQL's text (and pg-boss's jsonb)
+ * cannot hold U+0000, which a custom_id may contain and a group does (model and state hash).
+ */
+export const encodeText = (s: string): string => JSON.stringify(s);
+export const decodeText = (s: string): string => JSON.parse(s) as string;
+
 export async function writeResults(c: Tx, batchId: string, results: ItemResult[]): Promise<void> {
   if (results.length === 0) return;
   const { rows } = await c.query<{ completed: number; failed: number }>(
@@ -52,7 +59,7 @@ export async function answerUnfinished(
   await writeResults(
     c,
     batchId,
-    rows.map((r) => ({ line: r.line, result: errorLine(r.custom_id, code), ok: false, inputTokens: 0 })),
+    rows.map((r) => ({ line: r.line, result: errorLine(decodeText(r.custom_id), code), ok: false, inputTokens: 0 })),
   );
   if (now !== undefined) await finish(c, batchId, now);
 }
@@ -72,7 +79,7 @@ export async function finish(c: Tx, batchId: string, now: number): Promise<void>
       batchId,
       pending.rows.map((r) => ({
         line: r.line,
-        result: errorLine(r.custom_id, 'batch_cancelled'),
+        result: errorLine(decodeText(r.custom_id), 'batch_cancelled'),
         ok: false,
         inputTokens: 0,
       })),

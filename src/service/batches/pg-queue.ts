@@ -13,6 +13,7 @@ export const QUEUE = 'assay-batch-groups';
 /** What a job names: a group of one batch. */
 export interface GroupJob {
   batchId: string;
+  /** As the items table keeps it (its JSON text). */
   group: string;
 }
 

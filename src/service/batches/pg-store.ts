@@ -17,7 +17,7 @@ import type {
 } from './store.js';
 import { ENDED, schemaStatements, toRecord, type BatchRow } from './schema.js';
 import { GroupQueue } from './pg-queue.js';
-import { finish, lockBatch, remove, sweep, writeResults, type Tx } from './pg-lines.js';
+import { encodeText, finish, lockBatch, remove, sweep, writeResults, type Tx } from './pg-lines.js';
 import { claimGroup, settleClaim } from './pg-claims.js';
 import { countAll, listBatches, ownedBatch, resultsPage } from './pg-reads.js';
 
@@ -119,8 +119,8 @@ export class PgBatchStore implements BatchStore {
         [
           batchId,
           items.map((i) => i.line),
-          items.map((i) => i.customId),
-          items.map((i) => i.group),
+          items.map((i) => encodeText(i.customId)),
+          items.map((i) => encodeText(i.group)),
           items.map((i) => i.body),
         ],
       );
