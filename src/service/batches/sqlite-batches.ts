@@ -35,6 +35,8 @@ const CLAIMABLE = `(state = 'pending' OR (state = 'leased' AND leased_until <= @
 export class SqliteBatches implements SyncStore {
   readonly db: Database.Database;
   private leases = 0;
+  /** The last turn given (batches take turns: the least recently claimed goes first). */
+  private turn: number | undefined;
 
   constructor(dataDir: string) {
     this.db = new Database(join(dataDir, SQLITE_FILE));
@@ -185,17 +187,19 @@ export class SqliteBatches implements SyncStore {
   claim(runner: string, o: { maxItems: number; leaseMs: number; now: number }): ClaimedGroup | undefined {
     return this.db.transaction(() => {
       const now = o.now;
-      const batch = this.db
-        .prepare(
-          `SELECT * FROM batches b WHERE status = 'in_progress'
-             AND EXISTS (SELECT 1 FROM items WHERE batch_id = b.id AND ${CLAIMABLE})
-           ORDER BY turn, created_ms, id LIMIT 1`,
-        )
-        .get({ now }) as BatchRow | undefined;
-      if (!batch) return undefined;
-      const { grp } = this.db
-        .prepare(`SELECT grp FROM items WHERE batch_id = @id AND ${CLAIMABLE} ORDER BY line LIMIT 1`)
-        .get({ id: batch.id, now }) as { grp: string };
+      // In-progress batches by turn; the first with a claimable line gives its oldest group.
+      const batches = this.db
+        .prepare(`SELECT * FROM batches WHERE status = 'in_progress' ORDER BY turn, created_ms, id`)
+        .iterate() as IterableIterator<BatchRow>;
+      let batch: BatchRow | undefined;
+      let grp: string | undefined;
+      for (const b of batches) {
+        grp = this.oldestClaimable(b.id, now);
+        if (grp === undefined) continue;
+        batch = b;
+        break;
+      }
+      if (!batch || grp === undefined) return undefined;
       const items = this.db
         .prepare(
           `SELECT line, custom_id AS customId, body FROM items
@@ -207,11 +211,26 @@ export class SqliteBatches implements SyncStore {
         `UPDATE items SET state = 'leased', runner = ?, lease = ?, leased_until = ? WHERE batch_id = ? AND line = ?`,
       );
       for (const i of items) update.run(runner, lease, now + o.leaseMs, batch.id, i.line);
-      this.db.prepare('UPDATE batches SET turn = (SELECT MAX(turn) FROM batches) + 1 WHERE id = ?').run(batch.id);
+      this.turn ??= (this.db.prepare('SELECT MAX(turn) AS t FROM batches').get() as { t: number | null }).t ?? 0;
+      this.db.prepare('UPDATE batches SET turn = ? WHERE id = ?').run(++this.turn, batch.id);
       const claim: ClaimedGroup = { lease, batchId: batch.id, owner: batch.owner, group: grp, items };
       if (batch.cache_scope !== null) claim.cacheScope = batch.cache_scope;
       return claim;
     })();
+  }
+
+  /** The group of a batch's first claimable line (pending, or leased until before `now`). */
+  private oldestClaimable(id: string, now: number): string | undefined {
+    const pending = this.db
+      .prepare(`SELECT line, grp FROM items WHERE batch_id = ? AND state = 'pending' ORDER BY line LIMIT 1`)
+      .get(id) as { line: number; grp: string } | undefined;
+    const expired = this.db
+      .prepare(
+        `SELECT line, grp FROM items WHERE batch_id = ? AND state = 'leased' AND leased_until <= ? ORDER BY line LIMIT 1`,
+      )
+      .get(id, now) as { line: number; grp: string } | undefined;
+    if (!pending || (expired && expired.line < pending.line)) return expired?.grp;
+    return pending.grp;
   }
 
   complete(batchId: string, results: ItemResult[], now: number): void {
