@@ -5,7 +5,8 @@
 // again, so a line re-run after a crash (its lease expired) cannot appear twice in the results.
 //
 // Every method is async: the SQLite engine runs in its own worker thread (its driver is synchronous
-// and must never run on the event loop), the PostgreSQL engine over the network.
+// and must never run on the event loop), the PostgreSQL engine over the network. Every `now` argument
+// is unix milliseconds (Date.now()); the records' times are unix seconds.
 
 /** OpenAI's batch statuses. */
 export type BatchStatus =
@@ -148,7 +149,10 @@ export interface BatchStore {
   settle(claim: ClaimedGroup): Promise<void>;
   /** Gives leased items back (pending again), e.g. at shutdown. */
   release(batchId: string, lines: number[]): Promise<void>;
-  /** A page of results after `after` (undefined: from the start), at most `limit` lines. */
+  /**
+   * A page of results after `after` (undefined: from the start), at most `limit` lines. A cursor the
+   * store did not write rejects with BatchCursorError (code `invalid_cursor`: the API's 400).
+   */
   results(owner: string, id: string, options: { after?: string; limit: number }): Promise<ResultsPage | undefined>;
   /** Records that the last page of a batch's results was read (the input is removed then). */
   resultsRead(owner: string, id: string, now: number): Promise<void>;
