@@ -248,6 +248,30 @@ describe.each([sqliteEngine(), pgEngine(pgMissing)])('batch store on $name', (en
     expect((await store.results(OWNER, id, { limit: 10 }))!.done).toBe(true);
   });
 
+  test('cancel while validating: the lines still read in are cancelled at start; validation can still fail it', async () => {
+    await open();
+    await store.create({ id: 'v', owner: OWNER, createdAt: T / 1000, expiresAt: T / 1000 + 60 });
+    await store.addItems('v', [item(1, 'g'), item(2, 'h')], []);
+    expect(await store.cancel(OWNER, 'v', T)).toMatchObject({ status: 'cancelling' });
+    await store.addItems('v', [item(3, 'g')], []);
+    expect(await store.claim('r', { maxItems: 10, leaseMs: 1000, now: T })).toBeUndefined();
+    await store.start('v', T + 1000);
+    expect(await store.get(OWNER, 'v')).toMatchObject({ status: 'cancelled', total: 3, completed: 0, failed: 3 });
+    const lines = (await allResults(store, 'v')).map((l) => JSON.parse(l));
+    expect(lines.map((l) => [l.custom_id, l.error.code]).sort()).toEqual([
+      ['c1', 'batch_cancelled'],
+      ['c2', 'batch_cancelled'],
+      ['c3', 'batch_cancelled'],
+    ]);
+    expect(await store.claim('r', { maxItems: 10, leaseMs: 1000, now: T + 2000 })).toBeUndefined();
+
+    await store.create({ id: 'w', owner: OWNER, createdAt: T / 1000, expiresAt: T / 1000 + 60 });
+    await store.addItems('w', [item(1, 'g')], []);
+    await store.cancel(OWNER, 'w', T);
+    await store.fail('w', [{ code: 'empty_file', message: 'no line' }], T);
+    expect(await store.get(OWNER, 'w')).toMatchObject({ status: 'failed' });
+  });
+
   test('results are paged by cursor while the batch runs; done only at the end', async () => {
     await open();
     const id = await started(store, [item(1, 'g'), item(2, 'g'), item(3, 'g'), item(4, 'g')]);

@@ -66,9 +66,14 @@ export async function answerUnfinished(
 
 /** After a change: a cancelling batch answers its pending lines; a batch with no line left ends. */
 export async function finish(c: Tx, batchId: string, now: number): Promise<void> {
-  const { rows } = await c.query<{ status: string }>('SELECT status FROM batches WHERE id = $1', [batchId]);
+  const { rows } = await c.query<{ status: string; in_progress_ms: number | null }>(
+    'SELECT status, in_progress_ms FROM batches WHERE id = $1',
+    [batchId],
+  );
   const status = rows[0]?.status;
   if (status !== 'in_progress' && status !== 'cancelling') return;
+  // Cancelled while validating: its lines are still being read in; start() finishes it.
+  if (status === 'cancelling' && rows[0]!.in_progress_ms === null) return;
   if (status === 'cancelling') {
     const pending = await c.query<{ line: number; custom_id: string }>(
       `SELECT line, custom_id FROM items WHERE batch_id = $1 AND state = 'pending'`,

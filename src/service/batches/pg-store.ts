@@ -15,7 +15,7 @@ import type {
   NewItem,
   ResultsPage,
 } from './store.js';
-import { ENDED, schemaStatements, toRecord, type BatchRow } from './schema.js';
+import { ENDED, readingIn, schemaStatements, toRecord, type BatchRow } from './schema.js';
 import { GroupQueue } from './pg-queue.js';
 import { encodeText, finish, lockBatch, remove, sweep, writeResults, type Tx } from './pg-lines.js';
 import { claimGroup, settleClaim } from './pg-claims.js';
@@ -112,7 +112,7 @@ export class PgBatchStore implements BatchStore {
 
   addItems(batchId: string, items: NewItem[], invalid: ItemResult[]): Promise<void> {
     return this.tx(async (c) => {
-      if ((await lockBatch(c, batchId))?.status !== 'validating') return;
+      if (!readingIn(await lockBatch(c, batchId))) return;
       await c.query(
         `INSERT INTO items (batch_id, line, custom_id, grp, body, state)
          SELECT $1, l, cid, g, body, 'pending' FROM unnest($2::int[], $3::text[], $4::text[], $5::text[]) AS x (l, cid, g, body)`,
@@ -139,12 +139,15 @@ export class PgBatchStore implements BatchStore {
 
   start(batchId: string, now: number): Promise<void> {
     return this.tx(async (c) => {
-      if ((await lockBatch(c, batchId))?.status !== 'validating') return;
+      // A batch cancelled while validating starts as cancelling: every line read in is then cancelled.
+      const r = await lockBatch(c, batchId);
+      if (!readingIn(r)) return;
       await c.query(
-        `UPDATE batches SET status = 'in_progress', in_progress_ms = $2,
-           total = (SELECT COUNT(*) FROM items WHERE batch_id = $1) WHERE id = $1`,
+        `UPDATE batches SET status = CASE status WHEN 'validating' THEN 'in_progress' ELSE status END,
+           in_progress_ms = $2, total = (SELECT COUNT(*) FROM items WHERE batch_id = $1) WHERE id = $1`,
         [batchId, now],
       );
+      if (r!.status !== 'validating') return finish(c, batchId, now);
       const groups = await c.query<{ grp: string }>(
         `SELECT grp FROM items WHERE batch_id = $1 AND state = 'pending' GROUP BY grp ORDER BY MIN(line)`,
         [batchId],
@@ -160,7 +163,7 @@ export class PgBatchStore implements BatchStore {
 
   fail(batchId: string, errors: BatchError[], now: number): Promise<void> {
     return this.tx(async (c) => {
-      if ((await lockBatch(c, batchId))?.status !== 'validating') return;
+      if (!readingIn(await lockBatch(c, batchId))) return;
       await c.query(`UPDATE batches SET status = 'failed', failed_ms = $2, ended_ms = $2, errors = $3 WHERE id = $1`, [
         batchId,
         now,

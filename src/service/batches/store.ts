@@ -151,7 +151,7 @@ export interface BatchStore {
   release(batchId: string, lines: number[]): Promise<void>;
   /**
    * A page of results after `after` (undefined: from the start), at most `limit` lines. A cursor the
-   * store did not write rejects with BatchCursorError (code `invalid_cursor`: the API's 400).
+   * store did not write rejects with BatchCursorError (code `invalid_cursor`; the API's error table answers it).
    */
   results(owner: string, id: string, options: { after?: string; limit: number }): Promise<ResultsPage | undefined>;
   /** Records that the last page of a batch's results was read (the input is removed then). */
