@@ -169,6 +169,22 @@ describe.each([sqliteEngine(), pgEngine(pgMissing)])('batch store on $name', (en
     expect(rest).toMatchObject({ batchId: c, items: [{ line: 3 }] });
   });
 
+  test("a runner's preferred groups (states it holds) are claimed first", async () => {
+    await open();
+    const lines = (from: number, to: number, group: string): NewItem[] =>
+      Array.from({ length: to - from + 1 }, (_, i) => item(from + i, group));
+    const id = await started(store, [...lines(1, 6, 'g1'), ...lines(7, 9, 'g2'), ...lines(10, 12, 'g3')]);
+    const home = await store.claim('r1', { maxItems: 3, leaseMs: 60_000, now: T, prefer: ['g3', 'elsewhere'] });
+    expect(home).toMatchObject({ batchId: id, group: 'g3', items: [{ line: 10 }, { line: 11 }, { line: 12 }] });
+    // A preferred group with nothing left to claim: the usual order.
+    const next = await store.claim('r1', { maxItems: 3, leaseMs: 60_000, now: T, prefer: ['g3'] });
+    expect(next).toMatchObject({ group: 'g1', items: [{ line: 1 }, { line: 2 }, { line: 3 }] });
+    await store.complete(id, [ok(1), ok(2), ok(3)], T);
+    await store.settle(next!);
+    const rest = await store.claim('r2', { maxItems: 3, leaseMs: 60_000, now: T, prefer: ['g1'] });
+    expect(rest).toMatchObject({ group: 'g1', items: [{ line: 4 }, { line: 5 }, { line: 6 }] });
+  });
+
   test('a lease that runs out makes its items claimable again; each line is answered once', async () => {
     await open();
     const id = await started(store, [item(1, 'g'), item(2, 'g')]);

@@ -10,6 +10,7 @@ import type {
   BatchStatus,
   BatchStore,
   ClaimedGroup,
+  ClaimOptions,
   ItemResult,
   NewBatch,
   NewItem,
@@ -204,7 +205,7 @@ export class PgBatchStore implements BatchStore {
     });
   }
 
-  claim(runner: string, o: { maxItems: number; leaseMs: number; now: number }): Promise<ClaimedGroup | undefined> {
+  claim(runner: string, o: ClaimOptions): Promise<ClaimedGroup | undefined> {
     return this.tx((c) => claimGroup(c, this.queue, runner, o));
   }
 

@@ -12,6 +12,7 @@ import type {
   BatchStatus,
   BatchStore,
   ClaimedGroup,
+  ClaimOptions,
   ItemResult,
   NewBatch,
   NewItem,
@@ -184,20 +185,24 @@ export class SqliteBatches implements SyncStore {
     return gone;
   }
 
-  claim(runner: string, o: { maxItems: number; leaseMs: number; now: number }): ClaimedGroup | undefined {
+  claim(runner: string, o: ClaimOptions): ClaimedGroup | undefined {
     return this.db.transaction(() => {
       const now = o.now;
-      // In-progress batches by turn; the first with a claimable line gives its oldest group.
-      const batches = this.db
-        .prepare(`SELECT * FROM batches WHERE status = 'in_progress' ORDER BY turn, created_ms, id`)
-        .iterate() as IterableIterator<BatchRow>;
-      let batch: BatchRow | undefined;
-      let grp: string | undefined;
-      for (const b of batches) {
-        grp = this.oldestClaimable(b.id, now);
-        if (grp === undefined) continue;
-        batch = b;
-        break;
+      // A preferred group first; else of the in-progress batches by turn, the first with a claimable
+      // line gives its oldest group.
+      const home = o.prefer?.length ? this.preferred(o.prefer, now) : undefined;
+      let batch: BatchRow | undefined = home && this.row(home.batchId);
+      let grp: string | undefined = home?.grp;
+      if (!batch) {
+        const batches = this.db
+          .prepare(`SELECT * FROM batches WHERE status = 'in_progress' ORDER BY turn, created_ms, id`)
+          .all() as BatchRow[];
+        for (const b of batches) {
+          grp = this.oldestClaimable(b.id, now);
+          if (grp === undefined) continue;
+          batch = b;
+          break;
+        }
       }
       if (!batch || grp === undefined) return undefined;
       const items = this.db
@@ -217,6 +222,18 @@ export class SqliteBatches implements SyncStore {
       if (batch.cache_scope !== null) claim.cacheScope = batch.cache_scope;
       return claim;
     })();
+  }
+
+  /** The preferred group with a claimable line, in the batch whose turn comes first. */
+  private preferred(prefer: string[], now: number): { batchId: string; grp: string } | undefined {
+    return this.db
+      .prepare(
+        `SELECT i.batch_id AS batchId, i.grp FROM items i JOIN batches b ON b.id = i.batch_id
+         WHERE b.status = 'in_progress' AND i.grp IN (SELECT value FROM json_each(?))
+           AND (i.state = 'pending' OR (i.state = 'leased' AND i.leased_until <= ?))
+         ORDER BY b.turn, i.line LIMIT 1`,
+      )
+      .get(JSON.stringify(prefer), now) as { batchId: string; grp: string } | undefined;
   }
 
   /** The group of a batch's first claimable line (pending, or leased until before `now`). */

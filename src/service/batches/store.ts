@@ -100,6 +100,18 @@ export interface ClaimedGroup {
   items: Array<{ line: number; customId: string; body: string }>;
 }
 
+export interface ClaimOptions {
+  maxItems: number;
+  leaseMs: number;
+  now: number;
+  /**
+   * Groups whose state this runner holds (it ran them lately: its prefix cache has them). Their
+   * claimable items go first, before the batches' turns, so a state stays on the replica that
+   * encoded it; on one node, where every group is at home, it changes only the order.
+   */
+  prefer?: string[];
+}
+
 export interface ResultsPage {
   /** Results lines in the order they were written (not input order), each without a newline. */
   lines: string[];
@@ -138,7 +150,7 @@ export interface BatchStore {
    * in-progress batches, the one whose items were claimed least recently (batches take turns), its
    * oldest group first. Items whose lease expired are pending again. Undefined: nothing to run.
    */
-  claim(runner: string, options: { maxItems: number; leaseMs: number; now: number }): Promise<ClaimedGroup | undefined>;
+  claim(runner: string, options: ClaimOptions): Promise<ClaimedGroup | undefined>;
   /**
    * Writes answered lines: each item not yet done becomes done with its result (one that is already
    * done is left as it is); counts them; a batch with no line left becomes `completed` (or
