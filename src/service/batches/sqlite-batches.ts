@@ -40,7 +40,9 @@ export class SqliteBatches implements SyncStore {
   private turn: number | undefined;
 
   constructor(dataDir: string) {
-    this.db = new Database(join(dataDir, SQLITE_FILE));
+    this.db = new Database(join(dataDir, SQLITE_FILE), { timeout: 1000 });
+    // One process serves a data directory: the file stays locked while it is open.
+    this.db.pragma('locking_mode = EXCLUSIVE');
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.pragma('secure_delete = ON');
