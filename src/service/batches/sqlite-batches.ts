@@ -20,6 +20,7 @@ import type {
 } from './store.js';
 import { ENDED, parseCursor, readingIn, schemaStatements, toRecord, type BatchRow } from './schema.js';
 import { SQLITE_FILE } from './sqlite-calls.js';
+import { claimGroup } from './sqlite-claims.js';
 import { finish, remove, sweep, writeLines } from './sqlite-lines.js';
 
 /** The store's methods, synchronous, as the worker serves them. */
@@ -30,8 +31,6 @@ export type SyncStore = {
 };
 
 const ended = (r: BatchRow): boolean => ENDED.includes(r.status as BatchStatus);
-
-const CLAIMABLE = `(state = 'pending' OR (state = 'leased' AND leased_until <= @now))`;
 
 export class SqliteBatches implements SyncStore {
   readonly db: Database.Database;
@@ -189,67 +188,12 @@ export class SqliteBatches implements SyncStore {
 
   claim(runner: string, o: ClaimOptions): ClaimedGroup | undefined {
     return this.db.transaction(() => {
-      const now = o.now;
-      // A preferred group first; else of the in-progress batches by turn, the first with a claimable
-      // line gives its oldest group.
-      const home = o.prefer?.length ? this.preferred(o.prefer, now) : undefined;
-      let batch: BatchRow | undefined = home && this.row(home.batchId);
-      let grp: string | undefined = home?.grp;
-      if (!batch) {
-        const batches = this.db
-          .prepare(`SELECT * FROM batches WHERE status = 'in_progress' ORDER BY turn, created_ms, id`)
-          .all() as BatchRow[];
-        for (const b of batches) {
-          grp = this.oldestClaimable(b.id, now);
-          if (grp === undefined) continue;
-          batch = b;
-          break;
-        }
-      }
-      if (!batch || grp === undefined) return undefined;
-      const items = this.db
-        .prepare(
-          `SELECT line, custom_id AS customId, body FROM items
-           WHERE batch_id = @id AND grp = @grp AND ${CLAIMABLE} ORDER BY line LIMIT @max`,
-        )
-        .all({ id: batch.id, grp, now, max: o.maxItems }) as ClaimedGroup['items'];
       const lease = `${runner}:${Date.now().toString(36)}:${(this.leases++).toString(36)}`;
-      const update = this.db.prepare(
-        `UPDATE items SET state = 'leased', runner = ?, lease = ?, leased_until = ? WHERE batch_id = ? AND line = ?`,
-      );
-      for (const i of items) update.run(runner, lease, now + o.leaseMs, batch.id, i.line);
       this.turn ??= (this.db.prepare('SELECT MAX(turn) AS t FROM batches').get() as { t: number | null }).t ?? 0;
-      this.db.prepare('UPDATE batches SET turn = ? WHERE id = ?').run(++this.turn, batch.id);
-      const claim: ClaimedGroup = { lease, batchId: batch.id, owner: batch.owner, group: grp, items };
-      if (batch.cache_scope !== null) claim.cacheScope = batch.cache_scope;
+      const claim = claimGroup(this.db, runner, lease, this.turn + 1, o);
+      if (claim) this.turn++;
       return claim;
     })();
-  }
-
-  /** The preferred group with a claimable line, in the batch whose turn comes first. */
-  private preferred(prefer: string[], now: number): { batchId: string; grp: string } | undefined {
-    return this.db
-      .prepare(
-        `SELECT i.batch_id AS batchId, i.grp FROM items i JOIN batches b ON b.id = i.batch_id
-         WHERE b.status = 'in_progress' AND i.grp IN (SELECT value FROM json_each(?))
-           AND (i.state = 'pending' OR (i.state = 'leased' AND i.leased_until <= ?))
-         ORDER BY b.turn, i.line LIMIT 1`,
-      )
-      .get(JSON.stringify(prefer), now) as { batchId: string; grp: string } | undefined;
-  }
-
-  /** The group of a batch's first claimable line (pending, or leased until before `now`). */
-  private oldestClaimable(id: string, now: number): string | undefined {
-    const pending = this.db
-      .prepare(`SELECT line, grp FROM items WHERE batch_id = ? AND state = 'pending' ORDER BY line LIMIT 1`)
-      .get(id) as { line: number; grp: string } | undefined;
-    const expired = this.db
-      .prepare(
-        `SELECT line, grp FROM items WHERE batch_id = ? AND state = 'leased' AND leased_until <= ? ORDER BY line LIMIT 1`,
-      )
-      .get(id, now) as { line: number; grp: string } | undefined;
-    if (!pending || (expired && expired.line < pending.line)) return expired?.grp;
-    return pending.grp;
   }
 
   complete(batchId: string, results: ItemResult[], now: number): void {
