@@ -264,6 +264,23 @@ describe.each([sqliteEngine(), pgEngine(pgMissing)])('batch store on $name', (en
     expect((await store.results(OWNER, id, { limit: 10 }))!.done).toBe(true);
   });
 
+  test('sweep: a cancelling batch whose runner never came back is cancelled once its lease runs out', async () => {
+    await open();
+    const id = await started(store, [item(1, 'g1'), item(2, 'g2')]);
+    await store.claim('gone', { maxItems: 10, leaseMs: 1000, now: T });
+    await store.cancel(OWNER, id, T);
+    const keep = { keepMs: 3_600_000, keepReadMs: 60_000 };
+    await store.sweep(T + 500, keep);
+    expect(await store.get(OWNER, id)).toMatchObject({ status: 'cancelling', failed: 1 });
+    await store.sweep(T + 1000, keep);
+    expect(await store.get(OWNER, id)).toMatchObject({ status: 'cancelled', failed: 2, cancelledAt: T / 1000 + 1 });
+    const codes = (await allResults(store, id)).map((l) => JSON.parse(l).error.code);
+    expect(codes).toEqual(['batch_cancelled', 'batch_cancelled']);
+    // The runner's late answer is not written: the line was answered.
+    await store.complete(id, [ok(1)], T + 2000);
+    expect(await store.get(OWNER, id)).toMatchObject({ completed: 0, failed: 2 });
+  });
+
   test('cancel while validating: the lines still read in are cancelled at start; validation can still fail it', async () => {
     await open();
     await store.create({ id: 'v', owner: OWNER, createdAt: T / 1000, expiresAt: T / 1000 + 60 });
