@@ -50,9 +50,26 @@ export class PgBatchStore implements BatchStore {
     this.queue.boss.on('error', (e) => (this.failure = e));
   }
 
-  /** False after the pool or the queue reported an error, until a transaction succeeds again. */
+  /** False while PostgreSQL cannot be reached (the last call or the queue failed to), until a call succeeds. */
   healthy(): boolean {
     return this.failure === undefined;
+  }
+
+  /** `work`'s outcome, noted for healthy(): a connection failure, or a success. */
+  private async track<T>(work: Promise<T>): Promise<T> {
+    try {
+      const out = await work;
+      this.failure = undefined;
+      return out;
+    } catch (e) {
+      // SQLSTATE classes 08 (connection) and 57 (shutdown), a socket's errno, or the client's own
+      // connection errors: PostgreSQL is out of reach (not a query's fault).
+      const { code, message } = e as { code?: string; message?: string };
+      const unreachable =
+        code === undefined ? /connect|terminat|timeout/i.test(message ?? '') : /^(08|57|E[A-Z]+$)/.test(code);
+      if (unreachable) this.failure = e as Error;
+      throw e;
+    }
   }
 
   async open(): Promise<void> {
@@ -65,20 +82,23 @@ export class PgBatchStore implements BatchStore {
     await this.queue.start();
   }
 
-  private async tx<T>(work: (c: Tx) => Promise<T>): Promise<T> {
-    const c = await this.pool.connect();
-    try {
-      await c.query('BEGIN');
-      const out = await work(c);
-      await c.query('COMMIT');
-      this.failure = undefined;
-      return out;
-    } catch (e) {
-      await c.query('ROLLBACK').catch(() => undefined);
-      throw e;
-    } finally {
-      c.release();
-    }
+  private tx<T>(work: (c: Tx) => Promise<T>): Promise<T> {
+    return this.track(
+      (async () => {
+        const c = await this.pool.connect();
+        try {
+          await c.query('BEGIN');
+          const out = await work(c);
+          await c.query('COMMIT');
+          return out;
+        } catch (e) {
+          await c.query('ROLLBACK').catch(() => undefined);
+          throw e;
+        } finally {
+          c.release();
+        }
+      })(),
+    );
   }
 
   create(b: NewBatch): Promise<{ batch: BatchRecord; created: boolean }> {
@@ -176,12 +196,12 @@ export class PgBatchStore implements BatchStore {
   }
 
   async get(owner: string, id: string): Promise<BatchRecord | undefined> {
-    const r = await ownedBatch(this.pool, owner, id);
+    const r = await this.track(ownedBatch(this.pool, owner, id));
     return r && toRecord(r);
   }
 
   list(owner: string, o: { after?: string; limit: number }): Promise<{ data: BatchRecord[]; hasMore: boolean }> {
-    return listBatches(this.pool, owner, o);
+    return this.track(listBatches(this.pool, owner, o));
   }
 
   cancel(owner: string, id: string, now: number): Promise<BatchRecord | undefined> {
@@ -234,7 +254,7 @@ export class PgBatchStore implements BatchStore {
   }
 
   results(owner: string, id: string, o: { after?: string; limit: number }): Promise<ResultsPage | undefined> {
-    return resultsPage(this.pool, owner, id, o);
+    return this.track(resultsPage(this.pool, owner, id, o));
   }
 
   resultsRead(owner: string, id: string, now: number): Promise<void> {
@@ -251,7 +271,7 @@ export class PgBatchStore implements BatchStore {
   }
 
   counts(): Promise<{ batches: Partial<Record<BatchStatus, number>>; pending: number; leased: number }> {
-    return countAll(this.pool);
+    return this.track(countAll(this.pool));
   }
 
   async close(): Promise<void> {
