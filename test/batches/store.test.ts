@@ -378,6 +378,21 @@ describe.each([sqliteEngine(), pgEngine(pgMissing)])('batch store on $name', (en
     expect(await store.counts()).toEqual({ batches: {}, pending: 0, leased: 0 });
   });
 
+  test('a batch still being read in expires once its lines are in', async () => {
+    await open();
+    await store.create({ id: 'slow', owner: OWNER, createdAt: T / 1000, expiresAt: T / 1000 + 10 });
+    await store.addItems('slow', [item(1, 'g')], []);
+    const keep = { keepMs: 3_600_000, keepReadMs: 60_000 };
+    await store.sweep(T + 20_000, keep);
+    expect(await store.get(OWNER, 'slow')).toMatchObject({ status: 'validating' });
+    await store.addItems('slow', [item(2, 'g')], []);
+    await store.start('slow', T + 21_000);
+    await store.sweep(T + 22_000, keep);
+    expect(await store.get(OWNER, 'slow')).toMatchObject({ status: 'expired', total: 2, failed: 2 });
+    const codes = (await allResults(store, 'slow')).map((l) => JSON.parse(l).error.code);
+    expect(codes).toEqual(['batch_expired', 'batch_expired']);
+  });
+
   test("another owner's batches are invisible", async () => {
     await open();
     const id = await started(store, [item(1, 'g')]);

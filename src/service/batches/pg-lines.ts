@@ -137,8 +137,9 @@ export async function sweep(
       if ((await lockBatch(c, id))?.status === 'cancelling') await answerUnfinished(c, id, 'batch_cancelled', now);
     });
   }
+  // A batch whose lines are still being read in expires once they are in (each line gets its result).
   const expiring = await pool.query<{ id: string }>(
-    `SELECT id FROM batches WHERE status NOT IN (${ENDED_SQL}) AND expires_ms <= $1`,
+    `SELECT id FROM batches WHERE status NOT IN (${ENDED_SQL}) AND in_progress_ms IS NOT NULL AND expires_ms <= $1`,
     [now],
   );
   for (const { id } of expiring.rows) {
