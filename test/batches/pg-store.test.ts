@@ -100,8 +100,9 @@ describe.skipIf(missing)('batch store replicas on PostgreSQL', () => {
 
   it('is unhealthy while PostgreSQL is out of reach', async () => {
     const server = await startPostgres();
-    const store = await openPgStore({ url: server.url, replicaId: 'r' });
+    let store: Awaited<ReturnType<typeof openPgStore>> | undefined;
     try {
+      store = await openPgStore({ url: server.url, replicaId: 'r' });
       expect(await store.get('o', 'none')).toBeUndefined();
       expect(store.healthy()).toBe(true);
       await expect(store.results('o', 'none', { after: 'x', limit: 1 })).rejects.toThrow(/invalid results cursor/);
@@ -110,7 +111,7 @@ describe.skipIf(missing)('batch store replicas on PostgreSQL', () => {
       await expect(store.get('o', 'none')).rejects.toThrow();
       expect(store.healthy()).toBe(false);
     } finally {
-      await store.close().catch(() => undefined);
+      await store?.close().catch(() => undefined);
       await server.stop().catch(() => undefined);
     }
   });
