@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchStore, ClaimedGroup } from '../../src/service/batches/index.js';
 import { pgEngine } from './harness.js';
-import { postgresBinDir } from '../helpers/postgres.js';
+import { postgresBinDir, startPostgres } from '../helpers/postgres.js';
+import { openPgStore } from '../../src/service/batches/pg-store.js';
 
 const missing = postgresBinDir() ? undefined : 'no PostgreSQL binaries under /usr/lib/postgresql';
 if (missing) console.log(`batch store replicas on PostgreSQL skipped: ${missing}`);
@@ -94,6 +95,24 @@ describe.skipIf(missing)('batch store replicas on PostgreSQL', () => {
       expect(await h.store.get('o', 'b')).toMatchObject({ status: 'completed', completed: 4 });
     } finally {
       await h.close();
+    }
+  });
+
+  it('is unhealthy while PostgreSQL is out of reach', async () => {
+    const server = await startPostgres();
+    let store: Awaited<ReturnType<typeof openPgStore>> | undefined;
+    try {
+      store = await openPgStore({ url: server.url, replicaId: 'r' });
+      expect(await store.get('o', 'none')).toBeUndefined();
+      expect(store.healthy()).toBe(true);
+      await expect(store.results('o', 'none', { after: 'x', limit: 1 })).rejects.toThrow(/invalid results cursor/);
+      expect(store.healthy()).toBe(true);
+      await server.stop();
+      await expect(store.get('o', 'none')).rejects.toThrow();
+      expect(store.healthy()).toBe(false);
+    } finally {
+      await store?.close().catch(() => undefined);
+      await server.stop().catch(() => undefined);
     }
   });
 });

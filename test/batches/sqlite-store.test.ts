@@ -79,6 +79,22 @@ describe('SQLite batch store', () => {
     }
   });
 
+  it('serves a data directory from one store at a time', async () => {
+    const dataDir = tempDir();
+    const first = await openSqliteStore({ dataDir });
+    try {
+      await first.create({ id: 'b', owner: 'o', createdAt: 1, expiresAt: 2 });
+      await expect(openSqliteStore({ dataDir })).rejects.toThrow(
+        /database is locked \(another process serves this data directory\)/,
+      );
+    } finally {
+      await first.close();
+    }
+    const again = await openSqliteStore({ dataDir });
+    expect(await again.get('o', 'b')).toMatchObject({ id: 'b' });
+    await again.close();
+  });
+
   it('fails at open, naming the path, when the data directory cannot be written', async () => {
     const file = join(tempDir(), 'not-a-dir');
     writeFileSync(file, 'x');

@@ -169,6 +169,22 @@ describe.each([sqliteEngine(), pgEngine(pgMissing)])('batch store on $name', (en
     expect(rest).toMatchObject({ batchId: c, items: [{ line: 3 }] });
   });
 
+  test("a runner's preferred groups (states it holds) are claimed first", async () => {
+    await open();
+    const lines = (from: number, to: number, group: string): NewItem[] =>
+      Array.from({ length: to - from + 1 }, (_, i) => item(from + i, group));
+    const id = await started(store, [...lines(1, 6, 'g1'), ...lines(7, 9, 'g2'), ...lines(10, 12, 'g3')]);
+    const home = await store.claim('r1', { maxItems: 3, leaseMs: 60_000, now: T, prefer: ['g3', 'elsewhere'] });
+    expect(home).toMatchObject({ batchId: id, group: 'g3', items: [{ line: 10 }, { line: 11 }, { line: 12 }] });
+    // A preferred group with nothing left to claim: the usual order.
+    const next = await store.claim('r1', { maxItems: 3, leaseMs: 60_000, now: T, prefer: ['g3'] });
+    expect(next).toMatchObject({ group: 'g1', items: [{ line: 1 }, { line: 2 }, { line: 3 }] });
+    await store.complete(id, [ok(1), ok(2), ok(3)], T);
+    await store.settle(next!);
+    const rest = await store.claim('r2', { maxItems: 3, leaseMs: 60_000, now: T, prefer: ['g1'] });
+    expect(rest).toMatchObject({ group: 'g1', items: [{ line: 4 }, { line: 5 }, { line: 6 }] });
+  });
+
   test('a lease that runs out makes its items claimable again; each line is answered once', async () => {
     await open();
     const id = await started(store, [item(1, 'g'), item(2, 'g')]);
@@ -192,6 +208,23 @@ describe.each([sqliteEngine(), pgEngine(pgMissing)])('batch store on $name', (en
       completedAt: Math.floor((T + 1200) / 1000),
     });
     expect(await store.claim('r3', { maxItems: 10, leaseMs: 1000, now: T + 9000 })).toBeUndefined();
+  });
+
+  test('a group and a custom_id come back as sent, U+0000 and all', async () => {
+    await open();
+    const group = 'tiny-tasks-1\u0000e3b0c442';
+    const customId = 'id \u0000 "quoted" é 🙂';
+    const id = await started(store, [
+      { line: 1, customId, group, body: '{"text":"a"}' },
+      { line: 2, customId: `${customId}2`, group, body: '{"text":"b"}' },
+    ]);
+    const claim = await store.claim('r', { maxItems: 1, leaseMs: 60_000, now: T });
+    expect(claim).toMatchObject({ group, items: [{ line: 1, customId, body: '{"text":"a"}' }] });
+    await store.complete(id, [ok(1)], T);
+    await store.settle(claim!);
+    await store.cancel(OWNER, id, T);
+    const lines = (await allResults(store, id)).map((l) => JSON.parse(l));
+    expect(lines[1]).toMatchObject({ custom_id: `${customId}2`, error: { code: 'batch_cancelled' } });
   });
 
   test('released items are pending again', async () => {
@@ -229,6 +262,47 @@ describe.each([sqliteEngine(), pgEngine(pgMissing)])('batch store on $name', (en
       cancelledAt: T / 1000 + 2,
     });
     expect((await store.results(OWNER, id, { limit: 10 }))!.done).toBe(true);
+  });
+
+  test('sweep: a cancelling batch whose runner never came back is cancelled once its lease runs out', async () => {
+    await open();
+    const id = await started(store, [item(1, 'g1'), item(2, 'g2')]);
+    await store.claim('gone', { maxItems: 10, leaseMs: 1000, now: T });
+    await store.cancel(OWNER, id, T);
+    const keep = { keepMs: 3_600_000, keepReadMs: 60_000 };
+    await store.sweep(T + 500, keep);
+    expect(await store.get(OWNER, id)).toMatchObject({ status: 'cancelling', failed: 1 });
+    await store.sweep(T + 1000, keep);
+    expect(await store.get(OWNER, id)).toMatchObject({ status: 'cancelled', failed: 2, cancelledAt: T / 1000 + 1 });
+    const codes = (await allResults(store, id)).map((l) => JSON.parse(l).error.code);
+    expect(codes).toEqual(['batch_cancelled', 'batch_cancelled']);
+    // The runner's late answer is not written: the line was answered.
+    await store.complete(id, [ok(1)], T + 2000);
+    expect(await store.get(OWNER, id)).toMatchObject({ completed: 0, failed: 2 });
+  });
+
+  test('cancel while validating: the lines still read in are cancelled at start; validation can still fail it', async () => {
+    await open();
+    await store.create({ id: 'v', owner: OWNER, createdAt: T / 1000, expiresAt: T / 1000 + 60 });
+    await store.addItems('v', [item(1, 'g'), item(2, 'h')], []);
+    expect(await store.cancel(OWNER, 'v', T)).toMatchObject({ status: 'cancelling' });
+    await store.addItems('v', [item(3, 'g')], []);
+    expect(await store.claim('r', { maxItems: 10, leaseMs: 1000, now: T })).toBeUndefined();
+    await store.start('v', T + 1000);
+    expect(await store.get(OWNER, 'v')).toMatchObject({ status: 'cancelled', total: 3, completed: 0, failed: 3 });
+    const lines = (await allResults(store, 'v')).map((l) => JSON.parse(l));
+    expect(lines.map((l) => [l.custom_id, l.error.code]).sort()).toEqual([
+      ['c1', 'batch_cancelled'],
+      ['c2', 'batch_cancelled'],
+      ['c3', 'batch_cancelled'],
+    ]);
+    expect(await store.claim('r', { maxItems: 10, leaseMs: 1000, now: T + 2000 })).toBeUndefined();
+
+    await store.create({ id: 'w', owner: OWNER, createdAt: T / 1000, expiresAt: T / 1000 + 60 });
+    await store.addItems('w', [item(1, 'g')], []);
+    await store.cancel(OWNER, 'w', T);
+    await store.fail('w', [{ code: 'empty_file', message: 'no line' }], T);
+    expect(await store.get(OWNER, 'w')).toMatchObject({ status: 'failed' });
   });
 
   test('results are paged by cursor while the batch runs; done only at the end', async () => {
@@ -302,6 +376,21 @@ describe.each([sqliteEngine(), pgEngine(pgMissing)])('batch store on $name', (en
     expect(await store.sweep(T + 11_000 + 3_600_000, keep)).toEqual(['x']);
     expect(await h.atRest()).not.toContain(canary('x'));
     expect(await store.counts()).toEqual({ batches: {}, pending: 0, leased: 0 });
+  });
+
+  test('a batch still being read in expires once its lines are in', async () => {
+    await open();
+    await store.create({ id: 'slow', owner: OWNER, createdAt: T / 1000, expiresAt: T / 1000 + 10 });
+    await store.addItems('slow', [item(1, 'g')], []);
+    const keep = { keepMs: 3_600_000, keepReadMs: 60_000 };
+    await store.sweep(T + 20_000, keep);
+    expect(await store.get(OWNER, 'slow')).toMatchObject({ status: 'validating' });
+    await store.addItems('slow', [item(2, 'g')], []);
+    await store.start('slow', T + 21_000);
+    await store.sweep(T + 22_000, keep);
+    expect(await store.get(OWNER, 'slow')).toMatchObject({ status: 'expired', total: 2, failed: 2 });
+    const codes = (await allResults(store, 'slow')).map((l) => JSON.parse(l).error.code);
+    expect(codes).toEqual(['batch_expired', 'batch_expired']);
   });
 
   test("another owner's batches are invisible", async () => {

@@ -1,17 +1,15 @@
 // Claims on PostgreSQL (pg-store.ts), each in the caller's transaction: a claim fetches a group's
 // job from the queue and leases that group's claimable items (FOR UPDATE SKIP LOCKED: two replicas
 // never lease the same line); a job whose group has nothing left to lease is completed and the next
-// one fetched. When the queue has none, a claim takes over a group whose lease ran out (by the
+// one fetched. A runner's preferred groups (states it holds) are fetched first. When the queue has none, a claim takes over a group whose lease ran out (by the
 // caller's clock) while its job is still active, without waiting for pg-boss's maintenance to expire
 // that job. Settling completes the job and queues the group again while it has pending items.
-import type { ClaimedGroup } from './store.js';
+import type { ClaimedGroup, ClaimOptions } from './store.js';
 import type { GroupQueue } from './pg-queue.js';
-import { lockBatch, type Tx } from './pg-lines.js';
+import { decodeText, encodeText, lockBatch, type Tx } from './pg-lines.js';
 
 /** Jobs fetched and found empty (their lines done or leased) before a claim gives up for now. */
 const STALE_JOBS = 16;
-
-type ClaimOptions = { maxItems: number; leaseMs: number; now: number };
 
 export async function claimGroup(
   c: Tx,
@@ -20,7 +18,9 @@ export async function claimGroup(
   o: ClaimOptions,
 ): Promise<ClaimedGroup | undefined> {
   for (let i = 0; i < STALE_JOBS; i++) {
-    const job = await queue.fetch(c);
+    // A group whose state this runner holds first; then the queue's order.
+    const preferred = o.prefer?.length && i === 0 ? await queue.fetch(c, o.prefer.map(encodeText)) : undefined;
+    const job = preferred ?? (await queue.fetch(c));
     if (!job) break;
     const claim = await leaseGroup(c, job.data.batchId, job.data.group, job.id, runner, o);
     if (claim) {
@@ -39,6 +39,7 @@ export async function claimGroup(
   return stale && leaseGroup(c, stale.batch_id, stale.grp, stale.lease, runner, o);
 }
 
+/** Leases claimable items of `group` (as kept: encodeText) under `lease`. */
 async function leaseGroup(
   c: Tx,
   batchId: string,
@@ -61,7 +62,13 @@ async function leaseGroup(
      WHERE batch_id = $1 AND line = ANY($2::int[])`,
     [batchId, items.map((i) => i.line), runner, lease, o.now + o.leaseMs],
   );
-  const claim: ClaimedGroup = { lease, batchId, owner: batch.owner, group, items };
+  const claim: ClaimedGroup = {
+    lease,
+    batchId,
+    owner: batch.owner,
+    group: decodeText(group),
+    items: items.map((i) => ({ ...i, customId: decodeText(i.customId) })),
+  };
   if (batch.cache_scope !== null) claim.cacheScope = batch.cache_scope;
   return claim;
 }
@@ -71,7 +78,7 @@ export async function settleClaim(c: Tx, queue: GroupQueue, claim: ClaimedGroup)
   if ((await lockBatch(c, claim.batchId))?.status !== 'in_progress') return;
   const { rows } = await c.query(`SELECT 1 FROM items WHERE batch_id = $1 AND grp = $2 AND state = 'pending' LIMIT 1`, [
     claim.batchId,
-    claim.group,
+    encodeText(claim.group),
   ]);
-  if (rows.length > 0) await queue.enqueue(c, claim.batchId, [claim.group]);
+  if (rows.length > 0) await queue.enqueue(c, claim.batchId, [encodeText(claim.group)]);
 }

@@ -9,6 +9,13 @@ import type { GroupQueue } from './pg-queue.js';
 
 export type Tx = pg.PoolClient;
 
+/**
+ * A custom_id or group as PostgreSQL keeps it: its JSON text. PostgreSQL's text (and pg-boss's jsonb)
+ * cannot hold U+0000, which a custom_id may contain and a group does (model and state hash).
+ */
+export const encodeText = (s: string): string => JSON.stringify(s);
+export const decodeText = (s: string): string => JSON.parse(s) as string;
+
 export async function writeResults(c: Tx, batchId: string, results: ItemResult[]): Promise<void> {
   if (results.length === 0) return;
   const { rows } = await c.query<{ completed: number; failed: number }>(
@@ -52,16 +59,21 @@ export async function answerUnfinished(
   await writeResults(
     c,
     batchId,
-    rows.map((r) => ({ line: r.line, result: errorLine(r.custom_id, code), ok: false, inputTokens: 0 })),
+    rows.map((r) => ({ line: r.line, result: errorLine(decodeText(r.custom_id), code), ok: false, inputTokens: 0 })),
   );
   if (now !== undefined) await finish(c, batchId, now);
 }
 
 /** After a change: a cancelling batch answers its pending lines; a batch with no line left ends. */
 export async function finish(c: Tx, batchId: string, now: number): Promise<void> {
-  const { rows } = await c.query<{ status: string }>('SELECT status FROM batches WHERE id = $1', [batchId]);
+  const { rows } = await c.query<{ status: string; in_progress_ms: number | null }>(
+    'SELECT status, in_progress_ms FROM batches WHERE id = $1',
+    [batchId],
+  );
   const status = rows[0]?.status;
   if (status !== 'in_progress' && status !== 'cancelling') return;
+  // Cancelled while validating: its lines are still being read in; start() finishes it.
+  if (status === 'cancelling' && rows[0]!.in_progress_ms === null) return;
   if (status === 'cancelling') {
     const pending = await c.query<{ line: number; custom_id: string }>(
       `SELECT line, custom_id FROM items WHERE batch_id = $1 AND state = 'pending'`,
@@ -72,7 +84,7 @@ export async function finish(c: Tx, batchId: string, now: number): Promise<void>
       batchId,
       pending.rows.map((r) => ({
         line: r.line,
-        result: errorLine(r.custom_id, 'batch_cancelled'),
+        result: errorLine(decodeText(r.custom_id), 'batch_cancelled'),
         ok: false,
         inputTokens: 0,
       })),
@@ -125,8 +137,9 @@ export async function sweep(
       if ((await lockBatch(c, id))?.status === 'cancelling') await answerUnfinished(c, id, 'batch_cancelled', now);
     });
   }
+  // A batch whose lines are still being read in expires once they are in (each line gets its result).
   const expiring = await pool.query<{ id: string }>(
-    `SELECT id FROM batches WHERE status NOT IN (${ENDED_SQL}) AND expires_ms <= $1`,
+    `SELECT id FROM batches WHERE status NOT IN (${ENDED_SQL}) AND in_progress_ms IS NOT NULL AND expires_ms <= $1`,
     [now],
   );
   for (const { id } of expiring.rows) {

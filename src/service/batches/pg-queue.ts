@@ -13,6 +13,7 @@ export const QUEUE = 'assay-batch-groups';
 /** What a job names: a group of one batch. */
 export interface GroupJob {
   batchId: string;
+  /** As the items table keeps it (its JSON text). */
   group: string;
 }
 
@@ -68,9 +69,35 @@ export class GroupQueue {
     await client.query('UPDATE batches SET turn = $2 WHERE id = $1', [batchId, base + groups.length]);
   }
 
-  /** The next job (active now, until its expiry), or undefined. */
-  async fetch(client: pg.PoolClient): Promise<{ id: string; data: GroupJob; turn: number } | undefined> {
-    const [job] = await this.boss.fetch<GroupJob>(QUEUE, { batchSize: 1, includeMetadata: true, db: onClient(client) });
+  /**
+   * The next job (active now, until its expiry), or undefined; of `groups` only (as kept: their
+   * JSON text) when given. pg-boss fetches by queue alone, so a fetch by group is its fetch
+   * statement narrowed to the groups (the job's state, start, retry count as pg-boss sets them).
+   */
+  async fetch(
+    client: pg.PoolClient,
+    groups?: string[],
+  ): Promise<{ id: string; data: GroupJob; turn: number } | undefined> {
+    if (!groups) {
+      const [job] = await this.boss.fetch<GroupJob>(QUEUE, {
+        batchSize: 1,
+        includeMetadata: true,
+        db: onClient(client),
+      });
+      return job && { id: job.id, data: job.data, turn: -job.priority };
+    }
+    const { rows } = await client.query<{ id: string; data: GroupJob; priority: number }>(
+      `WITH next AS (
+         SELECT id FROM pgboss.job
+         WHERE name = $1 AND state < 'active' AND start_after < now() AND data->>'group' = ANY($2::text[])
+         ORDER BY priority DESC, created_on, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+       UPDATE pgboss.job j SET state = 'active', started_on = now(),
+         retry_count = CASE WHEN started_on IS NOT NULL THEN retry_count + 1 ELSE retry_count END
+       FROM next WHERE j.name = $1 AND j.id = next.id
+       RETURNING j.id, j.data, j.priority`,
+      [QUEUE, groups],
+    );
+    const job = rows[0];
     return job && { id: job.id, data: job.data, turn: -job.priority };
   }
 

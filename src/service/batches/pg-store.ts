@@ -10,14 +10,15 @@ import type {
   BatchStatus,
   BatchStore,
   ClaimedGroup,
+  ClaimOptions,
   ItemResult,
   NewBatch,
   NewItem,
   ResultsPage,
 } from './store.js';
-import { ENDED, schemaStatements, toRecord, type BatchRow } from './schema.js';
+import { ENDED, readingIn, schemaStatements, toRecord, type BatchRow } from './schema.js';
 import { GroupQueue } from './pg-queue.js';
-import { finish, lockBatch, remove, sweep, writeResults, type Tx } from './pg-lines.js';
+import { encodeText, finish, lockBatch, remove, sweep, writeResults, type Tx } from './pg-lines.js';
 import { claimGroup, settleClaim } from './pg-claims.js';
 import { countAll, listBatches, ownedBatch, resultsPage } from './pg-reads.js';
 
@@ -49,9 +50,26 @@ export class PgBatchStore implements BatchStore {
     this.queue.boss.on('error', (e) => (this.failure = e));
   }
 
-  /** False after the pool or the queue reported an error, until a transaction succeeds again. */
+  /** False while PostgreSQL cannot be reached (the last call or the queue failed to), until a call succeeds. */
   healthy(): boolean {
     return this.failure === undefined;
+  }
+
+  /** `work`'s outcome, noted for healthy(): a connection failure, or a success. */
+  private async track<T>(work: Promise<T>): Promise<T> {
+    try {
+      const out = await work;
+      this.failure = undefined;
+      return out;
+    } catch (e) {
+      // SQLSTATE classes 08 (connection) and 57 (shutdown), a socket's errno, or the client's own
+      // connection errors: PostgreSQL is out of reach (not a query's fault).
+      const { code, message } = e as { code?: string; message?: string };
+      const unreachable =
+        code === undefined ? /connect|terminat|timeout/i.test(message ?? '') : /^(08|57|E[A-Z]+$)/.test(code);
+      if (unreachable) this.failure = e as Error;
+      throw e;
+    }
   }
 
   async open(): Promise<void> {
@@ -64,20 +82,23 @@ export class PgBatchStore implements BatchStore {
     await this.queue.start();
   }
 
-  private async tx<T>(work: (c: Tx) => Promise<T>): Promise<T> {
-    const c = await this.pool.connect();
-    try {
-      await c.query('BEGIN');
-      const out = await work(c);
-      await c.query('COMMIT');
-      this.failure = undefined;
-      return out;
-    } catch (e) {
-      await c.query('ROLLBACK').catch(() => undefined);
-      throw e;
-    } finally {
-      c.release();
-    }
+  private tx<T>(work: (c: Tx) => Promise<T>): Promise<T> {
+    return this.track(
+      (async () => {
+        const c = await this.pool.connect();
+        try {
+          await c.query('BEGIN');
+          const out = await work(c);
+          await c.query('COMMIT');
+          return out;
+        } catch (e) {
+          await c.query('ROLLBACK').catch(() => undefined);
+          throw e;
+        } finally {
+          c.release();
+        }
+      })(),
+    );
   }
 
   create(b: NewBatch): Promise<{ batch: BatchRecord; created: boolean }> {
@@ -112,15 +133,15 @@ export class PgBatchStore implements BatchStore {
 
   addItems(batchId: string, items: NewItem[], invalid: ItemResult[]): Promise<void> {
     return this.tx(async (c) => {
-      if ((await lockBatch(c, batchId))?.status !== 'validating') return;
+      if (!readingIn(await lockBatch(c, batchId))) return;
       await c.query(
         `INSERT INTO items (batch_id, line, custom_id, grp, body, state)
          SELECT $1, l, cid, g, body, 'pending' FROM unnest($2::int[], $3::text[], $4::text[], $5::text[]) AS x (l, cid, g, body)`,
         [
           batchId,
           items.map((i) => i.line),
-          items.map((i) => i.customId),
-          items.map((i) => i.group),
+          items.map((i) => encodeText(i.customId)),
+          items.map((i) => encodeText(i.group)),
           items.map((i) => i.body),
         ],
       );
@@ -139,12 +160,15 @@ export class PgBatchStore implements BatchStore {
 
   start(batchId: string, now: number): Promise<void> {
     return this.tx(async (c) => {
-      if ((await lockBatch(c, batchId))?.status !== 'validating') return;
+      // A batch cancelled while validating starts as cancelling: every line read in is then cancelled.
+      const r = await lockBatch(c, batchId);
+      if (!readingIn(r)) return;
       await c.query(
-        `UPDATE batches SET status = 'in_progress', in_progress_ms = $2,
-           total = (SELECT COUNT(*) FROM items WHERE batch_id = $1) WHERE id = $1`,
+        `UPDATE batches SET status = CASE status WHEN 'validating' THEN 'in_progress' ELSE status END,
+           in_progress_ms = $2, total = (SELECT COUNT(*) FROM items WHERE batch_id = $1) WHERE id = $1`,
         [batchId, now],
       );
+      if (r!.status !== 'validating') return finish(c, batchId, now);
       const groups = await c.query<{ grp: string }>(
         `SELECT grp FROM items WHERE batch_id = $1 AND state = 'pending' GROUP BY grp ORDER BY MIN(line)`,
         [batchId],
@@ -160,7 +184,7 @@ export class PgBatchStore implements BatchStore {
 
   fail(batchId: string, errors: BatchError[], now: number): Promise<void> {
     return this.tx(async (c) => {
-      if ((await lockBatch(c, batchId))?.status !== 'validating') return;
+      if (!readingIn(await lockBatch(c, batchId))) return;
       await c.query(`UPDATE batches SET status = 'failed', failed_ms = $2, ended_ms = $2, errors = $3 WHERE id = $1`, [
         batchId,
         now,
@@ -172,12 +196,12 @@ export class PgBatchStore implements BatchStore {
   }
 
   async get(owner: string, id: string): Promise<BatchRecord | undefined> {
-    const r = await ownedBatch(this.pool, owner, id);
+    const r = await this.track(ownedBatch(this.pool, owner, id));
     return r && toRecord(r);
   }
 
   list(owner: string, o: { after?: string; limit: number }): Promise<{ data: BatchRecord[]; hasMore: boolean }> {
-    return listBatches(this.pool, owner, o);
+    return this.track(listBatches(this.pool, owner, o));
   }
 
   cancel(owner: string, id: string, now: number): Promise<BatchRecord | undefined> {
@@ -201,7 +225,7 @@ export class PgBatchStore implements BatchStore {
     });
   }
 
-  claim(runner: string, o: { maxItems: number; leaseMs: number; now: number }): Promise<ClaimedGroup | undefined> {
+  claim(runner: string, o: ClaimOptions): Promise<ClaimedGroup | undefined> {
     return this.tx((c) => claimGroup(c, this.queue, runner, o));
   }
 
@@ -230,7 +254,7 @@ export class PgBatchStore implements BatchStore {
   }
 
   results(owner: string, id: string, o: { after?: string; limit: number }): Promise<ResultsPage | undefined> {
-    return resultsPage(this.pool, owner, id, o);
+    return this.track(resultsPage(this.pool, owner, id, o));
   }
 
   resultsRead(owner: string, id: string, now: number): Promise<void> {
@@ -247,7 +271,7 @@ export class PgBatchStore implements BatchStore {
   }
 
   counts(): Promise<{ batches: Partial<Record<BatchStatus, number>>; pending: number; leased: number }> {
-    return countAll(this.pool);
+    return this.track(countAll(this.pool));
   }
 
   async close(): Promise<void> {

@@ -4,7 +4,8 @@
 // the records show unix seconds.
 //
 //   batches  one row per batch: OpenAI's status and timestamps, counts, idempotency key and content
-//            hash, metadata (JSON), `turn` (when its items were last claimed: batches take turns)
+//            hash, metadata (JSON), `turn` (batches take turns: on SQLite the order of its last
+//            claim; on PostgreSQL the turn of its last queued job)
 //   items    one row per input line: custom_id, group, body (the request's JSON, emptied once the
 //            line is done), state pending | leased | done, and the lease (runner, handle, until)
 //   results  one row per answered line, `seq` in the order written (the results cursor); unique per
@@ -55,6 +56,7 @@ export function schemaStatements(dialect: Dialect): string[] {
     )`,
     'CREATE INDEX IF NOT EXISTS items_group ON items (batch_id, grp, state, line)',
     'CREATE INDEX IF NOT EXISTS items_state ON items (state, batch_id)',
+    'CREATE INDEX IF NOT EXISTS items_claim ON items (batch_id, state, line)',
     `CREATE TABLE IF NOT EXISTS results (
       seq ${seq},
       batch_id TEXT NOT NULL,

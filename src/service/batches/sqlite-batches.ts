@@ -12,6 +12,7 @@ import type {
   BatchStatus,
   BatchStore,
   ClaimedGroup,
+  ClaimOptions,
   ItemResult,
   NewBatch,
   NewItem,
@@ -19,6 +20,7 @@ import type {
 } from './store.js';
 import { ENDED, parseCursor, readingIn, schemaStatements, toRecord, type BatchRow } from './schema.js';
 import { SQLITE_FILE } from './sqlite-calls.js';
+import { claimGroup } from './sqlite-claims.js';
 import { finish, remove, sweep, writeLines } from './sqlite-lines.js';
 
 /** The store's methods, synchronous, as the worker serves them. */
@@ -30,14 +32,16 @@ export type SyncStore = {
 
 const ended = (r: BatchRow): boolean => ENDED.includes(r.status as BatchStatus);
 
-const CLAIMABLE = `(state = 'pending' OR (state = 'leased' AND leased_until <= @now))`;
-
 export class SqliteBatches implements SyncStore {
   readonly db: Database.Database;
   private leases = 0;
+  /** The last turn given (batches take turns: the least recently claimed goes first). */
+  private turn: number | undefined;
 
   constructor(dataDir: string) {
-    this.db = new Database(join(dataDir, SQLITE_FILE));
+    this.db = new Database(join(dataDir, SQLITE_FILE), { timeout: 1000 });
+    // One process serves a data directory: the file stays locked while it is open.
+    this.db.pragma('locking_mode = EXCLUSIVE');
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.pragma('secure_delete = ON');
@@ -182,34 +186,12 @@ export class SqliteBatches implements SyncStore {
     return gone;
   }
 
-  claim(runner: string, o: { maxItems: number; leaseMs: number; now: number }): ClaimedGroup | undefined {
+  claim(runner: string, o: ClaimOptions): ClaimedGroup | undefined {
     return this.db.transaction(() => {
-      const now = o.now;
-      const batch = this.db
-        .prepare(
-          `SELECT * FROM batches b WHERE status = 'in_progress'
-             AND EXISTS (SELECT 1 FROM items WHERE batch_id = b.id AND ${CLAIMABLE})
-           ORDER BY turn, created_ms, id LIMIT 1`,
-        )
-        .get({ now }) as BatchRow | undefined;
-      if (!batch) return undefined;
-      const { grp } = this.db
-        .prepare(`SELECT grp FROM items WHERE batch_id = @id AND ${CLAIMABLE} ORDER BY line LIMIT 1`)
-        .get({ id: batch.id, now }) as { grp: string };
-      const items = this.db
-        .prepare(
-          `SELECT line, custom_id AS customId, body FROM items
-           WHERE batch_id = @id AND grp = @grp AND ${CLAIMABLE} ORDER BY line LIMIT @max`,
-        )
-        .all({ id: batch.id, grp, now, max: o.maxItems }) as ClaimedGroup['items'];
       const lease = `${runner}:${Date.now().toString(36)}:${(this.leases++).toString(36)}`;
-      const update = this.db.prepare(
-        `UPDATE items SET state = 'leased', runner = ?, lease = ?, leased_until = ? WHERE batch_id = ? AND line = ?`,
-      );
-      for (const i of items) update.run(runner, lease, now + o.leaseMs, batch.id, i.line);
-      this.db.prepare('UPDATE batches SET turn = (SELECT MAX(turn) FROM batches) + 1 WHERE id = ?').run(batch.id);
-      const claim: ClaimedGroup = { lease, batchId: batch.id, owner: batch.owner, group: grp, items };
-      if (batch.cache_scope !== null) claim.cacheScope = batch.cache_scope;
+      this.turn ??= (this.db.prepare('SELECT MAX(turn) AS t FROM batches').get() as { t: number | null }).t ?? 0;
+      const claim = claimGroup(this.db, runner, lease, this.turn + 1, o);
+      if (claim) this.turn++;
       return claim;
     })();
   }

@@ -50,7 +50,9 @@ export class SqliteBatchStore implements BatchStore {
     try {
       await this.thread().call('open', undefined);
     } catch (e) {
-      throw new Error(`cannot open the batch store ${this.file}: ${(e as Error).message}`, { cause: e });
+      const message = (e as Error).message;
+      const hint = /locked/.test(message) ? ' (another process serves this data directory)' : '';
+      throw new Error(`cannot open the batch store ${this.file}: ${message}${hint}`, { cause: e });
     }
   }
 
@@ -115,6 +117,11 @@ export class SqliteBatchStore implements BatchStore {
 /** Opens (creates) the store in `dataDir`; a data directory that cannot be written fails here, naming it. */
 export async function openSqliteStore(o: SqliteStoreOptions): Promise<SqliteBatchStore> {
   const store = new SqliteBatchStore({ ...o, dataDir: resolve(o.dataDir) });
-  await store.open();
+  try {
+    await store.open();
+  } catch (e) {
+    await store.close().catch(() => undefined);
+    throw e;
+  }
   return store;
 }

@@ -5,7 +5,8 @@
 // again, so a line re-run after a crash (its lease expired) cannot appear twice in the results.
 //
 // Every method is async: the SQLite engine runs in its own worker thread (its driver is synchronous
-// and must never run on the event loop), the PostgreSQL engine over the network.
+// and must never run on the event loop), the PostgreSQL engine over the network. Every `now` argument
+// is unix milliseconds (Date.now()); the records' times are unix seconds.
 
 /** OpenAI's batch statuses. */
 export type BatchStatus =
@@ -99,6 +100,18 @@ export interface ClaimedGroup {
   items: Array<{ line: number; customId: string; body: string }>;
 }
 
+export interface ClaimOptions {
+  maxItems: number;
+  leaseMs: number;
+  now: number;
+  /**
+   * Groups whose state this runner holds (it ran them lately: its prefix cache has them). Their
+   * claimable items go first, before the batches' turns, so a state stays on the replica that
+   * encoded it; on one node, where every group is at home, it changes only the order.
+   */
+  prefer?: string[];
+}
+
 export interface ResultsPage {
   /** Results lines in the order they were written (not input order), each without a newline. */
   lines: string[];
@@ -137,7 +150,7 @@ export interface BatchStore {
    * in-progress batches, the one whose items were claimed least recently (batches take turns), its
    * oldest group first. Items whose lease expired are pending again. Undefined: nothing to run.
    */
-  claim(runner: string, options: { maxItems: number; leaseMs: number; now: number }): Promise<ClaimedGroup | undefined>;
+  claim(runner: string, options: ClaimOptions): Promise<ClaimedGroup | undefined>;
   /**
    * Writes answered lines: each item not yet done becomes done with its result (one that is already
    * done is left as it is); counts them; a batch with no line left becomes `completed` (or
@@ -148,7 +161,10 @@ export interface BatchStore {
   settle(claim: ClaimedGroup): Promise<void>;
   /** Gives leased items back (pending again), e.g. at shutdown. */
   release(batchId: string, lines: number[]): Promise<void>;
-  /** A page of results after `after` (undefined: from the start), at most `limit` lines. */
+  /**
+   * A page of results after `after` (undefined: from the start), at most `limit` lines. A cursor the
+   * store did not write rejects with BatchCursorError (code `invalid_cursor`; the API's error table answers it).
+   */
   results(owner: string, id: string, options: { after?: string; limit: number }): Promise<ResultsPage | undefined>;
   /** Records that the last page of a batch's results was read (the input is removed then). */
   resultsRead(owner: string, id: string, now: number): Promise<void>;
