@@ -37,12 +37,17 @@ export interface RunnerOptions {
   onError?(error: unknown): void;
 }
 
+/** How many recently run groups a runner asks for first. */
+const RECENT_GROUPS = 32;
+
 export class BatchRunner {
   private readonly stopping = new AbortController();
   private readonly loops: Array<Promise<void>> = [];
   private readonly sleepers = new Set<() => void>();
   /** Moving average of the time one line takes, ms (sizes the claims); undefined before the first claim. */
   private msPerLine: number | undefined;
+  /** The groups (states) this runner ran last, newest last: its prefix cache likely holds them. */
+  private readonly recent: string[] = [];
   /** Moving average of one line's input tokens (what a claim is expected to take from its key's budget). */
   private tokensPerLine = 0;
 
@@ -84,6 +89,8 @@ export class BatchRunner {
           maxItems: this.claimSize(),
           leaseMs: this.o.leaseMs,
           now: Date.now(),
+          // Lines of a state this runner encoded lately come here first (on replicas: the one that holds its prefix).
+          prefer: [...this.recent],
         });
       } catch (error) {
         this.o.onError?.(error);
@@ -111,6 +118,10 @@ export class BatchRunner {
 
   private async run(claim: ClaimedGroup): Promise<void> {
     const { store, pacer } = this.o;
+    const at = this.recent.indexOf(claim.group);
+    if (at >= 0) this.recent.splice(at, 1);
+    this.recent.push(claim.group);
+    if (this.recent.length > RECENT_GROUPS) this.recent.shift();
     const lines = claim.items.map((i) => i.line);
     try {
       // The owner's budget must hold what this claim is expected to take (waited for, in slices, since it refills).
