@@ -1,0 +1,124 @@
+// One model's runs of the batch bench, each on a fresh `assay serve` (so no run answers from another's
+// prefix cache): the batch alone; the same lines fanned out through the SDK at each concurrency; then
+// the interactive load on an idle server (half before, half after) and while a batch of the same
+// lines drains. Two keys: the batch and fan-out key, and the interactive callers' key.
+import { TextCodec, type ShapeName, type SynthDtype } from '../../src/internal.js';
+import type { BenchContext } from '../lib/context.js';
+import { startBenchServer, type BenchServer } from '../lib/server.js';
+import { round, summarize } from '../lib/stats.js';
+import { fanOut, maxDiff, openLoop, runBatch, type BatchRun, type FanOutRun, type LoadRun } from './clients.js';
+import { corpusLines, interactiveRequest } from './corpus.js';
+
+export const BATCH_KEY = 'bench-batches-corpus-key';
+export const LIVE_KEY = 'bench-batches-interactive-key';
+
+export interface ShapePlan {
+  shape: ShapeName;
+  dtype: SynthDtype;
+  lines: number;
+  questions: number;
+  concurrency: number[];
+  /** Seconds of interactive load on the idle server, half before the drain and half after. */
+  idleSeconds: number;
+  rps: number;
+}
+
+export interface Latency {
+  n: number;
+  failed: number;
+  p50: number;
+  p99: number;
+}
+
+export interface ShapeResult {
+  plan: ShapePlan;
+  model: string;
+  states: number;
+  batch: Omit<BatchRun, 'sample'>;
+  fanOuts: Array<Omit<FanOutRun, 'sample'> & { maxDiff: number; compared: number }>;
+  interactive: { idle: Latency; draining: Latency; drainBatch: Omit<BatchRun, 'sample'> };
+}
+
+function latency(runs: LoadRun[]): Latency {
+  const all = runs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const s = summarize(all);
+  const p99 = all.length === 0 ? NaN : all[Math.min(all.length - 1, Math.ceil(all.length * 0.99) - 1)]!;
+  return { n: s.n, failed: runs.reduce((n, r) => n + r.failed, 0), p50: round(s.median, 1), p99: round(p99, 1) };
+}
+
+function rounded<T extends { ms: number; sample: unknown }>(r: T): Omit<T, 'sample'> {
+  const { sample: _sample, ...rest } = r;
+  void _sample;
+  return { ...rest, ms: round(rest.ms, 0) };
+}
+
+export async function measureShape(ctx: BenchContext, plan: ShapePlan): Promise<ShapeResult> {
+  const dir = await ctx.model(plan.shape, plan.dtype);
+  const codec = await TextCodec.load(dir);
+  const model = 'bench-model';
+  const lines = corpusLines(codec, model, plan.lines, plan.questions);
+  const states = new Set(lines.map((l) => l.body.state)).size;
+  // About 50 lines spread over the corpus are compared between the batch and every fan-out.
+  const step = Math.max(1, Math.floor(lines.length / 50));
+  const sampled = new Set(lines.filter((_, i) => i % step === 0).map((l) => l.custom_id));
+  const label = `${plan.shape}-${plan.dtype}`;
+  let live = 0;
+  const nextLive = (i: number) => interactiveRequest(codec, model, i);
+  const server = async <T>(what: string, run: (s: BenchServer) => Promise<T>): Promise<T> => {
+    ctx.log(`  ${label}: ${what}`);
+    const s = await startBenchServer({
+      modelDir: dir,
+      variant: plan.dtype,
+      threads: ctx.threads,
+      key: `${BATCH_KEY},${LIVE_KEY}`,
+      // Neither side is paced by the per-key limits: the bench compares the work, not the quotas.
+      args: ['--rpm', '100000000', '--tps', '1000000000', '--deadline-ms', '900000'],
+    });
+    try {
+      // Warm-up: the first passes of a fresh session, on states nobody asks again.
+      for (let i = 0; i < 2; i++)
+        await openLoop(s, LIVE_KEY, nextLive, { rps: 1000, maxMs: 0, first: 900_000 + live++ });
+      return await run(s);
+    } finally {
+      await s.stop();
+    }
+  };
+
+  const batch = await server(`a batch of ${lines.length} lines (${states} states)`, (s) =>
+    runBatch(s, BATCH_KEY, lines, sampled),
+  );
+  ctx.log(`    ${(batch.ms / 1000).toFixed(1)} s, ${batch.status}, ${batch.ok} ok, ${batch.failed} failed`);
+  const fanOuts: ShapeResult['fanOuts'] = [];
+  for (const c of plan.concurrency) {
+    const f = await server(`the same lines through the SDK, concurrency ${c}`, (s) =>
+      fanOut(s, BATCH_KEY, lines, c, sampled),
+    );
+    const compared = [...batch.sample.keys()].filter((id) => f.sample.has(id));
+    const diff = Math.max(0, ...compared.map((id) => maxDiff(batch.sample.get(id), f.sample.get(id))));
+    ctx.log(`    ${(f.ms / 1000).toFixed(1)} s, ${f.ok} ok, ${f.failed} failed, max |Δ| ${diff} on ${compared.length}`);
+    fanOuts.push({ ...rounded(f), maxDiff: diff, compared: compared.length });
+  }
+
+  const interactive = await server(`interactive ${plan.rps}/s idle, while a batch drains, idle again`, async (s) => {
+    const half = (plan.idleSeconds * 1000) / 2;
+    const before = await openLoop(s, LIVE_KEY, nextLive, { rps: plan.rps, maxMs: half, first: 0 });
+    let submitted!: () => void;
+    const accepted = new Promise<void>((r) => (submitted = r));
+    let done = false;
+    const drain = runBatch(s, BATCH_KEY, lines, new Set(), submitted).finally(() => (done = true));
+    await accepted;
+    const during = await openLoop(s, LIVE_KEY, nextLive, {
+      rps: plan.rps,
+      maxMs: 3_600_000,
+      first: 100_000,
+      stop: () => done,
+    });
+    const drained = await drain;
+    const after = await openLoop(s, LIVE_KEY, nextLive, { rps: plan.rps, maxMs: half, first: 200_000 });
+    return { idle: latency([before, after]), draining: latency([during]), drainBatch: rounded(drained) };
+  });
+  ctx.log(
+    `    idle p50 ${interactive.idle.p50} ms p99 ${interactive.idle.p99} ms (${interactive.idle.n}); draining p50 ${interactive.draining.p50} ms p99 ${interactive.draining.p99} ms (${interactive.draining.n})`,
+  );
+  return { plan, model: label, states, batch: rounded(batch), fanOuts, interactive };
+}
