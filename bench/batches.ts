@@ -60,7 +60,7 @@ function targets(r: ShapeResult): Target[] {
   const speedup = round(best.ms / r.batch.ms, 2);
   const p50 = round(r.interactive.draining.p50 / r.interactive.idle.p50, 2);
   const p99 = round(r.interactive.draining.p99 / r.interactive.idle.p99, 2);
-  const diff = Math.max(...r.fanOuts.map((f) => f.maxDiff));
+  const diff = Number(Math.max(...r.fanOuts.map((f) => f.maxDiff)).toPrecision(3));
   const compared = Math.min(...r.fanOuts.map((f) => f.compared));
   const size = `${r.plan.lines} lines, ${r.model}`;
   const complete = r.batch.ok === r.plan.lines && r.batch.duplicates === 0 && r.batch.status === 'completed';
@@ -131,7 +131,18 @@ function markdown(rows: ShapeResult[]): string {
   const live = rows.flatMap((r) => {
     const { idle, draining, drainBatch } = r.interactive;
     return [
-      [r.model, 'idle (before and after)', idle.n, idle.failed, idle.p50, idle.p99, '', ''],
+      [
+        r.model,
+        'idle (before and after)',
+        idle.n,
+        idle.failed,
+        idle.p50,
+        idle.p99,
+        '',
+        '',
+        `${idle.engine.p50} / ${idle.engine.p99}`,
+        `${idle.server.p50} / ${idle.server.p99}`,
+      ],
       [
         r.model,
         `batch draining (${s(drainBatch.ms)})`,
@@ -141,6 +152,8 @@ function markdown(rows: ShapeResult[]): string {
         draining.p99,
         `${round(draining.p50 / idle.p50, 2)}×`,
         `${round(draining.p99 / idle.p99, 2)}×`,
+        `${draining.engine.p50} / ${draining.engine.p99}`,
+        `${draining.server.p50} / ${draining.server.p99}`,
       ],
     ];
   });
@@ -160,7 +173,21 @@ function markdown(rows: ShapeResult[]): string {
       wall,
     ),
     '',
-    table(['model', 'interactive load', 'requests', 'failed', 'p50 ms', 'p99 ms', 'p50 / idle', 'p99 / idle'], live),
+    table(
+      [
+        'model',
+        'interactive load',
+        'requests',
+        'failed',
+        'p50 ms',
+        'p99 ms',
+        'p50 / idle',
+        'p99 / idle',
+        'engine p50 / p99 ms',
+        'server p50 / p99 ms',
+      ],
+      live,
+    ),
   ].join('\n');
 }
 
@@ -177,7 +204,7 @@ export async function batchesSection(ctx: BenchContext): Promise<SectionResult> 
     notes: [
       "Every run on a fresh `assay serve` (prefix cache empty); per-key limits raised so neither client is paced. The lines are state-major (a ticket's questions one after another), the order that gives the fan-out its prefix-cache hits.",
       'Batch wall time: from the first byte of POST /v1/batches to the last result line read (pages of 10,000 read while it runs, following Link). Fan-out: the official TypeScript SDK (`@typesafe-ai/sdk`), one request a line, N in flight, 20 retries honouring retry-after (refusals counted as retried).',
-      `Interactive: an open loop (sent on a clock) of 3-question requests on tickets of their own, another key; idle is half before the batch and half after it on the same server, draining is while a batch of the same lines runs.`,
+      `Interactive: an open loop (sent on a clock) of 3-question requests on tickets of their own, another key; idle is half before the batch and half after it on the same server, draining is while a batch of the same lines runs. Its server reports Server-Timing: engine (queue wait + passes) and the whole request (server), to tell a wait in the engine's lanes from one around it.`,
       'One run per size (a 10,000-line run is long): the ratios carry the noise of the cores they ran on.',
     ],
     markdown: markdown(rows),

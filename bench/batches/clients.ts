@@ -89,10 +89,10 @@ export interface FanOutRun extends Answered {
   retried: number;
 }
 
-function sdkClient(server: BenchServer, key: string, count?: (status: number) => void): TypeSafeClient {
+function sdkClient(server: BenchServer, key: string, seen?: (res: Response) => void): TypeSafeClient {
   const fetchCounting = async (input: string, init?: RequestInit) => {
     const res = await globalThis.fetch(input, init);
-    count?.(res.status);
+    seen?.(res);
     return res;
   };
   return new TypeSafeClient({
@@ -117,8 +117,8 @@ export async function fanOut(
   sampled: Set<string>,
 ): Promise<FanOutRun> {
   let retried = 0;
-  const client = sdkClient(server, key, (status) => {
-    if (status !== 200) retried++;
+  const client = sdkClient(server, key, (res) => {
+    if (res.status !== 200) retried++;
   });
   const sample = new Map<string, unknown>();
   let next = 0;
@@ -144,6 +144,9 @@ export async function fanOut(
 export interface LoadRun {
   /** Latency of each answered request, ms. */
   latencies: number[];
+  /** Server-Timing of each answer, where the server sends its engine part (queue wait + passes) and its total, ms. */
+  engine: number[];
+  server: number[];
   failed: number;
   seconds: number;
 }
@@ -158,7 +161,17 @@ export async function openLoop(
   request: (i: number) => Line['body'],
   o: { rps: number; maxMs: number; first: number; stop?: () => boolean },
 ): Promise<LoadRun> {
-  const client = sdkClient(server, key);
+  const engine: number[] = [];
+  const total: number[] = [];
+  const client = sdkClient(server, key, (res) => {
+    const timing = res.headers.get('server-timing') ?? '';
+    const e = Number(/engine;dur=([\d.]+)/.exec(timing)?.[1]);
+    const t = Number(/total;dur=([\d.]+)/.exec(timing)?.[1]);
+    if (res.status === 200 && Number.isFinite(e) && Number.isFinite(t)) {
+      engine.push(e);
+      total.push(t);
+    }
+  });
   const latencies: number[] = [];
   const inFlight: Array<Promise<void>> = [];
   let failed = 0;
@@ -179,7 +192,7 @@ export async function openLoop(
     );
   }
   await Promise.all(inFlight);
-  return { latencies, failed, seconds: (performance.now() - t0) / 1000 };
+  return { latencies, engine, server: total, failed, seconds: (performance.now() - t0) / 1000 };
 }
 
 /** The largest |a − b| over the numbers of two answer bodies; Infinity where their shapes differ. */

@@ -26,8 +26,12 @@ export interface ShapePlan {
 export interface Latency {
   n: number;
   failed: number;
+  /** As the client sees it, ms. */
   p50: number;
   p99: number;
+  /** The server's parts (Server-Timing): the engine (queue wait + passes) and the whole request, ms. */
+  engine: { p50: number; p99: number };
+  server: { p50: number; p99: number };
 }
 
 export interface ShapeResult {
@@ -39,11 +43,21 @@ export interface ShapeResult {
   interactive: { idle: Latency; draining: Latency; drainBatch: Omit<BatchRun, 'sample'> };
 }
 
-function latency(runs: LoadRun[]): Latency {
-  const all = runs.flatMap((r) => r.latencies).sort((a, b) => a - b);
-  const s = summarize(all);
+/** The median and the 99th percentile (nearest rank) of `samples`, ms. */
+function percentiles(samples: number[]): { p50: number; p99: number } {
+  const all = [...samples].sort((a, b) => a - b);
   const p99 = all.length === 0 ? NaN : all[Math.min(all.length - 1, Math.ceil(all.length * 0.99) - 1)]!;
-  return { n: s.n, failed: runs.reduce((n, r) => n + r.failed, 0), p50: round(s.median, 1), p99: round(p99, 1) };
+  return { p50: round(summarize(all).median, 1), p99: round(p99, 1) };
+}
+
+function latency(runs: LoadRun[]): Latency {
+  return {
+    n: runs.reduce((n, r) => n + r.latencies.length, 0),
+    failed: runs.reduce((n, r) => n + r.failed, 0),
+    ...percentiles(runs.flatMap((r) => r.latencies)),
+    engine: percentiles(runs.flatMap((r) => r.engine)),
+    server: percentiles(runs.flatMap((r) => r.server)),
+  };
 }
 
 function rounded<T extends { ms: number; sample: unknown }>(r: T): Omit<T, 'sample'> {
@@ -64,7 +78,7 @@ export async function measureShape(ctx: BenchContext, plan: ShapePlan): Promise<
   const label = `${plan.shape}-${plan.dtype}`;
   let live = 0;
   const nextLive = (i: number) => interactiveRequest(codec, model, i);
-  const server = async <T>(what: string, run: (s: BenchServer) => Promise<T>): Promise<T> => {
+  const server = async <T>(what: string, run: (s: BenchServer) => Promise<T>, timing = false): Promise<T> => {
     ctx.log(`  ${label}: ${what}`);
     const s = await startBenchServer({
       modelDir: dir,
@@ -72,7 +86,16 @@ export async function measureShape(ctx: BenchContext, plan: ShapePlan): Promise<
       threads: ctx.threads,
       key: `${BATCH_KEY},${LIVE_KEY}`,
       // Neither side is paced by the per-key limits: the bench compares the work, not the quotas.
-      args: ['--rpm', '100000000', '--tps', '1000000000', '--deadline-ms', '900000'],
+      args: [
+        '--rpm',
+        '100000000',
+        '--tps',
+        '1000000000',
+        '--deadline-ms',
+        '900000',
+        // Where the interactive load's time goes (engine queue and passes, or the server around them).
+        ...(timing ? ['--server-timing-engine'] : []),
+      ],
     });
     try {
       // Warm-up: the first passes of a fresh session, on states nobody asks again.
@@ -99,24 +122,28 @@ export async function measureShape(ctx: BenchContext, plan: ShapePlan): Promise<
     fanOuts.push({ ...rounded(f), maxDiff: diff, compared: compared.length });
   }
 
-  const interactive = await server(`interactive ${plan.rps}/s idle, while a batch drains, idle again`, async (s) => {
-    const half = (plan.idleSeconds * 1000) / 2;
-    const before = await openLoop(s, LIVE_KEY, nextLive, { rps: plan.rps, maxMs: half, first: 0 });
-    let submitted!: () => void;
-    const accepted = new Promise<void>((r) => (submitted = r));
-    let done = false;
-    const drain = runBatch(s, BATCH_KEY, lines, new Set(), submitted).finally(() => (done = true));
-    await accepted;
-    const during = await openLoop(s, LIVE_KEY, nextLive, {
-      rps: plan.rps,
-      maxMs: 3_600_000,
-      first: 100_000,
-      stop: () => done,
-    });
-    const drained = await drain;
-    const after = await openLoop(s, LIVE_KEY, nextLive, { rps: plan.rps, maxMs: half, first: 200_000 });
-    return { idle: latency([before, after]), draining: latency([during]), drainBatch: rounded(drained) };
-  });
+  const interactive = await server(
+    `interactive ${plan.rps}/s idle, while a batch drains, idle again`,
+    async (s) => {
+      const half = (plan.idleSeconds * 1000) / 2;
+      const before = await openLoop(s, LIVE_KEY, nextLive, { rps: plan.rps, maxMs: half, first: 0 });
+      let submitted!: () => void;
+      const accepted = new Promise<void>((r) => (submitted = r));
+      let done = false;
+      const drain = runBatch(s, BATCH_KEY, lines, new Set(), submitted).finally(() => (done = true));
+      await accepted;
+      const during = await openLoop(s, LIVE_KEY, nextLive, {
+        rps: plan.rps,
+        maxMs: 3_600_000,
+        first: 100_000,
+        stop: () => done,
+      });
+      const drained = await drain;
+      const after = await openLoop(s, LIVE_KEY, nextLive, { rps: plan.rps, maxMs: half, first: 200_000 });
+      return { idle: latency([before, after]), draining: latency([during]), drainBatch: rounded(drained) };
+    },
+    true,
+  );
   ctx.log(
     `    idle p50 ${interactive.idle.p50} ms p99 ${interactive.idle.p99} ms (${interactive.idle.n}); draining p50 ${interactive.draining.p50} ms p99 ${interactive.draining.p99} ms (${interactive.draining.n})`,
   );
