@@ -73,7 +73,7 @@ export async function runBatch(
       if (sampled.has(r.custom_id) && r.response) sample.set(r.custom_id, r.response.body);
     }
     const next = /<([^>]+)>;\s*rel="next"/.exec(page.headers.get('link') ?? '')?.[1];
-    if (next && text === '') await sleep(100);
+    if (next && text === '') await sleep(250); // as a plain client polls: no more than 4 reads a second while nothing is new
     url = next ? new URL(next, server.url).href : undefined;
   }
   const ms = performance.now() - t0;
