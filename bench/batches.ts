@@ -7,7 +7,7 @@
 // the 0.5B int8 shape. The batch's answers on ~50 sampled lines equal each fan-out's (1e-6).
 // Sizes, by environment (for a shorter run, or the 0.5B shape at full size):
 //   ASSAY_BENCH_BATCH_SHAPES=tiny,qwen2.5-0.5b   the models (default both; --quick: tiny)
-//   ASSAY_BENCH_BATCH_LINES=10000 or tiny:10000,qwen2.5-0.5b:1000   lines (defaults those; --quick 1,000)
+//   ASSAY_BENCH_BATCH_LINES=10000 or tiny:10000,qwen2.5-0.5b:500   lines (defaults those; --quick 1,000)
 //   ASSAY_BENCH_BATCH_QUESTIONS=50               questions per state (one a line)
 //   ASSAY_BENCH_BATCH_CONCURRENCY=1,4,16,64      the fan-out's concurrencies
 //   ASSAY_BENCH_BATCH_IDLE_S=60                  seconds of interactive load on the idle server (--quick 20)
@@ -17,7 +17,7 @@ import { table, type BenchContext, type SectionResult, type Target } from './lib
 import { round } from './lib/stats.js';
 import { measureShape, type ShapePlan, type ShapeResult } from './batches/measure.js';
 
-const DEFAULT_LINES: Record<string, number> = { tiny: 10_000, 'qwen2.5-0.5b': 1_000 };
+const DEFAULT_LINES: Record<string, number> = { tiny: 10_000, 'qwen2.5-0.5b': 500 };
 
 function env(name: string): string | undefined {
   const v = process.env[name]?.trim();
@@ -95,7 +95,7 @@ function targets(r: ShapeResult): Target[] {
       value: diff,
       unit: 'max |Δ|',
       met: diff <= 1e-6 && compared > 0 && complete,
-      detail: `${compared} sampled lines against each concurrency; batch ${r.batch.status}, ${r.batch.ok} answered, ${r.batch.failed} failed, ${r.batch.duplicates} duplicates`,
+      detail: `${compared} sampled lines against each concurrency, ${Math.max(...r.fanOuts.map((f) => f.overCount))} past 1e-6; batch ${r.batch.status}, ${r.batch.ok} answered, ${r.batch.failed} failed, ${r.batch.duplicates} duplicates`,
     },
   ];
 }

@@ -39,7 +39,15 @@ export interface ShapeResult {
   model: string;
   states: number;
   batch: Omit<BatchRun, 'sample'>;
-  fanOuts: Array<Omit<FanOutRun, 'sample'> & { maxDiff: number; compared: number }>;
+  fanOuts: Array<
+    Omit<FanOutRun, 'sample'> & {
+      maxDiff: number;
+      compared: number;
+      /** Sampled lines whose answers differ from the batch's past 1e-6: how many, and the first 20. */
+      overCount: number;
+      over: string[];
+    }
+  >;
   interactive: { idle: Latency; draining: Latency; drainBatch: Omit<BatchRun, 'sample'> };
 }
 
@@ -117,9 +125,20 @@ export async function measureShape(ctx: BenchContext, plan: ShapePlan): Promise<
       fanOut(s, BATCH_KEY, lines, c, sampled),
     );
     const compared = [...batch.sample.keys()].filter((id) => f.sample.has(id));
-    const diff = Math.max(0, ...compared.map((id) => maxDiff(batch.sample.get(id), f.sample.get(id))));
+    const diffs = compared.map((id) => [id, maxDiff(batch.sample.get(id), f.sample.get(id))] as const);
+    const diff = Math.max(0, ...diffs.map(([, d]) => d));
+    // Lines whose answers moved past 1e-6 (the first few), to tell one layout's from every line's.
+    const over = diffs.filter(([, d]) => d > 1e-6).map(([id, d]) => `${id}: ${d.toPrecision(3)}`);
     ctx.log(`    ${(f.ms / 1000).toFixed(1)} s, ${f.ok} ok, ${f.failed} failed, max |Δ| ${diff} on ${compared.length}`);
-    fanOuts.push({ ...rounded(f), maxDiff: diff, compared: compared.length });
+    if (over.length > 0)
+      ctx.log(`    past 1e-6: ${over.length} of ${compared.length} (${over.slice(0, 8).join(', ')})`);
+    fanOuts.push({
+      ...rounded(f),
+      maxDiff: diff,
+      compared: compared.length,
+      over: over.slice(0, 20),
+      overCount: over.length,
+    });
   }
 
   const interactive = await server(
