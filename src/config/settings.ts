@@ -271,6 +271,17 @@ export const ServeSettingsSchema = z.strictObject({
         doc: 'largest request body in bytes before 413',
       }),
     ),
+  bigBodySlots: int(1, 1024)
+    .default(DEFAULTS.bigBodySlots)
+    .meta(
+      m({
+        server: 'bigBodySlots',
+        flag: 'big-body-slots',
+        env: 'ASSAY_BIG_BODY_SLOTS',
+        arg: 'N',
+        doc: 'request bodies over 64 KiB received at once, each streamed to the body worker as it arrives; the others wait unread (TCP holds their clients back), so raw bodies in memory stay within about N × --body-limit',
+      }),
+    ),
   maxLoadedModels: int(1)
     .default(DEFAULTS.maxLoadedModels)
     .meta(
