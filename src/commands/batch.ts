@@ -2,7 +2,7 @@
 // a server (or to one started in this process), its progress shown, its results written as they
 // arrive, and the run resumable after the client stops (batch-output.ts keeps where it was).
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AssayAPIError, AssayBatches, BATCH_ENDED, DEFAULT_BASE_URL, type Batch } from '../client/index.js';
+import { AssayAPIError, AssayBatches, DEFAULT_BASE_URL, type Batch } from '../client/index.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
 import { fileSha256, readState, ResultsOutput, stateFileOf, type BatchState } from './batch-output.js';
 import { describeError, parseCommand, resolveIo, type CommandIo, type Io } from './common.js';
@@ -18,7 +18,11 @@ where they stopped, without a line lost or written twice.
   flags: {
     url: COMMON_FLAGS.url(`the server (default ASSAY_BASE_URL or ${DEFAULT_BASE_URL})`),
     key: { arg: 'KEY', doc: 'the API key (default ASSAY_API_KEY)' },
-    out: { arg: 'FILE', doc: 'the results, JSONL (default FILE.results.jsonl); where it is is kept in OUT.batch.json' },
+    out: {
+      arg: 'FILE',
+      doc: `the results, JSONL (default FILE.results.jsonl); where the run is
+is kept beside it, in OUT.batch.json, until the batch has ended`,
+    },
     local: {
       doc: `run the server in this process (127.0.0.1, a free port, a key of its own)
 with the registry's models, instead of asking one at --url`,
@@ -150,14 +154,18 @@ async function runBatch(job: Job, io: Io, signal: AbortSignal, onPage?: (lines: 
   const bar = progressBar({ write: (t: string) => io.err(t), isTTY: io.errIsTTY });
   const started = Date.now();
   let written = 0;
-  let first: number | undefined;
+  let first: { done: number; at: number } | undefined;
   let batch: Batch | undefined;
   let shownAt = 0;
   const show = (b: Batch) => {
+    if (b.request_counts.total === 0) return; // still validating: the lines are being counted
     const done = b.request_counts.completed + b.request_counts.failed;
-    first ??= done;
-    bar.update(done, b.request_counts.total, (seconds) => {
-      const rate = seconds > 0 ? (done - first!) / seconds : 0;
+    first ??= { done, at: Date.now() };
+    const since = first;
+    bar.update(done, b.request_counts.total, () => {
+      // Lines per second since the first progress read of this run (the model may load before it).
+      const seconds = (Date.now() - since.at) / 1000;
+      const rate = seconds > 0 ? (done - since.done) / seconds : 0;
       const eta = rate > 0 ? ` ETA ${clock((b.request_counts.total - done) / rate)}` : '';
       return `${done}/${b.request_counts.total} lines ${rate.toFixed(1)} lines/s${eta} ${b.status}`;
     });
@@ -194,14 +202,24 @@ async function runBatch(job: Job, io: Io, signal: AbortSignal, onPage?: (lines: 
   const seconds = (Date.now() - started) / 1000;
   const { completed, failed } = batch.request_counts;
   io.err(
-    `assay batch: batch ${id} ${batch.status}: ${completed} completed, ${failed} failed; ${written} result lines written to ${job.out} in ${seconds.toFixed(1)} s (${(written / Math.max(seconds, 1e-3)).toFixed(1)} lines/s)\n`,
+    `assay batch: batch ${id} ${batch.status}: ${completed} completed, ${failed} failed${serverTime(batch)}; ` +
+      `${written} result lines written to ${job.out} by this run in ${seconds.toFixed(1)} s\n`,
   );
   if (batch.status === 'completed') return 0;
   const reasons = (batch.errors?.data ?? []).map((e) => `  ${e.code}: ${e.message}`);
   io.err(
-    `assay batch: the batch ${BATCH_ENDED.includes(batch.status) ? batch.status : `is ${batch.status}`}${reasons.length ? `:\n${reasons.join('\n')}` : ''}\n`,
+    `assay batch: the batch ended ${batch.status}, not completed${reasons.length ? `:\n${reasons.join('\n')}` : ''}\n`,
   );
   return 1;
+}
+
+/** How long the batch ran on the server, from its timestamps (seconds), and its lines per second. */
+function serverTime(b: Batch): string {
+  const end = [b.completed_at, b.failed_at, b.cancelled_at, b.expired_at].find((t) => typeof t === 'number');
+  if (typeof end !== 'number') return '';
+  const seconds = Math.max(end - b.created_at, 1);
+  const lines = b.request_counts.completed + b.request_counts.failed;
+  return ` in ${clock(seconds)} on the server (${(lines / seconds).toFixed(1)} lines/s)`;
 }
 
 function clock(seconds: number): string {

@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../../src/commands/batch.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
-import { KEY, MODEL_ID, mixedRequest } from '../api/helpers.js';
+import { KEY, MODEL_ID, mixedRequest, withEvaluate } from '../api/helpers.js';
 import { jsonl, readResults, startBatchServer, type ResultLine } from '../batches/helpers.js';
 
 const STATES = [
@@ -90,7 +90,7 @@ describe('assay batch', () => {
     expect(written.every((r) => r.response?.status_code === 200)).toBe(true);
     const served = await readResults(s.base, id!, 1000);
     expect([...written].sort(byId)).toEqual([...served.lines].sort(byId));
-    expect(c.err()).toMatch(/50 completed, 0 failed; 50 result lines written/);
+    expect(c.err()).toMatch(/50 completed, 0 failed.*; 50 result lines written/);
     expect(existsSync(`${file}.results.jsonl.batch.json`)).toBe(false);
   });
 
@@ -123,12 +123,42 @@ describe('assay batch', () => {
     expect(all.slice(0, firstRun.length)).toEqual(firstRun);
   });
 
+  it('--cancel on a second run cancels the batch the first left, writes its results and exits 1', async () => {
+    // Each pass of the real engine held 400 ms, so the batch is still running when it is cancelled.
+    const slow = await startBatchServer(
+      {},
+      {
+        wrap: (e) =>
+          withEvaluate(e, async (req, o, real) => {
+            await new Promise((r) => setTimeout(r, 400));
+            return real.evaluate(req, o);
+          }),
+      },
+    );
+    try {
+      const file = join(dir, 'cancel.jsonl');
+      writeFileSync(file, input('cancel'));
+      const args = [file, '--url', slow.base, '--key', KEY, '--page-size', '3', '--poll', '20'];
+      const stop = new AbortController();
+      const c1 = capture();
+      expect(await run(args, c1.io, { signal: stop.signal, onPage: (n) => n > 0 && stop.abort() })).toBe(130);
+      const c2 = capture();
+      expect(await run([...args, '--cancel'], c2.io), c2.err()).toBe(1);
+      expect(c2.err()).toMatch(/the batch ended cancelled, not completed/);
+      const all = resultsOf(`${file}.results.jsonl`);
+      expectEachOnce(all, 'cancel');
+      expect(all.some((r) => r.error !== undefined)).toBe(true);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('a failed batch (a custom_id twice) exits 1 with the reason', async () => {
     const file = join(dir, 'dup.jsonl');
     writeFileSync(file, input('dup', [{ custom_id: 'dup-s0-0', body: mixedRequest('again') }]));
     const c = capture();
     expect(await run([file, ...flags()], c.io)).toBe(1);
-    expect(c.err()).toMatch(/the batch failed:\n\s+duplicate_custom_id: /);
+    expect(c.err()).toMatch(/the batch ended failed, not completed:\n\s+duplicate_custom_id: /);
   });
 
   it('refuses bad arguments with exit 2', async () => {
