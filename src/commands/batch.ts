@@ -90,7 +90,7 @@ export async function run(argv: string[], ioOptions?: CommandIo, options: BatchR
     const api = new AssayBatches({ baseUrl: url, apiKey: local?.key ?? values.key, env: io.env, maxRetries: 5 });
     const out = values.out ?? `${file}.results.jsonl`;
     return await runBatch(
-      { api, file, sha256, out, pageSize, pollMs, cancel: values.cancel, local: !!local },
+      { api, file, sha256, out, pageSize, pollMs, cancel: values.cancel, local: local?.dataDir },
       io,
       signal,
       options.onPage,
@@ -113,7 +113,8 @@ interface Job {
   pageSize: number;
   pollMs: number;
   cancel?: boolean;
-  local: boolean;
+  /** With --local: the data directory the batch is kept in. */
+  local?: string;
 }
 
 /** The batch a stopped run left for this input, when it is still on the server. */
@@ -190,7 +191,7 @@ async function runBatch(job: Job, io: Io, signal: AbortSignal, onPage?: (lines: 
     if (!signal.aborted) throw e;
     io.err(
       job.local
-        ? `assay batch: stopped; batch ${id} is kept in the data directory: run the same command with the same --data-dir to resume it\n`
+        ? `assay batch: stopped; batch ${id} is kept in ${job.local}: run the same command with --data-dir ${job.local} to resume it\n`
         : `assay batch: stopped; batch ${id} runs on at ${api.baseUrl}: run the same command again to resume writing ${job.out}, or with --cancel to cancel it\n`,
     );
     return 130;
