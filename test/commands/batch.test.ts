@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../../src/commands/batch.js';
+import { run as evalCmd } from '../../src/commands/eval.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { KEY, MODEL_ID, mixedRequest, withEvaluate } from '../api/helpers.js';
 import { jsonl, readResults, startBatchServer, type ResultLine } from '../batches/helpers.js';
@@ -63,6 +64,19 @@ function expectEachOnce(results: ResultLine[], tag: string, n = 50): void {
   const ids = results.map((r) => r.custom_id);
   expect(new Set(ids).size).toBe(ids.length);
   expect(ids.filter((i) => i?.startsWith(`${tag}-`))).toHaveLength(n);
+}
+
+function close(a: unknown, b: unknown, tol: number): void {
+  if (typeof a === 'number' && typeof b === 'number') {
+    if (Number.isNaN(a) || Number.isNaN(b)) return expect(Number.isNaN(a)).toBe(Number.isNaN(b));
+    return expect(Math.abs(a - b)).toBeLessThanOrEqual(tol);
+  }
+  if (a && b && typeof a === 'object' && typeof b === 'object') {
+    expect(Object.keys(a)).toEqual(Object.keys(b));
+    for (const k of Object.keys(a)) close((a as never)[k], (b as never)[k], tol);
+    return;
+  }
+  expect(a).toEqual(b);
 }
 
 const byId = (a: ResultLine, b: ResultLine) => String(a.custom_id).localeCompare(String(b.custom_id));
@@ -166,6 +180,28 @@ describe('assay batch', () => {
     expect(await run([join(dir, 'missing.jsonl'), ...flags()], c.io)).toBe(2);
     expect(c.err()).toContain('cannot read');
     expect(await run([join(dir, 'plain.jsonl'), '--local', '--url', s.base], c.io)).toBe(2);
+  });
+
+  it('assay eval --dataset --url --batch: the same report as request by request', async () => {
+    const report = async (extra: string[]) => {
+      const out = mkdtempSync(join(tmpdir(), 'assay-batch-eval-'));
+      const c = capture();
+      const args = ['--dataset', 'examples/support-tickets.jsonl', '--url', s.base, '--out', out, ...extra];
+      const code = await evalCmd(args, { ...c.io, env: { ASSAY_API_KEY: KEY } });
+      expect(code, c.err()).toBe(0);
+      if (extra.includes('--batch')) expect(c.err()).toMatch(/32\/32 lines \S+ batch/);
+      return JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as {
+        lines: number;
+        metrics: Record<string, unknown>;
+        usage: { input_tokens: number };
+      };
+    };
+    const batched = await report(['--batch']);
+    const alone = await report([]);
+    expect(batched.lines).toBe(32);
+    expect(batched.usage).toEqual(alone.usage);
+    // Every metric of every type and tag, to 1e-6 (the batch merges the lines that share a state).
+    close(batched.metrics, alone.metrics, 1e-6);
   });
 
   it('--local: the server in the process, on the tiny model', async () => {
