@@ -53,7 +53,7 @@ export async function startLocalServer(
   const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), 'assay-batch-'));
   mkdirSync(dataDir, { recursive: true });
   const settings = resolveSettings(
-    ['batchMaxLines', 'batchMaxBytes', 'batchWindow', 'batchRetention', 'batchReadRetention'],
+    ['batchMaxLines', 'batchMaxBytes', 'batchWindow', 'batchRetention', 'batchReadRetention', 'batchLease'],
     {},
     io.env,
   );
@@ -64,6 +64,7 @@ export async function startLocalServer(
     windowMs: settings.batchWindow,
     keepMs: settings.batchRetention,
     keepReadMs: settings.batchReadRetention,
+    leaseMs: settings.batchLease,
   });
   if (!('batches' in opened)) throw new Error(opened.unavailable);
   const pool = await openLocalModel(registry, resolved[0]!, io, {}, 'batch').catch(async (e: unknown) => {
