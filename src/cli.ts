@@ -1,4 +1,4 @@
-// assay <serve|eval|calibrate|models|mcp|ps|load|unload|reload> [--help] [--version]: the command dispatcher.
+// assay <serve|eval|batch|calibrate|models|mcp|ps|load|unload|reload> [--help] [--version]: the command dispatcher.
 import { pathToFileURL } from 'node:url';
 import { packageVersion } from './common/index.js';
 
@@ -7,6 +7,7 @@ const HELP = `Usage: assay <command> [options]
 Commands:
   serve      run the HTTP API (assay serve --help)
   eval       answer questions about a state, locally or against a server (assay eval --help)
+  batch      submit a JSONL batch, show its progress and write its results, resumably (assay batch --help)
   calibrate  fit a temperature per question type on a labeled dataset (assay calibrate --help)
   models     list, fetch and register models (assay models --help)
   mcp        an MCP server for agents on stdio: the engine in-process or a server (assay mcp --help)
@@ -23,6 +24,7 @@ type Command = (argv: string[]) => Promise<number>;
 const COMMANDS: Record<string, () => Promise<{ run: Command }>> = {
   serve: () => import('./commands/serve.js'),
   eval: () => import('./commands/eval.js'),
+  batch: () => import('./commands/batch.js'),
   calibrate: () => import('./commands/calibrate.js'),
   models: () => import('./commands/models.js'),
   mcp: () => import('./commands/mcp.js'),

@@ -19,6 +19,14 @@ export {
   type RetryInfo,
   type WithRequestId,
 } from './client.js';
+export {
+  AssayBatches,
+  BATCH_ENDED,
+  type Batch,
+  type BatchStatus,
+  type CreateBatchOptions,
+  type ResultsPage,
+} from './batches.js';
 export { AssayAbortError, AssayAPIError, AssayConnectionError, AssayError, AssayTimeoutError } from './errors.js';
 export { backoffDelayMs, isRetryableStatus, serverRetryDelayMs } from './retry.js';
 export * as schemas from '../protocol/index.js';

@@ -50,6 +50,8 @@ export interface DatasetOptions {
   registryFile: string;
   out?: string;
   url?: string;
+  /** With url: the lines as one batch instead of a request each. */
+  batch?: boolean;
   /** Two arms, comma-separated (dataset/targets.ts). */
   compare?: string;
   /** A synthetic model of this shape instead of a registry model. */
@@ -381,7 +383,15 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
   }
   const budgets = o.budgets?.length ? o.budgets : DEFAULT_BUDGETS;
   const scoreTolerance = o.scoreTolerance ?? DEFAULT_SCORE_TOLERANCE;
-  const ctx: TargetContext = { io, registry, model: o.model, url: o.url, timeoutMs: o.timeoutMs, retries: o.retries };
+  const ctx: TargetContext = {
+    io,
+    registry,
+    model: o.model,
+    url: o.url,
+    timeoutMs: o.timeoutMs,
+    retries: o.retries,
+    batch: o.batch,
+  };
   const reports: Report[] = [];
   const runs: DatasetRun[] = [];
   // An escalating model (local engine, no --compare): its accuracy against escalation rate too.
@@ -398,6 +408,7 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
       return 2;
     }
     try {
+      await target.prepare?.(lines);
       const run = await runDataset(target, lines, io, o.url === undefined ? 1 : 4);
       runs.push(run);
       reports.push(buildReport(o.file, run, lines, budgets, scoreTolerance));

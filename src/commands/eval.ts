@@ -37,6 +37,10 @@ or a request body holding one under "questions"`,
     model: COMMON_FLAGS.model("model name or alias (default: the registry's default; with --url, svc-latest)"),
     registry: COMMON_FLAGS.registry('local engine: model registry'),
     format: COMMON_FLAGS.format,
+    batch: {
+      doc: `with --dataset --url: send the lines as one batch (POST /v1/batches)
+instead of a request each; the same answers and reports`,
+    },
     timeout: { arg: 'MS', doc: 'with --url: per-attempt timeout (default 180000)' },
     retries: { arg: 'N', doc: 'with --url: retries on 408/429/5xx/529 (default 2)' },
     dataset: {
@@ -118,6 +122,7 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   if (Number.isNaN(timeoutMs) || Number.isNaN(retries)) return usage(io, '--timeout and --retries take numbers');
   if (values.dataset) {
     if (values.shape && values.url) return usage(io, '--shape runs a local synthetic model: not with --url');
+    if (values.batch && !values.url) return usage(io, '--batch sends the dataset to a server: it goes with --url');
     const budgets = (values['error-budget'] ?? []).map(parseBudget);
     if (budgets.some((b) => b === undefined))
       return usage(io, '--error-budget takes a share between 0 and 1 (0.05) or a percentage (5%)');
@@ -141,6 +146,7 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
         registryFile: parsed.registry,
         out: values.out,
         url: values.url,
+        batch: values.batch,
         compare: values.compare,
         shape: values.shape,
         timeoutMs,
@@ -155,8 +161,8 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
       io,
     );
   }
-  if (values.compare || values.shape || values['error-budget'] || values['fail-if-worse'])
-    return usage(io, '--compare, --shape, --error-budget and --fail-if-worse go with --dataset');
+  if (values.compare || values.shape || values['error-budget'] || values['fail-if-worse'] || values.batch)
+    return usage(io, '--compare, --shape, --error-budget, --fail-if-worse and --batch go with --dataset');
   if (!values.state || !values.questions) return usage(io, 'both --state and --questions are required');
 
   let state: unknown;

@@ -21,6 +21,7 @@ import { resolveModel, type ModelEntry, type Registry } from '../../registry.js'
 import { evaluateRequest } from '../../service/index.js';
 import type { Io } from '../common.js';
 import { openLocalModel } from '../local-model.js';
+import { batchTarget } from './batch-target.js';
 import type { DatasetLine } from './read.js';
 
 export interface ArmSpec {
@@ -71,6 +72,8 @@ export interface Target {
    * server: undefined, as its own --confidence decides and the API does not report it.
    */
   confidence?: NonNullable<EngineConfig['confidence']>;
+  /** Runs every line at once before evaluate() is called (a server's batch: --batch). */
+  prepare?(lines: DatasetLine[]): Promise<void>;
   evaluate(line: DatasetLine): Promise<SystemOneResponse>;
   close(): Promise<void>;
 }
@@ -85,6 +88,8 @@ export interface TargetContext {
   /** With --url: per-attempt timeout and retries of the client. */
   timeoutMs?: number;
   retries?: number;
+  /** With --url: the lines go to the server as one batch (POST /v1/batches). */
+  batch?: boolean;
   /** The command, for the prefix of the local engine's warnings (default eval). */
   command?: string;
 }
@@ -95,6 +100,7 @@ export async function openTarget(spec: ArmSpec, ctx: TargetContext): Promise<Tar
     if (spec.variant || spec.promptVersion || spec.rotations || spec.family) {
       throw new ArmError(`"${spec.label}": a server (--url) runs its models as configured: compare model names only`);
     }
+    if (ctx.batch) return batchTarget(spec.label, spec.model ?? ctx.model, ctx);
     const client = new AssayClient({
       baseUrl: ctx.url,
       env: ctx.io.env,
