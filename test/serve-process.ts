@@ -47,7 +47,10 @@ export async function startServe(registry: string, flags: string[], env: NodeJS.
   const child = spawn(
     process.execPath,
     ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry, ...flags],
-    { env: { ...process.env, ASSAY_DATA_DIR: freshDataDir(), HOST: '127.0.0.1', ASSAY_LOG_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    {
+      env: { ...process.env, ASSAY_DATA_DIR: freshDataDir(), HOST: '127.0.0.1', ASSAY_LOG_FORMAT: 'json', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   let out = '';
   child.stdout.on('data', (d) => (out += d));
