@@ -1,7 +1,7 @@
 // `assay serve` as a user starts it (bin/assay.js over dist/, built by npm test first): started with
 // a registry and flags, waited on until it logs "ready", stopped; its stdout (the log) comes back.
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
@@ -77,4 +77,18 @@ export async function startServe(registry: string, flags: string[], env: NodeJS.
       return exited;
     },
   };
+}
+
+/** A registry file in `dir` naming the tiny model folder `modelDir` as svc-1.13.0 (svc-latest): its path. */
+export function tinyRegistryFile(dir: string, modelDir: string): string {
+  const registry = join(dir, 'registry.json');
+  writeFileSync(
+    registry,
+    JSON.stringify({
+      default: 'svc-1.13.0',
+      models: { 'svc-1.13.0': { path: modelDir, description: 'tiny', release_date: '2026-11-22' } },
+      aliases: { 'svc-latest': 'svc-1.13.0' },
+    }),
+  );
+  return registry;
 }

@@ -9,8 +9,8 @@
 // stops at the first too-deep container, so it costs next to nothing. A big body is never collected
 // on the event loop: it is sent as it arrives (upload()), a chunk at a time over a port of its own,
 // each chunk's buffer transferred; the worker puts the chunks together (one copy, in its thread).
-import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
-import { startWorker, workerEntry, type WorkerChannel } from '../workers/index.js';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { OnDemandWorker } from '../workers/index.js';
 import { ownedBytes, type BodyVerdict } from '../protocol/index.js';
 import { MAX_CONTENT_DEPTH } from '../protocol/index.js';
 
@@ -81,8 +81,7 @@ export interface BodyUpload {
  * Requests it held when it died are rejected (the API answers 503), never parsed here instead.
  */
 export class BodyWorker {
-  private worker: Worker | undefined;
-  private channel: WorkerChannel<BodyCalls> | undefined;
+  private readonly thread = new OnDemandWorker<BodyCalls>('body-worker-thread', import.meta.url, 'the body worker');
   private pending = 0;
   private idle: NodeJS.Timeout | undefined;
 
@@ -92,7 +91,7 @@ export class BodyWorker {
   /** Checks `bytes`; they are transferred to the worker (copied first when they are a slice of a larger buffer). */
   check(bytes: Uint8Array): Promise<CheckedBody> {
     const owned = ownedBytes(bytes);
-    return this.track(this.start().call('check', owned, { transfer: [owned.buffer] }));
+    return this.track(this.thread.channel().call('check', owned, { transfer: [owned.buffer] }));
   }
 
   /** Starts sending a body of `length` bytes (undefined: not declared) to the worker. */
@@ -105,7 +104,7 @@ export class BodyWorker {
       port1.close();
     };
     const answer = this.track(
-      this.start().call('receive', { port: port2, length }, { transfer: [port2], signal: controller.signal }),
+      this.thread.channel().call('receive', { port: port2, length }, { transfer: [port2], signal: controller.signal }),
     );
     answer.then(close, close); // a failure is the caller's, through end()
     return {
@@ -129,10 +128,7 @@ export class BodyWorker {
 
   async close(): Promise<void> {
     clearTimeout(this.idle);
-    const w = this.worker;
-    this.worker = undefined;
-    this.channel = undefined;
-    if (w) await w.terminate();
+    await this.thread.close();
   }
 
   /** Counts a call in flight; the last one to settle arms the idle exit. */
@@ -148,24 +144,5 @@ export class BodyWorker {
     };
     call.then(settled, settled);
     return call;
-  }
-
-  private start(): WorkerChannel<BodyCalls> {
-    if (this.channel) return this.channel;
-    const entry = workerEntry('body-worker-thread', import.meta.url);
-    const { worker, channel } = startWorker<BodyCalls>(
-      entry.filename,
-      { workerData: entry.workerData },
-      {
-        name: 'the body worker',
-        decodeError: (m) => new Error(String(m)),
-        refWhilePending: true,
-        onDeath: () => {
-          if (this.worker === worker) [this.worker, this.channel] = [undefined, undefined];
-        },
-      },
-    );
-    [this.worker, this.channel] = [worker, channel];
-    return channel;
   }
 }

@@ -4,7 +4,7 @@
 // upload is retried from the file's start (an Idempotency-Key makes the retry the same batch).
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
-import { DEFAULT_BASE_URL, type AssayClientOptions, type RequestOptions } from './client.js';
+import { causeMessage, DEFAULT_BASE_URL, errorDetail, type AssayClientOptions, type RequestOptions } from './client.js';
 import { AssayAbortError, AssayAPIError, AssayConnectionError, AssayError, AssayTimeoutError } from './errors.js';
 import { backoffDelayMs, isRetryableStatus, serverRetryDelayMs, sleep } from './retry.js';
 
@@ -202,19 +202,4 @@ function batchOf(json: unknown): Batch {
   )
     throw new AssayConnectionError('the server answered with a body that is not a batch object');
   return b as Batch;
-}
-
-function errorDetail(text: string): unknown {
-  try {
-    const json = JSON.parse(text) as unknown;
-    if (json && typeof json === 'object' && 'detail' in json) return (json as { detail: unknown }).detail;
-    return json;
-  } catch {
-    return text;
-  }
-}
-
-function causeMessage(e: unknown): string {
-  const err = e as Error & { cause?: { code?: string; message?: string } };
-  return err.cause?.code ?? err.cause?.message ?? err.message ?? String(e);
 }

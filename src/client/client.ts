@@ -236,7 +236,7 @@ export class AssayClient {
 }
 
 /** `detail` of a JSON error body, the whole body when it has none, or the text when it is not JSON. */
-function errorDetail(text: string): unknown {
+export function errorDetail(text: string): unknown {
   try {
     const json = JSON.parse(text) as unknown;
     if (json && typeof json === 'object' && 'detail' in json) return (json as { detail: unknown }).detail;
@@ -246,7 +246,8 @@ function errorDetail(text: string): unknown {
   }
 }
 
-function causeMessage(e: unknown): string {
+/** What a failed fetch says: its cause's code or message. */
+export function causeMessage(e: unknown): string {
   const err = e as Error & { cause?: { code?: string; message?: string } };
   return err.cause?.code ?? err.cause?.message ?? err.message ?? String(e);
 }

@@ -2,3 +2,4 @@
 export * from './start.js';
 export * from './channel.js';
 export * from './pool.js';
+export * from './on-demand.js';

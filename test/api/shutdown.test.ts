@@ -1,12 +1,12 @@
 // Graceful shutdown: in-flight requests finish, new connections are refused, the process exits 0.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { staticModels } from '../../src/service/provider.js';
 import { buildServer } from '../../src/api/server.js';
-import { startServe } from '../serve-process.js';
+import { startServe, tinyRegistryFile } from '../serve-process.js';
 import { auth, mixedRequest, startServer, testRegistry, withEvaluate } from './helpers.js';
 
 describe('in-process close()', () => {
@@ -68,15 +68,7 @@ describe('the assay serve process', () => {
   it('on SIGTERM finishes in-flight work and exits 0', async () => {
     const modelDir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
     const dir = mkdtempSync(join(tmpdir(), 'assay-serve-'));
-    const registry = join(dir, 'registry.json');
-    writeFileSync(
-      registry,
-      JSON.stringify({
-        default: 'svc-1.13.0',
-        models: { 'svc-1.13.0': { path: modelDir, description: 'tiny', release_date: '2026-11-22' } },
-        aliases: { 'svc-latest': 'svc-1.13.0' },
-      }),
-    );
+    const registry = tinyRegistryFile(dir, modelDir);
     const server = await startServe(registry, [], { ASSAY_API_KEYS: 'proc-key' });
     const { base } = server;
     try {

@@ -2,14 +2,14 @@
 // same data directory, finishes the batch with every custom_id in the results exactly once, and a
 // line answered again after the restart gives the answer the same request gets sent alone (the
 // answers are deterministic for a model and a request).
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { mixedRequest } from '../api/helpers.js';
-import { startServe } from '../serve-process.js';
-import { getBatch, jsonl, readResults, submit, waitEnded } from './helpers.js';
+import { startServe, tinyRegistryFile } from '../serve-process.js';
+import { completedOnce, getBatch, jsonl, submit } from './helpers.js';
 
 const KEY = 'crash-key';
 
@@ -17,15 +17,7 @@ describe('a batch across kill -9', () => {
   it('resumes after a restart: no line lost, none twice, answers as sent alone', async () => {
     const modelDir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
     const dir = mkdtempSync(join(tmpdir(), 'assay-batch-crash-'));
-    const registry = join(dir, 'registry.json');
-    writeFileSync(
-      registry,
-      JSON.stringify({
-        default: 'svc-1.13.0',
-        models: { 'svc-1.13.0': { path: modelDir, description: 'tiny', release_date: '2026-11-22' } },
-        aliases: { 'svc-latest': 'svc-1.13.0' },
-      }),
-    );
+    const registry = tinyRegistryFile(dir, modelDir);
     const dataDir = join(dir, 'data');
     const env = { ASSAY_API_KEYS: KEY };
     const flags = ['--data-dir', dataDir];
@@ -62,13 +54,7 @@ describe('a batch across kill -9', () => {
     try {
       const before = await getBatch(second.base, batchId, KEY);
       expect(before.request_counts.completed).toBeLessThan(lines.length);
-      const ended = await waitEnded(second.base, batchId, 120_000, KEY);
-      expect(ended.status).toBe('completed');
-      expect(ended.request_counts).toEqual({ total: lines.length, completed: lines.length, failed: 0 });
-      const { lines: results } = await readResults(second.base, batchId, 5000, KEY);
-      const seen = results.map((r) => r.custom_id);
-      expect(seen).toHaveLength(lines.length);
-      expect(new Set(seen).size).toBe(lines.length);
+      const results = await completedOnce(second.base, batchId, lines.length, KEY);
 
       // Lines answered after the restart (the last written) equal the request sent alone.
       const byId = new Map(results.map((r) => [r.custom_id, r]));

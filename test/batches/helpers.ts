@@ -101,3 +101,21 @@ export async function readResults(
   }
   return { lines, pages };
 }
+
+/** Waits for the batch to complete with `total` lines, all answered; reads its results and checks each custom_id is there once. */
+export async function completedOnce(
+  base: string,
+  id: string,
+  total: number,
+  key = KEY,
+  timeoutMs = 180_000,
+): Promise<ResultLine[]> {
+  const ended = await waitEnded(base, id, timeoutMs, key);
+  expect(ended.status).toBe('completed');
+  expect(ended.request_counts).toEqual({ total, completed: total, failed: 0 });
+  const { lines: results } = await readResults(base, id, 5000, key);
+  const seen = results.map((r) => r.custom_id);
+  expect(seen).toHaveLength(total);
+  expect(new Set(seen).size).toBe(total);
+  return results;
+}

@@ -2,15 +2,15 @@
 // batch and serves its results; both answer its lines; one killed with SIGKILL in the middle loses
 // nothing (its claims' leases run out and the other replica takes those lines up), and every
 // custom_id is in the results exactly once.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { mixedRequest } from '../api/helpers.js';
 import { postgresBinDir, startPostgres, type Postgres } from '../helpers/postgres.js';
-import { startServe, type ServeProcess } from '../serve-process.js';
-import { getBatch, jsonl, readResults, submit, waitEnded } from './helpers.js';
+import { startServe, tinyRegistryFile, type ServeProcess } from '../serve-process.js';
+import { completedOnce, getBatch, jsonl, submit } from './helpers.js';
 
 const KEY = 'replica-key';
 const missing = postgresBinDir() ? undefined : 'no PostgreSQL binaries under /usr/lib/postgresql';
@@ -26,15 +26,7 @@ describe.skipIf(missing)('batches across two replicas on PostgreSQL', () => {
   it('any replica serves a batch; killing one mid-batch loses no line and repeats none', async () => {
     const modelDir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
     const dir = mkdtempSync(join(tmpdir(), 'assay-batch-replicas-'));
-    const registry = join(dir, 'registry.json');
-    writeFileSync(
-      registry,
-      JSON.stringify({
-        default: 'svc-1.13.0',
-        models: { 'svc-1.13.0': { path: modelDir, description: 'tiny', release_date: '2026-11-22' } },
-        aliases: { 'svc-latest': 'svc-1.13.0' },
-      }),
-    );
+    const registry = tinyRegistryFile(dir, modelDir);
     const env = { ASSAY_API_KEYS: KEY, ASSAY_BATCH_QUEUE_URL: pg.url };
     const start = (name: string) =>
       startServe(registry, ['--data-dir', join(dir, name), '--batch-lease', '4s', '--replica-id', name], env);
@@ -62,13 +54,7 @@ describe.skipIf(missing)('batches across two replicas on PostgreSQL', () => {
       process.kill(a.pid, 'SIGKILL');
       await a.stop();
 
-      const ended = await waitEnded(b.base, batchId, 180_000, KEY);
-      expect(ended.status).toBe('completed');
-      expect(ended.request_counts).toEqual({ total: lines.length, completed: lines.length, failed: 0 });
-      const { lines: results } = await readResults(b.base, batchId, 5000, KEY);
-      const seen = results.map((r) => r.custom_id);
-      expect(seen).toHaveLength(lines.length);
-      expect(new Set(seen).size).toBe(lines.length);
+      await completedOnce(b.base, batchId, lines.length, KEY);
       // The survivor answered the lines the killed replica left (and served the batch it accepted).
       const metrics = await (await fetch(`${b.base}/metrics`)).text();
       const answeredByB = Number(/assay_batch_lines_total\{result="completed"\} (\d+)/.exec(metrics)?.[1] ?? 0);

@@ -2,8 +2,7 @@
 // a chunk at a time, and each chunk is written to the store before the next is read. The batch
 // starts (in_progress) once every line is in; it fails at validating when a line is one too many,
 // a custom_id repeats, or no line is valid. One input at a time: the worker holds one reader.
-import type { Worker } from 'node:worker_threads';
-import { startWorker, workerEntry, type WorkerChannel } from '../../workers/index.js';
+import { OnDemandWorker } from '../../workers/index.js';
 import type { BatchError, BatchStore, ItemResult, NewItem } from './store.js';
 
 export interface IngestChunk {
@@ -28,8 +27,11 @@ const CHUNK_LINES = 2000;
 export type IngestOutcome = { ok: true; total: number; valid: number } | { ok: false; errors: BatchError[] };
 
 export class Ingest {
-  private worker: Worker | undefined;
-  private channel: WorkerChannel<IngestCalls> | undefined;
+  private readonly thread = new OnDemandWorker<IngestCalls>(
+    'ingest-thread',
+    import.meta.url,
+    'the batch ingest worker',
+  );
   /** Inputs are read one after another (the worker holds one reader). */
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -41,7 +43,7 @@ export class Ingest {
   }
 
   private async run(store: BatchStore, batchId: string, file: string, maxLines: number): Promise<IngestOutcome> {
-    const channel = this.start();
+    const channel = this.thread.channel();
     await channel.call('open', { file, maxLines });
     let total = 0;
     let valid = 0;
@@ -68,29 +70,7 @@ export class Ingest {
     return { ok: true, total, valid };
   }
 
-  async close(): Promise<void> {
-    const w = this.worker;
-    this.worker = undefined;
-    this.channel = undefined;
-    if (w) await w.terminate();
-  }
-
-  private start(): WorkerChannel<IngestCalls> {
-    if (this.channel) return this.channel;
-    const entry = workerEntry('ingest-thread', import.meta.url);
-    const { worker, channel } = startWorker<IngestCalls>(
-      entry.filename,
-      { workerData: entry.workerData },
-      {
-        name: 'the batch ingest worker',
-        decodeError: (m) => new Error(String(m)),
-        refWhilePending: true,
-        onDeath: () => {
-          if (this.worker === worker) [this.worker, this.channel] = [undefined, undefined];
-        },
-      },
-    );
-    [this.worker, this.channel] = [worker, channel];
-    return channel;
+  close(): Promise<void> {
+    return this.thread.close();
   }
 }
