@@ -58,6 +58,11 @@ export const DEFAULTS = {
   /** Most question tokens in one packed pass. */
   packTokens: 512,
   /**
+   * Most question tokens in one packed pass of the batch lane: an interactive request waits behind
+   * at most one batch pass, so a batch pass is kept short (engine/execution/evaluator.ts).
+   */
+  batchPackTokens: 128,
+  /**
    * Encoder families: most padded tokens of one batch of a request's rows (engine/families/evaluator.ts),
    * by provider. Off on CPU: a row of 128+ tokens already fills the GEMM, and a batch pays for its
    * padding (measured on ModernBERT-large fp32, 2 threads: 5 rows batched took 1.25×-1.45× one by one).

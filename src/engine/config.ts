@@ -80,6 +80,11 @@ export interface EngineConfig {
   /** Most tokens of questions in one packed pass (default 512); more questions take more passes. */
   packTokens?: number;
   /**
+   * Most tokens of questions in one packed pass of the batch lane (default 128, at most `packTokens`):
+   * an interactive request waits behind at most the one batch pass running, so batch passes are short.
+   */
+  batchPackTokens?: number;
+  /**
    * Encoder families: most padded tokens of one batch of a request's rows (rows × the longest),
    * longest rows first (families/evaluator.ts); 0 runs rows one by one. Default by provider
    * (src/defaults.ts): one by one on CPU, 4,096 on CUDA.
@@ -126,6 +131,7 @@ type Defaulted =
   | 'requestTokenBudget'
   | 'questionTokenBudget'
   | 'packTokens'
+  | 'batchPackTokens'
   | 'rowBatchTokens'
   | 'batchTokens'
   | 'confidence'
@@ -153,6 +159,7 @@ export function resolveEngineConfig(c: EngineConfig): ResolvedEngineConfig {
     requestTokenBudget: c.requestTokenBudget ?? ALL.requestTokenBudget,
     questionTokenBudget: c.questionTokenBudget ?? ALL.questionTokenBudget,
     packTokens: c.packTokens ?? ALL.packTokens,
+    batchPackTokens: c.batchPackTokens ?? ALL.batchPackTokens,
     rowBatchTokens: c.rowBatchTokens ?? ALL.rowBatchTokens[provider],
     batchTokens: c.batchTokens ?? ALL.batchTokens[provider],
     confidence: c.confidence ?? ALL.confidence,

@@ -167,6 +167,7 @@ class OnnxEvaluator implements Evaluator {
     this.cache = new PrefixCache(config.prefixCacheBytes);
     this.packs = runner.packs && config.packQuestions !== false;
     this.packTokens = config.packTokens;
+    this.batchPackTokens = Math.max(1, Math.min(config.packTokens, config.batchPackTokens));
     let batchTokens = config.batchTokens;
     if (this.packs && batchTokens > 0 && runner.sharesActivationScales) {
       // One activation scale per pass (a dynamic int8 export run as exported: --no-per-token-int8,
@@ -189,6 +190,8 @@ class OnnxEvaluator implements Evaluator {
   /** Whether a request's questions run packed, one pass per `packTokens` tokens (else one pass per question). */
   readonly packs: boolean;
   private readonly packTokens: number;
+  /** The batch lane's packed passes: fewer tokens, so an interactive request never waits long behind one. */
+  private readonly batchPackTokens: number;
 
   get modelDir(): string {
     return this.config.modelDir;
@@ -198,13 +201,29 @@ class OnnxEvaluator implements Evaluator {
     return this.runner.graphPath;
   }
 
-  async evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
+  evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
     // Planning throws budget errors before the request takes a place in the queue.
-    return this.answer(await this.planner.plan(request, options.signal, options.lane), options);
+    return this.planned(() => this.planner.plan(request, options.signal, options.lane), options);
   }
 
-  async evaluateBody(body: Uint8Array, options: EvaluateOptions = {}): Promise<EvaluateResult> {
-    return this.answer(await this.planner.planBody(body, options.signal, options.lane), options);
+  evaluateBody(body: Uint8Array, options: EvaluateOptions = {}): Promise<EvaluateResult> {
+    return this.planned(() => this.planner.planBody(body, options.signal, options.lane), options);
+  }
+
+  /**
+   * Plans, then answers. An interactive request holds the batch lane while it is planned (a batch
+   * pass started now would run before its first pass), until it is admitted (synchronously, by
+   * `answer`'s call of the scheduler) or planning fails.
+   */
+  private async planned(plan: () => Promise<Plan>, options: EvaluateOptions): Promise<EvaluateResult> {
+    const release = options.lane === 'batch' ? undefined : this.scheduler.arrive();
+    try {
+      const answering = this.answer(await plan(), options);
+      release?.();
+      return await answering;
+    } finally {
+      release?.();
+    }
   }
 
   /** Answers a planned request: its turn in the scheduler, the strategy the chooser picks, the answers. */
@@ -212,6 +231,7 @@ class OnnxEvaluator implements Evaluator {
     const { signal } = options;
     // What may share a cached prefix: this model, for callers of the same cache scope.
     const cacheScope = `${options.cacheScope ?? ''}\u0001${this.modelId}`;
+    const packTokens = options.lane === 'batch' ? this.batchPackTokens : this.packTokens;
     const answers = await this.scheduler.request(
       async (ticket) => {
         const cached = this.cache.lookup(cacheScope, plan.prefix);
@@ -227,7 +247,7 @@ class OnnxEvaluator implements Evaluator {
           cached: cached !== undefined,
           admitted,
           keeps: this.cache.keeps(prefixBytes),
-          fitsOnePass: fitsOnePass(plan, this.packTokens),
+          fitsOnePass: fitsOnePass(plan, packTokens),
         });
         const read = await STRATEGIES[strategy]({
           plan,
@@ -235,7 +255,7 @@ class OnnxEvaluator implements Evaluator {
           // an aborted request stops at its next pass.
           passes: new Passes(this.runner, ticket, this.count, this.batcher, options.lane),
           prefillChunk: this.runner.prefillChunk,
-          packTokens: this.packTokens,
+          packTokens,
           cache: this.cache,
           cacheScope,
           cached,

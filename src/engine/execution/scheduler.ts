@@ -16,7 +16,9 @@
 // one batch pass already running, and its later passes behind none: batch work uses the time
 // interactive traffic leaves. Batch requests are never refused (their runner bounds its own work in
 // flight), are not counted in `queueDepth` or the retry hints, and take turns among themselves round
-// robin as interactive ones do.
+// robin as interactive ones do. An interactive request holds the batch lane from the moment it
+// reaches the engine (`arrive`), while it is still being planned: else a batch pass granted during
+// its planning would run before its first pass, and it would wait behind two batch passes.
 import { RetrySlots } from '../../protocol/index.js';
 import { AbortedError, OverloadedError } from '../errors.js';
 import type { Lane } from '../types.js';
@@ -49,6 +51,8 @@ export class Scheduler {
     batch: { admitted: 0, started: 0 },
   };
   private busy = false;
+  /** Interactive requests that reached the engine and are not admitted yet (being planned). */
+  private arriving = 0;
   /**
    * Moving average of how long one request holds the session (the sum of its passes), for
    * retry-after hints; undefined until a request has finished (the first one sets it).
@@ -73,6 +77,21 @@ export class Scheduler {
   /** Requests in progress, both lanes: they have run at least one pass and are not finished. */
   get running(): number {
     return this.counts.interactive.started + this.counts.batch.started;
+  }
+
+  /**
+   * An interactive request reached the engine (it is planned before it is admitted): no batch pass
+   * starts until the returned release is called, once it is admitted or has failed. Idempotent.
+   */
+  arrive(): () => void {
+    this.arriving++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.arriving--;
+      this.next();
+    };
   }
 
   /**
@@ -177,11 +196,11 @@ export class Scheduler {
     this.next();
   }
 
-  /** Grants the next turn: an interactive one, else a batch one while no interactive request is in. */
+  /** Grants the next turn: an interactive one, else a batch one while no interactive request is in or arriving. */
   private next(): void {
     if (this.busy) return;
-    const turn =
-      this.turns.interactive.shift() ?? (this.counts.interactive.admitted === 0 ? this.turns.batch.shift() : undefined);
+    const batchMayRun = this.counts.interactive.admitted === 0 && this.arriving === 0;
+    const turn = this.turns.interactive.shift() ?? (batchMayRun ? this.turns.batch.shift() : undefined);
     if (!turn) return;
     this.busy = true;
     turn.grant();

@@ -1,0 +1,75 @@
+// What keeps an interactive request's wait behind batch work short: (1) an interactive request holds
+// the batch lane from the moment it reaches the engine, while it is still being planned, so no
+// batch pass starts between its arrival and its first pass; (2) the batch lane packs fewer question
+// tokens per pass (batchPackTokens), so the one batch pass it may wait behind is short. The second
+// runs the real engine on the tiny model: the batch lane's request takes exactly the passes its cap
+// implies, and answers as the interactive lane does.
+import { afterAll, describe, expect, it } from 'vitest';
+import { Scheduler } from '../../src/engine/execution/scheduler.js';
+import { packQuestions } from '../../src/engine/execution/packing.js';
+import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
+import { inlinePlanner } from '../../src/engine/prompting/planner/index.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
+import { expectSameResult, manyQuestions, request, tinyFp32 } from './fixtures.js';
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('an arriving interactive request', () => {
+  it('holds the batch lane until it is admitted, then lets it go on', async () => {
+    const s = new Scheduler(8);
+    const order: string[] = [];
+    const release = s.arrive();
+    const batch = s.request((t) => t.pass(async () => void order.push('b1')), undefined, 'batch');
+    await tick();
+    await tick();
+    expect(order).toEqual([]); // being planned: no batch pass starts
+    const interactive = s.request((t) => t.pass(async () => void order.push('i1')));
+    release();
+    release(); // idempotent
+    await Promise.all([interactive, batch]);
+    expect(order).toEqual(['i1', 'b1']);
+  });
+
+  it('lets the batch lane go on when its planning fails (released, never admitted)', async () => {
+    const s = new Scheduler(8);
+    const release = s.arrive();
+    let ran = false;
+    const batch = s.request((t) => t.pass(async () => void (ran = true)), undefined, 'batch');
+    await tick();
+    expect(ran).toBe(false);
+    release();
+    await batch;
+    expect(ran).toBe(true);
+  });
+});
+
+describe('the batch lane pass size (tiny model)', () => {
+  const open: Evaluator[] = [];
+  afterAll(async () => {
+    await Promise.all(open.map((e) => e.close()));
+  });
+
+  it('packs at most batchPackTokens question tokens a pass in the batch lane, with the same answers', async () => {
+    const dir = await tinyFp32();
+    // The prefix cache off: both lanes encode the prefix the same way, only the packed passes differ.
+    const settings = { modelDir: dir, threads: 1, prefixCacheBytes: 0, packTokens: 512, batchPackTokens: 64 };
+    const evaluator = await loadEvaluator(settings);
+    open.push(evaluator);
+    const r = request(manyQuestions(30), 'A ticket about a parcel that arrived late. '.repeat(4));
+    const codec = await TextCodec.load(dir);
+    const budgets = { request: 64_000, question: 32_000, context: 32_768 };
+    const plan = await inlinePlanner(codec, { endToken: codec.eosTokenId!, budgets }).plan(r);
+    const groups = (budget: number) => packQuestions(plan.questions, budget).length;
+    expect(groups(64)).toBeGreaterThan(groups(512)); // the request is large enough to tell them apart
+
+    const passes = async (lane: 'interactive' | 'batch') => {
+      const before = evaluator.stats().passes;
+      const result = await evaluator.evaluate(r, { lane });
+      return { result, passes: evaluator.stats().passes - before };
+    };
+    const interactive = await passes('interactive');
+    const batch = await passes('batch');
+    expect(batch.passes - interactive.passes).toBe(groups(64) - groups(512));
+    expectSameResult(interactive.result, batch.result, 1e-4);
+  });
+});
