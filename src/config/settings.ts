@@ -418,6 +418,17 @@ export const ServeSettingsSchema = z.strictObject({
         doc: "most question tokens in one packed pass; a request's questions past it take more passes",
       }),
     ),
+  batchPackTokens: int(1)
+    .default(DEFAULTS.batchPackTokens)
+    .meta(
+      m({
+        engine: 'batchPackTokens',
+        flag: 'batch-pack-tokens',
+        env: 'ASSAY_BATCH_PACK_TOKENS',
+        arg: 'N',
+        doc: 'most question tokens in one packed pass of a batch job (at most --pack-tokens): an interactive request waits behind at most one batch pass, and this keeps that pass short',
+      }),
+    ),
   batchTokens: int(0)
     .optional()
     .meta(
