@@ -70,25 +70,18 @@ function text(query: Record<string, unknown>, name: string, out: ValidationError
   return raw;
 }
 
-function checked<T>(value: T, errors: ValidationError[]): T {
+/** A page query: `after` (a cursor or batch id) and `limit` (1–`max`, default `fallback`); 422 entries for bad values. */
+function pageQuery(q: unknown, max: number, fallback: number): { after?: string; limit: number } {
+  const query = (q ?? {}) as Record<string, unknown>;
+  const errors: ValidationError[] = [];
+  const after = text(query, 'after', errors);
+  const limit = int(query, 'limit', 1, max, fallback, errors);
   if (errors.length > 0) throw new InvalidRequestError(errors);
-  return value;
+  return after ? { after, limit } : { limit };
 }
 
 /** GET /v1/batches: `after` (a batch id) and `limit` (1–100, default 20), as OpenAI's. */
-export function listQuery(q: unknown): { after?: string; limit: number } {
-  const query = (q ?? {}) as Record<string, unknown>;
-  const errors: ValidationError[] = [];
-  const after = text(query, 'after', errors);
-  const limit = int(query, 'limit', 1, 100, 20, errors);
-  return checked(after ? { after, limit } : { limit }, errors);
-}
+export const listQuery = (q: unknown) => pageQuery(q, 100, 20);
 
 /** Results lines per page: 1–10,000, default 1,000. */
-export function resultsQuery(q: unknown): { after?: string; limit: number } {
-  const query = (q ?? {}) as Record<string, unknown>;
-  const errors: ValidationError[] = [];
-  const after = text(query, 'after', errors);
-  const limit = int(query, 'limit', 1, 10_000, 1000, errors);
-  return checked(after ? { after, limit } : { limit }, errors);
-}
+export const resultsQuery = (q: unknown) => pageQuery(q, 10_000, 1000);
