@@ -3,3 +3,4 @@ export * from './start.js';
 export * from './channel.js';
 export * from './pool.js';
 export * from './on-demand.js';
+export * from './priority.js';

@@ -4,7 +4,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parentPort } from 'node:worker_threads';
-import { serveChannel } from '../../workers/index.js';
+import { runInBackground, serveChannel } from '../../workers/index.js';
 import { checkLine } from './lines.js';
 import type { IngestCalls, IngestChunk } from './ingest.js';
 
@@ -16,6 +16,9 @@ interface Reader {
   maxLines: number;
   seen: Set<string>;
 }
+
+// Batch work only: it runs in the time interactive requests leave.
+runInBackground();
 
 let reader: Reader | undefined;
 

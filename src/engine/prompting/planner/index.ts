@@ -75,7 +75,8 @@ export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads
  * batch lane's requests. Each lane has its own threads and queue, so a light caller's plan never
  * waits behind a 6 MB body's or a batch item's; the bytes and batch lanes start their threads on
  * first use. The batch lane's queue is unbounded: its runner bounds the items in flight, and a
- * batch item is never refused (529) for the interactive lanes' load.
+ * batch item is never refused (529) for the interactive lanes' load; its threads run in the
+ * background (workers/priority.ts), so planning batch items never slows an interactive pass.
  */
 export function workerPlanner(o: PlannerOptions): Planner {
   const entry = workerEntry('worker', import.meta.url, {
@@ -87,10 +88,10 @@ export function workerPlanner(o: PlannerOptions): Planner {
     decider: o.decider,
     labelTokens: o.labelTokens,
   });
-  const pool = (eager: number, size = o.threads, maxQueue = o.maxQueue) =>
+  const pool = (eager: number, size = o.threads, maxQueue = o.maxQueue, background = false) =>
     new WorkerPool<PlannerCalls>({
       filename: entry.filename,
-      worker: { workerData: entry.workerData, execArgv: workerExecArgv() },
+      worker: { workerData: { ...entry.workerData, background }, execArgv: workerExecArgv() },
       size,
       eager,
       maxQueue,
@@ -98,7 +99,8 @@ export function workerPlanner(o: PlannerOptions): Planner {
     });
   const requests = pool(o.threads);
   const bodies = pool(0);
-  const batch = pool(0, o.threads, Infinity);
+  // The batch lane's threads run at the lowest priority: they plan in the time interactive work leaves.
+  const batch = pool(0, o.threads, Infinity, true);
   const run = async (
     pool: WorkerPool<PlannerCalls>,
     task: PlanTask,

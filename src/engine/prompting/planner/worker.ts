@@ -1,12 +1,13 @@
 // A planner worker thread: loads the model's tokenizer once, then plans requests (plan.ts).
 import { parentPort, workerData } from 'node:worker_threads';
-import { serveChannel } from '../../../workers/index.js';
+import { runInBackground, serveChannel } from '../../../workers/index.js';
 import { TextCodec } from '../tokenizer.js';
 import { failureOf } from '../../thread/failure.js';
 import { planWith, type PlannerOptions } from './index.js';
 import { parseBody, type PlannerCalls } from './task.js';
 
-const o = workerData as Omit<PlannerOptions, 'threads'>;
+const o = workerData as Omit<PlannerOptions, 'threads'> & { background?: boolean };
+if (o.background) runInBackground();
 const codec = TextCodec.load(o.modelDir);
 
 serveChannel<PlannerCalls>(
