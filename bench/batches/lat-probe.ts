@@ -4,6 +4,7 @@
 // engine time (Server-Timing engine;dur=) and the client's latency, idle and during the drain.
 //   npx tsx bench/batches/lat-probe.ts [lines=2000] [idle requests=12]
 // PROBE_BPT sets the engine's batchPackTokens, PROBE_THREADS its onnxruntime threads (0: one per core).
+// PROBE_FOLLOW=1 reads the results pages while the batch runs, as a client following Link does.
 import { ensureSynthModel, TextCodec } from '../../src/internal.js';
 import { startBatchServer, submit, getBatch } from '../../test/batches/helpers.js';
 import { KEY } from '../../test/api/helpers.js';
@@ -77,6 +78,20 @@ const poll = (async () => {
     else await sleep(250);
   }
 })();
+// PROBE_FOLLOW=1: read results pages while it runs, as the bench's client does (the next page at once while lines come).
+let pages = 0;
+const follow = (async () => {
+  if (!process.env.PROBE_FOLLOW) return;
+  let url: string | undefined = `${s.base}/v1/batches/${created.id}/results?limit=10000`;
+  while (url) {
+    const page: Response = await fetch(url, { headers: { authorization: `Bearer ${KEY}` } });
+    const text = await page.text();
+    pages++;
+    const next = /<([^>]+)>;\s*rel="next"/.exec(page.headers.get('link') ?? '')?.[1];
+    if (next && text === '') await sleep(250);
+    url = next ? new URL(next, s.base).href : undefined;
+  }
+})();
 for (let i = 100; !done; i++) {
   const started = performance.now();
   const r = await one(i);
@@ -84,9 +99,12 @@ for (let i = 100; !done; i++) {
   await sleep(Math.max(0, 300 - (performance.now() - started)));
 }
 await poll;
+await follow;
 const wall = (performance.now() - t0) / 1000;
 show('idle    ', idle);
 show('draining', draining);
-console.log(`batch ${LINES} lines in ${wall.toFixed(1)} s (${(LINES / wall).toFixed(0)} lines/s)`);
+console.log(
+  `batch ${LINES} lines in ${wall.toFixed(1)} s (${(LINES / wall).toFixed(0)} lines/s), ${pages} result pages`,
+);
 await s.close();
 process.exit(0);

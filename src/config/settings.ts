@@ -426,7 +426,7 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'batch-pack-tokens',
         env: 'ASSAY_BATCH_PACK_TOKENS',
         arg: 'N',
-        doc: 'most question tokens in one packed pass of a batch job (at most --pack-tokens): an interactive request waits behind at most one batch pass, and this keeps that pass short',
+        doc: 'most question tokens in one packed pass of a batch job (at most --pack-tokens), and the base of its prefill pieces (at most --prefill-chunk): an interactive request waits behind at most one batch pass, and this keeps that pass short',
       }),
     ),
   batchTokens: int(0)

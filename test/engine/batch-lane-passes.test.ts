@@ -1,12 +1,14 @@
 // What keeps an interactive request's wait behind batch work short: (1) an interactive request holds
 // the batch lane from the moment it reaches the engine, while it is still being planned, so no
 // batch pass starts between its arrival and its first pass; (2) the batch lane packs fewer question
-// tokens per pass (batchPackTokens), so the one batch pass it may wait behind is short. The second
+// tokens per pass (batchPackTokens) and prefills its states in pieces no longer, so the one batch
+// pass it may wait behind is short. The second
 // runs the real engine on the tiny model: the batch lane's request takes exactly the passes its cap
 // implies, and answers as the interactive lane does.
 import { afterAll, describe, expect, it } from 'vitest';
 import { Scheduler } from '../../src/engine/execution/scheduler.js';
 import { packQuestions } from '../../src/engine/execution/packing.js';
+import { prefillEnds } from '../../src/engine/model/runner.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import { inlinePlanner } from '../../src/engine/prompting/planner/index.js';
 import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
@@ -49,18 +51,29 @@ describe('the batch lane pass size (tiny model)', () => {
     await Promise.all(open.map((e) => e.close()));
   });
 
-  it('packs at most batchPackTokens question tokens a pass in the batch lane, with the same answers', async () => {
+  it('packs at most batchPackTokens question tokens a pass in the batch lane, and prefills in pieces as short, with the same answers', async () => {
     const dir = await tinyFp32();
-    // The prefix cache off: both lanes encode the prefix the same way, only the packed passes differ.
-    const settings = { modelDir: dir, threads: 1, prefixCacheBytes: 0, packTokens: 512, batchPackTokens: 64 };
+    // The prefix cache off: each lane encodes the whole prefix itself, then its packed passes.
+    const settings = {
+      modelDir: dir,
+      threads: 1,
+      prefixCacheBytes: 0,
+      packTokens: 512,
+      prefillChunk: 256,
+      batchPackTokens: 64,
+    };
     const evaluator = await loadEvaluator(settings);
     open.push(evaluator);
-    const r = request(manyQuestions(30), 'A ticket about a parcel that arrived late. '.repeat(4));
+    const r = request(manyQuestions(30), 'A ticket about a parcel that arrived late. '.repeat(40));
     const codec = await TextCodec.load(dir);
     const budgets = { request: 64_000, question: 32_000, context: 32_768 };
     const plan = await inlinePlanner(codec, { endToken: codec.eosTokenId!, budgets }).plan(r);
     const groups = (budget: number) => packQuestions(plan.questions, budget).length;
-    expect(groups(64)).toBeGreaterThan(groups(512)); // the request is large enough to tell them apart
+    const pieces = (chunk: number) => prefillEnds(plan.prefix.length, 0, chunk).length;
+    // Large enough to tell the lanes apart: more than one packed pass, a prefix of several pieces.
+    expect(groups(512)).toBeGreaterThan(1);
+    expect(groups(64)).toBeGreaterThan(groups(512));
+    expect(pieces(64)).toBeGreaterThan(pieces(256));
 
     const passes = async (lane: 'interactive' | 'batch') => {
       const before = evaluator.stats().passes;
@@ -69,7 +82,9 @@ describe('the batch lane pass size (tiny model)', () => {
     };
     const interactive = await passes('interactive');
     const batch = await passes('batch');
-    expect(batch.passes - interactive.passes).toBe(groups(64) - groups(512));
+    expect(interactive.passes).toBe(pieces(256) + groups(512));
+    expect(batch.passes).toBe(pieces(64) + groups(64));
+    // Only the order of fp32 sums differs (prefill pieces, packed groups): far below any answer's precision.
     expectSameResult(interactive.result, batch.result, 1e-4);
   });
 });

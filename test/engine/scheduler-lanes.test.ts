@@ -197,6 +197,43 @@ describe('packing across requests keeps to a lane (the real tiny model)', () => 
       await runner.close();
     }
   });
+
+  it("a batch lane's shared pass keeps to the batch budget, where an interactive one takes up to the whole budget", async () => {
+    const modelDir = await tinyFp32();
+    const runner = await ModelRunner.load(
+      await openModelFolder(modelDir),
+      resolveEngineConfig({ modelDir, threads: 1 }),
+    );
+    try {
+      const count = new PassCount();
+      const passLengths: number[] = [];
+      const batcher = new RequestBatcher(
+        4096,
+        (pass) => (passLengths.push(pass.tokens.length), runner.packed(pass, null, count.run)),
+        50,
+      );
+      const run = async (lane: Lane) => {
+        const s = new Scheduler(8);
+        const g = gate();
+        const holder = s.request((t) => t.pass(() => g.promise), undefined, lane);
+        await tick();
+        const all = [chain(30, 5), chain(20, 40), chain(15, 70), chain(10, 90)].map((p) =>
+          s.request((t) => new Passes(runner, t, count, batcher, lane).whole(p), undefined, lane),
+        );
+        await tick();
+        g.open();
+        await Promise.all([holder, ...all]);
+      };
+      await run('interactive');
+      expect(passLengths).toEqual([75]);
+      passLengths.length = 0;
+      await run('batch');
+      // 30 + 20 = 50 tokens, then 15 + 10: no batch pass past 50 tokens.
+      expect(passLengths).toEqual([50, 25]);
+    } finally {
+      await runner.close();
+    }
+  });
 });
 
 describe('the planner of the batch lane', () => {

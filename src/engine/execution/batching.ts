@@ -41,10 +41,13 @@ export class RequestBatcher {
   /**
    * @param budget most tokens in one pass (a larger tree still runs, alone)
    * @param run runs one packed pass with no past; returns a row per read
+   * @param batchBudget most tokens in one pass of the batch lane (its passes stay short: an
+   *   interactive request may wait behind one)
    */
   constructor(
     private readonly budget: number,
     private readonly run: (pass: PackedPass) => Promise<number[][]>,
+    private readonly batchBudget = budget,
   ) {}
 
   /** The read rows of `pass` (a packed pass with no past), run alone or with others of its lane waiting. */
@@ -73,10 +76,11 @@ export class RequestBatcher {
   private async flush(first: Item): Promise<void> {
     const batch = [first];
     this.pending.splice(this.pending.indexOf(first), 1);
+    const budget = first.lane === 'batch' ? Math.min(this.budget, this.batchBudget) : this.budget;
     let tokens = first.pass.tokens.length;
     for (let i = 0; i < this.pending.length;) {
       const next = this.pending[i]!;
-      if (next.lane !== first.lane || tokens + next.pass.tokens.length > this.budget) {
+      if (next.lane !== first.lane || tokens + next.pass.tokens.length > budget) {
         i++;
         continue;
       }

@@ -168,6 +168,9 @@ class OnnxEvaluator implements Evaluator {
     this.packs = runner.packs && config.packQuestions !== false;
     this.packTokens = config.packTokens;
     this.batchPackTokens = Math.max(1, Math.min(config.packTokens, config.batchPackTokens));
+    // A batch item's prefill pieces are no longer than its packed passes (unless prefill is unchunked).
+    this.batchPrefillChunk =
+      runner.prefillChunk > 0 ? Math.min(runner.prefillChunk, this.batchPackTokens) : runner.prefillChunk;
     let batchTokens = config.batchTokens;
     if (this.packs && batchTokens > 0 && runner.sharesActivationScales) {
       // One activation scale per pass (a dynamic int8 export run as exported: --no-per-token-int8,
@@ -180,7 +183,12 @@ class OnnxEvaluator implements Evaluator {
     }
     this.batcher =
       this.packs && batchTokens > 0
-        ? new RequestBatcher(batchTokens, (pass) => this.runner.packed(pass, null, this.count.run))
+        ? new RequestBatcher(
+            batchTokens,
+            (pass) => this.runner.packed(pass, null, this.count.run),
+            // A shared pass of batch items is as long as a trunk piece and its questions, at most.
+            this.batchPrefillChunk + this.batchPackTokens,
+          )
         : undefined;
   }
 
@@ -192,6 +200,8 @@ class OnnxEvaluator implements Evaluator {
   private readonly packTokens: number;
   /** The batch lane's packed passes: fewer tokens, so an interactive request never waits long behind one. */
   private readonly batchPackTokens: number;
+  /** The batch lane's prefill pieces: as short as its packed passes, for the same reason. */
+  private readonly batchPrefillChunk: number;
 
   get modelDir(): string {
     return this.config.modelDir;
@@ -231,7 +241,9 @@ class OnnxEvaluator implements Evaluator {
     const { signal } = options;
     // What may share a cached prefix: this model, for callers of the same cache scope.
     const cacheScope = `${options.cacheScope ?? ''}\u0001${this.modelId}`;
-    const packTokens = options.lane === 'batch' ? this.batchPackTokens : this.packTokens;
+    const batch = options.lane === 'batch';
+    const packTokens = batch ? this.batchPackTokens : this.packTokens;
+    const prefillChunk = batch ? this.batchPrefillChunk : this.runner.prefillChunk;
     const answers = await this.scheduler.request(
       async (ticket) => {
         const cached = this.cache.lookup(cacheScope, plan.prefix);
@@ -253,8 +265,8 @@ class OnnxEvaluator implements Evaluator {
           plan,
           // Every pass (prefill pieces included) takes its turn: requests interleave pass by pass, and
           // an aborted request stops at its next pass.
-          passes: new Passes(this.runner, ticket, this.count, this.batcher, options.lane),
-          prefillChunk: this.runner.prefillChunk,
+          passes: new Passes(this.runner, ticket, this.count, this.batcher, options.lane, prefillChunk),
+          prefillChunk,
           packTokens,
           cache: this.cache,
           cacheScope,

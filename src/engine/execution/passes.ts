@@ -29,6 +29,7 @@ export class Passes {
    * @param batcher packs concurrent requests' whole prompts into shared passes (undefined: off); it
    *   counts the passes it runs in `count` too (its run is built with `count.run`)
    * @param lane the request's scheduler lane: a shared pass takes trees of its own lane only
+   * @param prefillChunk the base of its prefill pieces (default the runner's)
    */
   constructor(
     private readonly runner: ModelRunner,
@@ -36,13 +37,14 @@ export class Passes {
     count: PassCount,
     private readonly batcher?: RequestBatcher,
     private readonly lane: Lane = 'interactive',
+    private readonly prefillChunk = runner.prefillChunk,
   ) {
     this.step = (pass, tokens) => ticket.pass(() => count.run(pass, tokens));
   }
 
   /** `ids` after `past` (ModelRunner.forward): each prefill piece is a pass, in its own turn. */
   forward(ids: number[], past: KvCache | null, candidates: number[][], present: boolean): Promise<ForwardResult> {
-    return this.runner.forward(ids, past, candidates, present, this.step);
+    return this.runner.forward(ids, past, candidates, present, this.step, this.prefillChunk);
   }
 
   /** One packed pass after `past` (ModelRunner.packed). */

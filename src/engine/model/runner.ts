@@ -210,11 +210,12 @@ export class ModelRunner {
     present: boolean,
     /** Runs each pass (the scheduler's turn: passes of concurrent requests interleave, an aborted request stops here). */
     step: PassStep = (pass) => pass(),
+    /** The base of the prefill pieces (default the runner's; the batch lane's are shorter). */
+    chunk = this.prefillChunk,
   ): Promise<ForwardResult> {
     // Long inputs run in chunks over the growing cache: a stock export's attention materializes
     // [heads, n, past + n] scores, so one 8,000-token pass would need gigabytes and run at a
     // fraction of the speed of 256-token pieces.
-    const chunk = this.prefillChunk;
     if (chunk > 0 && ids.length > chunk && candidates.length < ids.length) {
       // Pieces grow with the cache (a longer past makes each piece's present copy dearer than
       // its attention); the last piece is the remainder, long enough to hold every position read.
