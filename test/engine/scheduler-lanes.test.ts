@@ -3,6 +3,7 @@
 // batch requests are never refused for a full queue and are not counted in queueDepth. The last
 // test runs the real engine thread on the tiny model: an interactive request gets the answers it
 // gets on an idle engine, and finishes while a long batch request is still running.
+import { MessageChannel } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Scheduler, type Ticket } from '../../src/engine/execution/scheduler.js';
 import { AbortedError, OverloadedError } from '../../src/engine/errors.js';
@@ -64,6 +65,46 @@ describe('scheduler lanes', () => {
     held.open();
     await Promise.all([batch, interactive]);
     expect(order).toEqual(['b1', 'b2', 'b3', 'i1', 'i2', 'i3', 'i4', 'b4', 'b5', 'b6']);
+  });
+
+  it('an interactive request that reaches a thread blocked by a batch pass runs before the next batch pass', async () => {
+    // As onnxruntime runs a pass: in a setImmediate callback, blocking the thread. The interactive
+    // request is a message posted meanwhile, handled in the event loop's next I/O phase, as the
+    // engine thread receives one from the server.
+    const s = new Scheduler(8);
+    const order: string[] = [];
+    const { port1, port2 } = new MessageChannel();
+    let interactive: Promise<void> | undefined;
+    port2.on('message', () => {
+      const release = s.arrive();
+      interactive = (async () => {
+        await tick(); // planned in another thread
+        const answered = passes(s, order, 'i', 1, 'interactive');
+        release();
+        await answered;
+      })();
+    });
+    const blocking = (name: string, during?: () => void) => () =>
+      new Promise<void>((resolve) =>
+        setImmediate(() => {
+          during?.();
+          for (const end = Date.now() + 20; Date.now() < end;);
+          order.push(name);
+          resolve();
+        }),
+      );
+    await s.request(
+      async (t) => {
+        await t.pass(blocking('b1', () => port1.postMessage('arrives')));
+        await t.pass(blocking('b2'));
+      },
+      undefined,
+      'batch',
+    );
+    while (!interactive) await tick();
+    await interactive;
+    port1.close();
+    expect(order).toEqual(['b1', 'i1', 'b2']);
   });
 
   it('batch requests take turns round robin among themselves, behind every interactive request', async () => {

@@ -18,7 +18,9 @@
 // flight), are not counted in `queueDepth` or the retry hints, and take turns among themselves round
 // robin as interactive ones do. An interactive request holds the batch lane from the moment it
 // reaches the engine (`arrive`), while it is still being planned: else a batch pass granted during
-// its planning would run before its first pass, and it would wait behind two batch passes.
+// its planning would run before its first pass, and it would wait behind two batch passes. For the
+// same reason a batch turn is granted one event-loop turn after the pass before it ends (next()): a
+// pass blocks the engine thread, and a request that reached it meanwhile is only seen after that.
 import { RetrySlots } from '../../protocol/index.js';
 import { AbortedError, OverloadedError } from '../errors.js';
 import type { Lane } from '../types.js';
@@ -61,6 +63,8 @@ export class Scheduler {
   /** Admitted interactive requests that have run a pass: the session time each has held so far. */
   private readonly holding = new Set<{ held: number; since?: number }>();
   private readonly slots = new RetrySlots();
+  /** A batch turn's grant, waiting for the event loop's next turn (next()). */
+  private batchGrant: ReturnType<typeof setImmediate> | undefined;
 
   constructor(private readonly maxQueue: number) {}
 
@@ -196,12 +200,32 @@ export class Scheduler {
     this.next();
   }
 
-  /** Grants the next turn: an interactive one, else a batch one while no interactive request is in or arriving. */
+  private batchMayRun(): boolean {
+    return this.counts.interactive.admitted === 0 && this.arriving === 0;
+  }
+
+  /**
+   * Grants the next turn: an interactive one at once, else a batch one while no interactive request
+   * is in or arriving, one event-loop turn later. A pass blocks this thread (onnxruntime runs it
+   * synchronously), so a request that reached the thread meanwhile is only seen in the next I/O
+   * phase: a batch turn granted at once, as the pass ends, would make it wait behind a second batch
+   * pass. Deferred (setImmediate, which runs after that phase), the grant sees its `arrive` first.
+   */
   private next(): void {
     if (this.busy) return;
-    const batchMayRun = this.counts.interactive.admitted === 0 && this.arriving === 0;
-    const turn = this.turns.interactive.shift() ?? (batchMayRun ? this.turns.batch.shift() : undefined);
-    if (!turn) return;
+    const turn = this.turns.interactive.shift();
+    if (turn) return this.grant(turn);
+    if (this.batchGrant || this.turns.batch.length === 0 || !this.batchMayRun()) return;
+    this.batchGrant = setImmediate(() => {
+      this.batchGrant = undefined;
+      // Taken meanwhile by an interactive request (its release calls next again), or held by one.
+      if (this.busy || !this.batchMayRun()) return;
+      const batch = this.turns.batch.shift();
+      if (batch) this.grant(batch);
+    });
+  }
+
+  private grant(turn: Turn): void {
     this.busy = true;
     turn.grant();
   }
