@@ -75,3 +75,6 @@ export { loadArbiter, arbiterFeeds, type ArbiterRowInput } from './engine/famili
 export { loadDeciderSlots } from './engine/families/decider-slots/family.js';
 export { slotFeeds, type SlotRowInput } from './engine/families/decider-slots/rows.js';
 export type { RowFamily, FamilyRow } from './engine/families/family.js';
+
+// Worker threads started the project's way (a bench's own client thread, from TypeScript sources).
+export { workerEntry } from './workers/index.js';

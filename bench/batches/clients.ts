@@ -4,7 +4,9 @@
 // concurrency, and an open-loop interactive load (requests sent on a clock, whatever the answers'
 // pace) timed per request.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
 import { TypeSafeClient, type Questions } from '@typesafe-ai/sdk';
+import { workerEntry } from '../../src/internal.js';
 import type { BenchServer } from '../lib/server.js';
 import { jsonl, type Line } from './corpus.js';
 
@@ -81,6 +83,36 @@ export async function runBatch(
     status: string;
   };
   return { id, status: batch.status, ms, submitMs, pages, ok, failed, duplicates, sample };
+}
+
+/**
+ * runBatch in a worker thread of its own: the batch's client reads and parses its results on
+ * another event loop than the interactive load's, as a separate client would, so the latencies the
+ * interactive load times are not the batch reader's parsing.
+ */
+export function runBatchApart(
+  server: BenchServer,
+  key: string,
+  lines: Line[],
+  sampled: Set<string>,
+  onSubmitted?: () => void,
+): Promise<BatchRun> {
+  const entry = workerEntry('batch-client-thread', import.meta.url, {
+    url: server.url,
+    key,
+    lines,
+    sampled: [...sampled],
+  });
+  const worker = new Worker(entry.filename, { workerData: entry.workerData });
+  return new Promise<BatchRun>((resolve, reject) => {
+    worker.on('message', (m: { submitted?: true; run?: BatchRun; error?: string }) => {
+      if (m.submitted) onSubmitted?.();
+      else if (m.run) resolve(m.run);
+      else reject(new Error(m.error));
+    });
+    worker.on('error', reject);
+    worker.on('exit', (code) => reject(new Error(`the batch client thread exited (${code})`)));
+  }).finally(() => void worker.terminate());
 }
 
 export interface FanOutRun extends Answered {

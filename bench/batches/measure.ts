@@ -6,7 +6,16 @@ import { TextCodec, type ShapeName, type SynthDtype } from '../../src/internal.j
 import type { BenchContext } from '../lib/context.js';
 import { startBenchServer, type BenchServer } from '../lib/server.js';
 import { round, summarize } from '../lib/stats.js';
-import { fanOut, maxDiff, openLoop, runBatch, type BatchRun, type FanOutRun, type LoadRun } from './clients.js';
+import {
+  fanOut,
+  maxDiff,
+  openLoop,
+  runBatch,
+  runBatchApart,
+  type BatchRun,
+  type FanOutRun,
+  type LoadRun,
+} from './clients.js';
 import { corpusLines, interactiveRequest } from './corpus.js';
 
 export const BATCH_KEY = 'bench-batches-corpus-key';
@@ -149,7 +158,8 @@ export async function measureShape(ctx: BenchContext, plan: ShapePlan): Promise<
       let submitted!: () => void;
       const accepted = new Promise<void>((r) => (submitted = r));
       let done = false;
-      const drain = runBatch(s, BATCH_KEY, lines, new Set(), submitted).finally(() => (done = true));
+      // The batch's client runs apart (its own event loop): the interactive callers are other clients.
+      const drain = runBatchApart(s, BATCH_KEY, lines, new Set(), submitted).finally(() => (done = true));
       await accepted;
       const during = await openLoop(s, LIVE_KEY, nextLive, {
         rps: plan.rps,
