@@ -133,8 +133,21 @@ export async function rewrittenGraph(
 }
 
 async function cached(candidates: string[]): Promise<RewrittenGraph | undefined> {
-  const found = candidates.find((t) => existsSync(t));
-  return found ? { path: found, ...(await readFacts(found)) } : undefined;
+  for (const found of candidates.filter((t) => existsSync(t))) {
+    const facts = await readFacts(found);
+    // A weights file of its own that is empty: an older Assay's rewrite whose write failed in another
+    // folder first (writeGraph). It cannot load: written again.
+    if (
+      !facts.externalDataDir &&
+      !(await stat(`${found}.data`).then(
+        (s) => s.size > 0,
+        () => false,
+      ))
+    )
+      continue;
+    return { path: found, ...facts };
+  }
+  return undefined;
 }
 
 /** The facts kept beside a rewritten graph; a missing or unreadable file gives the cautious answer. */
@@ -263,14 +276,18 @@ async function writeGraph(model: ModelProto, target: string, facts: FactsFile): 
   const partial = `${target}.${process.pid}.tmp`;
   const dataName = `${basename(target)}.data`;
   const shared = facts.externalDataDir !== undefined;
+  // externalize moves the weights out of the model: put back on failure, so the next cache folder
+  // tried gets them (else it would write an empty weights file that the graph's references point into).
+  let restore = (): void => {};
   try {
-    if (!shared) await externalize(model, `${partial}.data`, dataName);
+    if (!shared) restore = await externalize(model, `${partial}.data`, dataName);
     await writeFile(partial, encodeModel(model));
     await writeFile(`${partial}.json`, `${JSON.stringify(facts)}\n`);
     if (!shared) await rename(`${partial}.data`, join(dirname(target), dataName));
     await rename(`${partial}.json`, `${target}.json`);
     await rename(partial, target); // last: its presence means complete
   } catch (error) {
+    restore();
     await rm(partial, { force: true });
     await rm(`${partial}.data`, { force: true });
     await rm(`${partial}.json`, { force: true });
@@ -278,8 +295,17 @@ async function writeGraph(model: ModelProto, target: string, facts: FactsFile): 
   }
 }
 
-/** Moves every large inline initializer's bytes into `file`, leaving an external-data reference to `location`. */
-export async function externalize(model: ModelProto, file: string, location: string): Promise<void> {
+type Tensor = NonNullable<NonNullable<ModelProto['graph']>['initializer']>[number];
+
+/**
+ * Moves every large inline initializer's bytes into `file`, leaving an external-data reference to
+ * `location`. Returns what puts them back inline (the model as it was), for a caller whose write failed.
+ */
+export async function externalize(model: ModelProto, file: string, location: string): Promise<() => void> {
+  const moved: Array<{ t: Tensor; was: Pick<Tensor, 'rawData' | 'dataLocation' | 'externalData'> }> = [];
+  const restore = (): void => {
+    for (const { t, was } of moved.splice(0)) Object.assign(t, was);
+  };
   const handle = await open(file, 'w');
   try {
     let offset = 0;
@@ -289,6 +315,7 @@ export async function externalize(model: ModelProto, file: string, location: str
       const start = Math.ceil(offset / ALIGN) * ALIGN;
       await handle.write(raw, 0, raw.byteLength, start);
       offset = start + raw.byteLength;
+      moved.push({ t, was: { rawData: raw, dataLocation: t.dataLocation, externalData: t.externalData } });
       t.rawData = new Uint8Array(0);
       t.dataLocation = 1; // EXTERNAL
       t.externalData = [
@@ -297,9 +324,13 @@ export async function externalize(model: ModelProto, file: string, location: str
         { key: 'length', value: String(raw.byteLength) },
       ];
     }
+  } catch (error) {
+    restore();
+    throw error;
   } finally {
     await handle.close();
   }
+  return restore;
 }
 
 /** The attention bias input, when the rewrite gave the graph one (packed passes). */
