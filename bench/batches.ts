@@ -12,7 +12,7 @@
 //   ASSAY_BENCH_BATCH_QUESTIONS=50               questions per state (one a line)
 //   ASSAY_BENCH_BATCH_CONCURRENCY=1,4,16,64      the fan-out's concurrencies
 //   ASSAY_BENCH_BATCH_IDLE_S=60                  seconds of interactive load on the idle server (--quick 20)
-//   ASSAY_BENCH_BATCH_RPS=4                      interactive requests per second
+//   ASSAY_BENCH_BATCH_RPS=4                      interactive requests per second (default 4, 0.5 on 0.5B)
 import type { ShapeName, SynthDtype } from '../src/internal.js';
 import { table, type BenchContext, type SectionResult, type Target } from './lib/context.js';
 import { round } from './lib/stats.js';
@@ -50,7 +50,9 @@ export function plans(ctx: BenchContext): ShapePlan[] {
     questions: numbers('ASSAY_BENCH_BATCH_QUESTIONS', [50])[0]!,
     concurrency: numbers('ASSAY_BENCH_BATCH_CONCURRENCY', [1, 4, 16, 64]),
     idleSeconds: numbers('ASSAY_BENCH_BATCH_IDLE_S', [ctx.quick ? 20 : 60])[0]!,
-    rps: numbers('ASSAY_BENCH_BATCH_RPS', [4])[0]!,
+    // Light for the model: 4/s is ~6% of the tiny model's engine time, 0.5/s ~30% of the 0.5B int8 shape's
+    // on two cores (a 3-question request takes ~0.6 s there; 4/s would leave a batch nothing).
+    rps: numbers('ASSAY_BENCH_BATCH_RPS', [shape === 'tiny' ? 4 : 0.5])[0]!,
   }));
 }
 

@@ -162,7 +162,7 @@ export const SECTIONS: SectionInfo[] = [
   {
     id: 'batches',
     measures:
-      "Batch jobs (`/v1/batches`, `assay serve` as a child): the wall time of a 10,000-line batch (200 tickets of 100–300 tokens × 50 questions, mixed types, one question a line; its results read while it runs) against the same lines sent one by one through the official TypeScript SDK at concurrency 1, 4, 16 and 64 (best fan-out / batch, goal ≥ 1.3×), and the p50 / p99 of a light open-loop interactive load (3 questions, 4/s: a p99 needs over 100 samples in a drain of about 35 s) while a batch drains over the same load idle (goal ≤ 1.25×); tiny model, and qwen2.5-0.5b int8 at 500 lines (10 tickets); the batch's answers equal the fan-out's on sampled lines (1e-6). ASSAY_BENCH_BATCH_SHAPES, _LINES, _CONCURRENCY, _IDLE_S, _RPS pick a part.",
+      "Batch jobs (`/v1/batches`, `assay serve` as a child): the wall time of a 10,000-line batch (200 tickets of 100–300 tokens × 50 questions, mixed types, one question a line; its results read while it runs) against the same lines sent one by one through the official TypeScript SDK at concurrency 1, 4, 16 and 64 (best fan-out / batch, goal ≥ 1.3×), and the p50 / p99 of a light open-loop interactive load (3 questions, 4/s, 0.5/s on 0.5B: a p99 needs over 100 samples in a drain of about 35 s) while a batch drains over the same load idle (goal ≤ 1.25×); tiny model, and qwen2.5-0.5b int8 at 500 lines (10 tickets); the batch's answers equal the fan-out's on sampled lines (1e-6). ASSAY_BENCH_BATCH_SHAPES, _LINES, _CONCURRENCY, _IDLE_S, _RPS pick a part.",
     quick: 'the tiny model only, 1,000 lines, 20 s of idle load',
     seconds: { full: 5400, quick: 400 },
     load: async () => (await import('./batches.js')).batchesSection,
