@@ -207,12 +207,14 @@ describe('packing across requests keeps to a lane (the real tiny model)', () => 
     reads: [{ at: n - 1, candidates: [1, 2, 3] }],
   });
 
-  it("an interactive shared pass takes the interactive prompts waiting, never the batch lane's", async () => {
+  /** The tiny model's runner, one thread. */
+  const tinyRunner = async (): Promise<ModelRunner> => {
     const modelDir = await tinyFp32();
-    const runner = await ModelRunner.load(
-      await openModelFolder(modelDir),
-      resolveEngineConfig({ modelDir, threads: 1 }),
-    );
+    return ModelRunner.load(await openModelFolder(modelDir), resolveEngineConfig({ modelDir, threads: 1 }));
+  };
+
+  it("an interactive shared pass takes the interactive prompts waiting, never the batch lane's", async () => {
+    const runner = await tinyRunner();
     try {
       const count = new PassCount();
       const batcher = new RequestBatcher(4096, (pass) => runner.packed(pass, null, count.run));
@@ -240,11 +242,7 @@ describe('packing across requests keeps to a lane (the real tiny model)', () => 
   });
 
   it("a batch lane's shared pass keeps to the batch budget, where an interactive one takes up to the whole budget", async () => {
-    const modelDir = await tinyFp32();
-    const runner = await ModelRunner.load(
-      await openModelFolder(modelDir),
-      resolveEngineConfig({ modelDir, threads: 1 }),
-    );
+    const runner = await tinyRunner();
     try {
       const count = new PassCount();
       const passLengths: number[] = [];
