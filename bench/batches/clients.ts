@@ -58,13 +58,7 @@ export async function runBatch(
   let ok = 0;
   let failed = 0;
   let duplicates = 0;
-  let pages = 0;
-  let url: string | undefined = `${server.url}/v1/batches/${id}/results?limit=10000`;
-  while (url) {
-    const page: Response = await fetch(url, { headers: auth(key) });
-    if (page.status !== 200) throw new Error(`results: HTTP ${page.status}: ${await page.text()}`);
-    const text = await page.text();
-    pages++;
+  const pages = await followResults(server.url, key, id, (text) => {
     for (const l of text.split('\n')) {
       if (!l) continue;
       const r = JSON.parse(l) as { custom_id: string; response?: { status_code: number; body: unknown } };
@@ -74,10 +68,7 @@ export async function runBatch(
       else failed++;
       if (sampled.has(r.custom_id) && r.response) sample.set(r.custom_id, r.response.body);
     }
-    const next = /<([^>]+)>;\s*rel="next"/.exec(page.headers.get('link') ?? '')?.[1];
-    if (next && text === '') await sleep(250); // as a plain client polls: no more than 4 reads a second while nothing is new
-    url = next ? new URL(next, server.url).href : undefined;
-  }
+  });
   const ms = performance.now() - t0;
   const batch = (await (await fetch(`${server.url}/v1/batches/${id}`, { headers: auth(key) })).json()) as {
     status: string;
@@ -86,16 +77,37 @@ export async function runBatch(
 }
 
 /**
+ * Reads a batch's results a page at a time (10,000 lines a page) while it runs, following Link
+ * rel="next" until the last page; each page's text goes to `onPage`. Returns the pages read.
+ */
+export async function followResults(
+  base: string,
+  key: string,
+  id: string,
+  onPage: (text: string) => void,
+): Promise<number> {
+  let pages = 0;
+  let url: string | undefined = `${base}/v1/batches/${id}/results?limit=10000`;
+  while (url) {
+    const page: Response = await fetch(url, { headers: auth(key) });
+    if (page.status !== 200) throw new Error(`results: HTTP ${page.status}: ${await page.text()}`);
+    const text = await page.text();
+    pages++;
+    onPage(text);
+    const next = /<([^>]+)>;\s*rel="next"/.exec(page.headers.get('link') ?? '')?.[1];
+    if (next && text === '') await sleep(250); // as a plain client polls: no more than 4 reads a second while nothing is new
+    url = next ? new URL(next, base).href : undefined;
+  }
+  return pages;
+}
+
+/**
  * runBatch in a worker thread of its own: the batch's client reads and parses its results on
  * another event loop than the interactive load's, as a separate client would, so the latencies the
  * interactive load times are not the batch reader's parsing.
  */
 export function runBatchApart(
-  server: BenchServer,
-  key: string,
-  lines: Line[],
-  sampled: Set<string>,
-  onSubmitted?: () => void,
+  ...[server, key, lines, sampled, onSubmitted]: Parameters<typeof runBatch>
 ): Promise<BatchRun> {
   const entry = workerEntry('batch-client-thread', import.meta.url, {
     url: server.url,

@@ -8,6 +8,7 @@
 import { ensureSynthModel, TextCodec } from '../../src/internal.js';
 import { startBatchServer, submit, getBatch } from '../../test/batches/helpers.js';
 import { KEY } from '../../test/api/helpers.js';
+import { followResults } from './clients.js';
 import { corpusLines, interactiveRequest, jsonl } from './corpus.js';
 
 const LINES = Number(process.argv[2] ?? 2000);
@@ -79,19 +80,7 @@ const poll = (async () => {
   }
 })();
 // PROBE_FOLLOW=1: read results pages while it runs, as the bench's client does (the next page at once while lines come).
-let pages = 0;
-const follow = (async () => {
-  if (!process.env.PROBE_FOLLOW) return;
-  let url: string | undefined = `${s.base}/v1/batches/${created.id}/results?limit=10000`;
-  while (url) {
-    const page: Response = await fetch(url, { headers: { authorization: `Bearer ${KEY}` } });
-    const text = await page.text();
-    pages++;
-    const next = /<([^>]+)>;\s*rel="next"/.exec(page.headers.get('link') ?? '')?.[1];
-    if (next && text === '') await sleep(250);
-    url = next ? new URL(next, s.base).href : undefined;
-  }
-})();
+const follow = process.env.PROBE_FOLLOW ? followResults(s.base, KEY, created.id, () => {}) : Promise.resolve(0);
 for (let i = 100; !done; i++) {
   const started = performance.now();
   const r = await one(i);
@@ -99,7 +88,7 @@ for (let i = 100; !done; i++) {
   await sleep(Math.max(0, 300 - (performance.now() - started)));
 }
 await poll;
-await follow;
+const pages = await follow;
 const wall = (performance.now() - t0) / 1000;
 show('idle    ', idle);
 show('draining', draining);

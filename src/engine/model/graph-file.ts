@@ -132,20 +132,19 @@ export async function rewrittenGraph(
   }
 }
 
+/** A file's size in bytes (0: missing). */
+const sizeOf = (path: string): Promise<number> =>
+  stat(path).then(
+    (s) => s.size,
+    () => 0,
+  );
+
 async function cached(candidates: string[]): Promise<RewrittenGraph | undefined> {
   for (const found of candidates.filter((t) => existsSync(t))) {
     const facts = await readFacts(found);
     // A weights file of its own that is empty: an older Assay's rewrite whose write failed in another
     // folder first (writeGraph). It cannot load: written again.
-    if (
-      !facts.externalDataDir &&
-      !(await stat(`${found}.data`).then(
-        (s) => s.size > 0,
-        () => false,
-      ))
-    )
-      continue;
-    return { path: found, ...facts };
+    if (facts.externalDataDir || (await sizeOf(`${found}.data`)) > 0) return { path: found, ...facts };
   }
   return undefined;
 }
