@@ -2,9 +2,11 @@
 // the independent reference writes: the generator still makes the stored requests, and the
 // reference (tools/reference/label_tokens_layout.py, written from docs/families/label-tokens.md),
 // run live on a spread of them, gives the stored prefixes, rows, label ids and refusals exactly and
-// the stored probabilities within 1e-6 (the label logits come from an fp32 torch forward, whose
-// sums another CPU may order differently: ~1e-7 relative in the logits, far less in
-// probabilities of a 2-layer model). Plus what the files must hold whatever the engine does:
+// the stored probabilities within 1e-5: the label logits come from an fp32 torch forward, and the
+// goldens' CPU and the live run's may order its sums differently (SIMD width, BLAS blocking), so
+// the two are two fp32 forwards of a 2-layer model over a few thousand tokens, held to the bound
+// the evaluator tests give such a pair (label-tokens-evaluator.test.ts); the stored goldens and a
+// live run on an AVX-512 VNNI EPYC differed by 1.3e-6. Plus what the files must hold whatever the engine does:
 // the limits' cases, content as data (no caller text adds a control token), one label per option.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -153,7 +155,7 @@ describe.each(LABEL_CONTRACTS)('contract %s', (contract) => {
         const { probabilities: wantP, ...wantRest } = want;
         expect(rest, f.name).toEqual(wantRest);
         for (const [k, p] of Object.entries(wantP ?? {}))
-          p.forEach((x, j) => expect(Math.abs(probabilities![k]![j]! - x), `${f.name} ${k}`).toBeLessThan(1e-6));
+          p.forEach((x, j) => expect(Math.abs(probabilities![k]![j]! - x), `${f.name} ${k}`).toBeLessThan(1e-5));
       }
     },
     120_000,
