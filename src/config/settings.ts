@@ -437,7 +437,7 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'batch-tokens',
         env: 'ASSAY_BATCH_TOKENS',
         arg: 'N',
-        doc: 'most tokens of one pass shared by concurrent requests whose whole prompt fits one packed pass, each seeing only its own tokens (0: off; off on CPU, where the masked attention makes a shared pass cost more than its parts; never on exports that still quantize activations with one scale per pass, such as dynamic int8 run with --no-per-token-int8, where it would let the tokens of one caller move the answers of another)',
+        doc: 'most tokens of one pass shared by concurrent requests whose whole prompt fits one packed pass, each seeing only its own tokens (0: off; off on CPU, where the masked attention makes a shared pass cost more than its parts; never on exports that still quantize activations with one scale per pass, such as dynamic int8 run with --no-per-token-int8, where it would let the tokens of one caller move the answers of another; nor on per-token int8 with fused attention, whose state and question tokens run in passes of their own kinds (docs/engine.md, Exactness across passes))',
         shownDefault: `${DEFAULTS.batchTokens.cpu} on cpu, ${DEFAULTS.batchTokens.cuda} on cuda`,
       }),
     ),
@@ -469,7 +469,7 @@ export const ServeSettingsSchema = z.strictObject({
         engine: 'perTokenInt8',
         flag: 'per-token-int8',
         env: 'ASSAY_PER_TOKEN_INT8',
-        doc: "dynamic int8 exports quantize each token's activations with its own scale (rewritten at load), so an answer does not move with the other questions, requests or cached prefix of its pass, and --batch-tokens is allowed on them; --no-per-token-int8 runs them as exported (one activation scale per pass)",
+        doc: "dynamic int8 exports quantize each token's activations with its own scale (rewritten at load), and their attention sums in float64, so an answer does not move with the other questions, requests or cached prefix of its pass; --no-per-token-int8 runs them as exported (one activation scale per pass)",
       }),
     ),
   confidence: oneOf(['entropy', 'hosted'])

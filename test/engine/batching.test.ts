@@ -121,17 +121,34 @@ describe('packing across requests', () => {
     return out;
   };
 
-  it('a dynamic int8 export, quantized per token at load, shares passes across requests, and each answer is the one it gets alone', async () => {
-    // Per-tensor activation scales moved the victim's P(yes) with its neighbours (0.272 alone,
-    // 0.262 / 0.282 beside two of them); each token quantized on its own leaves float rounding only.
+  it('a dynamic int8 export, quantized per token at load, with fused attention: never shares a pass across requests, says so, and answers as alone', async () => {
+    // Its state and question tokens run in passes of their own kinds (docs/engine.md, Exactness
+    // across passes); a shared pass holds whole prompts.
     const modelDir = await tinyInt8();
     const warnings: string[] = [];
     const int8 = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 4096, onWarning: (m) => warnings.push(m) });
-    expect(warnings.filter((w) => /packing across requests/.test(w))).toEqual([]);
+    expect(warnings.filter((w) => /packing across requests is off: this int8 graph/.test(w))).toHaveLength(1);
     const alone = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 0 });
     const solo = (await alone.evaluate(VICTIM)).answers.q!;
     const answers = await besideEachNeighbour(int8);
-    for (const p of answers) expect(Math.abs(p - (solo.type === 'noul' ? solo.noul : NaN))).toBeLessThan(1e-5);
+    for (const p of answers) expect(p).toBe(solo.type === 'noul' ? solo.noul : NaN);
+    await besideEachNeighbour(alone);
+    expect(int8.stats().passes).toBe(alone.stats().passes - 2); // the solo request's two passes
+  });
+
+  it('the same export with --no-fused-attention shares passes across requests, and each answer is the one it gets alone', async () => {
+    // Per-tensor activation scales moved the victim's P(yes) with its neighbours (0.272 alone,
+    // 0.262 / 0.282 beside two of them); each token quantized on its own, and attention summed in
+    // float64 in every pass, leave the same bits.
+    const modelDir = await tinyInt8();
+    const warnings: string[] = [];
+    const settings = { modelDir, prefixCacheBytes: 0, fusedAttention: false };
+    const int8 = await load({ ...settings, batchTokens: 4096, onWarning: (m) => warnings.push(m) });
+    expect(warnings.filter((w) => /packing across requests/.test(w))).toEqual([]);
+    const alone = await load({ ...settings, batchTokens: 0 });
+    const solo = (await alone.evaluate(VICTIM)).answers.q!;
+    const answers = await besideEachNeighbour(int8);
+    for (const p of answers) expect(p).toBe(solo.type === 'noul' ? solo.noul : NaN);
     await besideEachNeighbour(alone);
     expect(int8.stats().passes).toBeLessThan(alone.stats().passes);
   });
@@ -157,12 +174,19 @@ describe('packing across requests', () => {
   });
 
   it('a 4-bit export (per-block activation scales) shares passes, and the answers do not move with the neighbours', async () => {
+    // Unfused: its products become per-token int8 ones at load, whose fused graph splits prompts as above.
     const modelDir = await ensureFlavor({ dtype: 'q4' });
     const warnings: string[] = [];
-    const q4 = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 4096, onWarning: (m) => warnings.push(m) });
+    const q4 = await load({
+      modelDir,
+      prefixCacheBytes: 0,
+      batchTokens: 4096,
+      fusedAttention: false,
+      onWarning: (m) => warnings.push(m),
+    });
     expect(warnings.filter((w) => /packing across requests/.test(w))).toEqual([]);
     const answers = await besideEachNeighbour(q4);
-    const apart = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 0 });
+    const apart = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 0, fusedAttention: false });
     await besideEachNeighbour(apart);
     expect(q4.stats().passes).toBeLessThan(apart.stats().passes);
     expect(new Set(answers).size).toBe(1);

@@ -190,21 +190,45 @@ describe('fused attention: answers', () => {
 });
 
 describe('fused attention: short passes', () => {
-  it('a question’s few tokens over a cached state compute as the unfused graph does (the exported branch)', async () => {
+  // The same past for both graphs (from the unfused one), then 12 question tokens.
+  const ids = Array.from({ length: 200 }, (_, i) => 2000 + ((i * 53) % 7000));
+  const question = [14582, 25, 3555, 279, 1467, 6286, 264, 7640, 30, 21806, 25, 220];
+  const candidates = [[9454, 2753, 32, 33]];
+
+  it('fp32: a question’s few tokens over a cached state compute as the unfused graph does (the exported branch)', async () => {
+    const dir = await tinyFp32();
+    const folder = await openModelFolder(dir);
+    const fused = await ModelRunner.create(folder, { modelDir: dir, threads: 1 });
+    const plain = await ModelRunner.create(folder, { modelDir: dir, threads: 1, fusedAttention: false });
+    try {
+      // Under 64 rows, the fused graph takes the layer's exported attention: the same ops, the same bits.
+      const past = (await plain.forward(ids, null, [], true)).present!;
+      const a = (await fused.forward(question, past, candidates, false)).logprobs[0]!;
+      const b = (await plain.forward(question, past, candidates, false)).logprobs[0]!;
+      expect(a).toEqual(b);
+    } finally {
+      await fused.close();
+      await plain.close();
+    }
+  });
+
+  it('int8: a question’s packed pass over a cached state computes as the unfused graph’s (float64 attention in both)', async () => {
     const dir = await tinyInt8();
     const folder = await openModelFolder(dir);
     const fused = await ModelRunner.create(folder, { modelDir: dir, threads: 1 });
     const plain = await ModelRunner.create(folder, { modelDir: dir, threads: 1, fusedAttention: false });
     try {
-      // The same past for both (from the unfused graph), then 12 question tokens: under 64 rows, the
-      // fused graph takes the layer's exported attention, so int8 answers do not move at all.
-      const ids = Array.from({ length: 200 }, (_, i) => 2000 + ((i * 53) % 7000));
+      // An int8 graph runs every causal pass fused and every masked pass through its exported
+      // attention, summed in float64 (exact-attention.ts), as the unfused graph runs all of them.
+      expect(fused.splitsPrompt).toBe(true);
+      expect(plain.splitsPrompt).toBe(false);
       const past = (await plain.forward(ids, null, [], true)).present!;
-      const question = [14582, 25, 3555, 279, 1467, 6286, 264, 7640, 30, 21806, 25, 220];
-      const candidates = [[9454, 2753, 32, 33]];
-      const a = (await fused.forward(question, past, candidates, false)).logprobs[0]!;
-      const b = (await plain.forward(question, past, candidates, false)).logprobs[0]!;
-      expect(a).toEqual(b);
+      const pass = {
+        tokens: question,
+        parents: question.map((_, i) => i - 1),
+        reads: [{ at: question.length - 1, candidates: candidates[0]! }],
+      };
+      expect(await fused.packed(pass, past)).toEqual(await plain.packed(pass, past));
     } finally {
       await fused.close();
       await plain.close();

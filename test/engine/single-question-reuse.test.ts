@@ -77,12 +77,13 @@ describe('one question per request reuses the state from its third request', () 
     }
   });
 
-  it('dynamic int8: later answers stay within the per-pass quantization effect of the first', async () => {
+  it('int8: the prefix is stored on the second sighting too, and later answers equal the first', async () => {
     const results: EvaluateResult[] = [];
     for (let i = 0; i < 3; i++) results.push(await int8.evaluate(request({ q: choice }, STATE)));
     expect(int8.stats().prefixCacheHits).toBe(1);
-    // One activation scale per pass: the question's pass no longer holds the prefix's last piece
-    // (README, Exactness); the same bound as a question alone against among others (engine/flavors).
-    expect(maxDiff(results[2]!, results[0]!)).toBeLessThanOrEqual(0.1);
+    // An int8 graph runs a one-question request as prefix pass + question pass from the first (its
+    // state and questions run in passes of their own kinds, ModelRunner.splitsPrompt), and computes
+    // every token the same in any pass: a cache hit changes no answer.
+    expect(maxDiff(results[2]!, results[0]!)).toBeLessThanOrEqual(1e-6);
   });
 });

@@ -33,6 +33,22 @@ describe('chooseStrategy', () => {
     ],
     ['a graph that cannot pack: one pass per question on the prefix', { packs: false }, 'prefix-per-question'],
     ['a graph that cannot pack, one question first seen: one pass', { packs: false, questions: 1 }, 'single'],
+    [
+      'a graph that splits prompts (int8, fused): one question first seen still runs its prefix apart',
+      { splitsPrompt: true, questions: 1 },
+      'prefix-packed',
+    ],
+    [
+      'a graph that splits prompts, too many label tokens for one pass: prefix, then packed passes',
+      { splitsPrompt: true, questions: 1, fitsOnePass: false },
+      'prefix-packed',
+    ],
+    ['a graph that splits prompts, cache off', { splitsPrompt: true, keeps: false }, 'prefix-packed'],
+    [
+      'a graph that splits prompts but cannot pack: one pass (every pass of it is causal)',
+      { splitsPrompt: true, packs: false, questions: 1 },
+      'single',
+    ],
   ])('%s', (_name, facts, expected) => {
     expect(chooseStrategy({ ...base, ...facts })).toBe(expected);
   });

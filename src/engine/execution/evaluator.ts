@@ -181,6 +181,13 @@ class OnnxEvaluator implements Evaluator {
         `${modelId}: packing across requests is off: this export quantizes activations at run time with one scale per pass (DynamicQuantizeLinear, not rewritten per token), so one request's tokens would change another's answers`,
       );
     }
+    if (this.packs && batchTokens > 0 && runner.splitsPrompt) {
+      // Shared passes carry whole prompts (whole-packed), which a graph that splits them never runs.
+      batchTokens = 0;
+      config.onWarning?.(
+        `${modelId}: packing across requests is off: this int8 graph runs a state's tokens and its questions' in passes of their own kinds, so an answer is the same in any pass (--no-fused-attention runs every pass alike and allows it)`,
+      );
+    }
     this.batcher =
       this.packs && batchTokens > 0
         ? new RequestBatcher(
@@ -260,6 +267,7 @@ class OnnxEvaluator implements Evaluator {
           admitted,
           keeps: this.cache.keeps(prefixBytes),
           fitsOnePass: fitsOnePass(plan, packTokens),
+          splitsPrompt: this.runner.splitsPrompt,
         });
         const read = await STRATEGIES[strategy]({
           plan,
@@ -271,6 +279,7 @@ class OnnxEvaluator implements Evaluator {
           cache: this.cache,
           cacheScope,
           cached,
+          storesPrefix: !sighting || admitted,
           signal,
         });
         const logps = plan.questions.map((q) => read.get(q)!);

@@ -30,9 +30,16 @@ export interface StrategyFacts {
   keeps: boolean;
   /** Every question's packed tokens fit one packed pass. */
   fitsOnePass: boolean;
+  /**
+   * The prefix runs in prefill passes of its own and the questions in packed passes only (a graph
+   * whose two kinds of pass compute attention differently, each the same in every pass of its kind:
+   * ModelRunner.splitsPrompt), so a question answers the same whatever else ran.
+   */
+  splitsPrompt?: boolean;
 }
 
 export function chooseStrategy(f: StrategyFacts): Strategy {
+  if (f.splitsPrompt && f.packs) return 'prefix-packed';
   // One question runs in one pass over the whole prompt (no prefix stored), unless its prefix was
   // seen recently: then the prefix is stored, and later requests on the same state hit it.
   const single = f.questions === 1 && !f.cached && !f.admitted;
@@ -58,6 +65,11 @@ export interface ExecutionContext {
   cacheScope: string;
   /** The prefix's KV from the cache (undefined: it missed). */
   cached: KvCache | undefined;
+  /**
+   * Whether a prefix computed here is stored (default yes): not for a one-question request on a
+   * prefix the cache does not admit yet, which a graph that splits prompts runs as prefix-packed.
+   */
+  storesPrefix?: boolean;
   signal?: AbortSignal;
 }
 
@@ -108,11 +120,11 @@ async function single(c: ExecutionContext): Promise<LabelReads> {
   return new Map([[q, await questionLogProbs(c, q, [...c.plan.prefix, ...q.suffix], null)]]);
 }
 
-/** The prefix's KV: from the cache, or one pass (then stored). */
+/** The prefix's KV: from the cache, or one pass (then stored, unless the context says not). */
 async function prefixKv(c: ExecutionContext): Promise<KvCache> {
   if (c.cached) return c.cached;
   const kv = (await c.passes.forward(c.plan.prefix, null, [], true)).present!;
-  c.cache.store(c.cacheScope, c.plan.prefix, kv);
+  if (c.storesPrefix !== false) c.cache.store(c.cacheScope, c.plan.prefix, kv);
   return kv;
 }
 

@@ -27,8 +27,12 @@
 // questions, shared passes across requests, where each token sees the past and its own ancestors
 // only) and short passes (a question's few tokens over a cached state: flash attention gains nothing
 // on a handful of query rows) run the layer's attention as exported, copied into the other branch
-// with the mask it had. So a question computes the same packed or alone, as before the rewrite:
-// quantized models turn a summation-order change of 1e-7 into a flipped int8 step now and then.
+// with the mask it had. So a question computes the same packed or alone, as before the rewrite.
+// A per-token int8 graph (everyCausalPass) runs every causal pass fused, however short, and its
+// masked passes through the exported attention summed in float64 (exact-attention.ts): each kind
+// computes a token the same in every pass of its kind (quantized rows turn a summation-order change
+// of 1e-7 into a flipped int8 step now and then), and the strategies keep a state's tokens in the
+// first kind and the questions' in the second.
 // Both branches read the same projections outside the If: the weights are held once, in one
 // session. (The fused op can take the tree mask as its attention_bias too; measured on a 2-core
 // AVX2 EPYC that was slower than the exported ops on packed question passes, 0.93× at 2,000 tokens
@@ -69,7 +73,7 @@ export const FUSED_MIN_ROWS = 64;
 /** What the fusion did: how many layers now run GroupQueryAttention, or why none does. */
 export type Fusion = { layers: number } | { skipped: string };
 
-const { FLOAT, FLOAT16, INT32, INT64 } = DataType;
+const { BOOL, FLOAT, FLOAT16, INT32, INT64 } = DataType;
 
 /**
  * Fuses every attention layer of `model` in place (see above). `bias` names the graph input whose
@@ -81,6 +85,13 @@ export function fuseAttention(
   shape: AttentionShape | string,
   provider: 'cpu' | 'cuda',
   bias?: string,
+  /**
+   * Every causal pass runs the fused op, however short, and only passes with their own mask the
+   * exported attention: a graph whose exported attention sums in float64 (exact-attention.ts), where
+   * a token must compute the same in every pass that computes it (the strategies keep a state's
+   * tokens in causal passes and the questions' in masked ones).
+   */
+  everyCausalPass = false,
 ): Fusion {
   const graph = model.graph!;
   const nodes = graph.node ?? [];
@@ -143,13 +154,12 @@ export function fuseAttention(
     [node('Less', [rows, int64('assay/fa/min_rows', [FUSED_MIN_ROWS], [])], 'assay/fa/short')],
     'assay/fa/long',
   );
-  const plain = bias
-    ? node(
-        'And',
-        [long, node('Equal', [node('Size', [bias], 'assay/fa/bias_size'), one], 'assay/fa/causal')],
-        'assay/fa/plain',
-      )
-    : long;
+  const causal = bias ? node('Equal', [node('Size', [bias], 'assay/fa/bias_size'), one], 'assay/fa/causal') : undefined;
+  let plain: string;
+  if (everyCausalPass) {
+    plain = causal ?? 'assay/fa/always';
+    if (!causal) initializers.push({ name: plain, dataType: BOOL, dims: [], int32Data: [1] });
+  } else plain = causal ? node('And', [long, causal], 'assay/fa/plain') : long;
   const toBsh = int64('assay/fa/bsh', [0, 0, -1]);
   /** [B, N, S, H] → [B, S, N·H], as GroupQueryAttention reads its query, key and value. */
   const bsh = (into: NodeProto[], t: string, name: string) => {

@@ -37,6 +37,7 @@ import {
 } from './graph-rewrite.js';
 import type { ModelFolder } from './model-folder.js';
 import { attentionShape, fuseAttention, type Fusion } from './fuse-attention.js';
+import { sumAttentionInFloat64 } from './exact-attention.js';
 import { aiOnnxOpset, BLOCKED_QUANTIZE_OPSET, raiseOpset } from './opset.js';
 import { convertQ4ToInt8, hasQ4MatMuls, inlineExternalData, type Q4Conversion } from './q4-to-int8.js';
 import { startWorker, workerEntry } from '../../workers/index.js';
@@ -60,6 +61,8 @@ export interface GraphFacts {
   raisedOpset?: { from: number; to: number };
   /** Attention layers rewritten into GroupQueryAttention (fuse-attention.ts), or why none was. */
   fusedAttention?: Fusion;
+  /** Attention blocks whose Softmax and product with V sum in float64 (exact-attention.ts). */
+  exactAttention?: number;
 }
 
 /** How 4-bit MatMulNBits run: through the int8 kernels (converted at load) or onnxruntime's own 4-bit kernel. */
@@ -160,6 +163,7 @@ async function readFacts(graph: string): Promise<GraphFacts> {
       ...(facts.perTokenInt8 ? { perTokenInt8: facts.perTokenInt8 } : {}),
       ...(facts.raisedOpset ? { raisedOpset: facts.raisedOpset } : {}),
       ...(facts.fusedAttention ? { fusedAttention: facts.fusedAttention } : {}),
+      ...(facts.exactAttention ? { exactAttention: facts.exactAttention } : {}),
     };
   } catch {
     return { sharesActivationScales: true };
@@ -217,7 +221,19 @@ export async function writeRewrittenGraph(
   }
   if (fuse) {
     // Last: its If subgraphs would keep the opset where it was (opset.ts).
-    facts.fusedAttention = fuseAttention(model, attentionShape(folder.config), provider, biasInput(model));
+    facts.fusedAttention = fuseAttention(
+      model,
+      attentionShape(folder.config),
+      provider,
+      biasInput(model),
+      Boolean(facts.perTokenInt8 || facts.q4ToInt8),
+    );
+  }
+  if (facts.perTokenInt8 || facts.q4ToInt8) {
+    // Per-token int8 turns a summation-order change in attention into int8 steps now and then: the
+    // attention that runs as exported sums in float64, so a token computes the same in any pass.
+    const exact = sumAttentionInFloat64(model, pastElemType(model));
+    if (exact > 0) facts.exactAttention = exact;
   }
   facts.sharesActivationScales = sharesActivationScales(model); // what the rewritten graph does
   // External weights stay in the export's folder; the session reads them from there.
@@ -335,4 +351,11 @@ export async function externalize(model: ModelProto, file: string, location: str
 /** The attention bias input, when the rewrite gave the graph one (packed passes). */
 function biasInput(model: ModelProto): string | undefined {
   return (model.graph?.input ?? []).some((i) => i.name === BIAS_INPUT) ? BIAS_INPUT : undefined;
+}
+
+/** The element type of the graph's past KV inputs (past_key_values.*), when it has them. */
+function pastElemType(model: ModelProto): number | undefined {
+  return (
+    model.graph?.input?.find((i) => i.name?.startsWith('past_key_values.'))?.type?.tensorType?.elemType ?? undefined
+  );
 }

@@ -73,6 +73,12 @@ export class ModelRunner {
   private readonly biased: boolean;
   /** Attention layers the loaded graph runs as GroupQueryAttention after the load-time rewrite (0: none). */
   readonly fusedLayers: number;
+  /**
+   * Whether a prompt's state and its questions must run in passes of their own kinds: the graph's
+   * causal passes run the fused op and its masked passes float64 attention (exact-attention.ts),
+   * each the same for a token in every pass of its kind but not the same as the other.
+   */
+  readonly splitsPrompt: boolean;
 
   private constructor(
     private readonly session: ort.InferenceSession,
@@ -86,6 +92,7 @@ export class ModelRunner {
     this.prefillChunk = prefillChunk;
     this.sharesActivationScales = facts.sharesActivationScales;
     this.fusedLayers = facts.fusedAttention && 'layers' in facts.fusedAttention ? facts.fusedAttention.layers : 0;
+    this.splitsPrompt = this.fusedLayers > 0 && (facts.exactAttention ?? 0) > 0;
     const inputs = session.inputNames;
     const outputs = new Set(session.outputNames);
     for (const required of ['input_ids', 'attention_mask']) {
