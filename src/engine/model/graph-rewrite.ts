@@ -40,7 +40,7 @@ const MATMULS = new Set([
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
 /** Bumped whenever the rewrite changes, so graphs rewritten by an older version are not reused. */
-export const REWRITE_VERSION = 19;
+export const REWRITE_VERSION = 20;
 
 export const POSITIONS_INPUT = 'assay_positions';
 export const BIAS_INPUT = 'assay_attention_bias';
