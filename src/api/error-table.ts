@@ -25,6 +25,7 @@ import {
 import {
   ModelInUseError,
   ModelsBusyError,
+  ModelsPinnedError,
   ModelTooLargeError,
   ModelUnavailableError,
   RegistryRefusedError,
@@ -129,6 +130,7 @@ const ROWS: [string, Row][] = [
   })),
   // Retrying does not help until the budget or the model changes: no retry-after.
   row(ModelTooLargeError, (e) => ({ status: 503, body: { detail: e.message } })),
+  row(ModelsPinnedError, (e) => ({ status: 503, body: { detail: e.message } })),
   row(OperatorOnlyError, refusal(403)),
   row(ModelInUseError, (e) => ({ status: 409, body: { detail: e.message } })),
   row(RegistryRefusedError, (e) => ({ status: 422, body: { detail: e.message } })),

@@ -19,6 +19,7 @@ import {
   folderBytes,
   mib,
   ModelsBusyError,
+  ModelsPinnedError,
   ModelTooLargeError,
   residencyOptions,
   type ResidencyCounts,
@@ -303,6 +304,22 @@ export function createModelPool(
     const need = estimate(slot);
     if (need > opts.memoryBudget)
       throw new ModelTooLargeError(slot.id, need, cacheShare, opts.memoryBudget, sizes.has(slot.source));
+    const pinned = occupying().filter((s) => s !== slot && s.pinned);
+    const pinnedBytes = pinned.reduce((t, s) => t + sizeOf(s), 0);
+    const they = pinned.length === 1 ? 'it takes' : 'they take';
+    const places = opts.maxLoadedModels === 1 ? 'the one place' : `all ${opts.maxLoadedModels} places`;
+    if (pinned.length + 1 > opts.maxLoadedModels)
+      throw new ModelsPinnedError(
+        slot.id,
+        pinned.map((s) => s.id),
+        `${they} ${places} of --max-loaded-models; raise it or pin fewer models`,
+      );
+    if (pinnedBytes + need > opts.memoryBudget)
+      throw new ModelsPinnedError(
+        slot.id,
+        pinned.map((s) => s.id),
+        `${they} ${mib(pinnedBytes)} of the ${mib(opts.memoryBudget)} --memory-budget and it needs ${mib(need)}; raise the budget or pin fewer models`,
+      );
     for (;;) {
       const others = occupying().filter((s) => s !== slot);
       const used = others.reduce((t, s) => t + sizeOf(s), 0);

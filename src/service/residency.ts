@@ -84,6 +84,23 @@ export class ModelsBusyError extends ModelUnavailableError {
   }
 }
 
+/**
+ * The pinned models (--preload) alone leave no room for this one (their count at
+ * --max-loaded-models, or their bytes with its own past --memory-budget): waiting cannot help until
+ * the settings change. → 503, no retry-after; a batch line fails with it instead of waiting.
+ */
+export class ModelsPinnedError extends Error {
+  static readonly code = 'models_pinned';
+  static readonly log: LogPolicy = 'message';
+
+  constructor(id: string, pinned: string[], why: string) {
+    super(
+      `Model ${id} cannot be loaded while ${pinned.join(', ')} ${pinned.length === 1 ? 'stays' : 'stay'} resident (pinned by --preload): ${why}`,
+    );
+    this.name = 'ModelsPinnedError';
+  }
+}
+
 /** A model that alone needs more than the memory budget: refused before (or right after) its load. → 503, no retry-after. */
 export class ModelTooLargeError extends Error {
   static readonly code = 'model_too_large';

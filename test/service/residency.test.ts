@@ -8,6 +8,7 @@ import { createModelPool, ModelInUseError, type ModelPool } from '../../src/serv
 import {
   folderBytes,
   ModelsBusyError,
+  ModelsPinnedError,
   ModelTooLargeError,
   type ResidencyOptions,
 } from '../../src/service/residency.js';
@@ -151,6 +152,20 @@ describe('residency', () => {
       /^Model m-b needs [\d.]+ MiB \(its files, with its prefix cache's 256\.0 MiB\), more than the whole memory budget of 0\.0 MiB/,
     );
     expect(pool.loaded()).toEqual([]);
+  });
+
+  it('pinned models that alone fill --max-loaded-models: another model is refused at once, naming them, not waited for', async () => {
+    const { pool } = await open({ maxLoadedModels: 1 });
+    await pool.preload();
+    // A deadline far off: waiting would never end before it (the default is never unloaded).
+    const refused = await pool.acquire('m-b', AbortSignal.timeout(60_000)).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ModelsPinnedError);
+    expect((refused as Error).message).toBe(
+      'Model m-b cannot be loaded while svc-a stays resident (pinned by --preload): it takes the one place of --max-loaded-models; raise it or pin fewer models',
+    );
+    expect(pool.counts!()['m-b']?.slotWaits ?? 0).toBe(0);
+    expect(resident(pool)).toEqual(['svc-a']);
+    await ask(pool, 'svc-a'); // the pinned model answers as before
   });
 
   it('--preload models load at startup beside the default and stay, however long idle', async () => {
