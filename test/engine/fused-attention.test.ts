@@ -21,7 +21,7 @@ import { loadEvaluator, type EvaluateResult, type Evaluator, type Question } fro
 import { decodeModel, rewriteHead, BIAS_INPUT } from '../../src/engine/model/graph-rewrite.js';
 import { attentionShape, fuseAttention } from '../../src/engine/model/fuse-attention.js';
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
-import { ModelRunner } from '../../src/engine/model/runner.js';
+import { ModelRunner, type KvCache } from '../../src/engine/model/runner.js';
 import { createModelPool } from '../../src/service/model-pool.js';
 import { checkRegistry } from '../../src/registry.js';
 import { ensureFlavor } from '../../tools/flavors.js';
@@ -195,44 +195,44 @@ describe('fused attention: short passes', () => {
   const question = [14582, 25, 3555, 279, 1467, 6286, 264, 7640, 30, 21806, 25, 220];
   const candidates = [[9454, 2753, 32, 33]];
 
-  it('fp32: a question’s few tokens over a cached state compute as the unfused graph does (the exported branch)', async () => {
-    const dir = await tinyFp32();
+  /** Runs `check` on the fused and the unfused graph of `dir` and the past of `ids`, then closes both. */
+  async function fusedAndPlain(
+    dir: string,
+    check: (fused: ModelRunner, plain: ModelRunner, past: KvCache) => Promise<void>,
+  ): Promise<void> {
     const folder = await openModelFolder(dir);
     const fused = await ModelRunner.create(folder, { modelDir: dir, threads: 1 });
     const plain = await ModelRunner.create(folder, { modelDir: dir, threads: 1, fusedAttention: false });
     try {
-      // Under 64 rows, the fused graph takes the layer's exported attention: the same ops, the same bits.
-      const past = (await plain.forward(ids, null, [], true)).present!;
-      const a = (await fused.forward(question, past, candidates, false)).logprobs[0]!;
-      const b = (await plain.forward(question, past, candidates, false)).logprobs[0]!;
-      expect(a).toEqual(b);
+      await check(fused, plain, (await plain.forward(ids, null, [], true)).present!);
     } finally {
       await fused.close();
       await plain.close();
     }
+  }
+
+  it('fp32: a question’s few tokens over a cached state compute as the unfused graph does (the exported branch)', async () => {
+    await fusedAndPlain(await tinyFp32(), async (fused, plain, past) => {
+      // Under 64 rows, the fused graph takes the layer's exported attention: the same ops, the same bits.
+      const a = (await fused.forward(question, past, candidates, false)).logprobs[0]!;
+      const b = (await plain.forward(question, past, candidates, false)).logprobs[0]!;
+      expect(a).toEqual(b);
+    });
   });
 
   it('int8: a question’s packed pass over a cached state computes as the unfused graph’s (float64 attention in both)', async () => {
-    const dir = await tinyInt8();
-    const folder = await openModelFolder(dir);
-    const fused = await ModelRunner.create(folder, { modelDir: dir, threads: 1 });
-    const plain = await ModelRunner.create(folder, { modelDir: dir, threads: 1, fusedAttention: false });
-    try {
+    await fusedAndPlain(await tinyInt8(), async (fused, plain, past) => {
       // An int8 graph runs every causal pass fused and every masked pass through its exported
       // attention, summed in float64 (exact-attention.ts), as the unfused graph runs all of them.
       expect(fused.splitsPrompt).toBe(true);
       expect(plain.splitsPrompt).toBe(false);
-      const past = (await plain.forward(ids, null, [], true)).present!;
       const pass = {
         tokens: question,
         parents: question.map((_, i) => i - 1),
         reads: [{ at: question.length - 1, candidates: candidates[0]! }],
       };
       expect(await fused.packed(pass, past)).toEqual(await plain.packed(pass, past));
-    } finally {
-      await fused.close();
-      await plain.close();
-    }
+    });
   });
 });
 
