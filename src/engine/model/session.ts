@@ -15,7 +15,11 @@ export async function sessionOptions(c: ResolvedEngineConfig): Promise<SessionOp
   const graphOptimizationLevel = c.graphOptimization;
   // Exact int8 on CPUs whose default int8 kernel saturates (cpu.ts); int8 nodes run on the CPU
   // provider under CUDA too, so it applies there as well.
-  const extra = await int8SessionConfig(c.exactInt8, graphOptimizationLevel);
+  const int8 = (await int8SessionConfig(c.exactInt8, graphOptimizationLevel)) as { session?: Record<string, string> };
+  // onnxruntime's pool threads spin after a pass for the next one; between passes they would take
+  // the cores the rest of the server needs (a request's planning, HTTP, the batch lane's work):
+  // they stop when a pass returns, and spin again within the next (docs/engine.md, Threads).
+  const extra = { ...int8, session: { ...int8.session, force_spinning_stop: '1' } };
   return {
     executionProviders: provider === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
     graphOptimizationLevel,
