@@ -28,6 +28,9 @@ const RESIDENCY_MEASURED =
 const BIG_BODIES_MEASURED =
   "AMD EPYC (2 cores, AVX2), 2 threads, 2026-11-27, while other sessions loaded the two cores (load average about 12), the code before (bodies collected whole on the event loop) and after (sent to the body worker as they arrive, 4 at a time) back to back: /healthz max 703 → 308 ms with 16 clients and 3,101 → 427 ms with 48; the server's event-loop max 362 → 159 ms and 1,664 → 188 ms; RSS peak 817 → 693 MiB and 1,024 → 945 MiB, 5 s after the 48: 966 → 779 MiB. Every body is answered 422 token_budget_exceeded (a 6 MB state is over the tiny model's budget): the engine's planner parses and tokenizes each before refusing it, and holds most of the memory that remains; through the body path alone (an unknown model, refused before the engine) three bursts of 48 peaked at 590–640 MiB and settled at 470–540 MiB ([results](results/2026-11-27-amd-epyc-2c-only-big-bodies.md)).";
 
+const BATCHES_MEASURED =
+  "AMD EPYC (2 cores, AVX-512 VNNI), 2 threads, 2026-11-28, quiet cores. Tiny fp32, 10,000 lines: the batch 27.1 s against 65.3 s for the best fan-out (concurrency 4): 2.41×; interactive (4/s) p50 1.12× and p99 1.00× of idle while it drained; answers equal to 2.2e-7 ([results](results/2026-11-28-amd-epyc-2c-only-batches.md)). qwen2.5-0.5b int8, 500 lines, with onnxruntime's threads stopped after each pass: interactive (0.5/s) p50 1.13× and p99 1.14× of idle; the batch 51.9 s against 64.6 s (1.24×; 1.32× in a run with spinning off altogether, 1.00× to 1.52× across the day's runs: ±20% on two shared cores); answers equal exactly, 0 on 50 sampled lines ([results](results/2026-11-28-amd-epyc-2c-only-batches-0.5b-spin-stop.md); the runs and why in [HISTORY.md](results/HISTORY.md))";
+
 export const SECTIONS: SectionInfo[] = [
   {
     id: 'shared',
@@ -165,6 +168,7 @@ export const SECTIONS: SectionInfo[] = [
       "Batch jobs (`/v1/batches`, `assay serve` as a child): the wall time of a 10,000-line batch (200 tickets of 100–300 tokens × 50 questions, mixed types, one question a line; its results read while it runs) against the same lines sent one by one through the official TypeScript SDK at concurrency 1, 4, 16 and 64 (best fan-out / batch, goal ≥ 1.3×), and the p50 / p99 of a light open-loop interactive load (3 questions, 4/s, 0.5/s on 0.5B: a p99 needs over 100 samples in a drain of about 35 s) while a batch drains over the same load idle (goal ≤ 1.25×); tiny model, and qwen2.5-0.5b int8 at 500 lines (10 tickets); the batch's answers equal the fan-out's on sampled lines (1e-6). ASSAY_BENCH_BATCH_SHAPES, _LINES, _CONCURRENCY, _IDLE_S, _RPS pick a part.",
     quick: 'the tiny model only, 1,000 lines, 20 s of idle load',
     seconds: { full: 5400, quick: 400 },
+    measured: BATCHES_MEASURED,
     load: async () => (await import('./batches.js')).batchesSection,
   },
   {
