@@ -308,17 +308,17 @@ export function createModelPool(
     const pinnedBytes = pinned.reduce((t, s) => t + sizeOf(s), 0);
     const they = pinned.length === 1 ? 'it takes' : 'they take';
     const places = opts.maxLoadedModels === 1 ? 'the one place' : `all ${opts.maxLoadedModels} places`;
-    if (pinned.length + 1 > opts.maxLoadedModels)
+    const why =
+      pinned.length + 1 > opts.maxLoadedModels
+        ? `${they} ${places} of --max-loaded-models; raise it or pin fewer models`
+        : pinnedBytes + need > opts.memoryBudget
+          ? `${they} ${mib(pinnedBytes)} of the ${mib(opts.memoryBudget)} --memory-budget and it needs ${mib(need)}; raise the budget or pin fewer models`
+          : undefined;
+    if (why)
       throw new ModelsPinnedError(
         slot.id,
         pinned.map((s) => s.id),
-        `${they} ${places} of --max-loaded-models; raise it or pin fewer models`,
-      );
-    if (pinnedBytes + need > opts.memoryBudget)
-      throw new ModelsPinnedError(
-        slot.id,
-        pinned.map((s) => s.id),
-        `${they} ${mib(pinnedBytes)} of the ${mib(opts.memoryBudget)} --memory-budget and it needs ${mib(need)}; raise the budget or pin fewer models`,
+        why,
       );
     for (;;) {
       const others = occupying().filter((s) => s !== slot);

@@ -146,20 +146,23 @@ export function fuseAttention(
   // state: flash attention gains nothing on a handful of query rows) and for every packed pass.
   // Short and packed passes then compute exactly as they did before the rewrite, so a question
   // answers the same packed or alone.
-  const rows = node('Gather', [node('Shape', ['input_ids'], 'assay/fa/ids_shape'), one], 'assay/fa/rows', [
-    intAttr('axis', 0),
-  ]);
-  const long = node(
-    'Not',
-    [node('Less', [rows, int64('assay/fa/min_rows', [FUSED_MIN_ROWS], [])], 'assay/fa/short')],
-    'assay/fa/long',
-  );
+  // (A per-token int8 graph: every causal pass fused, however short; see above.)
   const causal = bias ? node('Equal', [node('Size', [bias], 'assay/fa/bias_size'), one], 'assay/fa/causal') : undefined;
   let plain: string;
   if (everyCausalPass) {
     plain = causal ?? 'assay/fa/always';
     if (!causal) initializers.push({ name: plain, dataType: BOOL, dims: [], int32Data: [1] });
-  } else plain = causal ? node('And', [long, causal], 'assay/fa/plain') : long;
+  } else {
+    const rows = node('Gather', [node('Shape', ['input_ids'], 'assay/fa/ids_shape'), one], 'assay/fa/rows', [
+      intAttr('axis', 0),
+    ]);
+    const long = node(
+      'Not',
+      [node('Less', [rows, int64('assay/fa/min_rows', [FUSED_MIN_ROWS], [])], 'assay/fa/short')],
+      'assay/fa/long',
+    );
+    plain = causal ? node('And', [long, causal], 'assay/fa/plain') : long;
+  }
   const toBsh = int64('assay/fa/bsh', [0, 0, -1]);
   /** [B, N, S, H] → [B, S, N·H], as GroupQueryAttention reads its query, key and value. */
   const bsh = (into: NodeProto[], t: string, name: string) => {

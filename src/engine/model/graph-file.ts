@@ -219,6 +219,8 @@ export async function writeRewrittenGraph(
     const conversion = convertQ4ToInt8(model);
     if (conversion.nodes > 0) facts.q4ToInt8 = conversion;
   }
+  // Products that quantize each token's row: attention must compute a token the same in any pass.
+  const rowsQuantized = Boolean(facts.perTokenInt8 || facts.q4ToInt8);
   if (fuse) {
     // Last: its If subgraphs would keep the opset where it was (opset.ts).
     facts.fusedAttention = fuseAttention(
@@ -226,10 +228,10 @@ export async function writeRewrittenGraph(
       attentionShape(folder.config),
       provider,
       biasInput(model),
-      Boolean(facts.perTokenInt8 || facts.q4ToInt8),
+      rowsQuantized,
     );
   }
-  if (facts.perTokenInt8 || facts.q4ToInt8) {
+  if (rowsQuantized) {
     // Per-token int8 turns a summation-order change in attention into int8 steps now and then: the
     // attention that runs as exported sums in float64, so a token computes the same in any pass.
     const exact = sumAttentionInFloat64(model, pastElemType(model));
