@@ -14,6 +14,10 @@ import { loadEvaluator, type EvaluateResult, type Evaluator } from '../../src/en
 import { ModelRunner } from '../../src/engine/model/runner.js';
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
+import { questionStems } from '../../src/engine/execution/stems.js';
+import { inlinePlanner } from '../../src/engine/prompting/planner/index.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
+import type { Question } from '../../src/engine/types.js';
 import { manyQuestions, maxDiff, request, tinyFp32, tinyInt8 } from './fixtures.js';
 
 const QUESTIONS = manyQuestions(6);
@@ -69,6 +73,29 @@ describe('an int8 question answers the same in every composition (0.5B-shaped re
     expect(maxDiff(all, hit)).toBeLessThanOrEqual(1e-6);
     const one = await cacheOn.evaluate(request(pick('q2'), STATE));
     expect(maxDiff(all, one, ['q2'])).toBeLessThanOrEqual(1e-6);
+  }, 120_000);
+
+  it('with stems (alike questions’ shared beginnings run once, in a pass of their own), as each alone', async () => {
+    const rubric: Record<string, Question> = {};
+    for (const aspect of ['the delivery', 'the invoice', 'the price', 'the refund']) {
+      rubric[`n ${aspect}`] = { type: 'noul', instructions: `Does the customer report a problem with ${aspect}?` };
+      rubric[`s ${aspect}`] = {
+        type: 'score',
+        instructions: `How strongly does the customer feel about ${aspect}?`,
+        criteria: ['not at all', 'a little', 'strongly'],
+      };
+    }
+    const codec = await TextCodec.load(cacheOff.modelDir);
+    const budgets = { request: 64_000, question: 32_000, context: 32_768 };
+    const plan = await inlinePlanner(codec, { endToken: codec.eosTokenId!, budgets }).plan(request(rubric, STATE));
+    for (const budget of [512, 128]) expect(questionStems(plan.questions, budget), `${budget}`).toBeDefined();
+    const together = await cacheOff.evaluate(request(rubric, STATE));
+    const item = await cacheOff.evaluate(request(rubric, STATE), { lane: 'batch' });
+    for (const k of Object.keys(rubric)) {
+      const alone = await cacheOff.evaluate(request({ [k]: rubric[k]! }, STATE));
+      expect(maxDiff(together, alone, [k]), k).toBeLessThanOrEqual(1e-6);
+      expect(maxDiff(item, alone, [k]), k).toBeLessThanOrEqual(1e-6);
+    }
   }, 120_000);
 
   it('as a batch item (prefilled in the batch lane’s shorter pieces), as sent interactively', async () => {

@@ -9,6 +9,7 @@
 import { firstTokens, labelLogProbs, labelPasses } from '../prompting/labels.js';
 import type { PlannedQuestion } from '../prompting/plan.js';
 import type { PackedPass } from '../model/runner.js';
+import { compareTokens as compare, type Stems } from './stems.js';
 
 export interface PackedGroup {
   pass: PackedPass;
@@ -21,22 +22,30 @@ export function packedTokens(q: PlannedQuestion): number {
   return q.suffix.length + labelPasses(q.labels).reduce((n, p) => n + p.input.length, 0);
 }
 
+/** Tokens a question adds to a packed pass after its stem (stems.ts), if it has one. */
+export function tokensAfterStem(q: PlannedQuestion, stems?: Stems): number {
+  return packedTokens(q) - (stems?.of.get(q)?.depth ?? 0);
+}
+
 /**
  * The questions in groups of at most `budget` tokens each (a question larger than the budget goes
- * alone), each group one packed pass.
+ * alone), each group one packed pass. With `stems` (computed by an earlier pass, now the past's
+ * last tokens) each question's pass holds only what follows its stem.
  */
 export function packQuestions(
   questions: readonly PlannedQuestion[],
   budget: number,
   trunk: number[] = [],
+  stems?: Stems,
 ): PackedGroup[] {
+  if (trunk.length > 0 && stems) throw new Error('a trunk and stems do not ride together');
   const groups: PlannedQuestion[][] = [];
   let current: PlannedQuestion[] = [];
   let size = 0;
   // In an order of their tokens alone: reordering a request's questions or renaming their ids lays
   // out the same passes, so the answers stay bit-identical.
   for (const q of [...questions].sort(byTokens)) {
-    const n = packedTokens(q);
+    const n = tokensAfterStem(q, stems);
     if (current.length > 0 && size + n > budget) {
       groups.push(current);
       current = [];
@@ -47,7 +56,7 @@ export function packQuestions(
   }
   if (current.length > 0) groups.push(current);
   if (trunk.length > 0 && groups.length > 1) throw new Error('a trunk rides with a single packed pass only');
-  return groups.map((g) => packGroup(g, trunk));
+  return groups.map((g) => packGroup(g, trunk, stems));
 }
 
 function byTokens(a: PlannedQuestion, b: PlannedQuestion): number {
@@ -60,18 +69,15 @@ function byTokens(a: PlannedQuestion, b: PlannedQuestion): number {
   );
 }
 
-function compare(a: number[], b: number[]): number {
-  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
-  return a.length - b.length;
-}
-
 /**
  * One packed pass. `trunk`: tokens of the prompt still to run (the prefix's last prefill piece when its KV
  * is not kept): a chain every question continues from.
  */
-function packGroup(questions: PlannedQuestion[], trunk: number[]): PackedGroup {
+function packGroup(questions: PlannedQuestion[], trunk: number[], stems?: Stems): PackedGroup {
   const pass: PackedPass = { tokens: [], parents: [], reads: [] };
-  /** The trie: children of each node (-1: the prefix) by token. */
+  const roots: number[] = [];
+  if (stems) pass.stems = { parents: stems.pass.parents, roots };
+  /** The trie: children of each node by token (-1: the prefix; -2 - j: stem token j). */
   const children = new Map<number, Map<number, number>>();
   /** Inserts a sequence under `parent`, reusing the nodes it shares; returns each token's node. */
   const insert = (tokens: number[], parent: number): number[] =>
@@ -81,7 +87,8 @@ function packGroup(questions: PlannedQuestion[], trunk: number[]): PackedGroup {
       let node = next.get(t);
       if (node === undefined) {
         node = pass.tokens.push(t) - 1;
-        pass.parents.push(parent);
+        pass.parents.push(Math.max(-1, parent));
+        roots.push(parent < -1 ? -2 - parent : -1);
         next.set(t, node);
       }
       return (parent = node);
@@ -89,7 +96,8 @@ function packGroup(questions: PlannedQuestion[], trunk: number[]): PackedGroup {
   const root = trunk.length > 0 ? insert(trunk, -1).at(-1)! : -1;
   const layout = questions.map((q) => {
     const starts = firstTokens(q.labels);
-    const last = insert(q.suffix, root).at(-1)!;
+    const stem = stems?.of.get(q);
+    const last = stem ? insert(q.suffix.slice(stem.depth), -2 - stem.node).at(-1)! : insert(q.suffix, root).at(-1)!;
     const firstRead = pass.reads.push({ at: last, candidates: starts }) - 1;
     // Each continuation pass rides on the question's last token; its reads are its own positions.
     // Keyed by the pass's input array: labelLogProbs hands back the same planned pass objects.

@@ -52,6 +52,11 @@ export class Passes {
     return this.runner.packed(pass, past, this.step);
   }
 
+  /** One packed pass after `past` that reads nothing and returns its present KV (ModelRunner.packedPresent). */
+  packedPresent(pass: PackedPass, past: KvCache | null): Promise<KvCache> {
+    return this.runner.packedPresent(pass, past, this.step);
+  }
+
   /**
    * A whole prompt as one packed pass with no past. With the batcher on, it shares the pass with the
    * requests waiting behind it when this request's turn comes (the shared pass is counted once, by

@@ -41,6 +41,14 @@ export interface PackedPass {
   tokens: number[];
   parents: number[];
   reads: Array<{ at: number; candidates: number[] }>;
+  /**
+   * When the past ends in stems (a tree an earlier packed pass computed, its KV kept: packedPresent)
+   * rather than one sequence: the stem tokens' parents among themselves (-1: the tokens before
+   * them), and for each token of this pass whose parent is -1 the stem token it continues (-1: the
+   * tokens before the stems). A token then sees the tokens before the stems, its own stem's
+   * ancestors and its own; positions follow that path.
+   */
+  stems?: { parents: number[]; roots: number[] };
 }
 
 export interface ForwardResult {
@@ -248,25 +256,50 @@ export class ModelRunner {
    * log-probabilities at each read, in order. Only those are fetched: no logits, no KV.
    */
   async packed(pass: PackedPass, past: KvCache | null, step: PassStep = (p) => p()): Promise<number[][]> {
+    return (await this.runPacked(pass, past, step, false)).logprobs;
+  }
+
+  /** A packed pass that reads nothing and returns its present KV: the past, then the pass's tokens (stems). */
+  async packedPresent(pass: PackedPass, past: KvCache | null, step: PassStep = (p) => p()): Promise<KvCache> {
+    return (await this.runPacked(pass, past, step, true)).present!;
+  }
+
+  private async runPacked(
+    pass: PackedPass,
+    past: KvCache | null,
+    step: PassStep,
+    present: boolean,
+  ): Promise<ForwardResult> {
     if (!this.packs) throw new EngineError('this graph cannot run packed passes');
     const n = pass.tokens.length;
     const pastLength = past?.length ?? 0;
     const total = pastLength + n;
+    const stemParents = pass.stems?.parents ?? [];
+    const stemStart = pastLength - stemParents.length;
+    if (stemStart < 0) throw new EngineError('the past is shorter than its stems');
+    /** Positions of the stems (a stem's position is its depth after the tokens before them). */
+    const stemPositions: number[] = [];
+    stemParents.forEach((p) => stemPositions.push(p < 0 ? stemStart : stemPositions[p]! + 1));
     const positions = new Array<number>(n);
+    /** The stem each token continues (-1: none), through its own ancestors. */
+    const stemOf = new Array<number>(n);
     // -1e9 (as the exporters' own masks): every row keeps its own token, so no row is all masked.
     const bias = new Float32Array(n * total);
     for (let i = 0; i < n; i++) {
       const parent = pass.parents[i]!;
       if (parent >= i) throw new EngineError('a packed token must come after its parent');
-      positions[i] = parent < 0 ? pastLength : positions[parent]! + 1;
-      const row = bias.subarray(i * total + pastLength, (i + 1) * total);
+      stemOf[i] = parent >= 0 ? stemOf[parent]! : (pass.stems?.roots[i] ?? -1);
+      positions[i] =
+        parent >= 0 ? positions[parent]! + 1 : stemOf[i]! >= 0 ? stemPositions[stemOf[i]!]! + 1 : stemStart;
+      const row = bias.subarray(i * total + stemStart, (i + 1) * total);
       row.fill(-1e9);
-      for (let a = i; a >= 0; a = pass.parents[a]!) row[a] = 0;
+      for (let s = stemOf[i]!; s >= 0; s = stemParents[s]!) row[s] = 0;
+      const own = row.subarray(pastLength - stemStart);
+      for (let a = i; a >= 0; a = pass.parents[a]!) own[a] = 0;
     }
     const candidates = pass.reads.map((r) => r.candidates);
     const reads = pass.reads.map((r) => r.at);
-    const result = await step(() => this.run(pass.tokens, past, candidates, false, { positions, bias, reads }), n);
-    return result.logprobs;
+    return step(() => this.run(pass.tokens, past, candidates, present, { positions, bias, reads }), n);
   }
 
   private async run(

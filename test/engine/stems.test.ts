@@ -1,0 +1,128 @@
+// Stems: the beginnings a request's questions share run once, in a pass of their own, and every
+// question then runs only what follows its stem (stems.ts). A user notices two things: a request of
+// many alike questions (a batch's merged lines, a rubric of 50 questions) runs fewer tokens, and the
+// answers are those of each question in a pass of its own. The layout of the stem pass (positions,
+// which stem a token sees) is checked by those answers: a token placed one position off, or seeing
+// another question's stem, moves them far past the bound.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
+import { MIN_STEM_SAVING, questionStems } from '../../src/engine/execution/stems.js';
+import { packQuestions, packedTokens, tokensAfterStem } from '../../src/engine/execution/packing.js';
+import { inlinePlanner } from '../../src/engine/prompting/planner/index.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
+import type { Plan } from '../../src/engine/prompting/plan.js';
+import { expectSameResult, manyQuestions, request, tinyFp32 } from './fixtures.js';
+
+const ASPECTS = ['the delivery', 'the invoice', 'the price', 'the support team', 'the refund', 'the website'];
+
+/** A rubric of alike questions: each type asks about every aspect with the same words. */
+function rubric(): Record<string, Question> {
+  const out: Record<string, Question> = {};
+  ASPECTS.forEach((aspect, i) => {
+    out[`n${i}`] = { type: 'noul', instructions: `Does the customer report a problem with ${aspect}?` };
+    out[`c${i}`] = {
+      type: 'choice',
+      instructions: `What does the customer say about ${aspect}?`,
+      criteria: { praise: 'positive remarks', complaint: 'negative remarks', nothing: null },
+    };
+    out[`s${i}`] = {
+      type: 'score',
+      instructions: `How strongly does the customer feel about ${aspect}?`,
+      criteria: ['not at all', 'a little', 'strongly'],
+    };
+  });
+  return out;
+}
+
+const STATE = 'Order 1182 arrived two weeks late and the box was crushed; the refund form keeps failing. '.repeat(4);
+
+let codec: TextCodec;
+const plan = (questions: Record<string, Question>): Promise<Plan> =>
+  inlinePlanner(codec, {
+    endToken: codec.eosTokenId!,
+    budgets: { request: 64_000, question: 32_000, context: 32_768 },
+  }).plan(request(questions, STATE));
+
+beforeAll(async () => {
+  codec = await TextCodec.load(await tinyFp32());
+});
+
+describe('choosing the stems', () => {
+  it('holds each beginning two or more questions share, once, and never a question’s last token', async () => {
+    const p = await plan(rubric());
+    const stems = questionStems(p.questions, 512)!;
+    expect(stems).toBeDefined();
+    // A tree: each stem token after its parent.
+    stems.pass.parents.forEach((parent, i) => expect(parent).toBeLessThan(i));
+    for (const q of p.questions) {
+      const stem = stems.of.get(q)!;
+      expect(stem.depth).toBeGreaterThan(0);
+      expect(stem.depth).toBeLessThan(q.suffix.length);
+      // The stem's path spells the question's first `depth` tokens.
+      const path: number[] = [];
+      for (let s = stem.node; s >= 0; s = stems.pass.parents[s]!) path.unshift(stems.pass.tokens[s]!);
+      expect(path).toEqual(q.suffix.slice(0, stem.depth));
+    }
+    // Fewer tokens in all, by more than the threshold.
+    const before = p.questions.reduce((n, q) => n + packedTokens(q), 0);
+    const after = stems.pass.tokens.length + p.questions.reduce((n, q) => n + tokensAfterStem(q, stems), 0);
+    expect(before - after).toBeGreaterThanOrEqual(MIN_STEM_SAVING);
+  });
+
+  it('keeps within the token budget, most shared first', async () => {
+    const p = await plan(rubric());
+    // The beginning every question shares (the user turn's opening) is the most shared.
+    const [first, ...rest] = p.questions.map((q) => q.suffix);
+    let common = 0;
+    while (rest.every((s) => s[common] === first![common])) common++;
+    expect(common).toBeGreaterThan(2);
+    const stems = questionStems(p.questions, common)!;
+    expect(stems.pass.tokens).toEqual(first!.slice(0, common));
+    for (const q of p.questions) expect(stems.of.get(q)!.depth).toBe(common);
+    // One token more: a beginning fewer questions share, after it.
+    const more = questionStems(p.questions, common + 1)!;
+    expect(more.pass.tokens.length).toBe(common + 1);
+    expect(more.pass.parents.at(-1)).toBe(common - 1);
+  });
+
+  it('has none for one question, or where they would save too little', async () => {
+    const p = await plan(rubric());
+    expect(questionStems(p.questions.slice(0, 1), 512)).toBeUndefined();
+    expect(questionStems(p.questions.slice(0, 2), 512)).toBeUndefined();
+  });
+});
+
+describe('a request with stems (tiny fp32)', () => {
+  let withStems: Evaluator;
+  let perQuestion: Evaluator;
+  beforeAll(async () => {
+    const modelDir = await tinyFp32();
+    withStems = await loadEvaluator({ modelDir, threads: 1, prefixCacheBytes: 0, packTokens: 128 });
+    perQuestion = await loadEvaluator({ modelDir, threads: 1, prefixCacheBytes: 0, packQuestions: false });
+  });
+  afterAll(async () => {
+    await withStems?.close();
+    await perQuestion?.close();
+  });
+
+  for (const [name, questions] of [
+    ['a rubric of alike questions', rubric()],
+    ['the engine tests’ many questions', manyQuestions(40)],
+  ] as const)
+    it(`${name}: runs the stems once, and answers as one pass per question does`, async () => {
+      const p = await plan(questions);
+      const stems = questionStems(p.questions, 128);
+      expect(stems).toBeDefined();
+      const groups = packQuestions(p.questions, 128, [], stems);
+      const before = withStems.stats().tokensEvaluated;
+      const result = await withStems.evaluate(request(questions, STATE));
+      const ran = withStems.stats().tokensEvaluated - before;
+      expect(ran).toBe(
+        p.prefix.length + stems!.pass.tokens.length + groups.reduce((n, g) => n + g.pass.tokens.length, 0),
+      );
+      const withoutStems = packQuestions(p.questions, 128).reduce((n, g) => n + g.pass.tokens.length, 0);
+      expect(ran).toBeLessThan(p.prefix.length + withoutStems);
+      // fp32 sums in another order (other passes, other columns): the packed tests' bound.
+      expectSameResult(result, await perQuestion.evaluate(request(questions, STATE)), 1e-4);
+    });
+});
