@@ -5,7 +5,8 @@
 // that begin alike ("\n<|im_start|>user\nQuestion: ...", a question asked twice, one instruction
 // with two option sets) share those tokens, computed once. So a request of N questions costs one
 // pass instead of N (plus one per multi-token label path), over fewer tokens, and the answers are
-// those of separate passes (tested within 1e-4 on fp32).
+// those of separate passes (tested within 1e-4 on fp32). What the questions of several passes share
+// runs once before them all (stems.ts): a pass then continues each question from its stem.
 import { firstTokens, labelLogProbs, labelPasses } from '../prompting/labels.js';
 import type { PlannedQuestion } from '../prompting/plan.js';
 import type { PackedPass } from '../model/runner.js';
