@@ -77,4 +77,4 @@ export { slotFeeds, type SlotRowInput } from './engine/families/decider-slots/ro
 export type { RowFamily, FamilyRow } from './engine/families/family.js';
 
 // Worker threads started the project's way (a bench's own client thread, from TypeScript sources).
-export { workerEntry } from './workers/index.js';
+export { runInBackground, workerEntry } from './workers/index.js';
