@@ -73,6 +73,8 @@ export interface ShapeResult {
     concurrency: number;
     idle: { p50: number; p99: number };
     draining: { p50: number; p99: number };
+    /** The round's batch completed with every line answered once. */
+    complete: boolean;
   }>;
 }
 
@@ -195,7 +197,13 @@ export async function measureShape(ctx: BenchContext, plan: ShapePlan): Promise<
   const best = fanOuts.reduce((a, b) => (b.ms < a.ms ? b : a));
   const loads = [await interactiveRun()];
   const rounds: ShapeResult['rounds'] = [
-    { batchMs: round(batch.ms, 0), fanOutMs: best.ms, concurrency: best.concurrency, ...livePercentiles(loads[0]!) },
+    {
+      batchMs: round(batch.ms, 0),
+      fanOutMs: best.ms,
+      concurrency: best.concurrency,
+      ...livePercentiles(loads[0]!),
+      complete: completed(batch, lines.length),
+    },
   ];
   for (let i = 1; i < plan.rounds; i++) {
     ctx.log(`  ${label}: round ${i + 1} of ${plan.rounds}`);
@@ -213,6 +221,7 @@ export async function measureShape(ctx: BenchContext, plan: ShapePlan): Promise<
       fanOutMs: round(f.ms, 0),
       concurrency: best.concurrency,
       ...livePercentiles(load),
+      complete: completed(b, lines.length),
     });
   }
   const interactive = {
@@ -224,6 +233,11 @@ export async function measureShape(ctx: BenchContext, plan: ShapePlan): Promise<
     `    idle p50 ${interactive.idle.p50} ms p99 ${interactive.idle.p99} ms (${interactive.idle.n}); draining p50 ${interactive.draining.p50} ms p99 ${interactive.draining.p99} ms (${interactive.draining.n})`,
   );
   return { plan, model: label, states, batch: rounded(batch), fanOuts, interactive, rounds };
+}
+
+/** Whether a batch run completed with every line answered once. */
+function completed(b: Pick<BatchRun, 'ok' | 'duplicates' | 'status'>, lines = b.ok): boolean {
+  return b.status === 'completed' && b.duplicates === 0 && b.ok === lines;
 }
 
 /** One round's interactive p50 / p99, idle and draining. */
