@@ -236,7 +236,7 @@ export async function measureShape(ctx: BenchContext, plan: ShapePlan): Promise<
 }
 
 /** Whether a batch run completed with every line answered once. */
-function completed(b: Pick<BatchRun, 'ok' | 'duplicates' | 'status'>, lines = b.ok): boolean {
+function completed(b: Pick<BatchRun, 'ok' | 'duplicates' | 'status'>, lines: number): boolean {
   return b.status === 'completed' && b.duplicates === 0 && b.ok === lines;
 }
 

@@ -11,9 +11,7 @@ import { packQuestions } from '../../src/engine/execution/packing.js';
 import { questionStems } from '../../src/engine/execution/stems.js';
 import { prefillEnds } from '../../src/engine/model/runner.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
-import { inlinePlanner } from '../../src/engine/prompting/planner/index.js';
-import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
-import { expectSameResult, manyQuestions, request, tinyFp32 } from './fixtures.js';
+import { expectSameResult, manyQuestions, planOf, request, tinyFp32 } from './fixtures.js';
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -66,9 +64,7 @@ describe('the batch lane pass size (tiny model)', () => {
     const evaluator = await loadEvaluator(settings);
     open.push(evaluator);
     const r = request(manyQuestions(30), 'A ticket about a parcel that arrived late. '.repeat(40));
-    const codec = await TextCodec.load(dir);
-    const budgets = { request: 64_000, question: 32_000, context: 32_768 };
-    const plan = await inlinePlanner(codec, { endToken: codec.eosTokenId!, budgets }).plan(r);
+    const plan = await planOf(dir, r);
     // The questions' shared beginnings run first in a pass of their own when they save enough (stems.ts).
     const groups = (budget: number) => {
       const stems = questionStems(plan.questions, budget);

@@ -2,6 +2,9 @@
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { expect } from 'vitest';
 import type { Answer, EvaluateRequest, EvaluateResult, Question } from '../../src/engine/types.js';
+import { inlinePlanner } from '../../src/engine/prompting/planner/index.js';
+import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
+import type { Plan } from '../../src/engine/prompting/plan.js';
 
 export const tinyFp32 = () => ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
 export const tinyInt8 = () => ensureSynthModel({ shape: 'tiny', dtype: 'int8' });
@@ -41,6 +44,13 @@ export function manyQuestions(n: number): Record<string, Question> {
           : { type: 'score', instructions: `Rate aspect ${i}`, criteria: ['low', 'mid', 'high', 'top'] };
   }
   return out;
+}
+
+/** The plan of `r` on the model in `dir`, as the engine's planner makes it (generous budgets: nothing is refused). */
+export async function planOf(dir: string, r: EvaluateRequest): Promise<Plan> {
+  const codec = await TextCodec.load(dir);
+  const budgets = { request: 64_000, question: 32_000, context: 32_768 };
+  return inlinePlanner(codec, { endToken: codec.eosTokenId!, budgets }).plan(r);
 }
 
 export function request(questions: Record<string, Question>, s: EvaluateRequest['state'] = state): EvaluateRequest {

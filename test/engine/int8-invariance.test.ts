@@ -15,10 +15,8 @@ import { ModelRunner } from '../../src/engine/model/runner.js';
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { questionStems } from '../../src/engine/execution/stems.js';
-import { inlinePlanner } from '../../src/engine/prompting/planner/index.js';
-import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import type { Question } from '../../src/engine/types.js';
-import { manyQuestions, maxDiff, request, tinyFp32, tinyInt8 } from './fixtures.js';
+import { manyQuestions, maxDiff, planOf, request, tinyFp32, tinyInt8 } from './fixtures.js';
 
 const QUESTIONS = manyQuestions(6);
 const WORDS = ['river', 'ledger', 'quarterly', 'Zürich', '東京', 'invoice', 'refund', 'pump', 'shipment', '42'];
@@ -85,9 +83,7 @@ describe('an int8 question answers the same in every composition (0.5B-shaped re
         criteria: ['not at all', 'a little', 'strongly'],
       };
     }
-    const codec = await TextCodec.load(cacheOff.modelDir);
-    const budgets = { request: 64_000, question: 32_000, context: 32_768 };
-    const plan = await inlinePlanner(codec, { endToken: codec.eosTokenId!, budgets }).plan(request(rubric, STATE));
+    const plan = await planOf(cacheOff.modelDir, request(rubric, STATE));
     for (const budget of [512, 128]) expect(questionStems(plan.questions, budget), `${budget}`).toBeDefined();
     const together = await cacheOff.evaluate(request(rubric, STATE));
     const item = await cacheOff.evaluate(request(rubric, STATE), { lane: 'batch' });

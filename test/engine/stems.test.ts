@@ -8,10 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
 import { MIN_STEM_SAVING, questionStems } from '../../src/engine/execution/stems.js';
 import { packQuestions, packedTokens, tokensAfterStem } from '../../src/engine/execution/packing.js';
-import { inlinePlanner } from '../../src/engine/prompting/planner/index.js';
-import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import type { Plan } from '../../src/engine/prompting/plan.js';
-import { expectSameResult, manyQuestions, request, tinyFp32 } from './fixtures.js';
+import { expectSameResult, manyQuestions, planOf, request, tinyFp32 } from './fixtures.js';
 
 const ASPECTS = ['the delivery', 'the invoice', 'the price', 'the support team', 'the refund', 'the website'];
 
@@ -36,16 +34,8 @@ function rubric(): Record<string, Question> {
 
 const STATE = 'Order 1182 arrived two weeks late and the box was crushed; the refund form keeps failing. '.repeat(4);
 
-let codec: TextCodec;
-const plan = (questions: Record<string, Question>): Promise<Plan> =>
-  inlinePlanner(codec, {
-    endToken: codec.eosTokenId!,
-    budgets: { request: 64_000, question: 32_000, context: 32_768 },
-  }).plan(request(questions, STATE));
-
-beforeAll(async () => {
-  codec = await TextCodec.load(await tinyFp32());
-});
+const plan = async (questions: Record<string, Question>): Promise<Plan> =>
+  planOf(await tinyFp32(), request(questions, STATE));
 
 describe('choosing the stems', () => {
   it('holds each beginning two or more questions share, once, and never a question’s last token', async () => {
