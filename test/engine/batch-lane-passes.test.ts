@@ -7,8 +7,7 @@
 // implies, and answers as the interactive lane does.
 import { afterAll, describe, expect, it } from 'vitest';
 import { Scheduler } from '../../src/engine/execution/scheduler.js';
-import { packQuestions } from '../../src/engine/execution/packing.js';
-import { questionStems } from '../../src/engine/execution/stems.js';
+import { packWithStems } from '../../src/engine/execution/packing.js';
 import { prefillEnds } from '../../src/engine/model/runner.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import { expectSameResult, manyQuestions, planOf, request, tinyFp32 } from './fixtures.js';
@@ -67,8 +66,8 @@ describe('the batch lane pass size (tiny model)', () => {
     const plan = await planOf(dir, r);
     // The questions' shared beginnings run first in a pass of their own when they save enough (stems.ts).
     const groups = (budget: number) => {
-      const stems = questionStems(plan.questions, budget);
-      return packQuestions(plan.questions, budget, [], stems).length + (stems ? 1 : 0);
+      const { stems, groups } = packWithStems(plan.questions, budget);
+      return groups.length + (stems ? 1 : 0);
     };
     const pieces = (chunk: number) => prefillEnds(plan.prefix.length, 0, chunk).length;
     // Large enough to tell the lanes apart: more than one packed pass, a prefix of several pieces.

@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type Evaluator, type Question } from '../../src/engine/index.js';
 import { MIN_STEM_SAVING, questionStems } from '../../src/engine/execution/stems.js';
-import { packQuestions, packedTokens, tokensAfterStem } from '../../src/engine/execution/packing.js';
-import type { Plan } from '../../src/engine/prompting/plan.js';
+import { packQuestions, packWithStems, packedTokens, tokensAfterStem } from '../../src/engine/execution/packing.js';
+import type { Plan, PlannedQuestion } from '../../src/engine/prompting/plan.js';
 import { expectSameResult, manyQuestions, planOf, request, tinyFp32 } from './fixtures.js';
 
 const ASPECTS = ['the delivery', 'the invoice', 'the price', 'the support team', 'the refund', 'the website'];
@@ -75,10 +75,46 @@ describe('choosing the stems', () => {
     expect(more.pass.parents.at(-1)).toBe(common - 1);
   });
 
+  it('runs them from a saving of exactly MIN_STEM_SAVING tokens, not one fewer', () => {
+    // Questions sharing a beginning of `shared` tokens: it runs once instead of once per question.
+    const alike = (count: number, shared: number): PlannedQuestion[] =>
+      Array.from({ length: count }, (_, i) => ({
+        key: `q${i}`,
+        question: { type: 'noul', instructions: '' },
+        suffix: [...Array.from({ length: shared }, (_, t) => 1000 + t), 5000 + i],
+        labels: [{ label: 'Yes', tokens: [1] }],
+      }));
+    // Three questions, 16 shared tokens: 2 × 16 = 32 saved.
+    const at = questionStems(alike(3, MIN_STEM_SAVING / 2), 512)!;
+    expect(at.pass.tokens.length).toBe(MIN_STEM_SAVING / 2);
+    // One token fewer: 2 × 15 = 30 saved.
+    expect(questionStems(alike(3, MIN_STEM_SAVING / 2 - 1), 512)).toBeUndefined();
+  });
+
   it('has none for one question, or where they would save too little', async () => {
     const p = await plan(rubric());
     expect(questionStems(p.questions.slice(0, 1), 512)).toBeUndefined();
     expect(questionStems(p.questions.slice(0, 2), 512)).toBeUndefined();
+  });
+});
+
+describe('when stems pay', () => {
+  it('not when every question fits one pass: its trie already shares their beginnings', async () => {
+    const p = await plan(rubric());
+    expect(questionStems(p.questions, 4096)).toBeDefined();
+    const one = packWithStems(p.questions, 4096);
+    expect(one.groups).toHaveLength(1);
+    expect(one.stems).toBeUndefined();
+  });
+
+  it('across passes, when the passes then run MIN_STEM_SAVING tokens fewer, stems included', async () => {
+    const p = await plan(rubric());
+    const tokens = (groups: Array<{ pass: { tokens: number[] } }>) =>
+      groups.reduce((n, g) => n + g.pass.tokens.length, 0);
+    const { stems, groups } = packWithStems(p.questions, 128);
+    const plain = packQuestions(p.questions, 128);
+    expect(plain.length).toBeGreaterThan(1);
+    expect(tokens(plain) - stems!.pass.tokens.length - tokens(groups)).toBeGreaterThanOrEqual(MIN_STEM_SAVING);
   });
 });
 
@@ -101,9 +137,8 @@ describe('a request with stems (tiny fp32)', () => {
   ] as const)
     it(`${name}: runs the stems once, and answers as one pass per question does`, async () => {
       const p = await plan(questions);
-      const stems = questionStems(p.questions, 128);
+      const { stems, groups } = packWithStems(p.questions, 128);
       expect(stems).toBeDefined();
-      const groups = packQuestions(p.questions, 128, [], stems);
       const before = withStems.stats().tokensEvaluated;
       const result = await withStems.evaluate(request(questions, STATE));
       const ran = withStems.stats().tokensEvaluated - before;

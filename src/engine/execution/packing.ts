@@ -10,7 +10,7 @@
 import { firstTokens, labelLogProbs, labelPasses } from '../prompting/labels.js';
 import type { PlannedQuestion } from '../prompting/plan.js';
 import type { PackedPass } from '../model/runner.js';
-import { compareTokens as compare, type Stems } from './stems.js';
+import { compareTokens as compare, MIN_STEM_SAVING, questionStems, type Stems } from './stems.js';
 
 export interface PackedGroup {
   pass: PackedPass;
@@ -58,6 +58,27 @@ export function packQuestions(
   if (current.length > 0) groups.push(current);
   if (trunk.length > 0 && groups.length > 1) throw new Error('a trunk rides with a single packed pass only');
   return groups.map((g) => packGroup(g, trunk, stems));
+}
+
+/**
+ * The packed passes of `questions`, after their stems (stems.ts) where those save at least
+ * MIN_STEM_SAVING of the tokens the passes would run without them. A pass's trie already shares
+ * what its own questions begin with, so stems save only across passes: never when all fit one.
+ */
+export function packWithStems(
+  questions: readonly PlannedQuestion[],
+  budget: number,
+): { stems?: Stems; groups: PackedGroup[] } {
+  const plain = packQuestions(questions, budget);
+  const stems = plain.length > 1 ? questionStems(questions, budget) : undefined;
+  if (!stems) return { groups: plain };
+  const stemmed = packQuestions(questions, budget, [], stems);
+  const saved = passTokens(plain) - stems.pass.tokens.length - passTokens(stemmed);
+  return saved >= MIN_STEM_SAVING ? { stems, groups: stemmed } : { groups: plain };
+}
+
+function passTokens(groups: readonly PackedGroup[]): number {
+  return groups.reduce((n, g) => n + g.pass.tokens.length, 0);
 }
 
 function byTokens(a: PlannedQuestion, b: PlannedQuestion): number {

@@ -15,9 +15,10 @@ import type { PlannedQuestion } from '../prompting/plan.js';
 import type { PackedPass } from '../model/runner.js';
 
 /**
- * Tokens the stems must save (tokens a stem's questions would have run again, less the stems' own)
- * for their pass to be worth running: one more pass costs its fixed overhead (the weights read once
- * more), about what a few dozen tokens cost on a CPU.
+ * Tokens the stems must save for their pass to be worth running: one more pass costs its fixed
+ * overhead (the weights read once more), about what a few dozen tokens cost on a CPU. questionStems
+ * asks it of the trie (a stem token shared by n questions runs once instead of n times: n - 1), and
+ * packing.ts's packWithStems of the passes themselves, whose tries already share within a pass.
  */
 export const MIN_STEM_SAVING = 32;
 
@@ -71,7 +72,7 @@ export function questionStems(questions: readonly PlannedQuestion[], budget: num
     .filter(({ n }) => n.count >= 2)
     .sort((a, b) => b.n.count - a.n.count || a.n.depth - b.n.depth || a.i - b.i)
     .slice(0, budget);
-  const saving = shared.reduce((s, { n }) => s + n.count - 1, 0) - shared.length;
+  const saving = shared.reduce((s, { n }) => s + n.count - 1, 0);
   if (saving < MIN_STEM_SAVING) return undefined;
   // The pass: the kept nodes in trie order (a parent before its children).
   const kept = shared.map(({ i }) => i).sort((a, b) => a - b);

@@ -8,8 +8,7 @@
 //                        the questions share (stems.ts) in one pass when they save enough, then
 //                        the questions packed, one pass per token budget
 //   prefix-per-question  the prefix likewise, then one pass per question (graphs that cannot pack)
-import { packedTokens, packQuestions } from './packing.js';
-import { questionStems } from './stems.js';
+import { packedTokens, packQuestions, packWithStems } from './packing.js';
 import type { Passes } from './passes.js';
 import { firstTokens, labelLogProbs } from '../prompting/labels.js';
 import type { Plan, PlannedQuestion } from '../prompting/plan.js';
@@ -133,12 +132,12 @@ async function prefixKv(c: ExecutionContext): Promise<KvCache> {
 async function prefixPacked(c: ExecutionContext): Promise<LabelReads> {
   const kv = await prefixKv(c);
   // The beginnings the questions share, once for all (stems.ts), when they save enough.
-  const stems = questionStems(c.plan.questions, c.packTokens);
+  const { stems, groups } = packWithStems(c.plan.questions, c.packTokens);
   if (stems) checkAborted(c.signal);
   const past = stems ? await c.passes.packedPresent(stems.pass, kv) : kv;
   const read: LabelReads = new Map();
   // Every question (and its labels' continuations) in one pass per token budget.
-  for (const group of packQuestions(c.plan.questions, c.packTokens, [], stems)) {
+  for (const group of groups) {
     checkAborted(c.signal);
     for (const [q, logps] of await group.finish(await c.passes.packed(group.pass, past))) read.set(q, logps);
   }
