@@ -25,7 +25,13 @@ import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, type Evaluator } from '../../../src/engine/index.js';
 import type { Answer } from '../../../src/engine/types.js';
-import { trunkGoldensFile, trunkRequests, type TrunkGoldens } from '../../../tools/trunks/goldens.js';
+import {
+  FAMILY_REFERENCES,
+  referenceForward,
+  trunkGoldensFile,
+  trunkRequests,
+  type TrunkGoldens,
+} from '../../../tools/trunks/goldens.js';
 import {
   ensureTrunkReplicas,
   hasTorch,
@@ -195,6 +201,27 @@ export function describeTrunkFamily(family: TrunkFamily): void {
       it('holds the weights its goldens were made with', () => {
         expect(trunkConfig(dirs[i]!).digest).toBe(goldens.digests[trunk]);
       });
+
+      it('its goldens are current: the references, run live, lay out and compute the stored rows', () => {
+        // short rows: the float64 reference is slow on long ones (the answers test covers those)
+        const picked = [0, 4];
+        const reqs = picked.map((n) => goldens.requests[n]!);
+        const laid = FAMILY_REFERENCES[family].layout(reqs);
+        const fresh = referenceForward(dirs[i]!, laid.flat());
+        expect(fresh.digest).toBe(goldens.digests[trunk]);
+        let at = 0;
+        picked.forEach((n, j) => {
+          const stored = goldens.results[trunk][n]!;
+          expect(laid[j]!.map(({ key, tokens, positions }) => ({ key, tokens, positions }))).toEqual(
+            stored.rows.map(({ key, tokens, positions }) => ({ key, tokens, positions })),
+          );
+          for (const want of stored.outputs) {
+            const got = fresh.outputs[at++]!;
+            // stored to 9 significant digits
+            want.forEach((x, k) => expect(Math.abs(got[k]! - x)).toBeLessThan(1e-8 * (1 + Math.abs(x))));
+          }
+        });
+      }, 120_000);
 
       it('answers every golden request within 1e-5 of the reference, as whole rows', async () => {
         let worst = 0;
