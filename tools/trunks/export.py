@@ -242,6 +242,7 @@ def export(spec):
     if spec.get("probe"):
         trunks.load_weights(model, w, torch.float32)
     tmp = os.path.join(out, "trace.onnx")
+    t1 = time.time()
     proto = export_trace(model, example_inputs(model, spec["vocab"]), tmp)
     scans = 0
     if spec["trunk"] == "qwen35":
@@ -249,9 +250,11 @@ def export(spec):
         scans = replace_scans(proto, export_body(model.model.s, body_path))
         os.remove(body_path)
     os.remove(tmp)
+    t2 = time.time()
     ext = ExternalData(out)
     hashes = place_weights(proto, model, w, spec["storage"], ext)
     fixed_width(proto, model)
+    t3 = time.time()
     ext.close()
     proto.producer_name = "assay-trunk-replica"
     proto.doc_string = "%s replica on a %s trunk: random weights, MEANINGLESS answers." % (spec["family"], spec["trunk"])
@@ -265,7 +268,9 @@ def export(spec):
     config.pop("out")
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
-    return {"out": out, "seconds": round(time.time() - t0, 2), "digest": config["digest"], "scans": scans}
+    return {"out": out, "seconds": round(time.time() - t0, 2), "digest": config["digest"], "scans": scans,
+            "phases": {"build": round(t1 - t0, 2), "trace": round(t2 - t1, 2), "weights": round(t3 - t2, 2),
+                       "save": round(time.time() - t3, 2)}}
 
 
 def main():

@@ -247,6 +247,7 @@ export async function ensureTrunkReplicas(
         seed: TRUNK_REPLICA_SEED,
         digest: report.digest,
         export_seconds: report.seconds,
+        export_phases: report.phases,
         warning: 'random weights: the answers are MEANINGLESS',
       });
       rmSync(dir, { recursive: true, force: true });
