@@ -37,6 +37,7 @@ import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources (the imports below are local)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import heads  # noqa: E402
 import trunks  # noqa: E402

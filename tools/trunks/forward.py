@@ -24,6 +24,7 @@ import sys
 import numpy as np
 import torch
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources (the imports below are local)
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "reference"))
