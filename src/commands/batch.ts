@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AssayAPIError, AssayBatches, DEFAULT_BASE_URL, type Batch } from '../client/index.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
 import { fileSha256, readState, ResultsOutput, stateFileOf, type BatchState } from './batch-output.js';
-import { describeError, parseCommand, resolveIo, type CommandIo, type Io } from './common.js';
+import { describeError, NO_KEY, parseCommand, resolveIo, serverTarget, type CommandIo, type Io } from './common.js';
 import { progressBar } from './progress.js';
 
 const FLAGS = commandFlags({
@@ -16,8 +16,8 @@ arrive. Stopped (Ctrl-C, a crash), the batch runs on: the same command again res
 where they stopped, without a line lost or written twice.
 `,
   flags: {
-    url: COMMON_FLAGS.url(`the server (default ASSAY_BASE_URL or ${DEFAULT_BASE_URL})`),
-    key: { arg: 'KEY', doc: 'the API key (default ASSAY_API_KEY)' },
+    url: COMMON_FLAGS.url('the server', DEFAULT_BASE_URL),
+    key: COMMON_FLAGS.key(),
     out: {
       arg: 'FILE',
       doc: `the results, JSONL (default FILE.results.jsonl); where the run is
@@ -60,6 +60,8 @@ export async function run(argv: string[], ioOptions?: CommandIo, options: BatchR
   if (positionals.length !== 1) return usage(io, 'name one JSONL input FILE');
   const file = positionals[0]!;
   if (values.local && values.url) return usage(io, '--local runs its own server: not with --url');
+  const target = serverTarget(values, io.env);
+  if (!values.local && !target.key) return usage(io, NO_KEY);
   if (!values.local && (values['data-dir'] || values.model)) return usage(io, '--data-dir and --model go with --local');
   const pageSize = values['page-size'] === undefined ? 1000 : Number(values['page-size']);
   const pollMs = values.poll === undefined ? 500 : Number(values.poll);
@@ -86,8 +88,8 @@ export async function run(argv: string[], ioOptions?: CommandIo, options: BatchR
         io,
       );
     }
-    const url = local?.url ?? values.url ?? io.env.ASSAY_BASE_URL ?? DEFAULT_BASE_URL;
-    const api = new AssayBatches({ baseUrl: url, apiKey: local?.key ?? values.key, env: io.env, maxRetries: 5 });
+    const url = local?.url ?? target.url ?? DEFAULT_BASE_URL;
+    const api = new AssayBatches({ baseUrl: url, apiKey: local?.key ?? target.key, maxRetries: 5 });
     const out = values.out ?? `${file}.results.jsonl`;
     return await runBatch(
       { api, file, sha256, out, pageSize, pollMs, cancel: values.cancel, local: local?.dataDir },

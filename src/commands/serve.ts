@@ -37,9 +37,17 @@ export function serveConfig(argv: string[], env: Record<string, string | undefin
   const settings = loadServeSettings(argv, env);
   if (settings === 'help') return 'help';
   // With ASSAY_API_KEYS alone, its first key is the operator's; with a keys file, the keys it marks.
+  // ASSAY_API_KEY (the one key the CLI sends) is one more key of the list, its last; the operator's
+  // when it is the only one.
+  const listed = keysFromList(settings.apiKeys ?? '', !settings.keysFile);
+  const own = keysFromList(settings.apiKey ?? '', !settings.keysFile && listed.length === 0).map((k) => ({
+    ...k,
+    name: 'env-api-key',
+  }));
   const keys = [
     ...(settings.keysFile ? loadKeysFile(settings.keysFile) : []),
-    ...keysFromList(settings.apiKeys ?? '', !settings.keysFile),
+    ...listed,
+    ...own.filter((k) => !listed.some((l) => l.hash.equals(k.hash))),
   ];
   let generatedKey: string | undefined;
   if (keys.length === 0) {
@@ -166,7 +174,7 @@ export async function run(argv: string[]): Promise<number> {
 
   if (config.generatedKey) {
     process.stdout.write(
-      `\nNo API key configured (ASSAY_API_KEYS or --keys-file), so one was generated for this run.\n` +
+      `\nNo API key configured (ASSAY_API_KEYS, ASSAY_API_KEY or --keys-file), so one was generated for this run.\n` +
         `It is printed only this once and is not stored anywhere:\n\n    ${config.generatedKey}\n\n` +
         `Send it as: Authorization: Bearer <key>\n\n`,
     );

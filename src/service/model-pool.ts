@@ -36,7 +36,7 @@ export interface PoolLog {
 
 export const SYNTHETIC_WARNING =
   'SERVING A SYNTHETIC RANDOM-WEIGHT MODEL: its answers are MEANINGLESS until a real model is configured ' +
-  '(npm run models:fetch, or point models/registry.json at an exported model folder; see README)';
+  '(assay models fetch <owner/name>, or point the registry at an exported model folder: docs/models.md#using-a-real-model)';
 
 /** The engine's load notes that only say packing is unavailable for this export (src/engine/execution/evaluator.ts). */
 const PACKING_NOTE = /packed evaluation is not available|packing across requests is off/;
@@ -230,7 +230,7 @@ export function createModelPool(
       !announced.has(m.dir)
     ) {
       announced.add(m.dir);
-      log.warn({ model: slot.id }, SYNTHETIC_WARNING);
+      log.warn({ model: slot.id, synthetic: true }, SYNTHETIC_WARNING);
     }
     return evaluator;
   }
