@@ -247,8 +247,8 @@ describe('Dockerfile.gpu', () => {
     expect(copies.join('\n')).toContain('/app/dist');
     expect(copies.join('\n')).not.toMatch(/\/app\/src\b/);
     expect(text).toMatch(/npm prune --omit=dev/);
-    // The build ships what the CLI runs and nothing else: the image deletes nothing after it.
-    expect(text).not.toMatch(/\brm -/);
+    // The runtime stage deletes nothing (a deletion there only adds a layer): the build stage ships what it keeps.
+    expect(runtime.join('\n')).not.toMatch(/\brm -/);
     const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
       dependencies: Record<string, string>;
       scripts: Record<string, string>;
