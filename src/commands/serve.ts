@@ -22,6 +22,7 @@ import {
 } from '../service/index.js';
 import { cpuKernels } from '../engine/index.js';
 import { hostPolicy } from '../common/index.js';
+import { startTracing } from './tracing.js';
 
 export type ServeConfig = Readonly<
   ServeSettings & {
@@ -137,6 +138,8 @@ export async function run(argv: string[]): Promise<number> {
     undefined,
     config.provider === 'cuda' ? 'native' : config.q4Kernels,
   );
+  // Traces, when the OTEL_* variables ask (before the server: @fastify/otel hooks its creation).
+  const tracing = await startTracing(process.env);
   // Batch jobs: their store opens here (a data directory that cannot be written turns them off, said below).
   const opened = config.batches
     ? await openBatches({
@@ -184,6 +187,7 @@ export async function run(argv: string[]): Promise<number> {
   for (const [level, o, m] of held.splice(0)) app.log[level](o, m);
   if ('unavailable' in opened && config.batches) app.log.warn({ reason: opened.unavailable }, 'batches are off');
   app.log[kernels.int8Exact ? 'info' : 'warn'](kernels, `cpu kernels: int8 ${kernels.int8}; 4-bit ${kernels.q4}`);
+  if (tracing) app.log.info({ exporter: tracing.describe }, 'tracing on');
   const server = app;
   const stopped = new Promise<number>((resolve) => {
     let stopping = false;
@@ -199,6 +203,8 @@ export async function run(argv: string[]): Promise<number> {
       server
         .close()
         .then(() => pool.close())
+        // The spans still held are flushed (a failed export is the collector's problem, not the exit's).
+        .then(() => tracing?.shutdown().catch(() => undefined))
         .then(
           () => {
             server.log.info('shutdown complete');
