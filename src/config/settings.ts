@@ -319,7 +319,7 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'memory-budget',
         env: 'ASSAY_MEMORY_BUDGET',
         arg: 'BYTES',
-        doc: "bytes the resident models may take, each measured as the process's RSS growth over its load plus its prefix cache; a model that alone passes it is refused",
+        doc: "bytes the resident models may take, each measured as the process's RSS growth over its load and its passes, plus what its prefix cache holds; a model that alone, with a full prefix cache, passes it is refused",
         shownDefault: `${DEFAULTS.memoryBudgetShare * 100}% of the machine's memory (its cgroup limit when lower)`,
       }),
     ),
