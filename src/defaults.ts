@@ -35,6 +35,13 @@ export const DEFAULTS = {
   batchReadRetention: '1h',
   /** How long a claim of batch lines is held before another runner may take them up. */
   batchLease: '2m',
+  /**
+   * The batch store's reconnect policy (PostgreSQL away, a full disk): a runner whose store call
+   * failed so waits firstMs, doubling up to maxMs, then tries again, for as long as it takes (its
+   * answered lines kept in memory meanwhile, written once it is back); a connection attempt that
+   * gets no answer is given up after connectMs.
+   */
+  batchStoreRetry: { firstMs: 500, maxMs: 5_000, connectMs: 10_000 },
   // Per-key rate limits (docs/operations.md)
   requestsPerMinute: 1200,
   inputTokensPerSecond: 250_000,
