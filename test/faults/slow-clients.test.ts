@@ -78,6 +78,7 @@ describe('fault: slow and hostile clients', () => {
       { ASSAY_API_KEYS: KEY },
     );
     const conns: Conn[] = [];
+    const timers: NodeJS.Timeout[] = [];
     try {
       await interactiveLoad(s.base, KEY, 1).stop(); // warm-up
       const baseline = { fds: fds(s.pid), rss: rss(s.pid) };
@@ -87,6 +88,7 @@ describe('fault: slow and hostile clients', () => {
       const sampler = setInterval(() => {
         peak = { fds: Math.max(peak.fds, fds(s.pid)), rss: Math.max(peak.rss, rss(s.pid)) };
       }, 100);
+      timers.push(sampler);
 
       // 1. Headers at a byte a second.
       const headers = `POST /v1/systemone HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\n`;
@@ -96,6 +98,7 @@ describe('fault: slow and hostile clients', () => {
         for (const c of trickling) if (c.closedAt === undefined) c.socket.write(headers[at % headers.length]!);
         at++;
       }, 1000);
+      timers.push(trickle);
       // 2. Idle keep-alive sockets, each after one answered request.
       const idle = await openMany(s, N, t0, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
       // 3. A large response (a 422 that echoes a 6 MB body) read a byte a second, on a connection
@@ -108,6 +111,7 @@ describe('fault: slow and hostile clients', () => {
       );
       reader.socket.pause();
       const slowRead = setInterval(() => reader.socket.read(1), 1000);
+      timers.push(slowRead);
       // 4. A body towards the 8 MiB limit at 1 KB/s.
       const uploader = await open(
         s,
@@ -115,6 +119,7 @@ describe('fault: slow and hostile clients', () => {
         `POST /v1/systemone HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${8 * 2 ** 20}\r\n\r\n{"state": "`,
       );
       const upload = setInterval(() => uploader.socket.write('y'.repeat(1024)), 1000);
+      timers.push(upload);
       conns.push(...trickling, ...idle, reader, uploader);
 
       // Every one of them is closed by the server, none left open.
@@ -125,10 +130,7 @@ describe('fault: slow and hostile clients', () => {
       );
       // The slow reader's connection is the server's to close: its descriptor goes (the kernel may still deliver what it had queued).
       await waitFor(() => fds(s.pid) <= baseline.fds + 5, 'the server’s descriptors back to its idle count', 60_000);
-      clearInterval(trickle);
-      clearInterval(upload);
-      clearInterval(slowRead);
-      clearInterval(sampler);
+      for (const t of timers) clearInterval(t);
       const normalSamples = await normal.stop();
 
       // What they were told: JSON errors (408 for the request not sent in time), never a bare status line.
@@ -165,6 +167,7 @@ describe('fault: slow and hostile clients', () => {
         normal_p99_ms: percentile(normalSamples, 99),
       });
     } finally {
+      for (const t of timers) clearInterval(t);
       for (const c of conns) c.socket.destroy();
       await s.stop();
     }
