@@ -5,7 +5,8 @@
 // short here so the test takes seconds, not minutes), answers what it answers with a JSON error,
 // and its file descriptors and memory stay bounded; a normal client keeps being answered meanwhile.
 // How fast the normal client is answered is a timing: the slow-clients bench section measures it.
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
@@ -20,6 +21,26 @@ const N = Number(process.env.ASSAY_FAULT_SLOW_CONNECTIONS ?? 1000);
 const TIMEOUTS = { headers: 3_000, keepAlive: 3_000, send: 3_000, request: 6_000 };
 /** What the server may hold past its idle footprint while the clients run: 1,000s of sockets and one 6 MB response. Stated, not fitted. */
 const MEMORY_ALLOWANCE = 256 * 2 ** 20;
+
+/** A client that reads a byte a second: one request answered, then the big one, then recv(1) each second. */
+const SLOW_READER = `
+import re, socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(('127.0.0.1', int(sys.argv[1])))
+s.sendall(b'GET /healthz HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n')
+buf = b''
+while b'\\r\\n\\r\\n' not in buf:
+    buf += s.recv(4096)
+head, rest = buf.split(b'\\r\\n\\r\\n', 1)
+n = int(re.search(rb'(?i)content-length: (\\d+)', head).group(1))
+while len(rest) < n:
+    rest += s.recv(4096)
+s.sendall(open(sys.argv[2], 'rb').read())
+print('sent', flush=True)
+while s.recv(1):
+    time.sleep(1)
+`;
 
 const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
@@ -79,6 +100,7 @@ describe('fault: slow and hostile clients', () => {
     );
     const conns: Conn[] = [];
     const timers: NodeJS.Timeout[] = [];
+    const children: ChildProcess[] = [];
     try {
       await interactiveLoad(s.base, KEY, 1).stop(); // warm-up
       const baseline = { fds: fds(s.pid), rss: rss(s.pid) };
@@ -102,16 +124,20 @@ describe('fault: slow and hostile clients', () => {
       // 2. Idle keep-alive sockets, each after one answered request.
       const idle = await openMany(s, N, t0, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
       // 3. A large response (a 422 that echoes a 6 MB body) read a byte a second, on a connection
-      // kept alive from a request before it.
+      // kept alive from a request before it. The reader is Python: a Node socket reads what the
+      // kernel holds in 64 KB pieces, whatever its caller consumes; this one asks for one byte at
+      // a time, with a 4 KB receive buffer, as a slow client on a slow link does.
       const big = JSON.stringify({ document: 'x'.repeat(6 * 2 ** 20), model: 'svc-latest', questions: {} });
-      const reader = await open(s, t0, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-      await waitFor(() => /\r\n\r\n\{"status"/.test(reader.received), 'the first answer');
-      reader.socket.write(
+      const request = join(dir, 'big-request');
+      writeFileSync(
+        request,
         `POST /v1/systemone HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n${big}`,
       );
-      reader.socket.pause();
-      const slowRead = setInterval(() => reader.socket.read(1), 1000);
-      timers.push(slowRead);
+      const reader = spawn('python3', ['-c', SLOW_READER, new URL(s.base).port, request], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      children.push(reader);
+      await new Promise<void>((sent) => reader.stdout.on('data', (d: Buffer) => /sent/.test(String(d)) && sent()));
       // 4. A body towards the 8 MiB limit at 1 KB/s.
       const uploader = await open(
         s,
@@ -120,7 +146,7 @@ describe('fault: slow and hostile clients', () => {
       );
       const upload = setInterval(() => uploader.socket.write('y'.repeat(1024)), 1000);
       timers.push(upload);
-      conns.push(...trickling, ...idle, reader, uploader);
+      conns.push(...trickling, ...idle, uploader);
 
       // Every one of them is closed by the server, none left open.
       await waitFor(
@@ -169,6 +195,7 @@ describe('fault: slow and hostile clients', () => {
     } finally {
       for (const t of timers) clearInterval(t);
       for (const c of conns) c.socket.destroy();
+      for (const c of children) c.kill();
       await s.stop();
     }
   }, 180_000);
