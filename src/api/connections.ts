@@ -43,8 +43,9 @@ export function connectionOptions(
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeout / 4))),
     },
     clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Socket) {
-      // The client left (reset, or closed mid-request): nothing to answer, nothing cut.
-      if (err.code === 'ECONNRESET' || err.code === 'HPE_INVALID_EOF_STATE' || socket.destroyed) return;
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      // The client closed its side mid-request: nothing to answer, nothing cut; the socket is ours to end.
+      if (err.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
       const late = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
       // Headers complete: the request was being received (its body); else its headers were late.
       const reason: CutReason = !late ? 'bad_request' : serving(socket) ? 'request_timeout' : 'headers_timeout';
