@@ -28,6 +28,7 @@ import {
   type UnloadCause,
 } from './residency.js';
 import { registryChange, type RegistryChange } from './registry-change.js';
+import { expectedBytes, residentBytes } from './model-size.js';
 
 export interface PoolLog {
   info(obj: object, msg: string): void;
@@ -36,7 +37,7 @@ export interface PoolLog {
 
 export const SYNTHETIC_WARNING =
   'SERVING A SYNTHETIC RANDOM-WEIGHT MODEL: its answers are MEANINGLESS until a real model is configured ' +
-  '(npm run models:fetch, or point models/registry.json at an exported model folder; see README)';
+  '(assay models fetch <owner/name>, or point the registry at an exported model folder: docs/models.md#using-a-real-model)';
 
 /** The engine's load notes that only say packing is unavailable for this export (src/engine/execution/evaluator.ts). */
 const PACKING_NOTE = /packed evaluation is not available|packing across requests is off/;
@@ -158,12 +159,14 @@ export function createModelPool(
   /** Models that take memory or a place: loaded, or loading. */
   const occupying = () => all().filter((s) => s.ready !== undefined || s.loading !== undefined);
   const prefixBytes = (s: Slot) => (s.ready ? s.ready.stats().prefixCacheBytes : 0);
-  /** Each model's prefix cache may grow to this: its share, counted in full against the budget. */
+  // ---- sizes (model-size.ts: what ps and the budget count) ----
+  /** Each model's prefix cache may grow to this: reserved only by the "too large" refusal. */
   const cacheShare = engine.prefixCacheBytes ?? DEFAULTS.prefixCacheBytes;
-  /** The most its folder measured (any id loading it), else its files; with its prefix cache's share. */
-  const estimate = (s: Slot) => (sizes.get(s.source) ?? folderBytes(s.dir)) + cacheShare;
-  const sizeOf = (s: Slot) =>
-    s.ready ? Math.max(s.bytes + s.workBytes, sizes.get(s.source) ?? 0) + cacheShare : estimate(s);
+  /** Before a load: the most its folder measured (any id loading it), else its files. */
+  const estimate = (s: Slot) => expectedBytes(sizes.get(s.source), folderBytes(s.dir));
+  /** Resident: its own measurements and its prefix cache now; loading: the estimate. */
+  const sizeOf = (s: Slot) => (s.ready ? residentBytes(s, prefixBytes(s)) : estimate(s));
+  // ---- end sizes ----
   /** Keeps the largest measurement of a folder: RSS readings of one process are noisy, the budget errs high. */
   const measured = (s: Slot) => sizes.set(s.source, Math.max(sizes.get(s.source) ?? 0, s.bytes + s.workBytes));
   /** Requests holding any model now, and the one request being measured (it ran alone, or it does not count). */
@@ -230,7 +233,7 @@ export function createModelPool(
       !announced.has(m.dir)
     ) {
       announced.add(m.dir);
-      log.warn({ model: slot.id }, SYNTHETIC_WARNING);
+      log.warn({ model: slot.id, synthetic: true }, SYNTHETIC_WARNING);
     }
     return evaluator;
   }
@@ -302,8 +305,8 @@ export function createModelPool(
   /** Unloads least recently used idle models until `slot` fits the count and the budget. */
   function makeRoom(slot: Slot): 'ok' | 'full' {
     const need = estimate(slot);
-    if (need > opts.memoryBudget)
-      throw new ModelTooLargeError(slot.id, need, cacheShare, opts.memoryBudget, sizes.has(slot.source));
+    if (need + cacheShare > opts.memoryBudget)
+      throw new ModelTooLargeError(slot.id, need + cacheShare, cacheShare, opts.memoryBudget, sizes.has(slot.source));
     const pinned = occupying().filter((s) => s !== slot && s.pinned);
     const pinnedBytes = pinned.reduce((t, s) => t + sizeOf(s), 0);
     const they = pinned.length === 1 ? 'it takes' : 'they take';

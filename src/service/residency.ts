@@ -26,10 +26,9 @@ export interface ResidencyOptions {
 export interface ResidentModel {
   model: string;
   /**
-   * What it counts against the budget: the RSS growth over its load (never less than its files)
-   * plus the most RSS grew over one of its requests that ran alone (onnxruntime's working memory),
-   * the largest such figure measured for its folder; plus its prefix cache's share
-   * (--prefix-cache-bytes, the most its cache may grow to).
+   * What it counts against the budget (model-size.ts): the RSS growth over its load (never less
+   * than its files) plus the most RSS grew over one of its requests that ran alone (onnxruntime's
+   * working memory), plus what its prefix cache holds now.
    */
   size_bytes: number;
   /** What its prefix cache holds now (it goes with the model). */

