@@ -67,6 +67,10 @@ describe.skipIf(missing)('fault: the data directory disk fills up mid-batch', ()
       expect(said).toMatchObject({ code: 200, body: { status: 'degraded', batches: 'full' } });
       expect(String(said.body.reason)).toContain(disk.dir);
       expect(await (await fetch(`${server.base}/metrics`)).text()).toMatch(/assay_batch_store_fault\{fault="full"\} 1/);
+      // Still ready (/readyz): a full disk refuses new batches only; reads, results and single requests go on.
+      const ready = await fetch(`${server.base}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({ status: 'ready', checks: { batch_store: 'full' } });
 
       // What is written stays readable: the batch, and the results already there.
       const during = await getBatch(server.base, batchId, KEY);
