@@ -45,7 +45,7 @@ describe.skipIf(missing)('fault: PostgreSQL stops and comes back under two repli
       const idleSamples = (await Promise.all(idle.map((l) => l.stop()))).flat();
 
       const res = await submit(a.base, jsonl(lines), {}, KEY);
-      expect(res.status).toBe(200);
+      expect(res.status, await res.clone().text()).toBe(200);
       const batchId = ((await res.json()) as { id: string }).id;
       await waitFor(async () => (await getBatch(b.base, batchId, KEY)).request_counts.completed >= 150, '150 lines');
 
