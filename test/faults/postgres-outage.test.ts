@@ -112,4 +112,41 @@ describe.skipIf(missing)('fault: PostgreSQL stops and comes back under two repli
       for (const s of servers) await s.stop();
     }
   }, 600_000);
+
+  it('a replica started while PostgreSQL is away takes batches once it is back, without a restart', async () => {
+    const modelDir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
+    const dir = mkdtempSync(join(tmpdir(), 'assay-fault-pg-start-'));
+    const env = { ASSAY_API_KEYS: KEY, ASSAY_BATCH_QUEUE_URL: pg.url };
+    const lines = batchLines(30, 10, 'start');
+    await pg.halt();
+    let halted = true;
+    let s: ServeProcess | undefined;
+    try {
+      s = await startServe(tinyRegistryFile(dir, modelDir), ['--data-dir', join(dir, 'c'), '--replica-id', 'c'], env);
+      // Away: the store's fault, with retry-after (not "batches are off" for the life of the process).
+      const away = await submit(s.base, jsonl(lines), {}, KEY);
+      const said = (await away.json()) as { detail: string };
+      expect(away.status, said.detail).toBe(503);
+      expect(said.detail).toMatch(/^The batch store cannot be reached now/);
+      expect(Number(away.headers.get('retry-after'))).toBeGreaterThan(0);
+      await waitFor(async () => (await health(s!.base)).body.batches === 'unreachable', '/healthz unreachable');
+
+      await pg.resume();
+      halted = false;
+      let accepted: Response | undefined;
+      await waitFor(
+        async () => (accepted = await submit(s!.base, jsonl(lines), {}, KEY)).status === 200,
+        'a batch accepted once PostgreSQL is back',
+        60_000,
+        500,
+      );
+      const id = ((await accepted!.json()) as { id: string }).id;
+      const results = await completedOnce(s.base, id, lines.length, KEY);
+      expect(new Set(results.map((r) => r.custom_id))).toEqual(new Set(lines.map((l) => l.custom_id)));
+      expect(s.exitCode()).toBeUndefined();
+    } finally {
+      if (halted) await pg.resume();
+      await s?.stop();
+    }
+  }, 300_000);
 });
