@@ -617,6 +617,9 @@ export function createModelPool(
         if (slot.ready || slot.loading) retiring.add(slot);
         idle(slot);
       }
+      // A reload is also the operator's "try again now" (the files were fixed): a model whose load
+      // failed loads at its next request, not once its backoff has run out.
+      for (const s of slots.values()) if (!s.ready && !s.loading) s.failure = undefined;
       defaultId = defaultIdOf(registry);
       pinnedNames = pinnedNames.filter((n) => resolveModel(registry, n));
       for (const s of slots.values()) s.pinned = false;
