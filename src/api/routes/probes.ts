@@ -3,8 +3,11 @@
 // - /livez: the process and its event loop turn (the answer itself is the proof). Never the models
 //   nor the database: a liveness probe that fails while a model loads or PostgreSQL is away
 //   restarts a healthy process. 200 while draining too (shutdown is not death).
-// - /readyz: whether to send this replica traffic: the default model loaded, the batch store
-//   reachable where one is configured, not draining. 503 with the reason otherwise.
+// - /readyz: whether to send this replica traffic: the default model loaded, not draining; 503 with
+//   the reason otherwise. A batch store that cannot be reached is reported (200, "degraded", its
+//   check "unreachable") but does not take the replica out: replicas sharing one PostgreSQL would
+//   all leave their Service together, and single requests, which need no database, would stop
+//   (issue 56); batch lines wait and resume on their own.
 // - /startupz: whether startup is over (the default model loaded once); it stays 200 after, so a
 //   later model restart or database outage is readiness's business, not a restart's.
 // /healthz (routes/ops.ts) stays as it was, for what already probes it.
@@ -20,15 +23,15 @@ export const LiveSchema = z
 
 export const ReadySchema = z
   .object({
-    status: z.enum(['ready', 'loading', 'draining', 'batches_unreachable']),
-    reason: z.string().optional().describe('Why the replica is not ready (absent when ready).'),
+    status: z.enum(['ready', 'degraded', 'loading', 'draining']),
+    reason: z.string().optional().describe('Why the replica is not ready, or degraded (absent when ready).'),
     checks: z
       .object({
         default_model: z.enum(['loaded', 'loading']),
         batch_store: z
           .enum(['ok', 'unreachable', 'full', 'off'])
           .describe(
-            'full: the data directory is out of space (new batches 507); still ready, as reads and answers go on',
+            'full: the data directory is out of space (new batches 507); unreachable: its thread restarting or PostgreSQL away (batch lines wait). Either way still ready (200): single requests and reads go on',
           ),
         draining: z.boolean(),
       })
@@ -60,9 +63,11 @@ export async function probeRoutes(app: FastifyInstance): Promise<void> {
       : !loaded
         ? (['loading', 'the default model is not loaded yet'] as const)
         : store === 'unreachable'
-          ? (['batches_unreachable', 'the batch store cannot be reached'] as const)
+          ? (['degraded', 'the batch store cannot be reached: batch lines wait, single requests are served'] as const)
           : (['ready', undefined] as const);
-    return reply.code(status === 'ready' ? 200 : 503).send({ status, ...(reason ? { reason } : {}), checks });
+    return reply
+      .code(status === 'ready' || status === 'degraded' ? 200 : 503)
+      .send({ status, ...(reason ? { reason } : {}), checks });
   });
 
   app.get('/startupz', async (_req, reply) => {
