@@ -13,9 +13,12 @@ import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { ModelRunner } from '../../src/engine/model/runner.js';
 import { cpuKernels } from '../../src/engine/model/cpu.js';
+import { inScope } from './scope.js';
 
 const TRAINED = 'models/trained/tiny-tasks.safetensors';
-const TWINS: Array<{ name: string; fp32: () => Promise<string>; int8: () => Promise<string> }> = [
+// The emulated AVX2 run (scope.ts) takes the random-weights twin only: its margin is the narrow one
+// (0.343 against 0.442, docs/cpu.md), and both run the same int8 kernels.
+const TWINS: Array<{ name: string; fp32: () => Promise<string>; int8: () => Promise<string>; kernels?: boolean }> = [
   {
     name: 'tiny-tasks-1 (trained)',
     fp32: () =>
@@ -27,6 +30,7 @@ const TWINS: Array<{ name: string; fp32: () => Promise<string>; int8: () => Prom
     name: 'tiny (random weights)',
     fp32: () => ensureSynthModel({ shape: 'tiny', dtype: 'fp32' }),
     int8: () => ensureSynthModel({ shape: 'tiny', dtype: 'int8' }),
+    kernels: true,
   },
 ];
 /** 64 token ids spread over the vocabulary. */
@@ -65,7 +69,7 @@ function errors(a: Float32Array[], b: Float32Array[]): { logit: number; p: numbe
 }
 
 describe('per-token int8 against the fp32 twin', () => {
-  for (const twin of TWINS) {
+  for (const twin of inScope(TWINS)) {
     it(`${twin.name}: no further from fp32 than per-tensor scales`, async () => {
       const reference = await logits(await twin.fp32());
       const int8 = await twin.int8();
