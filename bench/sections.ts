@@ -28,6 +28,10 @@ const RESIDENCY_MEASURED =
 const BIG_BODIES_MEASURED =
   "AMD EPYC (2 cores, AVX2), 2 threads, 2026-11-27, while other sessions loaded the two cores (load average about 12), the code before (bodies collected whole on the event loop) and after (sent to the body worker as they arrive, 4 at a time) back to back: /healthz max 703 → 308 ms with 16 clients and 3,101 → 427 ms with 48; the server's event-loop max 362 → 159 ms and 1,664 → 188 ms; RSS peak 817 → 693 MiB and 1,024 → 945 MiB, 5 s after the 48: 966 → 779 MiB. Every body is answered 422 token_budget_exceeded (a 6 MB state is over the tiny model's budget): the engine's planner parses and tokenizes each before refusing it, and holds most of the memory that remains; through the body path alone (an unknown model, refused before the engine) three bursts of 48 peaked at 590–640 MiB and settled at 470–540 MiB ([results](results/2026-11-27-amd-epyc-2c-only-big-bodies.md)).";
 
+/** bench/results/2026-11-29-intel-r-xeon-r-processor-2-80ghz-2c-only-slow-clients.md and HISTORY.md (four runs). */
+const SLOW_CLIENTS_MEASURED =
+  "Intel Xeon (2 cores, AVX-512 VNNI), 2 threads, 2026-11-29, the cores shared with other sessions (load average 9–10): the normal client's p99 131.3 ms idle and 130.2 ms under the attack (0.99×) in the last of four runs, which ranged from 0.99× to 2.25× with the machine's load; the server's CPU time per answered request was the same with and without the attack (16.76 against 16.77 ms); descriptors 40 → 2,114 at the peak, RSS 519 → 630 MiB ([results](results/2026-11-29-intel-r-xeon-r-processor-2-80ghz-2c-only-slow-clients.md); the runs in [HISTORY.md](results/HISTORY.md)).";
+
 const BATCHES_MEASURED =
   "AMD EPYC (2 cores, AVX-512 VNNI), 2 threads, 2026-11-28, quiet cores, three rounds each (the wall-time ratio is the rounds' median, the latency percentiles pool their samples). Tiny fp32, 10,000 lines: the batch 2.44× faster than the best fan-out (concurrency 4; rounds 2.44×, 2.63×, 2.41×); interactive (4/s) p50 1.07× and p99 1.21× of idle while it drained (355 requests draining, 726 idle); answers equal to 3.8e-7 ([results](results/2026-11-28-amd-epyc-2c-only-batches-tiny-rounds-niced.md)). qwen2.5-0.5b int8, 500 lines: the batch 1.55× faster than the best fan-out (concurrency 1; rounds 1.55×, 1.35×, 1.59×); interactive (0.5/s) p50 1.13× and p99 1.02× of idle (101 requests draining, 66 idle); answers equal exactly, 0 on 50 sampled lines ([results](results/2026-11-28-amd-epyc-2c-only-batches-0.5b-stems.md); the runs and why in [HISTORY.md](results/HISTORY.md))";
 
@@ -144,6 +148,15 @@ export const SECTIONS: SectionInfo[] = [
     seconds: { full: 50, quick: 20 },
     measured: BIG_BODIES_MEASURED,
     load: async () => (await import('./big-bodies.js')).bigBodiesSection,
+  },
+  {
+    id: 'slow-clients',
+    measures:
+      "A normal client's latency (one-question requests back to back, tiny model, `assay serve` on loopback, default timeouts) idle and while 1,000 connections trickle headers a byte a second, 1,000 idle keep-alive sockets sit open, a 6 MB response is read a byte a second and a body is uploaded at 1 KB/s: p50 / p99 (goal p99 ≤ 1.5× idle), the server's descriptors and RSS at the peak, the connections it cut.",
+    quick: '15 s per phase instead of 40',
+    seconds: { full: 100, quick: 45 },
+    measured: SLOW_CLIENTS_MEASURED,
+    load: async () => (await import('./slow-clients.js')).slowClientsSection,
   },
   {
     id: 'engine-death',

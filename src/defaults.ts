@@ -22,6 +22,23 @@ export const DEFAULTS = {
   deadlineMs: 120_000,
   /** Time a client gets to send its whole request (slowloris guard). */
   requestTimeoutMs: 60_000,
+  /**
+   * Time a client gets to send its request's headers (a few milliseconds for any real client): a
+   * connection that trickles them is closed with a 408 well before --request-timeout-ms.
+   */
+  headersTimeoutMs: 10_000,
+  /**
+   * How long an idle keep-alive connection stays open for its next request: Fastify's 72 s, longer
+   * than the 60 s idle timeout of common load balancers (a proxy must close first, or it may send
+   * a request on a connection the server is closing).
+   */
+  keepAliveTimeoutMs: 72_000,
+  /**
+   * How long a response may make no progress to its client (nginx's send_timeout): a client that
+   * stops reading, or reads a byte a second, is cut then. A request still being evaluated is not
+   * a stall: the deadline bounds it.
+   */
+  sendTimeoutMs: 60_000,
   // Batch jobs (docs/batches.md)
   batches: true,
   /** OpenAI's limits of one batch input. */
@@ -35,6 +52,13 @@ export const DEFAULTS = {
   batchReadRetention: '1h',
   /** How long a claim of batch lines is held before another runner may take them up. */
   batchLease: '2m',
+  /**
+   * The batch store's reconnect policy (PostgreSQL away, a full disk): a runner whose store call
+   * failed so waits firstMs, doubling up to maxMs, then tries again, for as long as it takes (its
+   * answered lines kept in memory meanwhile, written once it is back); a connection attempt that
+   * gets no answer is given up after connectMs.
+   */
+  batchStoreRetry: { firstMs: 500, maxMs: 5_000, connectMs: 10_000 },
   // Per-key rate limits (docs/operations.md)
   requestsPerMinute: 1200,
   inputTokensPerSecond: 250_000,

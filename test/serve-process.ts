@@ -38,24 +38,51 @@ export interface ServeProcess {
   pid: number;
   /** Everything it wrote so far (stdout and stderr). */
   out(): string;
+  /** Its exit code once it has exited (null: killed by a signal); undefined while it runs. */
+  exitCode(): number | null | undefined;
+  /** Resolves with its exit code when it exits by itself. */
+  exited: Promise<number | null>;
   /** SIGTERM, then its exit code. */
   stop(): Promise<number | null>;
 }
 
-/** `assay serve` started and left running: resolves once /healthz answers 200. */
-export async function startServe(registry: string, flags: string[], env: NodeJS.ProcessEnv): Promise<ServeProcess> {
-  const child = spawn(
+/**
+ * `assay serve` started and left running: resolves once /healthz answers 200. `via` runs it through
+ * another program (e.g. a shell that first moves itself into a cgroup), given the command line.
+ */
+export async function startServe(
+  registry: string,
+  flags: string[],
+  env: NodeJS.ProcessEnv,
+  via?: (argv: string[]) => [string, string[]],
+): Promise<ServeProcess> {
+  const argv = [
     process.execPath,
-    ['bin/assay.js', 'serve', '--port', '0', '--threads', '1', '--registry', registry, ...flags],
-    {
-      env: { ...process.env, ASSAY_DATA_DIR: freshDataDir(), HOST: '127.0.0.1', ASSAY_LOG_FORMAT: 'json', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+    'bin/assay.js',
+    'serve',
+    '--port',
+    '0',
+    '--threads',
+    '1',
+    '--registry',
+    registry,
+    ...flags,
+  ];
+  const [file, args] = via ? via(argv) : [argv[0]!, argv.slice(1)];
+  const child = spawn(file, args, {
+    env: { ...process.env, ASSAY_DATA_DIR: freshDataDir(), HOST: '127.0.0.1', ASSAY_LOG_FORMAT: 'json', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  let exitCode: number | null | undefined;
+  const exited = new Promise<number | null>((r) =>
+    child.on('exit', (code) => {
+      exitCode = code;
+      r(code);
+    }),
+  );
   const base = await new Promise<string>((resolve, reject) => {
     const check = () => {
       const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
@@ -72,6 +99,8 @@ export async function startServe(registry: string, flags: string[], env: NodeJS.
     base,
     pid: child.pid!,
     out: () => out,
+    exitCode: () => exitCode,
+    exited,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       return exited;

@@ -10,6 +10,7 @@ import type { Socket } from 'node:net';
 import { errorCodes } from 'fastify';
 import type { BodySlots } from './body-slots.js';
 import type { BodyUpload, BodyWorker, ReceivedBody } from './body-worker.js';
+import type { McpChecked } from './mcp-body.js';
 
 export interface ReadOptions {
   /** Largest body, bytes. */
@@ -20,10 +21,12 @@ export interface ReadOptions {
   worker: BodyWorker;
   /** Read to the end and drop (a body whose media type is refused: its client reads the 415 after sending). */
   discard?: boolean;
+  /** The body is a /mcp message: the worker reads it as one (mcp-body.ts). */
+  mcp?: { defaultModel: string };
 }
 
 /** A small body whole (a buffer of its own), or a big one's check by the body worker. */
-export type ReadBody = { bytes: Buffer } | { checked: Promise<ReceivedBody> };
+export type ReadBody = { bytes: Buffer } | { checked: Promise<ReceivedBody | McpChecked> };
 
 type Payload = NodeJS.ReadableStream & { receivedEncodedLength?: number };
 
@@ -71,7 +74,7 @@ export function readBody(
     withdraw = o.slots.take((free) => {
       withdraw = undefined;
       release = free;
-      upload = o.worker.upload(Number.isNaN(declared) ? undefined : declared);
+      upload = o.worker.upload(Number.isNaN(declared) ? undefined : declared, o.mcp);
       for (const chunk of small) upload.push(chunk);
       small = [];
       payload.resume();

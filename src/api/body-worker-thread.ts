@@ -6,6 +6,7 @@ import { parentPort } from 'node:worker_threads';
 import { checkBodyText } from '../protocol/index.js';
 import { serveChannel, type CallContext } from '../workers/index.js';
 import type { BodyCalls, CheckedBody, ReceivedBody } from './body-worker.js';
+import { checkMcpText, type McpChecked } from './mcp-body.js';
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
@@ -51,12 +52,20 @@ class Assembly {
   }
 }
 
+/** A /mcp message's answer, its prepared request's bytes transferred. */
+function mcpChecked(bytes: Uint8Array, defaultModel: string, { transfer }: CallContext): McpChecked {
+  const answer = checkMcpText(decoder.decode(bytes), defaultModel);
+  if ('prepared' in answer && answer.prepared?.bytes) transfer([answer.prepared.bytes.buffer]);
+  return answer;
+}
+
 serveChannel<BodyCalls>(
   parentPort!,
   {
     check: (bytes, ctx) => checked(bytes, ctx),
-    receive: ({ port, length }, ctx) =>
-      new Promise<ReceivedBody>((resolve, reject) => {
+    checkMcp: ({ bytes, defaultModel }, ctx) => mcpChecked(bytes, defaultModel, ctx),
+    receive: ({ port, length, mcp }, ctx) =>
+      new Promise<ReceivedBody | McpChecked>((resolve, reject) => {
         const body = new Assembly(length);
         const stop = (): void => {
           ctx.signal.removeEventListener('abort', aborted);
@@ -71,6 +80,7 @@ serveChannel<BodyCalls>(
           if (chunk) return body.add(chunk);
           stop();
           try {
+            if (mcp) return resolve(mcpChecked(body.bytes(), mcp.defaultModel, ctx));
             const answer = checked(body.bytes(), ctx);
             if (!('detail' in answer.verdict)) return resolve(answer);
             // The 422's body as the error handler would write it (JSON.stringify), written here.

@@ -13,6 +13,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { OnDemandWorker } from '../workers/index.js';
 import { ownedBytes, type BodyVerdict } from '../protocol/index.js';
 import { MAX_CONTENT_DEPTH } from '../protocol/index.js';
+import type { McpChecked } from './mcp-body.js';
 
 /** How long the body worker waits for another call before it exits (a burst of big bodies leaves its heap large). */
 const BODY_WORKER_IDLE_MS = 2_000;
@@ -63,7 +64,10 @@ export type ReceivedBody = CheckedBody | { refusal: Uint8Array<ArrayBuffer> };
  */
 export type BodyCalls = {
   check: [Uint8Array<ArrayBuffer>, CheckedBody];
-  receive: [{ port: MessagePort; length?: number }, ReceivedBody];
+  /** A /mcp message (mcp-body.ts); `defaultModel` is what a tool call without `model` asks. */
+  checkMcp: [{ bytes: Uint8Array<ArrayBuffer>; defaultModel: string }, McpChecked];
+  /** `mcp`: the body is a /mcp message, answered as checkMcp answers. */
+  receive: [{ port: MessagePort; length?: number; mcp?: { defaultModel: string } }, ReceivedBody | McpChecked];
 };
 
 /** A body on its way to the body worker, a chunk at a time. */
@@ -71,7 +75,7 @@ export interface BodyUpload {
   /** Sends a chunk, transferred (copied first only when it is a slice of a larger buffer); dropped once the upload failed. */
   push(chunk: Uint8Array): void;
   /** The last chunk was sent: the worker's answer (rejected when the worker died meanwhile). */
-  end(): Promise<ReceivedBody>;
+  end(): Promise<ReceivedBody | McpChecked>;
   /** The body will not be finished (client gone, body refused): the worker drops what it received. */
   abort(): void;
 }
@@ -94,8 +98,16 @@ export class BodyWorker {
     return this.track(this.thread.channel().call('check', owned, { transfer: [owned.buffer] }));
   }
 
-  /** Starts sending a body of `length` bytes (undefined: not declared) to the worker. */
-  upload(length?: number): BodyUpload {
+  /** Reads a /mcp message's bytes (transferred, as check's). */
+  checkMcp(bytes: Uint8Array, defaultModel: string): Promise<McpChecked> {
+    const owned = ownedBytes(bytes);
+    return this.track(
+      this.thread.channel().call('checkMcp', { bytes: owned, defaultModel }, { transfer: [owned.buffer] }),
+    );
+  }
+
+  /** Starts sending a body of `length` bytes (undefined: not declared) to the worker; `mcp`: a /mcp message. */
+  upload(length?: number, mcp?: { defaultModel: string }): BodyUpload {
     const { port1, port2 } = new MessageChannel();
     const controller = new AbortController();
     let open = true;
@@ -104,7 +116,13 @@ export class BodyWorker {
       port1.close();
     };
     const answer = this.track(
-      this.thread.channel().call('receive', { port: port2, length }, { transfer: [port2], signal: controller.signal }),
+      this.thread
+        .channel()
+        .call(
+          'receive',
+          { port: port2, length, ...(mcp ? { mcp } : {}) },
+          { transfer: [port2], signal: controller.signal },
+        ),
     );
     answer.then(close, close); // a failure is the caller's, through end()
     return {

@@ -32,6 +32,8 @@ import {
   ResponseContractError,
   BatchNotFoundError,
   BatchesUnavailableError,
+  BatchStoreFullError,
+  BatchStoreUnavailableError,
   BatchTooLargeError,
   IdempotencyConflictError,
   BatchCursorError,
@@ -95,6 +97,13 @@ const refusal = (status: number) => (e: { detail: string; headers: Record<string
   status,
   body: { detail: e.detail },
   headers: e.headers,
+});
+
+/** A batch store fault: its message, and when asking again may help. */
+const storeFault = (status: number) => (e: { message: string; retryAfterSeconds: number }) => ({
+  status,
+  body: { detail: e.message },
+  headers: retryAfter(e.retryAfterSeconds),
 });
 
 const ROWS: [string, Row][] = [
@@ -166,6 +175,9 @@ const ROWS: [string, Row][] = [
   row(IdempotencyConflictError, (e) => ({ status: 409, body: { detail: e.message } })),
   row(BatchTooLargeError, (e) => ({ status: 413, body: { detail: e.message } })),
   row(BatchesUnavailableError, (e) => ({ status: 503, body: { detail: e.message } })),
+  // The batch store's faults (service/batches/store-health.ts): retrying helps once it is back.
+  row(BatchStoreUnavailableError, storeFault(503)),
+  row(BatchStoreFullError, storeFault(507)),
   row(EngineError, (_e, c) => internal(EngineError.code, c)),
   row(ResponseContractError, (_e, c) => internal(ResponseContractError.code, c)),
 ];

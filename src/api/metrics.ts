@@ -20,6 +20,8 @@ export interface Metrics {
   inputTokens(model: string, n: number): void;
   /** One batch line answered (ok) or failed, and its input tokens. */
   batchLine(ok: boolean, inputTokens: number): void;
+  /** A client's connection closed by a timeout or for bad HTTP (connections.ts). */
+  connectionCut(reason: string): void;
   text(): Promise<string>;
   contentType: string;
 }
@@ -74,6 +76,13 @@ export function createMetrics(
     name: 'assay_input_tokens_total',
     help: 'Billable input tokens of answered requests (usage.input_tokens), by model',
     labelNames: ['model'] as const,
+    registers: [registry],
+  });
+
+  const cuts = new Counter({
+    name: 'assay_http_connections_cut_total',
+    help: 'Client connections the server closed: headers_timeout, request_timeout (sent too slowly), send_timeout (a response not read), bad_request',
+    labelNames: ['reason'] as const,
     registers: [registry],
   });
 
@@ -199,6 +208,9 @@ export function createMetrics(
     batchLine(ok, n) {
       batchLines.inc({ result: ok ? 'completed' : 'failed' });
       batchTokens.inc(n);
+    },
+    connectionCut(reason) {
+      cuts.inc({ reason });
     },
     text: () => registry.metrics(),
     contentType: registry.contentType,

@@ -97,4 +97,8 @@ export const ERROR_EXAMPLES: Record<string, string> = {
   idempotency_conflict: 'This Idempotency-Key was used for batch batch_0123 with other content',
   batch_too_large: 'A batch input is at most 209715200 bytes',
   batches_unavailable: 'Batches are not available on this server: batches are turned off',
+  batch_store_unavailable:
+    'The batch store cannot be reached now (PostgreSQL: connection refused); batches already accepted wait and resume when it is back: retry shortly',
+  insufficient_storage:
+    "No space left for batches (the data directory's disk is full); batches already accepted keep their lines and resume once space is freed: retry later",
 };

@@ -12,6 +12,7 @@ import { notFoundHandling } from './plugins/not-found.js';
 import { requestLifecycle } from './plugins/requests.js';
 import { serverState } from './plugins/state.js';
 import { createMetrics } from './metrics.js';
+import { connectionOptions, guardSends, type ConnectionTimeouts } from './connections.js';
 import type { Batches, ModelProvider } from '../service/index.js';
 import type { KernelPaths } from '../engine/index.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.js';
@@ -42,6 +43,12 @@ export interface ServerOptions {
   bodyLimit?: number;
   /** Time a client gets to send its whole request, ms. */
   requestTimeoutMs?: number;
+  /** Time a client gets to send its request's headers, ms (at most requestTimeoutMs). */
+  headersTimeoutMs?: number;
+  /** How long an idle keep-alive connection is kept open, ms. */
+  keepAliveTimeoutMs?: number;
+  /** How long a response may make no progress to its client before its connection is cut, ms. */
+  sendTimeoutMs?: number;
   logLevel?: string;
   /** json (default): one JSON object per line; pretty: pino-pretty's colourised lines (for a terminal). */
   logFormat?: 'json' | 'pretty';
@@ -95,26 +102,36 @@ export type AssayServer = FastifyInstance & { assay: ApiContext };
 /** The app: Fastify with the logger, then the plugins in the order their hooks run, then the routes. */
 export async function buildServer(options: ServerOptions): Promise<AssayServer> {
   const bodyLimit = options.bodyLimit ?? DEFAULTS.bodyLimit;
-  const app = Fastify({
-    logger: options.logging === false ? false : loggerOptions(options.logLevel, options.logStream, options.logFormat),
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit,
-    genReqId: requestId,
-    // A client gets this long to send its whole request (slowloris guard); evaluation is bounded by the deadline.
-    requestTimeout: options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
-    // Requests that still arrive while draining get our own 503 (plugins/requests.ts).
-    return503OnClosing: false,
-    // A request without Host reaches the Host check (plugins/origins.ts) and gets its JSON 403,
-    // instead of Node's bare 400.
-    http: { requireHostHeader: false },
-  });
-
+  const timeouts: ConnectionTimeouts = {
+    headersTimeoutMs: options.headersTimeoutMs ?? DEFAULTS.headersTimeoutMs,
+    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
+    keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? DEFAULTS.keepAliveTimeoutMs,
+    sendTimeoutMs: options.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs,
+  };
   const metrics = createMetrics(
     () => options.models.loaded(),
     options.kernels,
     () => options.models.restarts?.() ?? {},
     options.models,
   );
+  // Slow and hostile clients' connections are closed by these (connections.ts), said in JSON.
+  const connections = connectionOptions(timeouts, (reason) => metrics.connectionCut(reason));
+  const app = Fastify({
+    logger: options.logging === false ? false : loggerOptions(options.logLevel, options.logStream, options.logFormat),
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit,
+    genReqId: requestId,
+    // A client gets this long to send its headers, then its whole request (slowloris guard); an idle
+    // keep-alive connection is kept this long; evaluation is bounded by the deadline.
+    ...connections,
+    // Requests that still arrive while draining get our own 503 (plugins/requests.ts).
+    return503OnClosing: false,
+    // A request without Host reaches the Host check (plugins/origins.ts) and gets its JSON 403,
+    // instead of Node's bare 400.
+    http: { requireHostHeader: false, ...connections.http },
+  });
+  guardSends(app, timeouts, metrics);
+
   const deadlineMs = options.deadlineMs ?? DEFAULTS.deadlineMs;
   await app.register(serverState, {
     registryNow: () => options.models.registry?.() ?? options.registry,

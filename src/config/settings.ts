@@ -269,6 +269,39 @@ export const ServeSettingsSchema = z.strictObject({
         doc: 'time a client gets to send its whole request (slowloris guard)',
       }),
     ),
+  headersTimeoutMs: int(1)
+    .default(DEFAULTS.headersTimeoutMs)
+    .meta(
+      m({
+        server: 'headersTimeoutMs',
+        flag: 'headers-timeout-ms',
+        env: 'ASSAY_HEADERS_TIMEOUT_MS',
+        arg: 'N',
+        doc: "time a client gets to send its request's headers before 408 (a connection trickling them is closed; at most --request-timeout-ms)",
+      }),
+    ),
+  keepAliveTimeoutMs: int(1)
+    .default(DEFAULTS.keepAliveTimeoutMs)
+    .meta(
+      m({
+        server: 'keepAliveTimeoutMs',
+        flag: 'keep-alive-timeout-ms',
+        env: 'ASSAY_KEEP_ALIVE_TIMEOUT_MS',
+        arg: 'N',
+        doc: "how long an idle keep-alive connection waits for its next request before the server closes it (keep it above a proxy's idle timeout)",
+      }),
+    ),
+  sendTimeoutMs: int(1)
+    .default(DEFAULTS.sendTimeoutMs)
+    .meta(
+      m({
+        server: 'sendTimeoutMs',
+        flag: 'send-timeout-ms',
+        env: 'ASSAY_SEND_TIMEOUT_MS',
+        arg: 'N',
+        doc: 'how long a response may make no progress to its client before the connection is cut (a client that stops reading, or reads a byte a second)',
+      }),
+    ),
   bodyLimit: int(1)
     .default(DEFAULTS.bodyLimit)
     .meta(

@@ -5,7 +5,7 @@
 // carrying the status and `detail` the HTTP API would answer (422 entries with their `loc`).
 import { z } from 'zod';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { ParsedBody, type Answer, type SystemOneResponse } from '../protocol/index.js';
+import { ParsedBody, type Answer, type SentOrder, type SystemOneResponse } from '../protocol/index.js';
 import { ToolFailure, type McpBackend } from './backend.js';
 import { decide, type Decision } from './decision.js';
 
@@ -32,6 +32,46 @@ export interface ToolDefinition {
   description: string;
   inputSchema: z.ZodRawShape;
   run(backend: McpBackend, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult>;
+  /** A tool that asks the model: how its arguments become a request, and its answer. */
+  asks?: Asking;
+}
+
+/**
+ * A tool that asks the model, in two halves: the request body its (valid) arguments make, and its
+ * answer from the response. Apart, the request can be made and checked off the event loop (the
+ * API's body worker does, for a large /mcp message), and answered here from those bytes.
+ */
+export interface Asking {
+  /** A single-question tool: refusals name `arguments.<field>`, without the question's id. */
+  single: boolean;
+  /** The request the arguments make, and the order of its questions and options where it matters. */
+  request(args: Record<string, unknown>, defaultModel: string): { request: Record<string, unknown>; order?: SentOrder };
+  answer(response: SystemOneResponse, backend: McpBackend): CallToolResult;
+}
+
+/** The tool's answer to `body` (its request, or that request already checked), or its refusal as a tool error. */
+export async function answered(
+  backend: McpBackend,
+  asks: Asking,
+  body: unknown,
+  signal: AbortSignal,
+): Promise<CallToolResult> {
+  try {
+    return asks.answer(await backend.evaluate(body, signal), backend);
+  } catch (error) {
+    return failure(error, asks.single);
+  }
+}
+
+/** An asking tool: its two halves, and `run`, which is them in turn. */
+function asking(asks: Asking): Pick<ToolDefinition, 'asks' | 'run'> {
+  return {
+    asks,
+    run(backend, args, signal) {
+      const { request, order } = asks.request(args, backend.defaultModel);
+      return answered(backend, asks, order ? new ParsedBody(request, order) : request, signal);
+    },
+  };
 }
 
 /** A successful result: a one-line summary and the JSON, as text, and the JSON as structured content. */
@@ -40,7 +80,7 @@ function ok(summary: string, data: Record<string, unknown>): CallToolResult {
 }
 
 /** A refusal as an MCP tool error: `{status, detail}` with the API's locations (`body` read as `arguments`). */
-function failure(error: unknown, single: boolean): CallToolResult {
+export function failure(error: unknown, single: boolean): CallToolResult {
   if (!(error instanceof ToolFailure)) throw error;
   const detail = Array.isArray(error.detail)
     ? (error.detail as Array<{ loc?: unknown[] }>).map((d) => ({ ...d, loc: toolLoc(d.loc, single) }))
@@ -87,28 +127,27 @@ function decisionText(d: Decision): string {
 
 const pct = (p: number) => `${(p * 100).toFixed(1)}%`;
 
-/** One question about the state, through the backend; the answer summarised by `summary`. */
+/** One question about the state; the answer summarised by `summary`. */
 function single(
   type: Answer['type'],
   question: (args: Record<string, unknown>) => Record<string, unknown>,
   summary: (a: Answer) => string,
   /** The options in the order given, where the arguments hold it (an object of them lists "1" before "3"). */
   options?: (args: Record<string, unknown>) => string[] | undefined,
-): ToolDefinition['run'] {
-  return async (backend, args, signal) => {
-    const request = {
-      model: (args.model as string | undefined) ?? backend.defaultModel,
-      state: args.state,
-      questions: { [QID]: { type, ...question(args) } },
-    };
-    const listed = options?.(args);
-    try {
-      const body = listed ? new ParsedBody(request, [{ id: QID, options: listed }]) : request;
-      return answerResult(await backend.evaluate(body, signal), backend, summary);
-    } catch (error) {
-      return failure(error, true);
-    }
-  };
+): Pick<ToolDefinition, 'asks' | 'run'> {
+  return asking({
+    single: true,
+    request(args, defaultModel) {
+      const request = {
+        model: (args.model as string | undefined) ?? defaultModel,
+        state: args.state,
+        questions: { [QID]: { type, ...question(args) } },
+      };
+      const listed = options?.(args);
+      return listed ? { request, order: [{ id: QID, options: listed }] } : { request };
+    },
+    answer: (response, backend) => answerResult(response, backend, summary),
+  });
 }
 
 export const TOOLS: ToolDefinition[] = [
@@ -146,7 +185,7 @@ export const TOOLS: ToolDefinition[] = [
         .describe('Optional: what counts as yes (`true`) and as no (`false`).'),
       model,
     },
-    run: single(
+    ...single(
       'noul',
       (a) => ({ instructions: a.instructions, ...(a.criteria === undefined ? {} : { criteria: a.criteria }) }),
       (a) => `P(yes) = ${pct((a as Extract<Answer, { type: 'noul' }>).noul)}`,
@@ -169,7 +208,7 @@ export const TOOLS: ToolDefinition[] = [
         .describe('Option name → description (or null), or a list of option names.'),
       model,
     },
-    run: single(
+    ...single(
       'choice',
       (a) => ({
         instructions: a.instructions,
@@ -199,7 +238,7 @@ export const TOOLS: ToolDefinition[] = [
       criteria: z.array(content('A level')).describe('The levels, lowest first (2 to 10).'),
       model,
     },
-    run: single(
+    ...single(
       'score',
       (a) => ({ instructions: a.instructions, criteria: a.criteria }),
       (a) => {
@@ -224,10 +263,12 @@ export const TOOLS: ToolDefinition[] = [
         .describe('Question id → {"type", "instructions", "criteria"}, as in POST /v1/systemone.'),
       model,
     },
-    async run(backend, args, signal) {
-      const request = { ...args, model: (args.model as string | undefined) ?? backend.defaultModel };
-      try {
-        const response = await backend.evaluate(request, signal);
+    ...asking({
+      single: false,
+      request: (args, defaultModel) => ({
+        request: { ...args, model: (args.model as string | undefined) ?? defaultModel },
+      }),
+      answer(response, backend) {
         const thresholds = backend.thresholds(response.model);
         const decisions = Object.fromEntries(
           Object.entries(response.answers).flatMap(([id, a]) => {
@@ -240,9 +281,7 @@ export const TOOLS: ToolDefinition[] = [
           ...response,
           ...(Object.keys(decisions).length ? { decisions } : {}),
         });
-      } catch (error) {
-        return failure(error, false);
-      }
-    },
+      },
+    }),
   },
 ];

@@ -28,7 +28,7 @@ import {
   type UnloadCause,
 } from './residency.js';
 import { registryChange, type RegistryChange } from './registry-change.js';
-import { expectedBytes, residentBytes } from './model-size.js';
+import { expectedBytes, KeptMemory, residentBytes } from './model-size.js';
 
 export interface PoolLog {
   info(obj: object, msg: string): void;
@@ -167,6 +167,9 @@ export function createModelPool(
   /** Resident: its own measurements and its prefix cache now; loading: the estimate. */
   const sizeOf = (s: Slot) => (s.ready ? residentBytes(s, prefixBytes(s)) : estimate(s));
   // ---- end sizes ----
+  /** Freed memory the allocator keeps for the next load; the largest RSS growth a load of each folder measured. */
+  const kept = new KeptMemory();
+  const loads = new Map<string, number>();
   /** Keeps the largest measurement of a folder: RSS readings of one process are noisy, the budget errs high. */
   const measured = (s: Slot) => sizes.set(s.source, Math.max(sizes.get(s.source) ?? 0, s.bytes + s.workBytes));
   /** Requests holding any model now, and the one request being measured (it ran alone, or it does not count). */
@@ -193,6 +196,7 @@ export function createModelPool(
     const started = performance.now();
     if (probe) probe.clean = false; // a load inside a measured request is not that request's memory
     const before = opts.rss();
+    kept.loading(before);
     const evaluator = await loadEvaluator({
       ...engine,
       modelDir: m.dir,
@@ -217,7 +221,11 @@ export function createModelPool(
     // Its resident cost: what the process grew by over the load (weights, rewritten graph, the engine
     // thread). Loads run one at a time, so the growth is this model's; never less than its files
     // (memory an unloaded model freed and the allocator hands out again does not show as growth).
-    slot.bytes = Math.max(opts.rss() - before, folderBytes(slot.dir));
+    // The memory earlier unloads freed and the allocator kept shows as no growth: counted (model-size.ts);
+    // and a folder's load is never taken for less than its largest load in this process.
+    const loadedBefore = loads.get(slot.source);
+    slot.bytes = Math.max(kept.loaded(opts.rss() - before, loadedBefore), loadedBefore ?? 0, folderBytes(slot.dir));
+    loads.set(slot.source, Math.max(loads.get(slot.source) ?? 0, slot.bytes));
     measured(slot);
     slot.loadMs = performance.now() - started;
     const c = countOf(slot.id);
@@ -273,6 +281,7 @@ export function createModelPool(
     const e = slot.ready;
     if (!e) return;
     const bytes = sizeOf(slot);
+    kept.unloaded(slot.bytes + slot.workBytes, opts.rss());
     slot.ready = undefined;
     if (slot.retired) retiring.delete(slot);
     const c = countOf(slot.id);
@@ -608,6 +617,9 @@ export function createModelPool(
         if (slot.ready || slot.loading) retiring.add(slot);
         idle(slot);
       }
+      // A reload is also the operator's "try again now" (the files were fixed): a model whose load
+      // failed loads at its next request, not once its backoff has run out.
+      for (const s of slots.values()) if (!s.ready && !s.loading) s.failure = undefined;
       defaultId = defaultIdOf(registry);
       pinnedNames = pinnedNames.filter((n) => resolveModel(registry, n));
       for (const s of slots.values()) s.pinned = false;

@@ -47,3 +47,48 @@ describe('deep bodies', () => {
     }
   });
 });
+
+describe('/mcp messages in the body worker', () => {
+  it("makes and checks a tool call's request there: the loop gets the call without its arguments", async () => {
+    const worker = new BodyWorker();
+    const bytes = (v: unknown) => new TextEncoder().encode(typeof v === 'string' ? v : JSON.stringify(v));
+    const call = (name: string, args: unknown) => ({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name, arguments: args },
+    });
+    try {
+      const state = 'x'.repeat(200_000);
+      const asked = await worker.checkMcp(
+        bytes(call('classify', { state, instructions: 'q', criteria: ['3', '1'] })),
+        'm-default',
+      );
+      expect(asked).toMatchObject({ message: call('classify', {}), prepared: { name: 'classify' } });
+      const prepared = (asked as { prepared: { verdict: unknown; bytes: Uint8Array } }).prepared;
+      // The request the tool would send, its options in the order listed, checked as /v1/systemone checks it.
+      expect(prepared.verdict).toEqual({
+        model: 'm-default',
+        questionCount: 1,
+        order: [{ id: 'q', options: ['3', '1'] }],
+      });
+      expect(JSON.parse(new TextDecoder().decode(prepared.bytes))).toMatchObject({ model: 'm-default', state });
+      // Its refusals: the request's 422 entries, or the tool's input schema's message.
+      const empty = await worker.checkMcp(
+        bytes(call('classify', { state: 'x', instructions: 'q', criteria: {} })),
+        'm',
+      );
+      expect((empty as any).prepared.verdict.detail[0]).toMatchObject({ type: 'too_short' });
+      const typed = await worker.checkMcp(bytes(call('check', { state: 5, instructions: 'q' })), 'm');
+      expect((typed as any).prepared.invalid).toMatch(/^Input validation error: Invalid arguments for tool check: /);
+      // Any other message comes back whole, or without its params when they are too large to hand back.
+      const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { capabilities: {} } };
+      expect(await worker.checkMcp(bytes(init), 'm')).toEqual({ message: init });
+      const junk = { jsonrpc: '2.0', id: 2, method: 'ping', params: { a: Array.from({ length: 20_000 }, () => []) } };
+      expect(await worker.checkMcp(bytes(junk), 'm')).toEqual({ message: { jsonrpc: '2.0', id: 2, method: 'ping' } });
+      expect(await worker.checkMcp(bytes('{"jsonrpc": '), 'm')).toMatchObject({ notJson: [{ type: 'json_invalid' }] });
+    } finally {
+      await worker.close();
+    }
+  });
+});

@@ -2,7 +2,12 @@
 // replicas drain one queue without ever leasing the same line, and a replica that stops mid-claim
 // loses nothing (pg-boss expires its job, and the other replica fetches it again).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchStore, ClaimedGroup } from '../../src/service/batches/index.js';
+import {
+  BatchCursorError,
+  BatchStoreUnavailableError,
+  type BatchStore,
+  type ClaimedGroup,
+} from '../../src/service/batches/index.js';
 import { pgEngine } from './harness.js';
 import { postgresBinDir, startPostgres } from '../helpers/postgres.js';
 import { openPgStore } from '../../src/service/batches/pg-store.js';
@@ -98,18 +103,22 @@ describe.skipIf(missing)('batch store replicas on PostgreSQL', () => {
     }
   });
 
-  it('is unhealthy while PostgreSQL is out of reach', async () => {
+  it('says PostgreSQL is out of reach (BatchStoreUnavailableError) only when it is, and answers again once it is back', async () => {
     const server = await startPostgres();
     let store: Awaited<ReturnType<typeof openPgStore>> | undefined;
     try {
       store = await openPgStore({ url: server.url, replicaId: 'r' });
       expect(await store.get('o', 'none')).toBeUndefined();
-      expect(store.healthy()).toBe(true);
-      await expect(store.results('o', 'none', { after: 'x', limit: 1 })).rejects.toThrow(/invalid results cursor/);
-      expect(store.healthy()).toBe(true);
-      await server.stop();
-      await expect(store.get('o', 'none')).rejects.toThrow();
-      expect(store.healthy()).toBe(false);
+      // A query's own failure is not an outage.
+      const cursor = await store.results('o', 'none', { after: 'x', limit: 1 }).catch((e: unknown) => e);
+      expect(cursor).toBeInstanceOf(BatchCursorError);
+      await server.halt();
+      const away = await store.get('o', 'none').catch((e: unknown) => e);
+      expect(away).toBeInstanceOf(BatchStoreUnavailableError);
+      expect((away as Error).message).toMatch(/PostgreSQL/);
+      await server.resume();
+      // The same store reconnects: no reopen.
+      expect(await store.get('o', 'none')).toBeUndefined();
     } finally {
       await store?.close().catch(() => undefined);
       await server.stop().catch(() => undefined);

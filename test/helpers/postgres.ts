@@ -23,6 +23,10 @@ export interface Postgres {
   /** A connection string over the cluster's unix socket, as the superuser `postgres`. */
   url: string;
   dir: string;
+  /** Stops the server as an operator's restart does (`pg_ctl stop -m fast`: sessions are cut), keeping its data. */
+  halt(): Promise<void>;
+  /** Starts it again on the same port and data after halt(). */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -56,13 +60,22 @@ export async function startPostgres(): Promise<Postgres> {
   run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync']);
   const port = await freePort();
   const options = `-p ${port} -k ${dir} -c listen_addresses= -c fsync=off -c full_page_writes=off`;
-  run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start']);
+  const start = () => run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '60', 'start']);
+  start();
   return {
     url: `postgresql://postgres@/postgres?host=${encodeURIComponent(dir)}&port=${port}`,
     dir,
+    async halt() {
+      run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+    },
+    async resume() {
+      start();
+    },
     async stop() {
       try {
         run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } catch {
+        // Already stopped (a test that halted it failed before resuming it).
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

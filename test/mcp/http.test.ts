@@ -258,7 +258,46 @@ describe('the MCP endpoint /mcp', () => {
     });
   });
 
-  it('is stateless (GET is 405), bounds its bodies (413 naming the limit) and never logs content', async () => {
+  it('reads a large message off the event loop as the same call sent small: the same answers and refusals', async () => {
+    // An argument no tool takes (the input schema drops it) makes a message large: past 64 KiB it
+    // goes to the body worker, which makes and checks the tool's request there.
+    const pad = 'x'.repeat(100_000);
+    const calls = [
+      { name: 'models', arguments: {} },
+      {
+        name: 'check',
+        arguments: { state: 'My parcel never came.', instructions: 'Refund?', criteria: { true: 'money' } },
+      },
+      {
+        name: 'classify',
+        arguments: { state: 'My parcel never came.', instructions: 'Queue?', criteria: ['3', '1', '2'] },
+      },
+      { name: 'score', arguments: { state: { a: [1, 2] }, instructions: 'Upset?', criteria: ['calm', 'angry'] } },
+      {
+        name: 'evaluate',
+        arguments: {
+          state: 'My parcel never came.',
+          questions: { b: { type: 'noul', instructions: 'Late?' }, a: { type: 'noul', instructions: 'Lost?' } },
+        },
+      },
+      { name: 'classify', arguments: { state: 'x', instructions: 'q', criteria: {} } },
+      { name: 'check', arguments: { state: 5, instructions: 'q' } },
+      { name: 'check', arguments: { state: 'x', instructions: 'q', model: 'nope' } },
+    ];
+    for (const call of calls) {
+      const small = await client.callTool(call);
+      const large = await client.callTool({ ...call, arguments: { ...call.arguments, pad } });
+      expect(large, call.name).toEqual(small);
+    }
+    // A state past the 256 KiB this route once capped is read (here refused for the model's token budget, as a tool error).
+    const long = parsed(
+      await client.callTool({ name: 'check', arguments: { state: 'word '.repeat(60_000), instructions: 'q' } }),
+    );
+    expect(long.error.status).toBe(422);
+    expect(long.error.detail[0].type).toBe('token_budget_exceeded');
+  });
+
+  it('is stateless (GET is 405), bounds its bodies as /v1/systemone does (413 naming the limit) and never logs content', async () => {
     for (const method of ['GET', 'DELETE']) {
       const res = await fetch(`${s.base}/mcp`, { method, headers: { ...auth(), accept: 'text/event-stream' } });
       expect([method, res.status, res.headers.get('allow')]).toEqual([method, 405, 'POST']);
@@ -270,11 +309,11 @@ describe('the MCP endpoint /mcp', () => {
         jsonrpc: '2.0',
         id: 1,
         method: 'tools/call',
-        params: { name: 'check', arguments: { state: 'x'.repeat(300_000) } },
+        params: { name: 'check', arguments: { state: 'x'.repeat(9 * 2 ** 20) } },
       }),
     });
     expect(big.status).toBe(413);
-    expect((await big.json()).detail).toBe('Request body is larger than 262144 bytes');
+    expect((await big.json()).detail).toBe(`Request body is larger than ${8 * 2 ** 20} bytes`);
 
     const logged = s.logs.length;
     await client.callTool({ name: 'check', arguments: { state: `${CANARY} state`, instructions: `${CANARY} q` } });

@@ -8,6 +8,11 @@ const NEEDS: Array<[RegExp, string]> = [
   [/^test\/browser\//, 'Chromium: apt-get install -y --no-install-recommends chromium'],
   [/^test\/deploy\//, 'nginx: apt-get install -y --no-install-recommends nginx-light'],
   [/^test\/numerics\//, 'the other CPU class: apt-get install -y qemu-user && npm run test:numerics:avx2'],
+  [/^test\/faults\/postgres/, 'PostgreSQL: apt-get install -y --no-install-recommends postgresql'],
+  [
+    /^test\/faults\/(disk-full|memory-limit)/,
+    'root (mount -t tmpfs, a memory cgroup): run the suite as root, as CI does',
+  ],
 ];
 
 export default class SkippedReporter implements Reporter {

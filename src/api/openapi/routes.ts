@@ -69,7 +69,8 @@ const EVALUATION = [
   'response_contract',
   'body_worker_unavailable',
 ];
-const BATCHES = ['batches_unavailable'];
+/** What a route of the batch store can end in: batches off, or the store's faults (service/batches/store-health.ts). */
+const BATCHES = ['batches_unavailable', 'batch_store_unavailable', 'insufficient_storage'];
 
 export const ROUTE_DOCS: Record<string, Entry> = {
   'POST /v1/systemone': {
@@ -160,14 +161,14 @@ export const ROUTE_DOCS: Record<string, Entry> = {
   'POST /mcp': {
     summary: 'MCP endpoint for agents (Streamable HTTP, stateless, JSON responses)',
     description:
-      'JSON-RPC messages of the Model Context Protocol: tools models, check, classify, score and evaluate, under the same keys and limits as /v1/systemone (docs/agents.md). A message is at most 256 KiB. GET and DELETE: 405.',
+      'JSON-RPC messages of the Model Context Protocol: tools models, check, classify, score and evaluate, under the same keys and limits as /v1/systemone (docs/agents.md). A message is read as a /v1/systemone body is, with the same --body-limit (a large one in the body worker, off the event loop). GET and DELETE: 405.',
     operationId: 'mcp_post',
     tags: ['Agents'],
     auth: 'key',
     rated: true,
     body: JsonRpcSchema,
     ok: { schema: JsonRpcSchema, description: 'The JSON-RPC answer (tool errors are results with isError)' },
-    errors: [...JSON_BODY, 'invalid_request'],
+    errors: [...JSON_BODY, 'invalid_request', 'body_worker_unavailable'],
   },
   'GET /admin/models': {
     summary: 'The resident models (operator)',

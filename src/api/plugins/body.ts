@@ -2,6 +2,8 @@
 // FastAPI does); any other media type is 415. Malformed JSON gets FastAPI's json_invalid 422. Small,
 // shallow bodies are parsed here; deep ones in the body worker (body-worker.ts), off the loop; large
 // ones go there as they arrive, a bounded number at a time (body-read.ts), never collected here.
+// /mcp's messages take the same way, with the same limit; the worker reads them as MCP messages
+// (mcp-body.ts: a tool call's request made and checked there).
 // And the drain that lets a client still sending an oversized body read its 413.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorCodes } from 'fastify';
@@ -12,6 +14,7 @@ import { BodyWorkerUnavailableError } from '../api-error.js';
 import { readBody, type ReadBody } from '../body-read.js';
 import { BodySlots } from '../body-slots.js';
 import { BodyWorker, nestsDeeperThan, type ReceivedBody } from '../body-worker.js';
+import { McpBody, type McpChecked } from '../mcp-body.js';
 
 /**
  * A big body's 422, its body written by the body worker (JSON, as the error handler would write
@@ -44,10 +47,12 @@ async function body(app: FastifyInstance, options: BodyOptions): Promise<void> {
     worker: bodyWorker,
   };
   app.removeAllContentTypeParsers();
-  // The body worker's verdict: a 422, or the valid body as its bytes with its facts.
-  const answer = (check: Promise<ReceivedBody>, done: Done): void => {
+  // The body worker's verdict: a 422, or the valid body as its bytes with its facts (or the MCP message, small, and its call).
+  const answer = (check: Promise<ReceivedBody | McpChecked>, done: Done): void => {
     check.then(
       (checked) => {
+        if ('notJson' in checked) return done(new InvalidRequestError(checked.notJson), undefined);
+        if ('message' in checked) return done(null, new McpBody(checked.message, checked.prepared));
         if ('refusal' in checked) {
           const { buffer, byteOffset, byteLength } = checked.refusal;
           return done(new WrittenInvalidRequestError(Buffer.from(buffer, byteOffset, byteLength)), undefined);
@@ -64,11 +69,16 @@ async function body(app: FastifyInstance, options: BodyOptions): Promise<void> {
         ),
     );
   };
+  /** A /mcp message: the MCP route's own reading in the worker, with the model a call without one asks. */
+  const mcp = (req: FastifyRequest) =>
+    req.routeOptions.url === '/mcp' ? { defaultModel: app.assay.registry.default } : undefined;
   // A small body, whole: parsed here unless its raw nesting could be too deep.
   const json = (req: FastifyRequest, bytes: Buffer, done: Done) => {
     if (bytes.length === 0) return done(null, undefined); // no body: "Field required" at ["body"]
     const raw = bytes.toString('utf8');
-    if (nestsDeeperThan(raw)) return answer(bodyWorker.check(bytes), done);
+    const message = mcp(req);
+    if (nestsDeeperThan(raw))
+      return answer(message ? bodyWorker.checkMcp(bytes, message.defaultModel) : bodyWorker.check(bytes), done);
     let body: unknown;
     try {
       body = JSON.parse(raw);
@@ -76,16 +86,24 @@ async function body(app: FastifyInstance, options: BodyOptions): Promise<void> {
       return done(new InvalidRequestError([jsonInvalid(raw)]), undefined);
     }
     // The order of its question ids and options, which the parsed object does not keep (protocol/order.ts).
-    req.sentOrder = sentOrder(raw) ?? null;
+    if (!message) req.sentOrder = sentOrder(raw) ?? null;
     // Validation (the nesting bound first) runs in the service (protocol/validate.ts), one walk.
     return done(null, body);
   };
-  const read = (req: FastifyRequest, payload: NodeJS.ReadableStream, done: Done) =>
-    readBody(payload, req.raw.socket, req.headers['content-length'], reading, (error, read?: ReadBody) => {
-      if (error) return done(error, undefined);
-      if ('bytes' in read!) return json(req, read.bytes, done);
-      answer(read!.checked, done);
-    });
+  const read = (req: FastifyRequest, payload: NodeJS.ReadableStream, done: Done) => {
+    const message = mcp(req);
+    return readBody(
+      payload,
+      req.raw.socket,
+      req.headers['content-length'],
+      message ? { ...reading, mcp: message } : reading,
+      (error, read?: ReadBody) => {
+        if (error) return done(error, undefined);
+        if ('bytes' in read!) return json(req, read.bytes, done);
+        answer(read!.checked, done);
+      },
+    );
+  };
   // Parsers given the stream (no parseAs): body-read.ts reads it, with Fastify's limits.
   app.addContentTypeParser('application/json', (req, payload, done) => read(req, payload, done));
   // The catch-all parser: fastify gives it both bodies without a Content-Type and unknown media types

@@ -84,7 +84,10 @@ export async function batchesRoutes(app: FastifyInstance): Promise<void> {
     const key = req.apiKey!;
     const idempotency = idempotencyKey(req);
     const file = service.uploadFile();
-    const sha256 = await receive(body, file, maxBytes);
+    // A full data directory is a 507 naming it, not a 500.
+    const sha256 = await receive(body, file, maxBytes).catch((error: unknown) => {
+      throw service.storageFault(error);
+    });
     const { batch, created } = await service.create({
       owner: rateKey(key),
       file,

@@ -4,26 +4,60 @@
 // (ending a session) have nothing to serve without sessions: 405 with Allow: POST, as for any
 // path. The Host and Origin checks of every route (plugins/origins.ts) are the transport spec's
 // Origin validation: they run before this route, and they say what the SDK's exact-match lists
-// cannot (`*.localhost`, IP literals, `*.suffix`).
+// cannot (`*.localhost`, IP literals, `*.suffix`). Bodies are read as /v1/systemone's are, with the
+// same limit (plugins/body.ts): a large or deep one in the body worker, which hands back the message
+// without a tool call's arguments and the request they make, already checked (mcp-body.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { packageVersion } from '../../common/index.js';
-import { InvalidRequestError, jsonInvalid } from '../../protocol/index.js';
-import { createMcpServer, ToolFailure, type McpBackend } from '../../mcp/index.js';
+import { InvalidRequestError, ValidatedBody } from '../../protocol/index.js';
+import {
+  answered,
+  createMcpServer,
+  failure,
+  TOOLS,
+  ToolFailure,
+  type McpBackend,
+  type PreparedTool,
+} from '../../mcp/index.js';
 import { listModels } from '../../model-list.js';
 import { admission, keyAllows } from '../admission.js';
-import { nestsDeeperThan } from '../body-worker.js';
 import type { ApiContext } from '../context.js';
 import { errorResponse } from '../error-table.js';
-import { errorHandler } from '../plugins/errors.js';
 import { evaluateAsKey, untilClientGone } from '../evaluate-as-key.js';
-
-/** Largest MCP message, bytes: parsed on the event loop, so small (a bigger state goes to POST /v1/systemone). */
-const MCP_BODY_LIMIT = 256 * 1024;
+import { McpBody, type PreparedCall } from '../mcp-body.js';
 
 export interface McpRouteOptions {
-  /** The server's body limit (the MCP one is the smaller of it and MCP_BODY_LIMIT). */
+  /** The server's body limit (a refused tool call's 413 names it). */
   bodyLimit: number;
+}
+
+/** The tool call the body worker prepared, answered from what it made (mcp-body.ts). */
+function preparedTool(call: PreparedCall, req: FastifyRequest): PreparedTool | undefined {
+  const asks = TOOLS.find((t) => t.name === call.name)?.asks;
+  const { invalid, verdict, bytes } = call;
+  return {
+    name: call.name,
+    async run(backend, signal): Promise<CallToolResult> {
+      // As the SDK answers arguments that do not fit the tool's schema.
+      if (invalid !== undefined || !asks || !verdict)
+        return {
+          content: [{ type: 'text', text: new McpError(ErrorCode.InvalidParams, invalid ?? '').message }],
+          isError: true,
+        };
+      if ('detail' in verdict) {
+        req.facts = { ...req.facts, error: InvalidRequestError.code };
+        return failure(new ToolFailure(422, verdict.detail), asks.single);
+      }
+      return answered(
+        backend,
+        asks,
+        new ValidatedBody(bytes!, verdict.model, verdict.questionCount, verdict.order),
+        signal,
+      );
+    },
+  };
 }
 
 /** The tools' backend for one request: the service under the request's key. */
@@ -49,21 +83,12 @@ function keyBackend(ctx: ApiContext, req: FastifyRequest, reply: FastifyReply, b
 
 export async function mcpRoute(app: FastifyInstance, options: McpRouteOptions): Promise<void> {
   const ctx = app.assay;
-  const bodyLimit = Math.min(MCP_BODY_LIMIT, options.bodyLimit);
-  // JSON-RPC bodies of this route only: small, parsed here (a 413 names this limit); any other media type is 415.
-  app.setErrorHandler(errorHandler(app, { deadlineMs: ctx.deadlineMs, bodyLimit }));
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (_req, text, done) => {
-    if (nestsDeeperThan(text as string)) return done(new InvalidRequestError([jsonInvalid(text as string)]));
-    try {
-      done(null, JSON.parse(text as string));
-    } catch {
-      done(new InvalidRequestError([jsonInvalid(text as string)]));
-    }
-  });
+  const { bodyLimit } = options;
 
   const handle = async (req: FastifyRequest, reply: FastifyReply) => {
-    const server = createMcpServer(keyBackend(ctx, req, reply, bodyLimit), packageVersion());
+    const body = req.body instanceof McpBody ? req.body : new McpBody(req.body);
+    const prepared = body.prepared && preparedTool(body.prepared, req);
+    const server = createMcpServer(keyBackend(ctx, req, reply, bodyLimit), packageVersion(), prepared);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     // The transport writes the response itself: Fastify's headers so far (request ids, CORS) go first.
     reply.hijack();
@@ -71,7 +96,7 @@ export async function mcpRoute(app: FastifyInstance, options: McpRouteOptions): 
       if (value !== undefined) reply.raw.setHeader(name, value);
     reply.raw.once('close', () => void server.close());
     await server.connect(transport);
-    await transport.handleRequest(req.raw, reply.raw, req.body);
+    await transport.handleRequest(req.raw, reply.raw, body.message);
   };
   app.post('/mcp', { onRequest: admission(ctx) }, handle);
 }

@@ -5,10 +5,18 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 export async function opsRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.assay;
   const health = async (_req: unknown, reply: FastifyReply) => {
-    const status = ctx.draining() ? 'draining' : ctx.models.ready() ? 'ok' : 'loading';
-    // Batch jobs, where served: their store restarting does not take single requests out of rotation.
-    const batches = ctx.batches ? { batches: ctx.batches.health() } : {};
-    return reply.code(status === 'ok' ? 200 : 503).send({ status, ...batches });
+    const serving = ctx.draining() ? 'draining' : ctx.models.ready() ? 'ok' : 'loading';
+    // Batch jobs, where served: a store fault (restarting, PostgreSQL away, a full disk) is said
+    // here, with its reason, as degraded; it does not take single requests out of rotation (200).
+    const store = ctx.batches?.health();
+    const degraded = serving === 'ok' && store !== undefined && store.state !== 'ok';
+    const batches = store ? { batches: store.state } : {};
+    const reason = degraded
+      ? { reason: `batches: ${store.reason ?? store.state}`, since: new Date(store.since ?? Date.now()).toISOString() }
+      : {};
+    return reply
+      .code(serving === 'ok' ? 200 : 503)
+      .send({ status: degraded ? 'degraded' : serving, ...batches, ...reason });
   };
   app.get('/healthz', health);
   app.get('/health', health);

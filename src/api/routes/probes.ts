@@ -25,7 +25,11 @@ export const ReadySchema = z
     checks: z
       .object({
         default_model: z.enum(['loaded', 'loading']),
-        batch_store: z.enum(['ok', 'unreachable', 'off']),
+        batch_store: z
+          .enum(['ok', 'unreachable', 'full', 'off'])
+          .describe(
+            'full: the data directory is out of space (new batches 507); still ready, as reads and answers go on',
+          ),
         draining: z.boolean(),
       })
       .describe('Each condition readiness reads.'),
@@ -45,8 +49,11 @@ export async function probeRoutes(app: FastifyInstance): Promise<void> {
   app.get('/readyz', async (_req, reply) => {
     const loaded = ctx.models.ready();
     const draining = ctx.draining();
-    // The store's own status (store.healthy(): its thread, or PostgreSQL, answered its last call).
-    const store = ctx.batches ? (ctx.batches.health() === 'ok' ? 'ok' : 'unreachable') : 'off';
+    // The store's own status (service/batches/store-health.ts): its thread, or PostgreSQL, answered
+    // its last call. A full disk keeps the replica ready: its reads, answers and interactive traffic
+    // go on, only a new batch is refused (507), and another replica's disk is no emptier.
+    const state = ctx.batches?.health().state;
+    const store = !state ? 'off' : state === 'ok' || state === 'full' ? state : 'unreachable';
     const checks = { default_model: loaded ? 'loaded' : 'loading', batch_store: store, draining } as const;
     const [status, reason] = draining
       ? (['draining', 'the server is shutting down'] as const)

@@ -13,6 +13,7 @@ import { open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ServiceContext } from '../evaluate.js';
 import { BatchNotFoundError, IdempotencyConflictError } from './errors.js';
+import { diskFull, StoreHealth, storeFault, watchStore, type BatchStoreStatus } from './store-health.js';
 import { Ingest } from './ingest.js';
 import { BatchRunner, type RunnerOptions } from './runner.js';
 import type { BatchRecord, BatchStore, NewBatch, ResultsPage } from './store.js';
@@ -34,7 +35,10 @@ export interface BatchSettings {
   runner: Pick<RunnerOptions, 'runnerId' | 'maxItems' | 'leaseMs' | 'concurrency' | 'idleMs'>;
 }
 
-export type BatchHooks = Pick<RunnerOptions, 'pacer' | 'allows' | 'onLine' | 'onError'>;
+export type BatchHooks = Pick<RunnerOptions, 'pacer' | 'allows' | 'onLine' | 'onError'> & {
+  /** Told when the store's health changes (unreachable, full, back): logged, counted. */
+  onStoreChange?(now: BatchStoreStatus, was: BatchStoreStatus): void;
+};
 
 export interface NewUpload {
   owner: string;
@@ -55,11 +59,15 @@ export class Batches {
   private hooks: BatchHooks = {};
   private readonly uploads: string;
   private sweeper: NodeJS.Timeout | undefined;
+  /** The store's health (store-health.ts): every call below goes through `store`, which notes it. */
+  private readonly storeHealth = new StoreHealth((now, was) => this.hooks.onStoreChange?.(now, was));
+  private readonly store: BatchStore;
 
   constructor(
-    private readonly store: BatchStore,
+    private readonly rawStore: BatchStore,
     private readonly settings: BatchSettings,
   ) {
+    this.store = watchStore(rawStore, this.storeHealth);
     this.uploads = join(settings.dataDir, 'uploads');
     mkdirSync(this.uploads, { recursive: true });
   }
@@ -67,7 +75,19 @@ export class Batches {
   /** What the lines run through (the server's models, the owner's permissions and budget); before start(). */
   attach(service: ServiceContext, hooks: BatchHooks = {}): void {
     this.hooks = hooks;
+    this.rawStore.onBackgroundError = (error) => hooks.onError?.(error);
     this.runner = new BatchRunner({ store: this.store, service, ...this.settings.runner, ...hooks });
+  }
+
+  /**
+   * A failure writing to the data directory (an upload, its journal): a full disk becomes
+   * BatchStoreFullError (507) and is noted in the store's health; anything else as it is.
+   */
+  storageFault(error: unknown): unknown {
+    const full = diskFull(error, this.settings.dataDir);
+    if (!full) return error;
+    this.storeHealth.fault(full);
+    return full;
   }
 
   /** Starts the runner and retention, and reads in again the inputs a stop left half-read. */
@@ -114,8 +134,14 @@ export class Batches {
     };
     const input = join(this.uploads, `${id}.jsonl`);
     const facts = join(this.uploads, `${id}.json`);
-    await rename(upload.file, input);
-    await writeSynced(facts, JSON.stringify(batch));
+    try {
+      await rename(upload.file, input);
+      await writeSynced(facts, JSON.stringify(batch));
+    } catch (error) {
+      await rm(upload.file, { force: true });
+      await this.forget(id);
+      throw this.storageFault(error);
+    }
     let made: { batch: BatchRecord; created: boolean };
     try {
       made = await this.store.create(batch);
@@ -133,21 +159,22 @@ export class Batches {
   }
 
   private readIn(batch: NewBatch): void {
-    void this.ingest
-      .ingest(this.store, batch.id, join(this.uploads, `${batch.id}.jsonl`), this.settings.maxLines)
-      .then(
-        (outcome) => {
-          if (outcome.ok) this.runner?.wake();
-        },
-        async (error: unknown) => {
-          // Reading it in broke (the store refused a write): the batch fails, saying so, rather than
-          // staying in validating.
-          this.hooks.onError?.(error);
-          const message = `the input could not be read in: ${error instanceof Error ? error.message : String(error)}`;
-          await this.store.fail(batch.id, [{ code: 'ingest_failed', message }], Date.now()).catch(() => undefined);
-        },
-      )
-      .finally(() => void this.forget(batch.id));
+    void this.ingest.ingest(this.store, batch.id, join(this.uploads, `${batch.id}.jsonl`), this.settings.maxLines).then(
+      async (outcome) => {
+        await this.forget(batch.id);
+        if (outcome.ok) this.runner?.wake();
+      },
+      async (error: unknown) => {
+        // Stopped while the store was away: the journal stays, and the next start reads the input in again.
+        if (storeFault(error)) return;
+        // Reading it in broke (the store refused a write): the batch fails, saying so, rather than
+        // staying in validating.
+        this.hooks.onError?.(error);
+        const message = `the input could not be read in: ${error instanceof Error ? error.message : String(error)}`;
+        await this.store.fail(batch.id, [{ code: 'ingest_failed', message }], Date.now()).catch(() => undefined);
+        await this.forget(batch.id);
+      },
+    );
   }
 
   /** Removes a batch's upload journal. */
@@ -182,7 +209,11 @@ export class Batches {
   async results(owner: string, id: string, options: { after?: string; limit: number }): Promise<ResultsPage> {
     const page = await this.store.results(owner, id, options);
     if (!page) throw new BatchNotFoundError(id);
-    if (page.done) await this.store.resultsRead(owner, id, Date.now());
+    // On a full disk the page is still answered: its short retention then starts at a later read.
+    if (page.done)
+      await this.store.resultsRead(owner, id, Date.now()).catch((error: unknown) => {
+        if (!storeFault(error)) throw error;
+      });
     return page;
   }
 
@@ -194,7 +225,8 @@ export class Batches {
       });
       for (const id of gone) await this.forget(id);
     } catch (error) {
-      this.hooks.onError?.(error);
+      // A store fault is said once, by its health; retention runs again at the next sweep.
+      if (!storeFault(error)) this.hooks.onError?.(error);
     }
   }
 
@@ -203,9 +235,14 @@ export class Batches {
     return this.sweep();
   }
 
-  /** For /healthz: 'ok', or 'restarting' while the store is down. */
-  health(): 'ok' | 'restarting' {
-    return (this.store.healthy?.() ?? true) ? 'ok' : 'restarting';
+  /**
+   * The store's health for /healthz and /metrics: ok; unreachable (PostgreSQL away) or full (the
+   * data directory's disk), with the reason and since when; restarting (its thread died).
+   */
+  health(): BatchStoreStatus {
+    if (!(this.rawStore.healthy?.() ?? true))
+      return { state: 'restarting', reason: 'the batch store thread died and starts again' };
+    return this.storeHealth.get();
   }
 
   counts(): ReturnType<BatchStore['counts']> {

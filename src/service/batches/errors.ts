@@ -40,3 +40,52 @@ export class BatchesUnavailableError extends Error {
     this.name = 'BatchesUnavailableError';
   }
 }
+
+/** A fault of the batch store, in plain words (`reason`), with about when asking again helps (its kinds below). */
+abstract class BatchStoreFault extends Error {
+  static readonly log: LogPolicy = 'message';
+  abstract readonly retryAfterSeconds: number;
+  constructor(
+    readonly reason: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * The batch store cannot be reached now (PostgreSQL stopped, restarting, or out of the network's
+ * reach): 503 with retry-after. Batches already accepted wait, and their lines resume when it is back.
+ */
+export class BatchStoreUnavailableError extends BatchStoreFault {
+  static readonly code = 'batch_store_unavailable';
+  /** About when to ask again: the store reconnect policy's longest wait. */
+  readonly retryAfterSeconds = 5;
+  constructor(reason: string, options?: ErrorOptions) {
+    super(
+      reason,
+      `The batch store cannot be reached now (${reason}); batches already accepted wait and resume when it is back: retry shortly`,
+      options,
+    );
+  }
+}
+
+/**
+ * The data directory's disk is full (ENOSPC, or SQLite's "database or disk is full"): 507 with
+ * retry-after. Nothing accepted is lost: lines already answered stay, lines still to run wait for
+ * space and resume without a restart.
+ */
+export class BatchStoreFullError extends BatchStoreFault {
+  static readonly code = 'insufficient_storage';
+  /** A full disk is freed by an operator, not in seconds: ask again in about this long. */
+  readonly retryAfterSeconds = 30;
+  constructor(reason: string, options?: ErrorOptions) {
+    super(
+      reason,
+      `No space left for batches (${reason}); batches already accepted keep their lines and resume once space is freed: retry later`,
+      options,
+    );
+  }
+}

@@ -7,6 +7,7 @@ export * from './open.js';
 export { BATCH_ENDPOINT, MAX_CUSTOM_ID } from './lines.js';
 export type { BatchPacer } from './runner.js';
 export * from './store.js';
+export { diskFull, storeFault, type BatchStoreStatus, type StoreState } from './store-health.js';
 export { BatchCursorError } from './schema.js';
 export { openSqliteStore, SqliteBatchStore, type SqliteStoreOptions } from './sqlite-store.js';
 export type { PgBatchStore, PgStoreOptions } from './pg-store.js';

@@ -1,9 +1,12 @@
 // Ingesting an uploaded batch: its lines are read and checked in a worker thread (ingest-thread.ts),
 // a chunk at a time, and each chunk is written to the store before the next is read. The batch
 // starts (in_progress) once every line is in; it fails at validating when a line is one too many,
-// a custom_id repeats, or no line is valid. One input at a time: the worker holds one reader.
+// a custom_id repeats, or no line is valid. One input at a time: the worker holds one reader. A
+// store fault (PostgreSQL away, a full disk) pauses the reading in: each write is tried again under
+// the store's reconnect policy (untilStored), so an accepted batch keeps every line.
 import { OnDemandWorker } from '../../workers/index.js';
 import type { BatchError, BatchStore, ItemResult, NewItem } from './store.js';
+import { untilStored } from './store-health.js';
 
 export interface IngestChunk {
   items: NewItem[];
@@ -34,6 +37,8 @@ export class Ingest {
   );
   /** Inputs are read one after another (the worker holds one reader). */
   private queue: Promise<unknown> = Promise.resolve();
+  /** Aborted at close: a write waiting for the store gives up (the journal reads the input in again at the next start). */
+  private readonly closing = new AbortController();
 
   /** Reads `file` into batch `batchId` of `store`, then starts or fails the batch. */
   ingest(store: BatchStore, batchId: string, file: string, maxLines: number): Promise<IngestOutcome> {
@@ -44,16 +49,18 @@ export class Ingest {
 
   private async run(store: BatchStore, batchId: string, file: string, maxLines: number): Promise<IngestOutcome> {
     const channel = this.thread.channel();
+    const stored = (write: () => Promise<void>) => untilStored(write, this.closing.signal);
     await channel.call('open', { file, maxLines });
     let total = 0;
     let valid = 0;
     for (;;) {
       const chunk = await channel.call('next', { maxItems: CHUNK_LINES });
       if (chunk.error) {
-        await store.fail(batchId, [chunk.error], Date.now());
+        await stored(() => store.fail(batchId, [chunk.error!], Date.now()));
         return { ok: false, errors: [chunk.error] };
       }
-      if (chunk.items.length > 0 || chunk.invalid.length > 0) await store.addItems(batchId, chunk.items, chunk.invalid);
+      if (chunk.items.length > 0 || chunk.invalid.length > 0)
+        await stored(() => store.addItems(batchId, chunk.items, chunk.invalid));
       total += chunk.items.length + chunk.invalid.length;
       valid += chunk.items.length;
       if (chunk.done) break;
@@ -63,14 +70,15 @@ export class Ingest {
         total === 0
           ? { code: 'empty_file', message: 'the input has no line' }
           : { code: 'no_valid_line', message: `none of the ${total} lines is a valid request` };
-      await store.fail(batchId, [error], Date.now());
+      await stored(() => store.fail(batchId, [error], Date.now()));
       return { ok: false, errors: [error] };
     }
-    await store.start(batchId, Date.now());
+    await stored(() => store.start(batchId, Date.now()));
     return { ok: true, total, valid };
   }
 
   close(): Promise<void> {
+    this.closing.abort();
     return this.thread.close();
   }
 }

@@ -21,6 +21,8 @@ import { GroupQueue } from './pg-queue.js';
 import { encodeText, finish, lockBatch, remove, sweep, writeResults, type Tx } from './pg-lines.js';
 import { claimGroup, settleClaim } from './pg-claims.js';
 import { countAll, listBatches, ownedBatch, resultsPage } from './pg-reads.js';
+import { BatchStoreUnavailableError } from './errors.js';
+import { DEFAULTS } from '../../defaults.js';
 
 export interface PgStoreOptions {
   /** A PostgreSQL connection string. */
@@ -34,7 +36,8 @@ export interface PgStoreOptions {
 export class PgBatchStore implements BatchStore {
   private readonly pool: pg.Pool;
   readonly queue: GroupQueue;
-  private failure: Error | undefined;
+  /** Told an error no call of the store's saw (pg-boss's own timers): logged by the service. */
+  onBackgroundError?: (error: unknown) => void;
 
   constructor(o: PgStoreOptions) {
     const bigint = (oid: number, format?: string): ((v: string) => unknown) =>
@@ -44,30 +47,30 @@ export class PgBatchStore implements BatchStore {
       application_name: `assay-${o.replicaId}`,
       max: 4,
       types: { getTypeParser: bigint } as pg.CustomTypesConfig,
+      // A connection attempt that gets no answer (a partitioned network) fails instead of hanging.
+      connectionTimeoutMillis: DEFAULTS.batchStoreRetry.connectMs,
+      keepAlive: true,
     });
-    this.pool.on('error', (e) => (this.failure = e));
+    // A connection PostgreSQL cuts (a restart, `pg_ctl stop -m fast`) emits 'error' on its client,
+    // idle in the pool or checked out by a call: unheard, that event would end the process. The
+    // call on it fails by itself (and says so); the pool drops the client and connects afresh.
+    this.pool.on('error', () => undefined);
+    this.pool.on('connect', (client) => client.on('error', () => undefined));
     this.queue = new GroupQueue({ ...o, maintenanceIntervalSeconds: o.maintenanceIntervalSeconds ?? 30 });
-    this.queue.boss.on('error', (e) => (this.failure = e));
+    this.queue.boss.on('error', (e) => {
+      if (!unreachable(e)) this.onBackgroundError?.(e);
+    });
   }
 
-  /** False while PostgreSQL cannot be reached (the last call or the queue failed to), until a call succeeds. */
-  healthy(): boolean {
-    return this.failure === undefined;
-  }
-
-  /** `work`'s outcome, noted for healthy(): a connection failure, or a success. */
+  /** `work`'s outcome; PostgreSQL out of reach rejects as BatchStoreUnavailableError (503, retried by the runner). */
   private async track<T>(work: Promise<T>): Promise<T> {
     try {
-      const out = await work;
-      this.failure = undefined;
-      return out;
+      return await work;
     } catch (e) {
-      // SQLSTATE classes 08 (connection) and 57 (shutdown), a socket's errno, or the client's own
-      // connection errors: PostgreSQL is out of reach (not a query's fault).
-      const { code, message } = e as { code?: string; message?: string };
-      const unreachable =
-        code === undefined ? /connect|terminat|timeout/i.test(message ?? '') : /^(08|57|E[A-Z]+$)/.test(code);
-      if (unreachable) this.failure = e as Error;
+      if (unreachable(e))
+        throw new BatchStoreUnavailableError(`PostgreSQL: ${(e as Error).message || (e as { code?: string }).code}`, {
+          cause: e,
+        });
       throw e;
     }
   }
@@ -284,6 +287,18 @@ export class PgBatchStore implements BatchStore {
     await this.queue.stop();
     await this.pool.end();
   }
+}
+
+/**
+ * Whether an error says PostgreSQL is out of reach rather than a query's fault: SQLSTATE classes 08
+ * (connection) and 57 (shutdown, "cannot connect now"), a socket's errno, or the client's own
+ * connection errors ("Connection terminated unexpectedly", a connect timeout).
+ */
+function unreachable(e: unknown): boolean {
+  const { code, message } = (e ?? {}) as { code?: string; message?: string };
+  return code === undefined
+    ? /connect|terminat|timeout|not queryable/i.test(message ?? '')
+    : /^(08|57|E[A-Z]+$)/.test(code);
 }
 
 /** Opens the store on PostgreSQL at `url` (creates its tables and pg-boss's schema when missing). */

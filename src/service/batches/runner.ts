@@ -2,10 +2,14 @@
 // answers them in the engine's batch lane (answer-lines.ts), writes their results and settles the
 // claim. A few claims run at once, so the next group is planned while the engine runs one; the
 // engine's scheduler puts every interactive pass first. A transient failure (the model is loading,
-// the engine restarted) gives the claim back and waits; stopping gives back what is in flight.
+// the engine restarted) gives the claim back and waits; stopping gives back what is in flight. A
+// store fault (PostgreSQL away, a full disk: store-health.ts) pauses the runner under the store's
+// reconnect policy (reconnectWait, DEFAULTS.batchStoreRetry): lines it answered meanwhile are kept and written
+// once the store is back (a line already written by another replica is not written again).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Caller, ServiceContext } from '../evaluate.js';
 import { answerLines, isTransient } from './answer-lines.js';
+import { reconnectWait, storeFault } from './store-health.js';
 import type { BatchStore, ClaimedGroup } from './store.js';
 
 /** The owner's token budget, spent by batch lines at the pace it refills (never refused: waited for). */
@@ -50,6 +54,8 @@ export class BatchRunner {
   private readonly recent: string[] = [];
   /** Moving average of one line's input tokens (what a claim is expected to take from its key's budget). */
   private tokensPerLine = 0;
+  /** Store faults in a row (the reconnect policy's wait grows with them); 0 while the store answers. */
+  private faults = 0;
 
   constructor(private readonly o: RunnerOptions) {}
 
@@ -93,15 +99,38 @@ export class BatchRunner {
           prefer: [...this.recent],
         });
       } catch (error) {
-        this.o.onError?.(error);
-        await this.idle(this.o.idleMs);
+        if (storeFault(error)) await this.storeAway();
+        else {
+          this.o.onError?.(error);
+          await this.idle(this.o.idleMs);
+        }
         continue;
       }
+      this.faults = 0;
       if (!claim) {
         await this.idle(this.o.idleMs);
         continue;
       }
       await this.run(claim);
+    }
+  }
+
+  /** The store is away (said by its health, not here): waits as its reconnect policy says. */
+  private async storeAway(): Promise<void> {
+    await this.idle(reconnectWait(this.faults++));
+  }
+
+  /** A store call, tried again while the store is away, until it succeeds or the runner stops (then it rejects). */
+  private async persist(call: () => Promise<void>): Promise<void> {
+    for (;;) {
+      try {
+        await call();
+        this.faults = 0;
+        return;
+      } catch (error) {
+        if (!storeFault(error) || this.stopping.signal.aborted) throw error;
+        await this.storeAway();
+      }
     }
   }
 
@@ -138,7 +167,8 @@ export class BatchRunner {
       const results = await answerLines(this.o.service, claim.items, caller);
       const perLine = (performance.now() - started) / Math.max(1, claim.items.length);
       this.msPerLine = this.msPerLine === undefined ? perLine : 0.7 * this.msPerLine + 0.3 * perLine;
-      await store.complete(claim.batchId, results, Date.now());
+      // The answers are kept until they are written: a store away now is waited for.
+      await this.persist(() => store.complete(claim.batchId, results, Date.now()));
       let tokens = 0;
       for (const r of results) {
         tokens += r.inputTokens;
@@ -149,13 +179,14 @@ export class BatchRunner {
       this.tokensPerLine = this.tokensPerLine === 0 ? perLineTokens : 0.7 * this.tokensPerLine + 0.3 * perLineTokens;
     } catch (error) {
       // Stopping, or the model is not there now: the lines go back, to run again (here or elsewhere).
-      await store.release(claim.batchId, lines).catch((e: unknown) => this.o.onError?.(e));
+      // With the store away they stay leased: claimable again when the lease ends (or at the next start).
+      await store.release(claim.batchId, lines).catch((e: unknown) => storeFault(e) || this.o.onError?.(e));
       if (!this.stopping.signal.aborted) {
-        if (!isTransient(error)) this.o.onError?.(error);
+        if (!isTransient(error) && !storeFault(error)) this.o.onError?.(error);
         await this.idle(this.o.idleMs);
       }
     } finally {
-      await store.settle(claim).catch((e: unknown) => this.o.onError?.(e));
+      await this.persist(() => store.settle(claim)).catch((e: unknown) => storeFault(e) || this.o.onError?.(e));
     }
   }
 }

@@ -25,7 +25,7 @@ import { finish, remove, sweep, writeLines } from './sqlite-lines.js';
 
 /** The store's methods, synchronous, as the worker serves them. */
 export type SyncStore = {
-  [K in Exclude<keyof BatchStore, 'close' | 'healthy'>]: (
+  [K in Exclude<keyof BatchStore, 'close' | 'healthy' | 'onBackgroundError'>]: (
     ...args: Parameters<BatchStore[K]>
   ) => Awaited<ReturnType<BatchStore[K]>>;
 };

@@ -1,5 +1,5 @@
 // What the SQLite batch store's thread answers (sqlite-thread.ts), and how its errors cross: a bad
-// results cursor stays a BatchCursorError, any other error keeps its message.
+// results cursor stays a BatchCursorError, any other error keeps its message and code.
 import { BatchCursorError } from './schema.js';
 import type { SyncStore } from './sqlite-batches.js';
 
@@ -18,19 +18,23 @@ export type SqliteCalls = {
   close: [undefined, void];
 };
 
-export function encodeStoreError(error: unknown): { name: string; message: string } {
-  if (error instanceof Error) return { name: error.name, message: error.message };
+export function encodeStoreError(error: unknown): { name: string; message: string; code?: string } {
+  if (error instanceof Error) {
+    // SQLite's code (SQLITE_FULL: the disk is full) or the file system's (ENOSPC) says what kind of failure it is.
+    const { code } = error as { code?: unknown };
+    return { name: error.name, message: error.message, ...(typeof code === 'string' ? { code } : {}) };
+  }
   return { name: 'Error', message: String(error) };
 }
 
 export function decodeStoreError(data: unknown): Error {
-  const { name, message } = data as { name: string; message: string };
+  const { name, message, code } = data as { name: string; message: string; code?: string };
   if (name === 'BatchCursorError') {
     const e = new BatchCursorError('');
     e.message = message;
     return e;
   }
-  const e = new Error(message);
+  const e = Object.assign(new Error(message), code === undefined ? {} : { code });
   e.name = name;
   return e;
 }

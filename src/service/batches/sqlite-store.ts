@@ -8,6 +8,7 @@ import type { Worker } from 'node:worker_threads';
 import { startWorker, workerEntry, type WorkerChannel } from '../../workers/index.js';
 import { decodeStoreError, SQLITE_FILE, type SqliteCalls, type StoreCall } from './sqlite-calls.js';
 import type { BatchStore } from './store.js';
+import { diskFull } from './store-health.js';
 
 export interface SqliteStoreOptions {
   /** The data directory (created): the store is `<dataDir>/batches.sqlite`. */
@@ -58,7 +59,12 @@ export class SqliteBatchStore implements BatchStore {
 
   private call<M extends StoreCall['method']>(method: M, ...args: Extract<StoreCall, { method: M }>['args']) {
     if (this.closed) return Promise.reject(new Error('the batch store is closed'));
-    return this.thread().call('call', { method, args } as StoreCall) as never;
+    // A full disk rejects as BatchStoreFullError (507, retried by the runner), naming the directory.
+    return this.thread()
+      .call('call', { method, args } as StoreCall)
+      .catch((error: unknown) => {
+        throw diskFull(error, this.o.dataDir) ?? error;
+      }) as never;
   }
 
   private thread(): WorkerChannel<SqliteCalls> {

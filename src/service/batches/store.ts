@@ -174,8 +174,10 @@ export interface BatchStore {
    * that ended more than `keepMs` ago, are deleted with their input and results. Returns the ids deleted.
    */
   sweep(now: number, options: { keepMs: number; keepReadMs: number }): Promise<string[]>;
-  /** False while the store is down (its thread died and starts again on the next call; the database is unreachable). */
+  /** False while the store is down (its thread died and starts again on the next call). */
   healthy?(): boolean;
+  /** Told errors of the store's own background work that no call saw (the service logs them). */
+  onBackgroundError?: (error: unknown) => void;
   /** Counts for /metrics: batches per status, items pending and leased. */
   counts(): Promise<{ batches: Partial<Record<BatchStatus, number>>; pending: number; leased: number }>;
   close(): Promise<void>;
