@@ -9,6 +9,7 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { int8SessionConfig } from '../../src/engine/model/cpu.js';
 import { ensureFlavor, type FlavorOptions } from '../../tools/flavors.js';
+import { inScope } from '../numerics/scope.js';
 
 interface Case {
   flavor: FlavorOptions;
@@ -29,12 +30,14 @@ interface Case {
    * CPU, |tiny-q4 − tiny-q4 accuracy_level 0| (0.13 on AVX2 and AVX-512 alike).
    */
   q4noise?: number;
+  /** Runs 4-bit kernels onnxruntime picks from CPUID: also in the emulated AVX2 run (../numerics/scope.ts). */
+  kernels?: boolean;
 }
 
 const CASES: Case[] = [
   { flavor: { dtype: 'fp32' }, file: 'onnx/model.onnx', kv: 1e-4, twin: 0 },
   { flavor: { dtype: 'fp16' }, file: 'onnx/model_fp16.onnx', kv: 5e-3, twin: 2e-2 },
-  { flavor: { dtype: 'q4' }, file: 'onnx/model_q4.onnx', kv: 5e-3, twin: 3.5 },
+  { flavor: { dtype: 'q4' }, file: 'onnx/model_q4.onnx', kv: 5e-3, twin: 3.5, kernels: true },
   // The same int8-activation kernel on fp16-rounded activations and scales: each fp16 rounding can
   // move an activation across an int8 rounding boundary, so it differs from tiny-q4 by about as much
   // as int8 activations themselves move tiny-q4 (0.16 against 0.13): bound twice that.
@@ -46,13 +49,21 @@ const CASES: Case[] = [
   // move one activation a whole int8 step: 0.11 on AVX2 against 3e-6 on AVX-512. Compared like with
   // like, with fp32 arithmetic (accuracy_level 0), the GQA graph must agree to fp32 rounding; with
   // int8 activations, within twice what int8 activations move tiny-q4 by.
-  { flavor: { dtype: 'q4', attention: 'gqa', layout: 'genai' }, file: 'model.onnx', kv: 5e-3, twin: 3.5, q4noise: 2 },
+  {
+    flavor: { dtype: 'q4', attention: 'gqa', layout: 'genai' },
+    file: 'model.onnx',
+    kv: 5e-3,
+    twin: 3.5,
+    q4noise: 2,
+    kernels: true,
+  },
   {
     flavor: { dtype: 'q4', attention: 'gqa', layout: 'genai', accuracyLevel: 0 },
     file: 'model.onnx',
     kv: 1e-4,
     twin: 3.5,
     q4twin: 1e-4,
+    kernels: true,
   },
   { flavor: { dtype: 'fp32', layout: 'optimum' }, file: 'model.onnx', kv: 1e-4, twin: 0 },
 ];
@@ -146,7 +157,7 @@ afterAll(async () => {
   for (const s of sessions) await s.release();
 });
 
-describe.each(CASES.map((c) => ({ name: JSON.stringify(c.flavor), c })))('$name', ({ c }) => {
+describe.each(inScope(CASES).map((c) => ({ name: JSON.stringify(c.flavor), c })))('$name', ({ c }) => {
   const half = c.flavor.dtype === 'fp16' || c.flavor.dtype === 'q4f16';
   const gqa = c.flavor.attention === 'gqa';
   let s: ort.InferenceSession;
