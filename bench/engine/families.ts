@@ -141,7 +141,7 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
       modelDir: dir,
       variant: m.variant,
       threads: ctx.threads,
-      onWarning: (w) => warnings.push(w),
+      onNote: (w) => warnings.push(w.message),
     });
     const bare = await ort.InferenceSession.create(graph, await sessionOptions(config));
     const alone = family.rowsAlone;

@@ -194,7 +194,7 @@ export async function rowFamiliesSection(ctx: BenchContext): Promise<SectionResu
       notes.push(`${label}: ${graph.replace(dir, '<replica>')}`);
       const warnings: string[] = [];
       const load = (rowBatchTokens: number) =>
-        loadEvaluator({ modelDir: dir, threads: ctx.threads, rowBatchTokens, onWarning: (w) => warnings.push(w) });
+        loadEvaluator({ modelDir: dir, threads: ctx.threads, rowBatchTokens, onNote: (w) => warnings.push(w.message) });
       const assay: Evaluator = await load(config.rowBatchTokens);
       const batched: Evaluator = await load(BATCH_TOKENS);
       const bare = await ort.InferenceSession.create(graph, await sessionOptions(config));

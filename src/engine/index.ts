@@ -1,15 +1,14 @@
 // The engine's one entry point: load a model folder, get an Evaluator.
 export type * from './types.js';
-export type { EngineConfig, ExecutionProvider } from './config.js';
+export type { EngineConfig, EngineNote, ExecutionProvider } from './config.js';
 export { cpuFacts, cpuKernels, type CpuFacts, type KernelPaths } from './model/cpu.js';
 export { ModelManifestSchema, type ModelManifest } from './model/manifest.js';
 export { ONNX_DIRS, VARIANTS, parseVariant, variantFileNames, type Variant } from './model/variants.js';
 export { PROMPT_VERSIONS } from './prompting/prompts.js';
 export { externalize } from './model/graph-file.js';
 export { inlineExternalData } from './model/q4-to-int8.js';
-export { ATTENTION_NOTE, Q4_NOTE } from './model/runner.js';
 // The families' light modules only (no onnxruntime): the loaders are imported when a model loads.
-export { FAMILY_NAMES, FAMILY_NOTE, isRowFamily, type RowFamilyName } from './families/family.js';
+export { FAMILY_NAMES, isRowFamily, type RowFamilyName } from './families/family.js';
 export {
   detectFamily,
   DECISION_FILE,

@@ -209,7 +209,7 @@ describe('a dynamic int8 export (model_quantized.onnx, one activation scale per 
       modelDir: ensureNliReplica('deberta'),
       threads: 1,
       engineThread: false,
-      onWarning: (m) => warnings.push(m),
+      onNote: (m) => warnings.push(m.message),
     });
     try {
       expect(e.graph).toMatch(/model_quantized\.onnx$/);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { createModelPool } from '../../src/service/model-pool.js';
-import { ModelUnavailableError } from '../../src/service/provider.js';
+import { ModelUnavailableError } from '../../src/service/errors.js';
 import { checkRegistry } from '../../src/registry.js';
 import type { EngineThreadEvaluator } from '../../src/engine/thread/engine-thread.js';
 

@@ -7,7 +7,6 @@ import {
   createFamilyEvaluator,
   deciderLogps,
   detectFamily,
-  FAMILY_NOTE,
   isRowFamily,
   labelTokensLogps,
   readDeciderFolder,
@@ -55,9 +54,10 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
     const why = !runner.hasPositionIds
       ? 'the graph takes no position_ids'
       : 'its attention takes no mask bias (a fused attention kernel)';
-    config.onWarning?.(
-      `${folder.onnxPath}: packed evaluation is not available (${why}); questions run one pass per question`,
-    );
+    config.onNote?.({
+      kind: 'packing',
+      message: `${folder.onnxPath}: packed evaluation is not available (${why}); questions run one pass per question`,
+    });
   }
   const budgets: Budgets = {
     request: config.requestTokenBudget,
@@ -117,7 +117,7 @@ function readContract(
   config: ResolvedEngineConfig,
 ): Contract | undefined {
   const note = (what: string, notes: readonly string[]) =>
-    config.onWarning?.(`${FAMILY_NOTE} ${what}${notes.map((n) => `; ${n}`).join('')}`);
+    config.onNote?.({ kind: 'family', message: `${what}${notes.map((n) => `; ${n}`).join('')}` });
   if (family === 'decider-labels') {
     const read = readDeciderFolder(dir, (text) => codec.encodeText(text, undefined, true));
     note('decider-labels (its own prompt contract)', read.notes);
@@ -177,16 +177,18 @@ class OnnxEvaluator implements Evaluator {
       // or products the per-token rewrite did not recognize): a request's answers would move with
       // whatever another caller's tokens put in the same pass. Within a request that is the caller's own business.
       batchTokens = 0;
-      config.onWarning?.(
-        `${modelId}: packing across requests is off: this export quantizes activations at run time with one scale per pass (DynamicQuantizeLinear, not rewritten per token), so one request's tokens would change another's answers`,
-      );
+      config.onNote?.({
+        kind: 'packing',
+        message: `${modelId}: packing across requests is off: this export quantizes activations at run time with one scale per pass (DynamicQuantizeLinear, not rewritten per token), so one request's tokens would change another's answers`,
+      });
     }
     if (this.packs && batchTokens > 0 && runner.splitsPrompt) {
       // Shared passes carry whole prompts (whole-packed), which a graph that splits them never runs.
       batchTokens = 0;
-      config.onWarning?.(
-        `${modelId}: packing across requests is off: this int8 graph runs a state's tokens and its questions' in passes of their own kinds, so an answer is the same in any pass (--no-fused-attention runs every pass alike and allows it)`,
-      );
+      config.onNote?.({
+        kind: 'packing',
+        message: `${modelId}: packing across requests is off: this int8 graph runs a state's tokens and its questions' in passes of their own kinds, so an answer is the same in any pass (--no-fused-attention runs every pass alike and allows it)`,
+      });
     }
     this.batcher =
       this.packs && batchTokens > 0

@@ -35,9 +35,6 @@ export function isRowFamily(name: FamilyName): name is RowFamilyName {
   return name !== 'decoder' && name !== 'decider-labels' && name !== 'label-tokens';
 }
 
-/** How a family's load note begins (the model pool logs it as info, not as a fallback). */
-export const FAMILY_NOTE = 'family:';
-
 /** One input row of a row family: its token count is what batching and usage read. */
 export interface FamilyRow {
   readonly tokens: number;

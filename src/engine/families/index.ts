@@ -5,7 +5,7 @@ import { ModelLoadError } from '../errors.js';
 import { readModelManifest } from '../model/model-folder.js';
 import type { Evaluator } from '../types.js';
 import { FamilyEvaluator } from './evaluator.js';
-import { FAMILY_NOTE, type RowFamily, type RowFamilyName } from './family.js';
+import type { RowFamily, RowFamilyName } from './family.js';
 import { loadArbiter } from './arbiter/family.js';
 import { loadDecision } from './decision/family.js';
 import { loadKev } from './kev/family.js';
@@ -14,14 +14,7 @@ import { loadLaya } from './laya/family.js';
 import { loadNli } from './nli/family.js';
 
 export { detectFamily } from './detect.js';
-export {
-  FAMILY_NAMES,
-  FAMILY_NOTE,
-  isRowFamily,
-  type DecoderFamilyName,
-  type FamilyName,
-  type RowFamilyName,
-} from './family.js';
+export { FAMILY_NAMES, isRowFamily, type DecoderFamilyName, type FamilyName, type RowFamilyName } from './family.js';
 export { encoderGraph, splitGraph, singleGraph, tokenizerDir } from './files.js';
 export { ArbiterRefused } from './arbiter/layout.js';
 export { DecisionRefused } from './decision/layout.js';
@@ -58,7 +51,7 @@ export async function createFamilyEvaluator(c: ResolvedEngineConfig, name: RowFa
   const load = LOADERS[name];
   if (!load) throw new ModelLoadError(`${c.modelDir}: the ${name} family is not available in this build`);
   const family = await load(c);
-  c.onWarning?.(`${FAMILY_NOTE} ${name} (${family.graph})${family.notes.map((n) => `; ${n}`).join('')}`);
+  c.onNote?.({ kind: 'family', message: `${name} (${family.graph})${family.notes.map((n) => `; ${n}`).join('')}` });
   // Calibration fitted by `assay calibrate` on this folder (assay.json), on top of the family's own.
   const temperatures = c.answerTemperatures ?? manifest.answer_temperature ?? {};
   return new FamilyEvaluator(c, family, manifest.synthetic === true, temperatures);
