@@ -9,15 +9,10 @@ export { externalize } from './model/graph-file.js';
 export { inlineExternalData } from './model/q4-to-int8.js';
 // The families' light modules only (no onnxruntime): the loaders are imported when a model loads.
 export { FAMILY_NAMES, isRowFamily, type RowFamilyName } from './families/family.js';
-export {
-  detectFamily,
-  DECISION_FILE,
-  familyOfFiles,
-  type FamilyEvidence,
-  type FolderFiles,
-} from './families/detect.js';
+export { detectFamily, familyOfFiles, type FamilyEvidence, type FolderFiles } from './families/detect.js';
 // The rules of where a family's files are, over a file listing: the hub fetcher picks by them.
 export {
+  DECISION_FILE,
   findSingleGraph,
   findSplitGraph,
   isExternalData,

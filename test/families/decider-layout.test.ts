@@ -206,9 +206,16 @@ describe('the folder’s files', () => {
       ModelLoadError,
     );
     expect(thrownBy(() => read({ 'calibration.json': { temperature: [1, 0, 1] } }))).toMatchObject({
-      message: expect.stringMatching(/calibration\.json: temperature\[1\] must be a positive number/),
+      message: expect.stringMatching(/calibration\.json: temperature\[1\]: expected a positive number/),
     });
-    expect(thrownBy(() => read({ 'calibration.json': { temperature: 1.03 } }))).toBeInstanceOf(ModelLoadError);
+    expect(thrownBy(() => read({ 'calibration.json': { temperature: 'hot' } }))).toBeInstanceOf(ModelLoadError);
+    // One rule for every family's calibration.json: one number is every type's temperature.
+    expect(read({ 'calibration.json': { temperature: 1.03 } }).temperatures).toEqual({
+      choice: 1.03,
+      score: 1.03,
+      noul: 1.03,
+      row: 1.03,
+    });
   });
 });
 

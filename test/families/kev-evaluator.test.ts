@@ -86,7 +86,7 @@ describe('the Kev replica folder, as published', () => {
   });
 
   it("reads the head's temperatures from calibration.json and says so", () => {
-    expect(family.notes.join('\n')).toMatch(/temperatures choice 2\.4, score 1\.8, noul 3 \(calibration\.json\)/);
+    expect(family.notes.join('\n')).toMatch(/temperature \[2\.4, 1\.8, 3\] from calibration\.json/);
   });
 });
 

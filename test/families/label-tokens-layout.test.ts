@@ -115,7 +115,7 @@ describe('the contract file', () => {
     [{ ...base, option: '{text}' }, /contract\.option: holds 0 \{label\}/],
     [{ ...base, option: '{label}{text}{text}' }, /contract\.option: holds 2 \{text\}/],
     [{ ...base, question: undefined }, /contract\.question/],
-    [{ ...base, types: ['choice', 'yes'] }, /contract\.types\.1/],
+    [{ ...base, types: ['choice', 'yes'] }, /contract\.types\[1\]/],
     [{ ...base, types: [] }, /contract\.types/],
     [{ ...base, types: ['noul', 'noul'] }, /contract\.types/],
     [{ ...base, render: 'xml' }, /contract\.render/],

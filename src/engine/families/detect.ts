@@ -14,6 +14,7 @@ import {
   NLI_CONFIG,
   onDisk,
   readJsonFile,
+  DECISION_FILE,
   type HasFile,
 } from './files.js';
 
@@ -29,9 +30,6 @@ const LAYOUT_IDS: Record<string, FamilyName> = {
   'decision-endpoint': 'decision-endpoint',
   'arbiter-fixed': 'arbiter-fixed',
 };
-
-/** The file that declares a folder's layout (`layout`), read before any other. */
-export const DECISION_FILE = 'decision.json';
 
 function declared(name: string, where: string): FamilyName {
   if ((FAMILY_NAMES as readonly string[]).includes(name)) return name as FamilyName;

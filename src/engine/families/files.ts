@@ -48,6 +48,9 @@ export const TOKENIZER_FILES = [
   'spm.model',
 ] as const;
 
+/** The file that declares a folder's layout (`layout`), read before any other, with its family's own settings. */
+export const DECISION_FILE = 'decision.json';
+
 /** Laya's limits and calibration: its presence makes a folder a Laya model (detect.ts). */
 export const LAYA_CONFIG = 'rl_agent_config.json';
 /** An NLI cross-encoder's own settings (optional; its presence makes a folder nli-pairs). */

@@ -34,7 +34,7 @@ export {
   readLabelTokensFolder,
   type LabelTokensSettings,
 } from './label-tokens/index.js';
-export type { TypeTemperatures } from './shared/folder-settings.js';
+export type { TypeTemperatures } from './shared/settings.js';
 
 const LOADERS: Partial<Record<RowFamilyName, (c: ResolvedEngineConfig) => Promise<RowFamily>>> = {
   'laya-markers': loadLaya as (c: ResolvedEngineConfig) => Promise<RowFamily>,

@@ -15,10 +15,9 @@ import type { RowFamily, FamilyPlan, FamilyQuestion, RowOutput } from '../family
 import { encoderGraph, readJsonFile, tokenizerDir } from '../files.js';
 import { boundedTokens } from '../shared/bounded.js';
 import { causalInputIds, rowPositions, rowsOf } from '../shared/causal-rows.js';
-import { CALIBRATION_FILE } from '../shared/folder-settings.js';
 import { encodeOnce } from '../shared/memo.js';
 import { askedInOrder } from '../shared/question.js';
-import { readArbiterConfig, slotProbabilities } from './config.js';
+import { arbiterProbabilities, readArbiterConfig } from './config.js';
 import { arbiterRow, type ArbiterRow, SLOTS, tooLong } from './layout.js';
 import { render } from './render.js';
 
@@ -44,11 +43,8 @@ const STATE_MARGIN = 64;
 /** Loads an Arbiter folder: its settings, tokenizer and session. */
 export async function loadArbiter(c: ResolvedEngineConfig): Promise<RowFamily<ArbiterRowInput>> {
   const dir = c.modelDir;
-  const config = readArbiterConfig(readJsonFile(join(dir, 'decision.json')), readJsonFile(join(dir, CALIBRATION_FILE)));
-  const t = config.temperature;
-  const notes = [
-    `rows of at most ${config.maxLen} tokens, pad id ${config.padId}, temperature ${t.choice}/${t.score}/${t.noul}`,
-  ];
+  const config = readArbiterConfig(dir);
+  const notes = [...config.notes];
   const tokDir = tokenizerDir(dir);
   const tokJson = readJsonFile(join(tokDir, 'tokenizer.json'));
   if (!tokJson) throw new ModelLoadError(`${dir}: no tokenizer.json (at the root or in tokenizer/)`);
@@ -104,7 +100,7 @@ export async function loadArbiter(c: ResolvedEngineConfig): Promise<RowFamily<Ar
 
     probabilities(q: FamilyQuestion, outputs: readonly RowOutput[]): number[] {
       // noul slots are [true, false]: the answer builder's [yes, no]
-      return slotProbabilities(q.question.type, outputs[0]!.logits, q.options?.length ?? 0, config.temperature);
+      return arbiterProbabilities(q.question.type, outputs[0]!.logits, q.options?.length ?? 0, config.temperature);
     },
 
     async close(): Promise<void> {

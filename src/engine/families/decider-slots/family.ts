@@ -11,12 +11,14 @@ import type { ResolvedEngineConfig } from '../../config.js';
 import { openSession, sessionOptions } from '../../model/session.js';
 import { TextCodec } from '../../prompting/tokenizer.js';
 import type { EvaluateRequest } from '../../types.js';
-import { deciderTokenizer, readDeciderFolder } from '../decider/index.js';
+import { DECIDER_FIELDS, deciderTokenizer, readDeciderFolder } from '../decider/index.js';
+import { fileObject } from '../../../protocol/index.js';
+import { intAtLeast } from '../shared/settings.js';
 import type { FamilyPlan, FamilyQuestion, RowFamily, RowOutput } from '../family.js';
 import { encoderGraph, quantizesPerTensor, readJsonFile, tokenizerDir } from '../files.js';
 import { rowsOf } from '../shared/causal-rows.js';
 import { encodeOnce } from '../shared/memo.js';
-import { slotFeeds, slotPlan, slotProbabilities, type SlotRowInput } from './rows.js';
+import { slotFeeds, slotPlan, slotRowProbabilities, type SlotRowInput } from './rows.js';
 
 /** The graph's inputs and output, as the published export names them. */
 const INPUTS = ['input_ids', 'slot_pos'] as const;
@@ -24,11 +26,20 @@ const OUTPUT = 'label_logits';
 /** The pad when decision.json names none: Qwen3.5's `<|endoftext|>`, found by its string. */
 const PAD_TOKEN = '<|endoftext|>';
 
-function positiveInt(value: unknown, where: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1)
-    throw new ModelLoadError(`${where} must be a positive integer, got ${JSON.stringify(value)}`);
-  return value;
-}
+/** A decider slot-head folder's decision.json: the decider's fields and the export's own. */
+export const DeciderSlotsDecisionSchema = fileObject({
+  ...DECIDER_FIELDS,
+  special_tokens: fileObject({
+    pad: intAtLeast(1)
+      .optional()
+      .describe(`The id the rows of a batch are padded with; absent: the tokenizer's \`${PAD_TOKEN}\`.`),
+  })
+    .optional()
+    .describe('The pad token.'),
+  max_row_tokens: intAtLeast(1)
+    .optional()
+    .describe('Assay’s: the longest row the graph takes (the state and one question); a longer row is refused (422).'),
+});
 
 /** Loads a decider slot-head folder: its tokenizer, label table, temperatures and session. */
 export async function loadDeciderSlots(c: ResolvedEngineConfig): Promise<RowFamily<SlotRowInput>> {
@@ -42,23 +53,16 @@ export async function loadDeciderSlots(c: ResolvedEngineConfig): Promise<RowFami
   if (baked.length) notes.push(`tokenizer.json's own ${baked.join(' and ')} disabled (the layout alone cuts)`);
   const tokenizer = new Tokenizer({ ...tokJson, truncation: null, padding: null }, tokConfig);
   const codec = new TextCodec(tokenizer, tokConfig);
-  const folder = readDeciderFolder(dir, (text) => codec.encodeText(text, undefined, true));
+  const folder = readDeciderFolder(dir, (text) => codec.encodeText(text, undefined, true), DeciderSlotsDecisionSchema);
   notes.push(...folder.notes);
 
-  const decision = readJsonFile(join(dir, 'decision.json')) ?? {};
-  const specials = (decision.special_tokens ?? {}) as Record<string, unknown>;
-  const padId =
-    specials.pad === undefined
-      ? tokenizer.token_to_id(PAD_TOKEN)
-      : positiveInt(specials.pad, `${dir}/decision.json: special_tokens.pad`);
+  const given = folder.decision.special_tokens?.pad;
+  const padId = given ?? tokenizer.token_to_id(PAD_TOKEN);
   if (padId === undefined)
     throw new ModelLoadError(
       `${dir}: no pad id: decision.json has no special_tokens.pad and the tokenizer no ${PAD_TOKEN}`,
     );
-  const maxRow =
-    decision.max_row_tokens === undefined
-      ? undefined
-      : positiveInt(decision.max_row_tokens, `${dir}/decision.json: max_row_tokens`);
+  const maxRow = folder.decision.max_row_tokens;
   notes.push(`pad ${padId}` + (maxRow === undefined ? '' : `, rows of at most ${maxRow} tokens (decision.json)`));
 
   const graph = encoderGraph(dir, c.variant, false);
@@ -101,7 +105,7 @@ export async function loadDeciderSlots(c: ResolvedEngineConfig): Promise<RowFami
     },
 
     probabilities(q: FamilyQuestion, outputs: readonly RowOutput[]): number[] {
-      return slotProbabilities(q, outputs, folder.temperatures);
+      return slotRowProbabilities(q, outputs, folder.temperatures);
     },
 
     async close(): Promise<void> {

@@ -5,6 +5,7 @@
 // the rows right-padded to a multiple of 64 with the folder's pad id, their slot positions, and
 // gives each row the logits of the whole label table; the readout (decider/readout.ts, shared with
 // decider-labels) reads the row's first k.
+import { softmax } from '../../../common/index.js';
 import { BudgetError } from '../../errors.js';
 import type { EvaluateRequest } from '../../types.js';
 import { deciderLayout, deciderLogps, type DeciderTemperatures, type DeciderTokenizer } from '../decider/index.js';
@@ -66,14 +67,6 @@ export function slotFeeds(batch: readonly SlotRowInput[], padId: number) {
   };
 }
 
-/** Softmax in float64. */
-function softmax(z: readonly number[]): number[] {
-  const max = Math.max(...z);
-  const e = z.map((x) => Math.exp(x - max));
-  const total = e.reduce((a, b) => a + b, 0);
-  return e.map((x) => x / total);
-}
-
 /** How many labels a question's rows read: a choice's options, else no / yes. */
 function width(q: FamilyQuestion): number {
   return q.question.type === 'choice' ? q.options!.length : 2;
@@ -85,7 +78,11 @@ function width(q: FamilyQuestion): number {
  * temperatures: the decider readout, whose label log-probabilities may be the raw logits (a shift
  * per row cancels in the softmax and in l_yes − l_no).
  */
-export function slotProbabilities(q: FamilyQuestion, outputs: readonly RowOutput[], t: DeciderTemperatures): number[] {
+export function slotRowProbabilities(
+  q: FamilyQuestion,
+  outputs: readonly RowOutput[],
+  t: DeciderTemperatures,
+): number[] {
   const read = { key: q.key, question: q.question, rows: outputs.map((_, i) => i) };
   return softmax(
     deciderLogps(

@@ -15,11 +15,11 @@ import type { RowFamily, FamilyPlan, FamilyQuestion, RowOutput } from '../family
 import { encoderGraph, readJsonFile, tokenizerDir } from '../files.js';
 import { boundedTokens } from '../shared/bounded.js';
 import { causalInputIds, rowPositionLists, rowPositions, rowsOf } from '../shared/causal-rows.js';
-import { CALIBRATION_FILE } from '../shared/folder-settings.js';
+import { headProbabilities } from '../shared/settings.js';
 import { encodeOnce } from '../shared/memo.js';
 import { askedInOrder } from '../shared/question.js';
 import { payload } from './canonical.js';
-import { calibrated, readDecisionConfig } from './config.js';
+import { readDecisionConfig } from './config.js';
 import { decisionRow, type DecisionRow, tooLong } from './layout.js';
 
 /** One question's row as the graph reads it. */
@@ -45,15 +45,8 @@ const STATE_MARGIN = 64;
 /** Loads a Decision endpoint folder: its settings, tokenizer and session. */
 export async function loadDecision(c: ResolvedEngineConfig): Promise<RowFamily<DecisionRowInput>> {
   const dir = c.modelDir;
-  const notes: string[] = [];
-  const config = readDecisionConfig(
-    readJsonFile(join(dir, 'decision.json')),
-    readJsonFile(join(dir, CALIBRATION_FILE)),
-  );
-  const t = config.temperature;
-  notes.push(
-    `rows of at most ${config.maxLen} tokens, pad id ${config.padId}, temperature ${t.choice}/${t.score}/${t.noul}`,
-  );
+  const config = readDecisionConfig(dir);
+  const notes = [...config.notes];
   const tokDir = tokenizerDir(dir);
   const tokJson = readJsonFile(join(tokDir, 'tokenizer.json'));
   if (!tokJson) throw new ModelLoadError(`${dir}: no tokenizer.json (at the root or in tokenizer/)`);
@@ -113,10 +106,9 @@ export async function loadDecision(c: ResolvedEngineConfig): Promise<RowFamily<D
     },
 
     probabilities(q: FamilyQuestion, outputs: readonly RowOutput[]): number[] {
-      const type = q.question.type;
-      const p = calibrated(outputs[0]!.logits, config.temperature[type]);
       // The head's noul order is [false, true]; the answer builder reads [yes, no].
-      return type === 'noul' ? [p[1]!, p[0]!] : p;
+      const type = q.question.type;
+      return headProbabilities(type, outputs[0]!.logits, config.temperature[type], 'false-true');
     },
 
     async close(): Promise<void> {

@@ -13,10 +13,10 @@ import type { EvaluateRequest } from '../../types.js';
 import type { FamilyPlan, FamilyQuestion, RowFamily, RowOutput } from '../family.js';
 import { encoderGraph, quantizesPerTensor, readJsonFile, tokenizerDir } from '../files.js';
 import { causalInputIds, rowPositionLists, rowPositions, rowsOf } from '../shared/causal-rows.js';
-import { CALIBRATION_FILE } from '../shared/folder-settings.js';
+import { headProbabilities, type TypeTemperatures } from '../shared/settings.js';
 import { encodeOnce } from '../shared/memo.js';
 import { askedInOrder } from '../shared/question.js';
-import { readKevConfig, type KevTemperatures } from './config.js';
+import { readKevConfig } from './config.js';
 import { kevRow, kevState, type KevRow } from './layout.js';
 
 /** One question's row as the graph reads it. */
@@ -29,15 +29,6 @@ export interface KevRowInput {
 const INPUTS = ['input_ids', 'decide_pos', 'opt_pos'] as const;
 const OUTPUT = 'scores';
 
-/** Softmax of scores / t, in float64. */
-export function calibrated(scores: readonly number[], t: number): number[] {
-  const z = scores.map((s) => s / t);
-  const max = Math.max(...z);
-  const e = z.map((x) => Math.exp(x - max));
-  const total = e.reduce((a, b) => a + b, 0);
-  return e.map((x) => x / total);
-}
-
 /**
  * A question's probabilities from its row's scores, in the answer builder's order: choice per
  * option, score per level, noul [P(yes), P(no)] (the head's options are [no, yes]).
@@ -45,10 +36,9 @@ export function calibrated(scores: readonly number[], t: number): number[] {
 export function kevProbabilities(
   type: FamilyQuestion['question']['type'],
   scores: readonly number[],
-  t: KevTemperatures,
+  t: TypeTemperatures,
 ): number[] {
-  const p = calibrated(scores, t[type]);
-  return type === 'noul' ? [p[1]!, p[0]!] : p;
+  return headProbabilities(type, scores, t[type], 'false-true');
 }
 
 /** The graph's inputs for a batch of rows. */
@@ -74,11 +64,7 @@ export async function loadKev(c: ResolvedEngineConfig): Promise<RowFamily<KevRow
   if (baked.length) notes.push(`tokenizer.json's own ${baked.join(' and ')} disabled (the layout alone cuts)`);
   const tokenizer = new Tokenizer({ ...tokJson, truncation: null, padding: null }, tokConfig);
   const encode = (text: string) => tokenizer.encode(text, { add_special_tokens: false }).ids;
-  const config = readKevConfig(
-    readJsonFile(join(dir, 'decision.json')),
-    readJsonFile(join(dir, CALIBRATION_FILE)),
-    (s) => tokenizer.token_to_id(s),
-  );
+  const config = readKevConfig(dir, (s) => tokenizer.token_to_id(s));
   notes.push(...config.notes);
 
   const graph = encoderGraph(dir, c.variant, false);

@@ -15,7 +15,8 @@ import { tokenName } from '../shared/specials.js';
 import { encodeOnce } from '../shared/memo.js';
 import { askedInOrder } from '../shared/question.js';
 import { withoutTruncation } from '../nli/tokenizer.js';
-import { layaProbabilities, layaTemperature, readLayaConfig, type LayaConfig } from './calibration.js';
+import { layaTemperature, readLayaConfig, type LayaConfig } from './calibration.js';
+import { headProbabilities } from '../shared/settings.js';
 import { layaLayout, type LayaTokenizer } from './layout.js';
 import { layaTokenizer } from './tokenizer.js';
 
@@ -170,9 +171,9 @@ export async function loadLaya(c: ResolvedEngineConfig): Promise<RowFamily<LayaR
 
     probabilities(q: FamilyQuestion, outputs: readonly RowOutput[]): number[] {
       const logits = outputs[0]!.logits;
-      const p = layaProbabilities(logits, layaTemperature(config.calibration, q.question.type, logits.length));
       // noul's markers are [false, true]; the answer builder reads [yes, no].
-      return q.question.type === 'noul' ? [p[1]!, p[0]!] : p;
+      const type = q.question.type;
+      return headProbabilities(type, logits, layaTemperature(config.calibration, type, logits.length), 'false-true');
     },
 
     async close(): Promise<void> {
