@@ -1,12 +1,13 @@
 // docs/file-formats.md, generated from the schemas of the files Assay reads (the model registry, a
-// model folder's assay.json, the keys file): every field, its type, whether it is required (or its
-// default) and its description (zod's .describe()). `npm run docs:formats` writes the page;
-// test/docs/file-formats.test.ts checks that it is up to date.
+// model folder's assay.json, the keys file, a family folder's decision.json and calibration.json):
+// every field, its type, whether it is required (or its default) and its description (zod's
+// .describe()). `npm run docs:formats` writes the page; test/docs/file-formats.test.ts checks that
+// it is up to date.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { KeysFileSchema } from './api/index.js';
-import { ModelManifestSchema } from './engine/index.js';
+import { CalibrationSchema, FAMILIES, ModelManifestSchema } from './engine/index.js';
 import { RegistryFileSchema } from './registry-schema.js';
 
 export const FILE_FORMATS_PAGE = fileURLToPath(new URL('../docs/file-formats.md', import.meta.url));
@@ -101,7 +102,12 @@ export function fieldTable(schema: z.ZodType): string {
   ].join('\n');
 }
 
-const FILES: { title: string; intro: string; schema: z.ZodType }[] = [
+/** A family's decision.json: its own table, under the file's section. */
+const DECISION_TABLES = FAMILIES.flatMap((f) =>
+  f.decision ? [`### ${f.name}\n\n${fieldTable(f.decision)}\n`] : [],
+).join('\n');
+
+const FILES: { title: string; intro: string; schema?: z.ZodType; after?: string }[] = [
   {
     title: 'The model registry (`models/registry.json`)',
     intro: `Which names the \`model\` field accepts and which folder answers them. The server and every
@@ -136,11 +142,32 @@ and limits. Read at startup.
 Unknown fields are refused: a misspelt \`models\` would let the key use every model.`,
     schema: KeysFileSchema,
   },
+  {
+    title: "A family folder's `decision.json`",
+    intro: `Beside a model family's export (docs/models.md#model-families): its \`layout\` id says which
+family the folder is (\`<family>-v<N>\`, read before any other file; the registry entry's \`family\`
+wins), and each family reads its own fields, below. Read when the model loads; a field of the wrong
+type stops the load naming the file and the field.
+
+Unknown fields are kept and not read (other servers of these models write their own); a field that
+looks like a misspelling of one the family reads stops the load naming the field meant.`,
+    after: DECISION_TABLES,
+  },
+  {
+    title: "A family folder's `calibration.json`",
+    intro: `The head's temperature, as the closest peer server writes it, read the same way by every family
+that has one: each answer's probabilities are softmax(logits / T) with its question type's T. What a
+family adds is its own (the decider's score rows take \`isolated_row_temperature\` from its
+decision.json; Laya's temperatures live in rl_agent_config.json). Absent: 1 for every type.`,
+    schema: CalibrationSchema,
+  },
 ];
 
 /** The whole page. */
 export function fileFormatsPage(): string {
-  const sections = FILES.map((f) => `## ${f.title}\n\n${f.intro}\n\n${fieldTable(f.schema)}\n`);
+  const sections = FILES.map(
+    (f) => `## ${f.title}\n\n${f.intro}\n\n${f.schema ? `${fieldTable(f.schema)}\n` : ''}${f.after ?? ''}`,
+  );
   return `# File formats
 
 [← README](../README.md) · [all docs](README.md)

@@ -15,20 +15,14 @@ import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import * as ort from 'onnxruntime-node';
 import {
-  layaFeeds,
   loadEvaluator,
-  loadLaya,
-  loadNli,
-  nliFeeds,
+  loadRowFamily,
   resolveEngineConfig,
   rowBatches,
   sessionOptions,
   type EvaluateRequest,
   type Evaluator,
-  type RowFamily,
   type FamilyRow,
-  type LayaRowInput,
-  type NliRowInput,
 } from '../../src/internal.js';
 import { ensureNliReplicaShape, NLI_SHAPES } from '../../tools/families/nli-replica.js';
 import { ensureLayaReplicaShape, LAYA_SHAPES, type LayaShapeName } from '../../tools/families/laya-replica.js';
@@ -131,11 +125,10 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
       unknown
     >;
     const tok = new Tokenizer(JSON.parse(readFileSync(join(tokDir, 'tokenizer.json'), 'utf8')), tokConfig);
-    const padId = tok.token_to_id(String(tokConfig.pad_token ?? '[PAD]'))!;
     const config = resolveEngineConfig({ modelDir: dir, variant: m.variant, threads: ctx.threads });
     // The rows Assay builds (the family's layout, outside any timing) and the graph it runs.
-    const family: RowFamily = m.family === 'laya-markers' ? await loadLaya(config) : await loadNli(config);
-    const graph = family.graph;
+    const family = await loadRowFamily(config, m.family);
+    const graph = family.runner.graph;
     const warnings: string[] = [];
     const assay: Evaluator = await loadEvaluator({
       modelDir: dir,
@@ -144,13 +137,10 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
       onNote: (w) => warnings.push(w.message),
     });
     const bare = await ort.InferenceSession.create(graph, await sessionOptions(config));
-    const alone = family.rowsAlone;
+    const alone = family.runner.rowsAlone;
     notes.push(`${label}: ${graph.replace(dir, '<replica>')}${alone ? ' (dynamic int8: rows one by one)' : ''}`);
-    const typeIds = bare.inputNames.includes('token_type_ids');
-    const feeds = (batch: FamilyRow[]) =>
-      m.family === 'laya-markers'
-        ? layaFeeds(batch as LayaRowInput[], padId)
-        : nliFeeds(batch as NliRowInput[], padId, typeIds);
+    // The graph's inputs as the family's runner builds them.
+    const feeds = (batch: FamilyRow[]) => family.runner.feeds(batch);
     const runBare = async (planned: FamilyRow[]) => {
       for (const batch of rowBatches(planned, alone ? 0 : config.rowBatchTokens))
         await bare.run(feeds(batch.map((i) => planned[i]!)));
@@ -164,13 +154,13 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
         });
         const warm = request();
         await assay.evaluate(warm);
-        await runBare(family.plan(warm).rows);
+        await runBare(family.reader.plan(warm).rows);
         const times = { assay: [] as number[], bare: [] as number[] };
         let padded = 0;
         let inputTokens = 0;
         for (let r = 0; r < cell.rounds; r++) {
           const req = request();
-          const planned = family.plan(req).rows;
+          const planned = family.reader.plan(req).rows;
           inputTokens = planned.reduce((n, row) => n + row.tokens, 0);
           padded = rowBatches(planned, alone ? 0 : config.rowBatchTokens).reduce(
             (n, b) => n + b.length * Math.max(...b.map((i) => planned[i]!.tokens)),
@@ -240,7 +230,7 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
       }
     } finally {
       await assay.close();
-      await family.close();
+      await family.runner.close();
       await bare.release();
     }
     for (const w of warnings) notes.push(`${label} load: ${w}`);

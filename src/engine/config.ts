@@ -102,14 +102,14 @@ export interface EngineConfig {
    */
   batchPackTokens?: number;
   /**
-   * Encoder families: most padded tokens of one batch of a request's rows (rows × the longest),
-   * longest rows first (families/evaluator.ts); 0 runs rows one by one. Default by provider
+   * Row families: most padded tokens of one batch of a request's rows (rows × the longest),
+   * longest rows first (families/rows/batched.ts); 0 runs rows one by one. Default by provider
    * (src/defaults.ts): one by one on CPU, 4,096 on CUDA.
    */
   rowBatchTokens?: number;
   /**
-   * The model's family (families/family.ts): 'decoder', 'laya-markers' or 'nli-pairs'. Default: the
-   * folder's declaration (decision.json's `layout`), else what its files show (families/detect.ts).
+   * The model's family, by its name (families/list.ts). Default: the folder's declaration
+   * (decision.json's `layout`), else what its files show (families/detect.ts).
    */
   family?: string;
   /**

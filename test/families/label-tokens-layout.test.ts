@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as modelsCmd } from '../../src/commands/models.js';
 import { BudgetError, ModelLoadError } from '../../src/engine/errors.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
-import { isRowFamily } from '../../src/engine/families/family.js';
+import { isRowFamily } from '../../src/engine/families/list.js';
 import {
   dataEncoder,
   labelTokensLayout,

@@ -15,12 +15,11 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { resolveEngineConfig } from '../../src/engine/config.js';
 import { BudgetError } from '../../src/engine/errors.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
-import type { RowFamily, FamilyRow, FamilyQuestion } from '../../src/engine/families/family.js';
-import type { NliRow } from '../../src/engine/families/nli/layout.js';
-import { loadNli } from '../../src/engine/families/nli/family.js';
+import type { FamilyPlan, FamilyQuestion } from '../../src/engine/families/rows/family.js';
+import type { NliRowInput } from '../../src/engine/families/nli/family.js';
+import { openFamily, type OpenedFamily } from './row-family.js';
 import { answerQuestions } from '../../src/engine/execution/answers.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import { ensureNliReplica, type NliFlavor } from '../../tools/families/nli-replica.js';
@@ -84,12 +83,12 @@ function folderFor(model: string, variant?: 'int8'): string {
   return dir;
 }
 
-type NliFamily = RowFamily<FamilyRow & { row: NliRow }>;
+type NliFamily = OpenedFamily<FamilyPlan<NliRowInput>, NliRowInput>;
 const families = new Map<string, NliFamily>();
 const evaluators = new Map<string, Evaluator>();
 beforeAll(async () => {
   for (const model of Object.keys(goldens.models)) {
-    families.set(model, (await loadNli(resolveEngineConfig({ modelDir: folderFor(model), threads: 1 }))) as never);
+    families.set(model, await openFamily('nli-pairs', folderFor(model)));
     if (runnable(model))
       evaluators.set(model, await loadEvaluator({ modelDir: folderFor(model), threads: 1, engineThread: false }));
   }
@@ -118,7 +117,7 @@ describe('an NLI folder through the engine, on every golden request', () => {
         plan.rows.map(({ row }) => ({ ids: row.ids, ...(row.tokenTypeIds ? { tokenTypeIds: row.tokenTypeIds } : {}) })),
         g.name,
       ).toEqual(ref.rows!.map((r) => ({ ids: r.ids, ...(r.tokenTypeIds ? { tokenTypeIds: r.tokenTypeIds } : {}) })));
-      expect(plan.usage.input_tokens).toBe(ref.rows!.reduce((n, r) => n + r.ids.length, 0));
+      expect(family.usage(plan).usage.input_tokens).toBe(ref.rows!.reduce((n, r) => n + r.ids.length, 0));
       const q = plan.questions[0]!;
       const outputs = g.logits!.map((logits) => ({ logits }));
       const [answer] = Object.values(

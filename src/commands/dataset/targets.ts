@@ -5,11 +5,11 @@
 //   a variant of the model (its ONNX file)  fp32, int8, q4, ... (a synthetic model: that dtype's folder)
 //   a prompt version (label strategy)       v1 (option names), letters (A, B, C…)
 //   option rotations                        rot4 (each choice question over 4 rotations, averaged)
-//   a model family (the prompt contract)    decoder (Assay's generic prompt), decider-labels, ...:
-//                                           the registry entry's `family` for this run
-// e.g. `--compare int8,fp32`, `--compare v1,letters`, `--compare int8,int8+rot4`,
-// `--compare decider-labels,decoder`. The local engine runs every kind of arm; a server (--url)
-// only model names.
+//   a model family (the prompt contract)    one of the engine's FAMILY_NAMES (the default one: Assay's
+//                                           generic prompt): the registry entry's `family` for this run
+// e.g. `--compare int8,fp32`, `--compare v1,letters`, `--compare int8,int8+rot4`, a prompt
+// contract's family against the default one. The local engine runs every kind of arm; a server
+// (--url) only model names.
 import { basename, dirname, join, relative } from 'node:path';
 import { AssayClient } from '../../client/index.js';
 import { DEFAULTS } from '../../defaults.js';

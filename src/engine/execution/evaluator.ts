@@ -3,26 +3,20 @@
 // encoded once (or taken from the cross-request cache), each question as a suffix on its KV.
 import { resolveEngineConfig, type EngineConfig, type ResolvedEngineConfig } from '../config.js';
 import { ModelLoadError } from '../errors.js';
-import {
-  createFamilyEvaluator,
-  deciderLogps,
-  detectFamily,
-  isRowFamily,
-  labelTokensLogps,
-  readDeciderFolder,
-  readLabelTokensFolder,
-  type DecoderFamilyName,
-  type DeciderSettings,
-  type FamilyName,
-  type LabelTokensSettings,
-} from '../families/index.js';
+import { createFamilyEvaluator, DEFAULT_FAMILY, detectFamily, familyNamed, isRowFamily } from '../families/index.js';
 import { answerQuestions, type AnswerTemperatures } from './answers.js';
 import { RequestBatcher } from './batching.js';
 import { chooseStrategy, fitsOnePass, STRATEGIES } from './strategies.js';
 import { PassCount, Passes } from './passes.js';
 import { openModelFolder } from '../model/model-folder.js';
 import type { Budgets, Plan, ReadQuestion } from '../prompting/plan.js';
-import { defaultPlannerThreads, inlinePlanner, workerPlanner, type Planner } from '../prompting/planner/index.js';
+import {
+  defaultPlannerThreads,
+  inlinePlanner,
+  workerPlanner,
+  type Planner,
+  type PlannerContract,
+} from '../prompting/planner/index.js';
 import { PrefixCache } from '../cache/prefix-cache.js';
 import { promptSet } from '../prompting/prompts.js';
 import { ModelRunner } from '../model/runner.js';
@@ -37,8 +31,8 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
   if (isRowFamily(family)) return createFamilyEvaluator(config, family);
   const folder = await openModelFolder(config.modelDir, config.variant);
   const codec = await TextCodec.load(folder.dir);
-  // A decider-labels or label-tokens folder is read under its own prompt contract (families/decider/,
-  // families/label-tokens/): Assay's chat prompt is not used.
+  // A folder of a family with its own prompt contract (its descriptor's `contract`) is read under it:
+  // Assay's chat prompt is not used.
   const contract = readContract(family, folder.dir, codec, config);
   if (!contract && !codec.hasChatTemplate) {
     throw new ModelLoadError(
@@ -99,53 +93,36 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
     runner,
     planner,
     temperatures,
-    contract?.family ?? { name: 'decoder' },
+    contract?.family ?? { name: DEFAULT_FAMILY },
   );
 }
 
 /** A folder's own prompt contract: what its planner and its readout need. */
 interface Contract {
-  planner: { decider?: DeciderSettings; labelTokens?: LabelTokensSettings };
+  planner: { contract: PlannerContract };
   family: EngineFamily;
 }
 
-/** The contract of a decider-labels or label-tokens folder (its files read and reported at load); none for a decoder. */
+/** The contract of a decoder-engine family whose folder carries one (its files read and reported at load); none for a decoder. */
 function readContract(
-  family: FamilyName,
+  family: string,
   dir: string,
   codec: TextCodec,
   config: ResolvedEngineConfig,
 ): Contract | undefined {
-  const note = (what: string, notes: readonly string[]) =>
-    config.onNote?.({ kind: 'family', message: `${what}${notes.map((n) => `; ${n}`).join('')}` });
-  if (family === 'decider-labels') {
-    const read = readDeciderFolder(dir, (text) => codec.encodeText(text, undefined, true));
-    note('decider-labels (its own prompt contract)', read.notes);
-    return {
-      planner: { decider: { labels: read.labels } },
-      family: { name: family, read: (asked, logps) => deciderLogps(asked, logps, read.temperatures) },
-    };
-  }
-  if (family === 'label-tokens') {
-    const read = readLabelTokensFolder(dir, codec);
-    note('label-tokens (the prompt contract of its decision.json)', read.notes);
-    const order = read.settings.noul.order;
-    return {
-      planner: { labelTokens: read.settings },
-      family: { name: family, read: (asked, logps) => labelTokensLogps(asked, logps, read.temperatures, order) },
-    };
-  }
-  return undefined;
+  const spec = familyNamed(family)?.contract;
+  if (!spec) return undefined;
+  const read = spec.read(dir, codec);
+  config.onNote?.({ kind: 'family', message: `${family} (${spec.what})${read.notes.map((n) => `; ${n}`).join('')}` });
+  return { planner: { contract: { family, settings: read.settings } }, family: { name: family, read: read.read } };
 }
 
-/** The decoder engine's family: Assay's prompt, or a label-token contract and its readout. */
-type EngineFamily =
-  | { name: 'decoder' }
-  | {
-      name: Exclude<DecoderFamilyName, 'decoder'>;
-      /** Each answer's log-probabilities from its rows' label log-probabilities. */
-      read(asked: readonly ReadQuestion[], logps: ReadonlyArray<readonly number[]>): number[][];
-    };
+/** The decoder engine's family: Assay's prompt, or a prompt contract and its readout. */
+interface EngineFamily {
+  name: string;
+  /** Each answer's log-probabilities from its rows' label log-probabilities (a prompt contract's readout). */
+  read?(asked: readonly ReadQuestion[], logps: ReadonlyArray<readonly number[]>): number[][];
+}
 
 class OnnxEvaluator implements Evaluator {
   private readonly scheduler: Scheduler;
@@ -286,7 +263,7 @@ class OnnxEvaluator implements Evaluator {
         });
         const logps = plan.questions.map((q) => read.get(q)!);
         // A label-token family reads its answers from its rows (a score question: one row per level).
-        if (plan.readout && this.family.name !== 'decoder') {
+        if (plan.readout && this.family.read) {
           const asked = plan.readout.questions;
           const answered = this.family.read(asked, logps);
           return answerQuestions(asked, answered, this.temperatures, this.config.confidence);
@@ -312,6 +289,7 @@ class OnnxEvaluator implements Evaluator {
       tokensEvaluated: this.count.tokens,
       passes: this.count.passes,
       family: this.family.name,
+      prefixReuse: true,
     };
   }
 

@@ -1,7 +1,7 @@
 // A decider-labels folder's own files (docs/families/decider-labels.md): decision.json (its layout
 // id, optionally the label table and the isolated rows' temperature: DeciderDecisionSchema) and
 // calibration.json (`temperature: [t_choice, t_score, t_noul]`, the one rule of shared/settings.ts).
-// The slot-head export (decider-slots/) reads the same fields and a few of its own
+// The slot-head export (its own folder) reads the same fields and a few of its own
 // (DECIDER_FIELDS extended).
 import { z } from 'zod';
 import { fileObject } from '../../../protocol/index.js';

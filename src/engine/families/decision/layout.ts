@@ -91,12 +91,15 @@ export function candidates(q: FamilyQuestion, config: DecisionLayoutConfig): Arr
   ];
 }
 
+/** The text every question's prefix segment begins with: the context, up to the question's type. */
+export function stateSegment(state: unknown): string {
+  return `Context:\n${payload(state ?? null)}\n\nTask type:`;
+}
+
 /** The row's text segments: the prefix, one per candidate, the suffix. */
 export function segments(q: FamilyQuestion, state: unknown, config: DecisionLayoutConfig): string[] {
   const cands = candidates(q, config);
-  const prefix =
-    `Context:\n${payload(state ?? null)}\n\nTask type: ${q.type}\nQuestion:\n` +
-    `${payload(q.instructions ?? null)}\nOptions:`;
+  const prefix = `${stateSegment(state)} ${q.type}\nQuestion:\n${payload(q.instructions ?? null)}\nOptions:`;
   const options = cands.map(([key, description]) => `\n<option>\n${canonicalJson({ key, description })}\n</option>`);
   return [prefix, ...options, DECISION_SUFFIX];
 }

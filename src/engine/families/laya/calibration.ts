@@ -54,8 +54,11 @@ export function temperatureBucket(type: QType, options: number): string {
   return `${type}:${size}`;
 }
 
+/** Laya's limits and calibration: its presence makes a folder a Laya model (descriptor.ts). */
+export const LAYA_CONFIG = 'rl_agent_config.json';
+
 /** rl_agent_config.json's parts the layout and the readout use. `file` names it in errors. */
-export function readLayaConfig(json: unknown, file = 'rl_agent_config.json'): LayaConfig {
+export function readLayaConfig(json: unknown, file = LAYA_CONFIG): LayaConfig {
   if (!json || typeof json !== 'object' || Array.isArray(json)) throw new ModelLoadError(`${file}: expected an object`);
   const cfg = json as Record<string, unknown>;
   const limit = (key: string, fallback: number): number => {

@@ -10,9 +10,7 @@ import { availableParallelism } from 'node:os';
 import { AbortedError, OverloadedError } from '../../errors.js';
 import { QueueFullError, WorkerPool, workerEntry, workerExecArgv } from '../../../workers/index.js';
 import { rebuild, type Failure } from '../../thread/failure.js';
-import { planDecider, type DeciderSettings } from '../../families/decider/plan.js';
-import { planLabelTokens } from '../../families/label-tokens/plan.js';
-import type { LabelTokensSettings } from '../../families/label-tokens/settings.js';
+import { familyNamed } from '../../families/list.js';
 import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
 import { TextCodec } from '../tokenizer.js';
@@ -30,10 +28,14 @@ export interface PlannerOptions {
   threads: number;
   /** Requests waiting for a planning thread before OverloadedError (529): planning has a bounded queue too. */
   maxQueue: number;
-  /** A decider-labels folder: its layout plans the requests (not Assay's prompt). */
-  decider?: DeciderSettings;
-  /** A label-tokens folder: its contract plans the requests. */
-  labelTokens?: LabelTokensSettings;
+  /** A folder with its own prompt contract: its family's contract plans the requests (not Assay's prompt). */
+  contract?: PlannerContract;
+}
+
+/** A folder's prompt contract as the planner threads take it: its family's name and the settings read at load. */
+export interface PlannerContract {
+  family: string;
+  settings: unknown;
 }
 
 export interface Planner {
@@ -48,14 +50,14 @@ export function defaultPlannerThreads(): number {
   return Math.max(1, Math.floor(availableParallelism() / 2));
 }
 
-/** A request's plan: the folder's contract's (decider-labels, label-tokens), else Assay's prompt's. */
+/** A request's plan: the folder's prompt contract's (its family's descriptor), else Assay's prompt's. */
 export function planWith(
   codec: TextCodec,
   o: Omit<PlannerOptions, 'threads' | 'modelDir' | 'maxQueue'>,
   request: EvaluateRequest,
 ): Plan {
-  if (o.decider) return planDecider(request, codec, o.decider, o.budgets);
-  if (o.labelTokens) return planLabelTokens(request, codec, o.labelTokens, o.budgets);
+  const contract = o.contract && familyNamed(o.contract.family)?.contract;
+  if (contract) return contract.plan(request, codec, o.contract!.settings, o.budgets);
   return planRequest(request, codec, promptSet(o.promptVersion), o.endToken, o.budgets, { rotations: o.rotations });
 }
 
@@ -85,8 +87,7 @@ export function workerPlanner(o: PlannerOptions): Planner {
     rotations: o.rotations,
     endToken: o.endToken,
     budgets: o.budgets,
-    decider: o.decider,
-    labelTokens: o.labelTokens,
+    contract: o.contract,
   });
   const pool = (eager: number, size = o.threads, maxQueue = o.maxQueue, background = false) =>
     new WorkerPool<PlannerCalls>({

@@ -1,9 +1,8 @@
-// The input of a causal-row graph with a gathered-position head (kev-pointer, decision-endpoint,
-// decider-slots, arbiter-fixed), as their published exports take it: `input_ids` i64[rows, seq],
-// every row right-padded with the family's pad id to one length, a multiple of 64 (the exporters
-// run attention in 64-token chunks and cannot pad in-graph), no attention-mask input: every layer
-// is causal, so padding on the right never reaches a gathered position. Positions are i64 tensors
-// of one index per row ([rows]) or of k per row ([rows, k]).
+// The input of a causal-row graph with a gathered-position head, as the published exports take it:
+// `input_ids` i64[rows, seq], every row right-padded with the family's pad id to one length, a
+// multiple of 64 (the exporters run attention in 64-token chunks and cannot pad in-graph), no
+// attention-mask input: every layer is causal, so padding on the right never reaches a gathered
+// position. Positions are i64 tensors of one index per row ([rows]) or of k per row ([rows, k]).
 import * as ort from 'onnxruntime-node';
 import { EngineError } from '../../errors.js';
 
