@@ -7,6 +7,7 @@ import { readModelManifest } from '../model/model-folder.js';
 import type { Evaluator } from '../types.js';
 import { familyNamed } from './list.js';
 import { FamilyEvaluator, type LoadedRowFamily } from './rows/evaluator.js';
+import { rowPlanner } from './rows/planner.js';
 
 export { detectFamily, familyOfFiles, type FamilyEvidence } from './detect.js';
 export { DEFAULT_FAMILY, FAMILIES, FAMILY_NAMES, familyNamed, isRowFamily, type FamilyName } from './list.js';
@@ -31,5 +32,6 @@ export async function createFamilyEvaluator(c: ResolvedEngineConfig, name: strin
   c.onNote?.({ kind: 'family', message: `${name} (${runner.graph})${notes.map((n) => `; ${n}`).join('')}` });
   // Calibration fitted by `assay calibrate` on this folder (assay.json), on top of the family's own.
   const temperatures = c.answerTemperatures ?? manifest.answer_temperature ?? {};
-  return new FamilyEvaluator(c, { name, reader, runner }, manifest.synthetic === true, temperatures);
+  const planner = rowPlanner(c, name, reader);
+  return new FamilyEvaluator(c, { name, reader, runner }, planner, manifest.synthetic === true, temperatures);
 }

@@ -120,7 +120,8 @@ export function decisionRow(
   const ids: number[] = [];
   const candPos: number[] = [];
   parts.forEach((text, i) => {
-    ids.push(...encode(text));
+    // One by one: a segment of tens of thousands of tokens would overflow the call's arguments.
+    for (const id of encode(text)) ids.push(id);
     if (i > 0 && i < parts.length - 1) candPos.push(ids.length - 1);
   });
   if (ids.length > config.maxLen) throw tooLong(ids.length, config.maxLen, false);

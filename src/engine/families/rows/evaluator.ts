@@ -1,12 +1,13 @@
-// The evaluator of a row family (family.ts): a request becomes rows (the family's layout), the
-// runner runs them in the request's turn of the scheduler (requests interleave pass by pass) and
-// counts what they read, and each question's calibrated option probabilities become its answer
-// through the engine's shared answer code (execution/answers.ts), as a decoder's do.
+// The evaluator of a row family (family.ts): a request becomes rows (the family's layout, in the
+// planner threads: planner.ts), the runner runs them in the request's turn of the scheduler
+// (requests interleave pass by pass) and counts what they read, and each question's calibrated
+// option probabilities become its answer through the engine's shared answer code
+// (execution/answers.ts), as a decoder's do. The engine thread only schedules, runs and reads out.
 import { BudgetError } from '../../errors.js';
 import { answerQuestions, type AnswerTemperatures } from '../../execution/answers.js';
 import { PassCount } from '../../execution/passes.js';
 import { Scheduler } from '../../execution/scheduler.js';
-import { parseBody } from '../../prompting/planner/task.js';
+import type { Planner } from '../../prompting/planner/lanes.js';
 import type { ResolvedEngineConfig } from '../../config.js';
 import type {
   EngineStats,
@@ -32,6 +33,8 @@ export class FamilyEvaluator<P extends FamilyPlan = FamilyPlan> implements Evalu
   constructor(
     private readonly config: ResolvedEngineConfig,
     private readonly family: LoadedRowFamily<P>,
+    /** Plans requests into the family's rows (its planner threads). */
+    private readonly planner: Planner<P>,
     readonly synthetic: boolean,
     /** `assay calibrate`'s temperatures (assay.json), applied as to a decoder's label log-probabilities. */
     private readonly temperatures: AnswerTemperatures = {},
@@ -49,11 +52,12 @@ export class FamilyEvaluator<P extends FamilyPlan = FamilyPlan> implements Evalu
 
   async evaluate(request: EvaluateRequest, options: EvaluateOptions = {}): Promise<EvaluateResult> {
     // The layout refuses what the family cannot read (422) before the request takes a place in the queue.
-    return this.run(this.family.reader.plan(request), options);
+    return this.run(await this.planner.plan(request, options.signal, options.lane), options);
   }
 
+  /** A request body as bytes: parsed and planned in a planner thread, never on this one. */
   async evaluateBody(body: Uint8Array, options: EvaluateOptions = {}): Promise<EvaluateResult> {
-    return this.evaluate(parseBody(body), options);
+    return this.run(await this.planner.planBody(body, options.signal, options.lane), options);
   }
 
   private async run(plan: P, options: EvaluateOptions): Promise<EvaluateResult> {
@@ -102,6 +106,7 @@ export class FamilyEvaluator<P extends FamilyPlan = FamilyPlan> implements Evalu
   }
 
   async close(): Promise<void> {
+    await this.planner.close();
     await this.scheduler.exclusive(() => this.family.runner.close());
   }
 }
