@@ -58,7 +58,7 @@ export { toHalf } from './model-files/onnx/half.js';
 // The server, its keys, the model pool and the registry (benches that run a server in-process).
 export { buildServer, keysFromList } from './api/index.js';
 export { createModelPool } from './service/index.js';
-export { checkRegistry } from './registry.js';
+export { checkRegistry } from './registry/index.js';
 
 // Small helpers.
 export { seededRandom } from './common/index.js';

@@ -9,7 +9,7 @@ import type { Answer, SentOrder, SystemOneRequest, SystemOneResponse, Validation
 import { keysInOrder, requestErrors, writeResponse } from '../protocol/index.js';
 import { DEFAULT_FAMILY, FAMILIES, FAMILY_NAMES } from '../engine/index.js';
 import { evaluateRequest } from '../service/index.js';
-import { loadRegistry, resolveModel } from '../registry.js';
+import { loadRegistry, resolveModel } from '../registry/index.js';
 import { openLocalModel } from './local-model.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
 import { DEFAULT_RESAMPLES, DEFAULT_SEED } from '../quality/index.js';

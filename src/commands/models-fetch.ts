@@ -19,7 +19,7 @@ import {
 } from '../model-files/index.js';
 import { DEFAULT_FAMILY, FAMILIES, parseVariant } from '../engine/index.js';
 import { progressBar } from './progress.js';
-import { registerModel } from '../registry.js';
+import { registerModel } from '../registry/index.js';
 import { commandFlags, commandHelp, COMMON_FLAGS } from '../config/index.js';
 import { parseCommand, resolveIo } from './common.js';
 

@@ -6,10 +6,9 @@
 // would list, with the versioned id and folder each name resolves to.
 import type { ModelMetadataList } from '../protocol/index.js';
 import { AssayClient } from '../client/index.js';
-import { loadRegistry } from '../registry.js';
-import { listModels } from '../model-list.js';
+import { listModels, loadRegistry } from '../registry/index.js';
 import { DEFAULT_FAMILY, detectFamily, familyNamed } from '../engine/index.js';
-import type { ResolvedModel } from '../registry.js';
+import type { ResolvedModel } from '../registry/index.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
 import { describeError, parseCommand, parseFormat, resolveIo, table, type CommandIo } from './common.js';
 

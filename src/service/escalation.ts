@@ -17,7 +17,7 @@ import {
   type Question,
 } from '../protocol/index.js';
 import { certainty } from '../quality/index.js';
-import { resolveModel, type EscalationSpec, type Registry, type RemoteModel } from '../registry.js';
+import { resolveModel, type EscalationSpec, type Registry, type RemoteModel } from '../registry/index.js';
 import { ModelUnavailableError } from './errors.js';
 import { withModel, type ModelProvider } from './provider.js';
 

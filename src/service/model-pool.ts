@@ -5,7 +5,7 @@
 // Serving a synthetic (random-weight) model is always announced with a loud warning.
 import { EngineDeadError, loadEvaluator, type EngineConfig, type EngineNote, type Evaluator } from '../engine/index.js';
 import { DEFAULTS } from '../defaults.js';
-import { resolveModel, type ModelEntry, type Registry } from '../registry.js';
+import { resolveModel, type ModelEntry, type Registry } from '../registry/index.js';
 import { ModelInUseError, ModelTooLargeError, ModelUnavailableError } from './errors.js';
 import { announceEscalations } from './escalation-notice.js';
 import type { Lease, ModelProvider, PoolLog } from './provider.js';

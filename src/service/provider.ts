@@ -2,7 +2,7 @@
 // request by a lease; the pool (model-pool.ts) is the one `assay serve` runs, staticModels the one
 // tests and embedding programs use.
 import type { EngineStats, Evaluator } from '../engine/index.js';
-import type { Registry } from '../registry.js';
+import type { Registry } from '../registry/index.js';
 import type { ResidencyCounts, ResidencyView } from './residency.js';
 
 /** Where the models' lifecycle is logged (pino's info and warn, or a test's collector). */

@@ -11,7 +11,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { buildServer, type AssayServer } from '../../src/api/server.js';
 import { REQUEST_EXAMPLE } from '../../src/api/openapi-examples.js';
 import { keysFromList } from '../../src/api/auth.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { staticModels } from '../../src/service/provider.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import { ensureLayaReplica } from '../../tools/families/laya-replica.js';

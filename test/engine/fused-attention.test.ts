@@ -23,7 +23,7 @@ import { attentionShape, fuseAttention } from '../../src/engine/model/fuse-atten
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { ModelRunner, type KvCache } from '../../src/engine/model/runner.js';
 import { createModelPool } from '../../src/service/model-pool.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { ensureFlavor } from '../../tools/flavors.js';
 import { choice, manyQuestions, maxDiff, noul, request, score, tinyFp32, tinyInt8 } from './fixtures.js';
 

@@ -7,7 +7,7 @@ import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { createModelPool, type ModelPool } from '../../src/service/model-pool.js';
 import { ModelInUseError, ModelsBusyError, ModelsPinnedError, ModelTooLargeError } from '../../src/service/errors.js';
 import { folderBytes, type ResidencyOptions } from '../../src/service/residency.js';
-import { checkRegistry, type Registry } from '../../src/registry.js';
+import { checkRegistry, type Registry } from '../../src/registry/registry.js';
 import type { EvaluateRequest } from '../../src/engine/index.js';
 import { mixedRequest } from '../api/helpers.js';
 

@@ -3,7 +3,7 @@
 // (batch-target.ts) and the runner import these types without importing the openers.
 import type { EngineConfig } from '../../engine/index.js';
 import type { SystemOneResponse } from '../../protocol/index.js';
-import type { Registry } from '../../registry.js';
+import type { Registry } from '../../registry/index.js';
 import type { Io } from '../common.js';
 import type { DatasetLine } from './read.js';
 

@@ -17,7 +17,7 @@ import type { EngineConfig } from '../../engine/index.js';
 import { FAMILY_NAMES, PROMPT_VERSIONS, parseVariant, VARIANTS } from '../../engine/index.js';
 import type { SystemOneRequest } from '../../protocol/index.js';
 import { ParsedBody } from '../../protocol/index.js';
-import { resolveModel, type ModelEntry, type Registry } from '../../registry.js';
+import { resolveModel, type ModelEntry, type Registry } from '../../registry/index.js';
 import { evaluateRequest } from '../../service/index.js';
 import { openLocalModel } from '../local-model.js';
 import { batchTarget } from './batch-target.js';

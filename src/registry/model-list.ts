@@ -1,7 +1,7 @@
 // The models a caller may list: GET /v1/models, the playground's list and `assay models` read the
 // same names, in the same order, with the same metadata. Beside the registry rather than in the
 // service: listing models must not load the engine (and onnxruntime) that the service imports.
-import type { ModelMetadata } from './protocol/index.js';
+import type { ModelMetadata } from '../protocol/index.js';
 import { listModelNames, resolveModel, type Registry, type ResolvedModel } from './registry.js';
 
 export interface ListedModel {

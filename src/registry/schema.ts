@@ -8,8 +8,8 @@
 // (`varient`, `releaseDate`) stops the command naming the field meant: a misspelt field would
 // otherwise be silently ignored. The question types of `escalate.below` are a closed set.
 import { z } from 'zod';
-import { FAMILY_NAMES, parseVariant, VARIANTS } from './engine/index.js';
-import { fileObject } from './protocol/index.js';
+import { FAMILY_NAMES, parseVariant, VARIANTS } from '../engine/index.js';
+import { fileObject } from '../protocol/index.js';
 
 const nonEmpty = (what: string) => z.string().min(1, `expected ${what}`);
 

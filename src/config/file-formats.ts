@@ -6,11 +6,11 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { KeysFileSchema } from './api/index.js';
-import { CalibrationSchema, FAMILIES, ModelManifestSchema } from './engine/index.js';
-import { RegistryFileSchema } from './registry-schema.js';
+import { KeysFileSchema } from '../api/index.js';
+import { CalibrationSchema, FAMILIES, ModelManifestSchema } from '../engine/index.js';
+import { RegistryFileSchema } from '../registry/index.js';
 
-export const FILE_FORMATS_PAGE = fileURLToPath(new URL('../docs/file-formats.md', import.meta.url));
+export const FILE_FORMATS_PAGE = fileURLToPath(new URL('../../docs/file-formats.md', import.meta.url));
 
 /** The part of a JSON Schema (draft 2020-12, as z.toJSONSchema writes it) the table reads. */
 interface JsonSchema {
@@ -172,7 +172,7 @@ export function fileFormatsPage(): string {
 
 [← README](../README.md) · [all docs](README.md)
 
-<!-- Generated from the schemas by npm run docs:formats (src/file-formats.ts): edit those, not this page. -->
+<!-- Generated from the schemas by npm run docs:formats (src/config/file-formats.ts): edit those, not this page. -->
 
 The JSON files Assay reads, each checked by a schema when it is read. A problem stops the command
 with the file, the path inside it and what was expected, e.g.

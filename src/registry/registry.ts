@@ -7,16 +7,16 @@
 //    "aliases": {"svc-latest": "svc-1.13.0", "svc-preview": "svc-1.13.0"}}
 // Versioned ids (keys of `models`) are always accepted; GET /v1/models lists the aliases, plus
 // any versioned id whose entry says `"listed": true` (as the hosted service: "the list currently holds the aliases").
-// The format, its checks and the unknown-field policy: registry-schema.ts (reference: docs/file-formats.md).
+// The format, its checks and the unknown-field policy: schema.ts (reference: docs/file-formats.md).
 import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fileProblem } from './protocol/index.js';
-import { RegistryFileSchema, type ModelEntry, type RegistryFile } from './registry-schema.js';
+import { fileProblem } from '../protocol/index.js';
+import { RegistryFileSchema, type ModelEntry, type RegistryFile } from './schema.js';
 
-export const DEFAULT_REGISTRY_FILE = fileURLToPath(new URL('../models/registry.json', import.meta.url));
+export const DEFAULT_REGISTRY_FILE = fileURLToPath(new URL('../../models/registry.json', import.meta.url));
 
-export type { EscalationSpec, ModelEntry, RegistryFile, RemoteModel, SyntheticSpec } from './registry-schema.js';
+export type { EscalationSpec, ModelEntry, RegistryFile, RemoteModel, SyntheticSpec } from './schema.js';
 
 export interface Registry extends RegistryFile {
   /** Absolute path of the file it was read from. */
