@@ -1,5 +1,5 @@
 // The encoder families at the real shapes of their published models (synthetic replicas:
-// tools/families/laya-replica.ts, nli-replica.ts): Laya on ModernBERT-large (421M) fp32 and int8
+// tools/families/laya/replica.ts, nli-replica.ts): Laya on ModernBERT-large (421M) fp32 and int8
 // and mmBERT-base fp32; NLI pairs on DeBERTa-v3-large's size (435M) int8 and fp32.
 // - Requests of 1 / 5 / 20 questions on 128 / 512 / 1,024-token states through Assay as served
 //   (the engine thread, the family's layout and answers), beside onnxruntime running the same graph
@@ -24,8 +24,8 @@ import {
   type Evaluator,
   type FamilyRow,
 } from '../../src/internal.js';
-import { ensureNliReplicaShape, NLI_SHAPES } from '../../tools/families/nli-replica.js';
-import { ensureLayaReplicaShape, LAYA_SHAPES, type LayaShapeName } from '../../tools/families/laya-replica.js';
+import { ensureNliReplicaShape, NLI_SHAPES } from '../../tools/families/nli/replica.js';
+import { ensureLayaReplicaShape, LAYA_SHAPES, type LayaShapeName } from '../../tools/families/laya/replica.js';
 import { table, ms, ratio, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { pairedRatio, roundSummary, summarize, timeMs } from '../lib/stats.js';
 import { mixedQuestions } from '../lib/text.js';

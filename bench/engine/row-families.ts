@@ -33,11 +33,11 @@ import {
   type Question,
   type WholeRow,
 } from '../../src/internal.js';
-import { ensureArbiterReplica, ensureArbiterReplicaSize } from '../../tools/families/arbiter-replica.js';
-import { CAUSAL_BASE_SIZES, type CausalSize } from '../../tools/families/causal-replica-kit.js';
-import { ensureSlotsReplica, ensureSlotsReplicaSize } from '../../tools/families/decider-slots-replica.js';
-import { ensureDecisionReplica, ensureDecisionReplicaSize } from '../../tools/families/decision-replica.js';
-import { ensureKevReplica, ensureKevReplicaSize } from '../../tools/families/kev-replica.js';
+import { ensureArbiterReplica, ensureArbiterReplicaSize } from '../../tools/families/arbiter/replica.js';
+import { CAUSAL_BASE_SIZES, type CausalSize } from '../../tools/families/kit/causal-replica-kit.js';
+import { ensureSlotsReplica, ensureSlotsReplicaSize } from '../../tools/families/decider-slots/replica.js';
+import { ensureDecisionReplica, ensureDecisionReplicaSize } from '../../tools/families/decision/replica.js';
+import { ensureKevReplica, ensureKevReplicaSize } from '../../tools/families/kev/replica.js';
 import { table, ms, ratio, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { pairedRatio, roundSummary, summarize, timeMs } from '../lib/stats.js';
 import { clientQuestions, textOfTokens } from '../lib/text.js';
@@ -238,7 +238,7 @@ export async function rowFamiliesSection(ctx: BenchContext): Promise<SectionResu
     notes: [
       'Replicas with random weights at the published sizes, BF16 weights in external data computed in fp32 (no int8 export of these families is published): the cost is real, the answers are not.',
       "The graphs take whole rows and no KV input: the state cannot be encoded once and reused, each question's row reads it again (one row per question is the contract itself, so there is no cheaper no-reuse side to compare with). Assay's one lever is batching a request's rows in one run.",
-      "The replicas' trunk (tools/families/causal-net.ts) differs from the real bases: learned positions (Kev, decider-slots) or none (Decision, Arbiter) instead of rotary, LayerNorm and GELU instead of RMSNorm and SwiGLU, every layer full attention (Qwen3.5 mixes linear-attention layers), plain-op attention (no fused kernel). Hidden size, layers and heads are the bases' (Qwen2.5-0.5B: 896, 24, 14; Qwen3.5-0.8B: 1,024, 24, 8), and the 2-matrix MLP is 1.5 × the base's SwiGLU width (7,296; 5,376), so the cost per token is matched by parameter count; the vocabulary is the Qwen3.5-id tokenizer's (248,320 rows, a gather; Decision 248,045, Arbiter its stand-in tokenizer's).",
+      "The replicas' trunk (tools/families/kit/causal-net.ts) differs from the real bases: learned positions (Kev, decider-slots) or none (Decision, Arbiter) instead of rotary, LayerNorm and GELU instead of RMSNorm and SwiGLU, every layer full attention (Qwen3.5 mixes linear-attention layers), plain-op attention (no fused kernel). Hidden size, layers and heads are the bases' (Qwen2.5-0.5B: 896, 24, 14; Qwen3.5-0.8B: 1,024, 24, 8), and the 2-matrix MLP is 1.5 × the base's SwiGLU width (7,296; 5,376), so the cost per token is matched by parameter count; the vocabulary is the Qwen3.5-id tokenizer's (248,320 rows, a gather; Decision 248,045, Arbiter its stand-in tokenizer's).",
       "Questions: the first public client's mix (60% noul, 28% choice of 4, 12% score of at most 5 levels): one row each under Kev's and Decision's contracts, one per question and one per score level under decider-slots', and Arbiter's scores at 6 levels (the only count its head scores).",
       `assay: loadEvaluator as served on CPU (rows one by one, rowBatchTokens 0); batched: rowBatchTokens ${BATCH_TOKENS.toLocaleString('en-US')} (rows sorted by length, padded to the longest rounded up to 64); bare: session.run per row on the rows Assay built. Each round times the three back to back, the order reversed every other round; the rows and padded tokens are the last round's.`,
       "Memory: each of the three sessions holds about 4.3 GB at the 0.5B size (the BF16 data and the fp32 weights its Casts fold to; one evaluator's RSS after load), and a batch holds attention scores of rows × heads × seq² floats per layer (7 rows of 2,112 tokens at 14 heads: about 1.7 GB, several alive at once; 16 such rows in one batch, rowBatchTokens 32,768, ran out of 24 GiB at the 0.5B size): lower ASSAY_BENCH_ROW_BATCH_TOKENS, or pick cells with ASSAY_BENCH_ROW_CELLS, where memory is short.",

@@ -102,7 +102,7 @@ describe("CONTRIBUTING's recipe for a model family, on a throwaway family", () =
   it('its name is a family name: the list, the registry schema', async () => {
     const engine = await import(join(copy, 'src', 'engine', 'index.ts'));
     expect(engine.FAMILY_NAMES).toContain('echo-rows');
-    const { RegistryFileSchema } = await import(join(copy, 'src', 'registry-schema.ts'));
+    const { RegistryFileSchema } = await import(join(copy, 'src', 'registry', 'schema.ts'));
     const entry = { path: 'm', description: 'd', release_date: '2026-01-01', family: 'echo-rows' };
     expect(RegistryFileSchema.safeParse({ default: 'm-1', models: { 'm-1': entry } }).success).toBe(true);
   });

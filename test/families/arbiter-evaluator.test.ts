@@ -1,12 +1,12 @@
 // An Arbiter folder served by the engine (families/arbiter/ behind families/evaluator.ts), against
 // the independent references on every golden request (test/families/arbiter/goldens.json, made by
-// tools/reference/arbiter_layout.py from the published layout):
+// tools/families/arbiter/arbiter_layout.py from the published layout):
 // - the rows and last_pos the engine builds equal the reference's; the refusals are the same (a
 //   BudgetError: 422, naming the limit: 16 choice slots, exactly 6 score levels, the row's length);
 // - the answers built from the goldens' fake 24-slot scores (the question's slots, softmax / T,
 //   the engine's one answer builder) equal the reference readout within 1e-5 (float64 both sides);
 // - the replica's graph (fp32, causal, no attention mask) gives the numpy forward's 24 scores
-//   (tools/reference/endpoint_forward.py, float64, each row unpadded) within 1e-4; the whole
+//   (tools/families/kit/endpoint_forward.py, float64, each row unpadded) within 1e-4; the whole
 //   evaluator's answers equal the reference readout of the graph's own raw scores within 1e-5 (the
 //   issue's bound on answers), and the reference readout of the numpy scores within 1e-4;
 // - content is data: no row holds an added-token id (special or not) that the template did not put
@@ -29,9 +29,9 @@ import {
   GOLDEN_CONFIG,
   goldenRequests,
   runReference,
-} from '../../tools/families/arbiter-goldens.js';
-import * as kit from '../../tools/families/goldens-kit.js';
-import { ensureArbiterReplica } from '../../tools/families/arbiter-replica.js';
+} from '../../tools/families/arbiter/goldens.js';
+import * as kit from '../../tools/families/kit/goldens-kit.js';
+import { ensureArbiterReplica } from '../../tools/families/arbiter/replica.js';
 import * as golden from './golden-helpers.js';
 import { openCausal, wholeRowsOf } from './row-family.js';
 import { graphIo, hasNumpy as numpyFor } from './replica-helpers.js';
@@ -74,14 +74,13 @@ function shortCases(): Array<{ g: GoldenRequest; ref: GoldenResult; row: WholeRo
 
 function numpyForward(rows: GoldenResult[]): number[][] {
   const input = JSON.stringify({ rows: rows.map((r) => ({ ids: r.ids, last_pos: r.last_pos })) });
-  return (
-    JSON.parse(golden.python([join(golden.REFERENCE, 'endpoint_forward.py'), dir], input)) as { outputs: number[][] }
-  ).outputs;
+  return (JSON.parse(golden.python([golden.reference('endpoint_forward.py'), dir], input)) as { outputs: number[][] })
+    .outputs;
 }
 
 /** The reference readout of each row's 24 scores: [type, scores, slots] per row, T = 1. */
 function referenceReadouts(rows: Array<[string, number[], number[]]>): golden.ReadoutNumbers[] {
-  const script = `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.REFERENCE)}); from arbiter_layout import readout; j=json.load(sys.stdin); print(json.dumps([readout(t, s, k, 1.0) for t, s, k in j]))`;
+  const script = `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.referenceDir('arbiter_layout'))}); from arbiter_layout import readout; j=json.load(sys.stdin); print(json.dumps([readout(t, s, k, 1.0) for t, s, k in j]))`;
   return JSON.parse(golden.python(['-c', script], JSON.stringify(rows))) as golden.ReadoutNumbers[];
 }
 

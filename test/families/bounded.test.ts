@@ -6,10 +6,10 @@
 import { Tokenizer } from '@huggingface/tokenizers';
 import { describe, expect, it } from 'vitest';
 import { loadEvaluator, UntokenizableError } from '../../src/engine/index.js';
-import { ensureNliReplica } from '../../tools/families/nli-replica.js';
+import { ensureNliReplica } from '../../tools/families/nli/replica.js';
 import { boundedTokens } from '../../src/engine/families/shared/bounded.js';
-import { layaTestTokenizer } from '../../tools/families/laya-tokenizer.js';
-import { NLI_TEST_TOKENIZERS } from '../../tools/families/nli-tokenizers.js';
+import { layaTestTokenizer } from '../../tools/families/laya/tokenizer.js';
+import { NLI_TEST_TOKENIZERS } from '../../tools/families/nli/tokenizers.js';
 
 const TOKENIZERS = {
   'byte-level BPE (Laya, ModernBERT)': layaTestTokenizer(),

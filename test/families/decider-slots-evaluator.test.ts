@@ -1,12 +1,12 @@
 // The decider as exported with a slot head (`decider-slots`: families/decider-slots/ behind
 // families/evaluator.ts), against the independent references on every golden request
-// (test/families/decider-slots/goldens.json, made by tools/families/decider-slots-goldens.ts):
+// (test/families/decider-slots/goldens.json, made by tools/families/decider-slots/goldens.ts):
 // - the rows the family builds (context + piece) and their slot positions equal
-//   tools/reference/decider_layout.py's on every golden request, the state cut is reported where it
+//   tools/families/decider/decider_layout.py's on every golden request, the state cut is reported where it
 //   cuts, and the requests it refuses are refused (a 422 BudgetError, also across the engine thread);
-// - the replica's label logits (tools/families/decider-slots-replica.ts: BF16 weights in external
+// - the replica's label logits (tools/families/decider-slots/replica.ts: BF16 weights in external
 //   data, a causal graph without an attention mask), rows of several questions and requests run in
-//   padded batches, equal the numpy forward (tools/reference/decider_slots_forward.py, float64) of
+//   padded batches, equal the numpy forward (tools/families/decider-slots/decider_slots_forward.py, float64) of
 //   each row alone and unpadded within 1e-4 on all 255 labels: fp32 against float64 over ≤ 3,072
 //   causal keys, logits of O(10) (a dot product of 32 O(1) terms) carry ~1e-6 of rounding, while a
 //   wrong slot, a wrong label row or a padded key that leaks moves them by O(1);
@@ -27,10 +27,10 @@ import { detectFamily } from '../../src/engine/families/detect.js';
 import { rowBatches } from '../../src/engine/families/rows/batched.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import type { Answer } from '../../src/engine/types.js';
-import type { GoldenRequest } from '../../tools/families/decider-goldens.js';
-import { ensureSlotsReplica, SLOTS_REPLICA_SHAPE } from '../../tools/families/decider-slots-replica.js';
-import { SLOTS_GOLDENS } from '../../tools/families/decider-slots-goldens.js';
-import { QWEN35_FIRST_ADDED } from '../../tools/families/qwen35-tokenizer.js';
+import type { GoldenRequest } from '../../tools/families/decider/goldens.js';
+import { ensureSlotsReplica, SLOTS_REPLICA_SHAPE } from '../../tools/families/decider-slots/replica.js';
+import { SLOTS_GOLDENS } from '../../tools/families/decider-slots/goldens.js';
+import { QWEN35_FIRST_ADDED } from '../../tools/families/kit/qwen35-tokenizer.js';
 import { deciderRequest } from './decider-helpers.js';
 import { expectCrossesAsBudgetError, readGoldens, thrownBy } from './golden-helpers.js';
 import { graphIo } from './replica-helpers.js';

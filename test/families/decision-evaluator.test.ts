@@ -1,13 +1,13 @@
 // A Decision endpoint folder served by the engine (families/decision/ behind families/evaluator.ts),
 // against the independent references on every golden request (test/families/decision/goldens.json,
-// made by tools/reference/decision_layout.py from the published prompt contract):
+// made by tools/families/decision/decision_layout.py from the published prompt contract):
 // - the rows, query_pos and cand_pos the engine builds equal the reference's; the refusals are the
 //   same (a BudgetError: 422, naming the limit);
 // - the answers built from the goldens' fake logits (softmax(logits / T) with the folder's
 //   temperature, the engine's one answer builder) equal the reference readout within 1e-5
 //   (float64 on both sides: only rounding differs);
 // - the replica's graph (BF16 weights cast to fp32, causal, no attention mask) gives the numpy
-//   forward's logits (tools/reference/endpoint_forward.py, float64, every row at its own length,
+//   forward's logits (tools/families/kit/endpoint_forward.py, float64, every row at its own length,
 //   unpadded) within 1e-4: fp32 accumulation over 2 layers of width 32 and a head of width 16 stays
 //   near 1e-5 on logits of a few units; the answers of the whole evaluator equal the reference
 //   readout of the graph's own raw logits within 1e-5 (the issue's bound on answers), and the
@@ -32,9 +32,9 @@ import {
   goldenRequests,
   qwenTokenizer,
   runReference,
-} from '../../tools/families/decision-goldens.js';
-import * as kit from '../../tools/families/goldens-kit.js';
-import { DECISION_TEMPERATURE, ensureDecisionReplica } from '../../tools/families/decision-replica.js';
+} from '../../tools/families/decision/goldens.js';
+import * as kit from '../../tools/families/kit/goldens-kit.js';
+import { DECISION_TEMPERATURE, ensureDecisionReplica } from '../../tools/families/decision/replica.js';
 import * as golden from './golden-helpers.js';
 import { graphIo, hasNumpy as numpyFor } from './replica-helpers.js';
 import { openCausal, wholeRowsOf } from './row-family.js';
@@ -80,7 +80,7 @@ function numpyForward(rows: GoldenResult[]): number[][] {
   const input = JSON.stringify({
     rows: rows.map((r) => ({ ids: r.ids, query_pos: r.query_pos, cand_pos: r.cand_pos })),
   });
-  const out = golden.python([join(golden.REFERENCE, 'endpoint_forward.py'), dir], input);
+  const out = golden.python([golden.reference('endpoint_forward.py'), dir], input);
   return (JSON.parse(out) as { outputs: number[][] }).outputs;
 }
 
@@ -258,7 +258,7 @@ describe.skipIf(!hasNumpy)('the replica against the numpy forward (fp32 graph, f
         golden.python(
           [
             '-c',
-            `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.REFERENCE)}); from decision_layout import readout; j=json.load(sys.stdin); print(json.dumps([readout(t, l, j["t"]) for t, l in j["rows"]]))`,
+            `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.referenceDir('decision_layout'))}); from decision_layout import readout; j=json.load(sys.stdin); print(json.dumps([readout(t, l, j["t"]) for t, l in j["rows"]]))`,
           ],
           JSON.stringify({ t: DECISION_TEMPERATURE, rows: cases.map((c, j) => [c.g.question.type, logits[j]]) }),
         ),

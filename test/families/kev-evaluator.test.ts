@@ -1,14 +1,14 @@
 // A Kev pointer folder served by the engine (families/kev/ behind families/evaluator.ts), against
 // the independent references on every golden request (test/families/kev/goldens.json, made by
-// tools/reference/kev_layout.py from the authors' kev/api.py and kev/encoding.py):
+// tools/families/kev/kev_layout.py from the authors' kev/api.py and kev/encoding.py):
 // - the rows the engine builds equal the reference's ids, decide_pos and opt_pos, the state cut is
 //   reported where the reference cuts it, and the requests it refuses are refused (a 422
 //   BudgetError, also across the engine thread);
 // - the answers built from the goldens' fake scores equal the reference readout within 1e-5
 //   (float64 on both sides; the engine's log → exp adds ~1e-15);
-// - the replica's raw scores (tools/families/kev-replica.ts: BF16 weights in external data, a causal
+// - the replica's raw scores (tools/families/kev/replica.ts: BF16 weights in external data, a causal
 //   graph without an attention mask), run in padded batches of several questions, equal the numpy
-//   forward pass (tools/reference/causal_forward.py) of each row alone and unpadded within 1e-4
+//   forward pass (tools/families/kit/causal_forward.py) of each row alone and unpadded within 1e-4
 //   (fp32 against float64 over ≤ 2,048 causal keys on O(1) activations: rounding is ~1e-6, a
 //   wrong position or a padded key that leaks is O(0.1)); batched scores equal each row run alone
 //   within 1e-5;
@@ -27,9 +27,9 @@ import { KevRowTooLong } from '../../src/engine/families/kev/layout.js';
 import { user } from '../../src/engine/families/kev/render.js';
 import { answerQuestions } from '../../src/engine/execution/answers.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
-import { kevDecision, ensureKevReplica, KEV_REPLICA_TEMPERATURES } from '../../tools/families/kev-replica.js';
-import { kevGoldenRequests, kevTokenizer, runKevReference } from '../../tools/families/kev-goldens.js';
-import { QWEN35_IDS } from '../../tools/families/qwen35-tokenizer.js';
+import { kevDecision, ensureKevReplica, KEV_REPLICA_TEMPERATURES } from '../../tools/families/kev/replica.js';
+import { kevGoldenRequests, kevTokenizer, runKevReference } from '../../tools/families/kev/goldens.js';
+import { QWEN35_IDS } from '../../tools/families/kit/qwen35-tokenizer.js';
 import * as golden from './golden-helpers.js';
 import { graphIo, hasNumpy as numpyFor } from './replica-helpers.js';
 import { openCausal, wholeRowsOf } from './row-family.js';
@@ -78,7 +78,7 @@ const kevWhole = (r: KevRow): WholeRow => ({
 
 /** The reference readout of raw scores (kev_layout.py `readout`, the replica's temperatures). */
 function referenceReadouts(rows: Array<{ type: string; scores: number[] }>): golden.ReadoutNumbers[] {
-  const script = `import json, sys; sys.path.insert(0, ${JSON.stringify(golden.REFERENCE)}); from kev_layout import readout
+  const script = `import json, sys; sys.path.insert(0, ${JSON.stringify(golden.referenceDir('kev_layout'))}); from kev_layout import readout
 job = json.load(sys.stdin)
 print(json.dumps([readout(r["type"], r["scores"], job["t"]) for r in job["rows"]]))`;
   return JSON.parse(golden.python(['-c', script], JSON.stringify({ t: KEV_REPLICA_TEMPERATURES, rows }))) as never;
@@ -217,7 +217,7 @@ describe('the replica run through the family and the engine', () => {
     const want = (
       JSON.parse(
         golden.python(
-          [join(golden.REFERENCE, 'causal_forward.py'), replica],
+          [golden.reference('causal_forward.py'), replica],
           JSON.stringify({ rows: forwardCases.map(([, r]) => r.row) }),
         ),
       ) as { scores: number[][] }

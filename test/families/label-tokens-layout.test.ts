@@ -20,7 +20,7 @@ import {
   planLabelTokens,
   readLabelTokensFolder,
 } from '../../src/engine/families/label-tokens/index.js';
-import { LABEL_TOKENS_CONTRACTS, type LabelTokensContract } from '../../tools/families/label-tokens-replica.js';
+import { LABEL_TOKENS_CONTRACTS, type LabelTokensContract } from '../../tools/families/label-tokens/replica.js';
 import { expectCrossesAsBudgetError, thrownBy } from './golden-helpers.js';
 import { goldensOf, labelTokensRequest, loadContract, REPLICA_BUDGETS } from './label-tokens-helpers.js';
 

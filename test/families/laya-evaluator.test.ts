@@ -1,9 +1,9 @@
 // A Laya folder served by the engine (families/laya/family.ts behind families/evaluator.ts), against
 // the independent references on every golden request (test/families/laya/goldens.json, made by
-// tools/reference/laya_layout.py from the authors' rules):
+// tools/families/laya/laya_layout.py from the authors' rules):
 // - the rows the engine runs equal the reference's token rows, marker positions and qtype;
-// - the raw scores of the replica's graph (tools/families/laya-replica.ts) equal the numpy forward
-//   pass (tools/reference/laya_forward.py) on the reference's rows within 1e-4 (the fp32 bound of
+// - the raw scores of the replica's graph (tools/families/laya/replica.ts) equal the numpy forward
+//   pass (tools/families/laya/laya_forward.py) on the reference's rows within 1e-4 (the fp32 bound of
 //   test/families/laya-replica.test.ts: ~√n·u growth over ≤ 1,024 keys on O(1) activations);
 // - the answers equal the reference readout (laya_layout.py `readout`, with each golden config's
 //   calibration and clamp) of those raw scores within 1e-5 (float64 on both sides: the only
@@ -23,7 +23,7 @@ import type { FamilyPlan } from '../../src/engine/families/rows/family.js';
 import { openFamily, type OpenedFamily } from './row-family.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import type { Answer, EvaluateRequest } from '../../src/engine/types.js';
-import { ensureLayaReplica } from '../../tools/families/laya-replica.js';
+import { ensureLayaReplica } from '../../tools/families/laya/replica.js';
 import * as golden from './golden-helpers.js';
 import { hasNumpy as numpyFor } from './replica-helpers.js';
 
@@ -134,7 +134,7 @@ describe('a Laya folder through the engine, on every golden request', () => {
       );
       const lines = golden
         .python(
-          [join(golden.REFERENCE, 'laya_forward.py'), replica],
+          [golden.reference('laya_forward.py'), replica],
           rows
             .map((r) =>
               JSON.stringify({

@@ -1,6 +1,6 @@
 // An NLI cross-encoder folder served by the engine (families/nli/family.ts behind
 // families/evaluator.ts), against the independent references on every golden request
-// (test/families/nli/goldens.json, made by tools/reference/nli_pairs.py from the pipeline's rules):
+// (test/families/nli/goldens.json, made by tools/families/nli/nli_pairs.py from the pipeline's rules):
 // - for each golden model, a folder with that model's config.json / nli_config.json and the test
 //   tokenizer it was made with: the rows the engine builds equal the reference's (ids and token
 //   type ids), the refusals are the same (a BudgetError: 422);
@@ -8,7 +8,7 @@
 //   equal the reference readout within 1e-5 (float64 on both sides);
 // - where the replica's graph has the model's label columns (deberta 3-way, modernbert 2-way), the
 //   whole evaluator answers as the reference readout of its raw scores, and those raw scores equal
-//   the numpy forward pass (tools/reference/nli_forward.py) on the reference's rows within the
+//   the numpy forward pass (tools/families/nli/nli_forward.py) on the reference's rows within the
 //   replica test's fp32 bound, 4e-4·(1 + |logit|);
 // - a dynamic int8 export runs rows one by one: its answers do not depend on the other rows.
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -22,8 +22,8 @@ import type { NliRowInput } from '../../src/engine/families/nli/family.js';
 import { openFamily, type OpenedFamily } from './row-family.js';
 import { answerQuestions } from '../../src/engine/execution/answers.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
-import { ensureNliReplica, type NliFlavor } from '../../tools/families/nli-replica.js';
-import { NLI_TEST_TOKENIZERS } from '../../tools/families/nli-tokenizers.js';
+import { ensureNliReplica, type NliFlavor } from '../../tools/families/nli/replica.js';
+import { NLI_TEST_TOKENIZERS } from '../../tools/families/nli/tokenizers.js';
 import * as golden from './golden-helpers.js';
 import { hasNumpy as numpyFor } from './replica-helpers.js';
 
@@ -178,9 +178,7 @@ describe('an NLI folder through the engine, on every golden request', () => {
           };
           if (goldens.models[model]!.tokenizer === 'deberta')
             batch.token_type_ids = group.map((r) => pad(r.tokenTypeIds ?? r.ids.map(() => 0)));
-          const got = JSON.parse(
-            golden.python([join(golden.REFERENCE, 'nli_forward.py'), dir], JSON.stringify(batch)),
-          ) as {
+          const got = JSON.parse(golden.python([golden.reference('nli_forward.py'), dir], JSON.stringify(batch))) as {
             logits: number[][];
           };
           order.slice(at, at + 32).forEach((i, j) => (want[i] = got.logits[j]!));

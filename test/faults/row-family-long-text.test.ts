@@ -8,9 +8,9 @@
 import { describe, expect, it } from 'vitest';
 import { BudgetError } from '../../src/engine/errors.js';
 import { loadEvaluator } from '../../src/engine/index.js';
-import { ensureDecisionReplica } from '../../tools/families/decision-replica.js';
-import { ensureKevReplica } from '../../tools/families/kev-replica.js';
-import { ensureNliReplica } from '../../tools/families/nli-replica.js';
+import { ensureDecisionReplica } from '../../tools/families/decision/replica.js';
+import { ensureKevReplica } from '../../tools/families/kev/replica.js';
+import { ensureNliReplica } from '../../tools/families/nli/replica.js';
 
 /** 80,000 CJK characters, no whitespace. */
 const LONG = Array.from({ length: 80_000 }, (_, i) => String.fromCharCode(0x4e00 + ((i * 7919) % 20_000))).join('');
