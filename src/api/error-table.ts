@@ -50,6 +50,8 @@ export interface ErrorResponse {
 export interface ErrorContext {
   deadlineMs: number;
   bodyLimit: number;
+  /** The request's id (x-request-id), named in a 500's detail so a report can be matched to its log line. */
+  requestId?: string;
 }
 
 /** An error class the table answers: its stable code and its log policy are static fields. */
@@ -74,6 +76,18 @@ interface Row {
 /** Retry headers from an expected wait in seconds (one helper for every refusal: protocol/retry-after.ts). */
 function retryAfter(seconds: number): Record<string, string> {
   return retryHeaders(seconds * 1000);
+}
+
+/**
+ * A server fault: FastAPI's "Internal Server Error", then the error's stable code and the request's id,
+ * so a client's report names what failed and the line of the server's log that holds the cause.
+ */
+function internal(code: string, c: ErrorContext): Omit<ErrorResponse, 'code' | 'log'> {
+  const request = c.requestId ? `, request ${c.requestId}` : '';
+  return {
+    status: 500,
+    body: { detail: `Internal Server Error (${code}${request}): the server's log holds the cause` },
+  };
 }
 
 /** A refusal of the API's own: its message as `detail`, the headers it carries. */
@@ -152,8 +166,8 @@ const ROWS: [string, Row][] = [
   row(IdempotencyConflictError, (e) => ({ status: 409, body: { detail: e.message } })),
   row(BatchTooLargeError, (e) => ({ status: 413, body: { detail: e.message } })),
   row(BatchesUnavailableError, (e) => ({ status: 503, body: { detail: e.message } })),
-  row(EngineError, () => ({ status: 500, body: { detail: 'Internal Server Error' } })),
-  row(ResponseContractError, () => ({ status: 500, body: { detail: 'Internal Server Error' } })),
+  row(EngineError, (_e, c) => internal(EngineError.code, c)),
+  row(ResponseContractError, (_e, c) => internal(ResponseContractError.code, c)),
 ];
 
 /** The table, by code: one row per code (a duplicate is a bug, refused at load). */
@@ -197,7 +211,7 @@ export function errorResponse(err: Error, c: ErrorContext): ErrorResponse {
   if (known) return known(c, f);
   if (f.statusCode && f.statusCode >= 400 && f.statusCode < 500 && f.code?.startsWith('FST_'))
     return { code: 'bad_request', status: f.statusCode, body: { detail: err.message } };
-  return { code: 'internal_error', status: 500, body: { detail: 'Internal Server Error' }, log: 'frames' };
+  return { code: 'internal_error', ...internal('internal_error', c), log: 'frames' };
 }
 
 /** Whether an error's message is content-free, so logs may keep it: its class's log policy says so. */

@@ -17,6 +17,8 @@ import type { KernelPaths } from '../engine/index.js';
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from './rate-limit.js';
 import { modelsRoute } from './routes/models.js';
 import { opsRoutes } from './routes/ops.js';
+import { openApiDocument } from './openapi/document.js';
+import { probeRoutes } from './routes/probes.js';
 import { adminRoutes } from './routes/admin.js';
 import { systemoneRoute } from './routes/systemone.js';
 import { pagesRoutes } from './routes/pages.js';
@@ -129,6 +131,8 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     batchesUnavailable: options.batchesUnavailable,
   });
   if (options.batches) wireBatches(app, app.assay, options.batches);
+  // Before any route: it documents each one as it is added (GET /openapi.json).
+  await app.register(openApiDocument);
   await app.register(requestLifecycle, { replicaId: options.replicaId });
   await app.register(bodyParsing, {
     bodyLimit,
@@ -151,6 +155,7 @@ export async function buildServer(options: ServerOptions): Promise<AssayServer> 
     playground: options.playground ?? DEFAULTS.playground,
   });
   await app.register(opsRoutes);
+  await app.register(probeRoutes);
   if (options.mcp ?? DEFAULTS.mcp) await app.register(mcpRoute, { bodyLimit });
   if (options.operator) await app.register(adminRoutes);
   await app.ready();

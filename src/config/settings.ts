@@ -188,6 +188,15 @@ export const ServeSettingsSchema = z.strictObject({
         doc: 'comma-separated API keys, all models, default limits (environment only); with no key configured, one is generated for the run and printed once',
       }),
     ),
+  apiKey: z
+    .string()
+    .optional()
+    .meta(
+      m({
+        env: 'ASSAY_API_KEY',
+        doc: "one API key, the variable the CLI and the playground's Copy as curl send (environment only): served as one more key of ASSAY_API_KEYS (the operator key when ASSAY_API_KEYS and --keys-file are unset)",
+      }),
+    ),
   requestsPerMinute: int(1)
     .default(DEFAULTS.requestsPerMinute)
     .meta(m({ flag: 'rpm', env: 'ASSAY_RATE_RPM', arg: 'N', doc: 'requests per minute per key' })),
@@ -310,7 +319,7 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'memory-budget',
         env: 'ASSAY_MEMORY_BUDGET',
         arg: 'BYTES',
-        doc: "bytes the resident models may take, each measured as the process's RSS growth over its load plus its prefix cache; a model that alone passes it is refused",
+        doc: "bytes the resident models may take, each measured as the process's RSS growth over its load and its passes, plus what its prefix cache holds; a model that alone, with a full prefix cache, passes it is refused",
         shownDefault: `${DEFAULTS.memoryBudgetShare * 100}% of the machine's memory (its cgroup limit when lower)`,
       }),
     ),

@@ -132,10 +132,11 @@ describe('routing and transport', () => {
     expect(charset.statusCode).toBe(200);
   });
 
-  it('500 {"detail":"Internal Server Error"} when the engine throws, and the next request still works', async () => {
+  it('500 "Internal Server Error" with the code and the request id when the engine throws, and the next request still works', async () => {
     const res = await post({ ...mixedRequest(), state: 'explode' });
     expect(res.statusCode).toBe(500);
-    expect(res.json()).toEqual({ detail: 'Internal Server Error' });
+    expect(res.json().detail).toMatch(/^Internal Server Error \(internal_error, request \S+\): /);
+    expect(res.json().detail).toContain(`request ${res.headers['x-request-id']})`);
     const after = await post(mixedRequest());
     expect(after.statusCode).toBe(200);
   });

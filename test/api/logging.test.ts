@@ -189,7 +189,9 @@ it('an engine answer that breaks the response contract: 500, logged under its ow
       payload: JSON.stringify(request(`state ${CANARY}`)),
     });
     expect(r.statusCode).toBe(500);
-    expect(r.json()).toEqual({ detail: 'Internal Server Error' });
+    expect(r.json()).toEqual({
+      detail: `Internal Server Error (response_contract, request ${r.headers['x-request-id']}): the server's log holds the cause`,
+    });
     const lines = t.logs.map((l) => JSON.parse(l) as Record<string, any>);
     expect(lines.find((l) => l.msg === 'request')?.error).toBe('response_contract');
     expect(lines.find((l) => l.err)?.err).toMatchObject({

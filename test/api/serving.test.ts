@@ -149,7 +149,10 @@ describe('model loading off the request path', () => {
     try {
       const r = await s.app.inject({ method: 'POST', url: '/v1/systemone', headers: auth(), payload: mixedRequest() });
       expect(r.statusCode).toBe(500);
-      expect(r.json()).toEqual({ detail: 'Internal Server Error' });
+      // Never a bare 500: the error table's code and the request's id, as its x-request-id header says.
+      expect(r.json()).toEqual({
+        detail: `Internal Server Error (engine_failure, request ${r.headers['x-request-id']}): the server's log holds the cause`,
+      });
       const failure = s.logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'request failed');
       expect(failure.err).toMatchObject({
         type: 'EngineError',

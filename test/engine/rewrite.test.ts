@@ -25,6 +25,28 @@ describe('graph rewrite', () => {
     }
   });
 
+  it('a packed pass may read more positions than it has tokens (repeated questions after their stems)', async () => {
+    // A [batch, sequence_length, vocab] logits still declared after the head was cut to the kept
+    // positions made onnxruntime plan the log-normalizer into too small a buffer: the int8 graph
+    // failed such a pass ("Shape mismatch attempting to re-use buffer"), a 500 for the request.
+    for (const dir of [await tinyInt8(), await tinyFp32()]) {
+      const runner = await ModelRunner.create(await openModelFolder(dir), { modelDir: dir, threads: 1 });
+      const prefix = (await runner.forward([9707, 11, 1879, 0, 13, 576, 374, 264], null, [], true)).present!;
+      const tokens = [785, 6435, 16, 17];
+      const once = await runner.packed(
+        { tokens, parents: [-1, 0, 1, 2], reads: [{ at: 3, candidates: [9454, 2753] }] },
+        prefix,
+      );
+      const reads = Array.from({ length: 16 }, (_, j) => ({ at: j % 4, candidates: [9454, 2753] }));
+      const many = await runner.packed({ tokens, parents: [-1, 0, 1, 2], reads }, prefix);
+      expect(many).toHaveLength(16);
+      // The same position read again gives the same numbers (rows of one pass are per token).
+      expect(many[3]).toEqual(once[0]);
+      expect(many[15]).toEqual(once[0]);
+      await runner.close();
+    }
+  });
+
   it("adds the attention bias to every layer's mask, and keeps the graph in topological order", async () => {
     const { readFileSync } = await import('node:fs');
     const { join } = await import('node:path');

@@ -20,7 +20,7 @@ export function errorHandler(app: FastifyInstance, options: ErrorsOptions) {
     // A Host or Origin refused is refused on every path: a rebinding page learns nothing of the routes.
     const everyPath = err instanceof HostForbiddenError || err instanceof OriginForbiddenError;
     if (!req.routeOptions.url && !everyPath) return app.notFound(req, reply);
-    const r = errorResponse(err, options);
+    const r = errorResponse(err, { ...options, requestId: req.id });
     req.facts = { ...req.facts, error: r.code };
     if (r.log) req.log.error({ err }, r.status >= 500 ? 'request failed' : 'request refused');
     const respond = () => {

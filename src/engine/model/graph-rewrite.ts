@@ -40,7 +40,9 @@ const MATMULS = new Set([
 const ACTIVATION_PASSTHROUGH = new Set(['DynamicQuantizeLinear', 'Cast']);
 
 /** Bumped whenever the rewrite changes, so graphs rewritten by an older version are not reused. */
-export const REWRITE_VERSION = 20;
+export const REWRITE_VERSION = 21;
+/** The symbolic dimension of the positions a pass reads (the head's sequence axis after the rewrite). */
+const KEEP_DIM = 'assay_keep';
 
 export const POSITIONS_INPUT = 'assay_positions';
 export const BIAS_INPUT = 'assay_attention_bias';
@@ -236,6 +238,13 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
     );
   }
 
+  // The head's tensors now hold the kept positions, not the sequence: their declared shapes say so.
+  // onnxruntime plans buffers from declared dimensions, so a `logits` still declared
+  // [batch, sequence_length, vocab] made a pass that reads more positions than it has tokens (16
+  // questions' reads on 4 tokens after their stems) fail with "Shape mismatch attempting to re-use
+  // buffer": its log-normalizer was planned into a buffer of a [batch, sequence_length, 1] tensor.
+  declareKeptPositions(graph, sliced);
+
   // 3. Log-probabilities of the candidate tokens, in float32 whatever the export's logits are:
   //    float16 logits (fp16 / q4f16 exports, onnxruntime-genai CUDA builds) are cast first, so the
   //    temperature and the log-softmax run in float32 and the output type is always float32.
@@ -266,13 +275,13 @@ export function rewriteHead(model: ModelProto, vocabSize: number): boolean {
   graph.input = [
     ...(graph.input ?? []),
     ...(biased ? [tensorInfo(BIAS_INPUT, FLOAT, ['assay_bias_rows', 'assay_bias_columns'])] : []),
-    tensorInfo(POSITIONS_INPUT, INT64, ['assay_keep']),
-    tensorInfo(CANDIDATES_INPUT, INT64, ['batch_size', 'assay_keep', 'assay_candidates']),
+    tensorInfo(POSITIONS_INPUT, INT64, [KEEP_DIM]),
+    tensorInfo(CANDIDATES_INPUT, INT64, ['batch_size', KEEP_DIM, 'assay_candidates']),
     tensorInfo(INV_TEMPERATURE_INPUT, FLOAT, []),
   ];
   graph.output = [
     ...(graph.output ?? []),
-    tensorInfo(LOGPROBS_OUTPUT, FLOAT, ['batch_size', 'assay_keep', 'assay_candidates']),
+    tensorInfo(LOGPROBS_OUTPUT, FLOAT, ['batch_size', KEEP_DIM, 'assay_candidates']),
   ];
   return true;
 }
@@ -411,6 +420,30 @@ function dependsOn(output: string, on: string, producer: Map<string, OnnxTypes.I
     stack.push(...(producer.get(name)?.input ?? []));
   }
   return false;
+}
+
+/**
+ * Declares the sequence axis of the head's outputs (every tensor computed from the kept hidden
+ * state `sliced`) as the kept count: `logits` as [batch, assay_keep, vocab]; value_info of the
+ * tensors between them is dropped (onnxruntime infers it again from the inputs' dimensions).
+ */
+function declareKeptPositions(graph: OnnxTypes.IGraphProto, sliced: string): void {
+  const downstream = new Set([sliced]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const n of graph.node ?? [])
+      if ((n.input ?? []).some((i) => downstream.has(i)))
+        for (const o of n.output ?? [])
+          if (!downstream.has(o)) {
+            downstream.add(o);
+            grew = true;
+          }
+  }
+  graph.valueInfo = (graph.valueInfo ?? []).filter((v) => !downstream.has(v.name!));
+  for (const o of graph.output ?? []) {
+    const dims = o.type?.tensorType?.shape?.dim;
+    if (downstream.has(o.name!) && dims && dims.length >= 2) dims[1] = { dimParam: KEEP_DIM };
+  }
 }
 
 function tensorInfo(name: string, elemType: number, dims: Array<number | string>): OnnxTypes.IValueInfoProto {
