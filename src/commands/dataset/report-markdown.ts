@@ -143,7 +143,9 @@ export function compareMarkdown(
     `# assay eval --dataset ${dataset} --compare ${a.arm},${b.arm}`,
     '',
     ...(a.synthetic || b.synthetic ? [SYNTHETIC_NOTE, ''] : []),
-    `${a.lines} lines, ${a.answers} labeled answers each. ${a.arm}: model ${a.model}, ${a.usage.input_tokens} input tokens, ${a.seconds} s. ${b.arm}: model ${b.model}, ${b.usage.input_tokens} input tokens, ${b.seconds} s.`,
+    `${a.lines} lines, ${a.answers} labeled answers each. ${a.arm}: model ${a.model}, ` +
+      `${a.usage.input_tokens} input tokens, ${a.seconds} s. ${b.arm}: model ${b.model}, ` +
+      `${b.usage.input_tokens} input tokens, ${b.seconds} s.`,
     '',
     HEAD.replace('| type |', '| arm · type |'),
     ...rows(a.metrics, `${a.arm} · `),
@@ -151,7 +153,10 @@ export function compareMarkdown(
     '',
     `## ${b.arm} against ${a.arm}`,
     '',
-    `Paired bootstrap: the questions resampled with replacement ${resamples} times (seed ${seed}), both arms' answers to a question kept together; the interval holds the middle 95% of the resampled differences B − A. "worse" / "better": the whole interval is on one side of 0.`,
+    `Paired bootstrap: the questions resampled with replacement ${resamples} times (seed ` +
+      `${seed}), both arms' answers to a question kept together; the interval holds the middle ` +
+      `95% of the resampled differences B − A. "worse" / "better": the whole interval is on one ` +
+      `side of 0.`,
     '',
     `| ${DRIFT_HEAD.join(' | ')} |`,
     `|${DRIFT_HEAD.map(() => '---').join('|')}|`,

@@ -157,7 +157,10 @@ class OnnxEvaluator implements Evaluator {
       batchTokens = 0;
       config.onNote?.({
         kind: 'packing',
-        message: `${modelId}: packing across requests is off: this export quantizes activations at run time with one scale per pass (DynamicQuantizeLinear, not rewritten per token), so one request's tokens would change another's answers`,
+        message:
+          `${modelId}: packing across requests is off: this export quantizes activations at run time ` +
+          `with one scale per pass (DynamicQuantizeLinear, not rewritten per token), so one ` +
+          `request's tokens would change another's answers`,
       });
     }
     if (this.packs && batchTokens > 0 && runner.splitsPrompt) {
@@ -165,7 +168,10 @@ class OnnxEvaluator implements Evaluator {
       batchTokens = 0;
       config.onNote?.({
         kind: 'packing',
-        message: `${modelId}: packing across requests is off: this int8 graph runs a state's tokens and its questions' in passes of their own kinds, so an answer is the same in any pass (--no-fused-attention runs every pass alike and allows it)`,
+        message:
+          `${modelId}: packing across requests is off: this int8 graph runs a state's tokens and its ` +
+          `questions' in passes of their own kinds, so an answer is the same in any pass ` +
+          `(--no-fused-attention runs every pass alike and allows it)`,
       });
     }
     this.batcher =
