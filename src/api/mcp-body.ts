@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { getParseErrorMessage } from '@modelcontextprotocol/sdk/server/zod-compat.js';
 import { TOOLS } from '../mcp/index.js';
 import { checkBodyText, jsonInvalid, writeRequest, type BodyVerdict, type ValidationError } from '../protocol/index.js';
-import { nestsDeeperThan } from './body-worker.js';
+import { nestsDeeperThan } from './nesting.js';
 
 /** Most JSON values of an MCP message that is not an asking tool call, handed back to the loop with its params. */
 export const MCP_MESSAGE_VALUES = 10_000;

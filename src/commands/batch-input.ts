@@ -39,7 +39,9 @@ export async function explainFirstLine(file: string): Promise<string | undefined
   if ('state' in record && 'questions' in record) {
     const labeled = 'expected' in record;
     return [
-      `${where} is ${labeled ? 'a labeled dataset line ({"state", "questions", "expected"}: the shape of assay eval --dataset)' : 'a bare request ({"state", "questions"})'}, not a batch input line: ${SHAPE}.`,
+      `${where} is ` +
+        `${labeled ? 'a labeled dataset line ({"state", "questions", "expected"}: the shape of assay eval --dataset)' : 'a bare request ({"state", "questions"})'}, ` +
+        `not a batch input line: ${SHAPE}.`,
       labeled
         ? `To run a labeled dataset as a batch and get its quality report: assay eval --dataset ${file} --url URL --batch.`
         : undefined,

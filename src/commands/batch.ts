@@ -231,7 +231,8 @@ async function runBatch(job: Job, io: Io, signal: AbortSignal, onPage?: (lines: 
     io.err(
       job.local
         ? `assay batch: stopped; batch ${id} is kept in ${job.local}: run the same command with --data-dir ${job.local} to resume it\n`
-        : `assay batch: stopped; batch ${id} runs on at ${api.baseUrl}: run the same command again to resume writing ${job.out}, or with --cancel to cancel it\n`,
+        : `assay batch: stopped; batch ${id} runs on at ${api.baseUrl}: run the same command again ` +
+            `to resume writing ${job.out}, or with --cancel to cancel it\n`,
     );
     return 130;
   }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Answer, Question } from '../protocol/index.js';
 import { fitTemperature, meanLogLoss, split, withTemperature, type CalibrationExample } from '../quality/index.js';
 import { choiceMetrics } from '../quality/index.js';
-import { loadRegistry, writeJsonAtomic } from '../registry.js';
+import { loadRegistry, writeJsonAtomic } from '../registry/index.js';
 import { commandFlags, commandHelp, COMMON_FLAGS } from '../config/index.js';
 import { parseCommand, resolveIo, type CommandIo, type Io } from './common.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';
@@ -157,18 +157,25 @@ function markdown(
     '|---|---|---|---|---|---|',
     ...results.map(
       (r) =>
-        `| ${r.type} | ${r.train} | ${r.heldOut} | ${r.applied ? `${f3(r.before)} → ${f3(r.after)}` : `${f3(r.before)} (kept: under ${MIN_TRAIN} training answers)`} | ${f3(r.heldOutLogLoss[0])} → ${f3(r.heldOutLogLoss[1])} | ${f3(r.heldOutEce[0])} → ${f3(r.heldOutEce[1])} |`,
+        `| ${r.type} | ${r.train} | ${r.heldOut} | ` +
+        `${r.applied ? `${f3(r.before)} → ${f3(r.after)}` : `${f3(r.before)} (kept: under ${MIN_TRAIN} training answers)`} ` +
+        `| ${f3(r.heldOutLogLoss[0])} → ${f3(r.heldOutLogLoss[1])} | ${f3(r.heldOutEce[0])} → ` +
+        `${f3(r.heldOutEce[1])} |`,
     ),
     '',
     ...(results.some((r) => r.applied && (r.fitted > 49 || r.fitted < 1 / 49))
       ? [
-          'A fit at the search bound (1/50 or 50) means the answers of that type carry (almost) no information about the labels: a near-uniform answer fits them best.',
+          'A fit at the search bound (1/50 or 50) means the answers of that type carry (almost) no ' +
+            'information about the labels: a near-uniform answer fits them best.',
           '',
         ]
       : []),
     ...kept.map(
       (r) =>
-        `Not ${mode.write ? 'written' : 'to be written'}: ${r.type}'s temperature ${f3(r.after)} makes the held-out split worse (log loss ${f3(r.heldOutLogLoss[0])} → ${f3(r.heldOutLogLoss[1])}, ECE ${f3(r.heldOutEce[0])} → ${f3(r.heldOutEce[1])}); it keeps ${f3(r.before)}. --write --force writes it anyway.`,
+        `Not ${mode.write ? 'written' : 'to be written'}: ${r.type}'s temperature ${f3(r.after)} ` +
+        `makes the held-out split worse (log loss ${f3(r.heldOutLogLoss[0])} → ` +
+        `${f3(r.heldOutLogLoss[1])}, ECE ${f3(r.heldOutEce[0])} → ${f3(r.heldOutEce[1])}); it ` +
+        `keeps ${f3(r.before)}. --write --force writes it anyway.`,
     ),
     ...(kept.length ? [''] : []),
     status,

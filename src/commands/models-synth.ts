@@ -4,7 +4,7 @@
 // The server never generates models.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { loadRegistry, type Registry } from '../registry.js';
+import { loadRegistry, type Registry } from '../registry/index.js';
 import { synthModelCurrent } from '../model-files/index.js';
 import {
   DTYPES,
@@ -71,7 +71,9 @@ export async function ensureSyntheticModels(
     log(
       written
         ? `model ${id}: folder ${dir} is stale (other weights than ${weights}, or another generator version), rewriting it`
-        : `model ${id}: folder ${dir} missing, generating the ${weights === undefined ? 'synthetic model' : `model from its trained weights (${weights})`} the registry declares`,
+        : `model ${id}: folder ${dir} missing, generating the ` +
+            `${weights === undefined ? 'synthetic model' : `model from its trained weights (${weights})`} ` +
+            `the registry declares`,
     );
     await ensureSynthModel(opts);
     made.push(id);

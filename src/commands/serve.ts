@@ -11,7 +11,7 @@ import {
   type AssayServer,
 } from '../api/index.js';
 import { loadServeSettings, serveHelp, settingsFor, type ServeSettings } from '../config/index.js';
-import { acceptedModelNames, loadRegistry, resolveModel } from '../registry.js';
+import { acceptedModelNames, loadRegistry, resolveModel } from '../registry/index.js';
 import {
   createModelPool,
   openBatches,
@@ -110,7 +110,8 @@ export async function run(argv: string[]): Promise<number> {
   const first = resolveModel(registry, registry.default);
   if (first?.entry.synthetic && !existsSync(join(first.dir, 'assay.json'))) {
     process.stderr.write(
-      `assay serve: the default model ${registry.default} is synthetic and its folder ${first.dir} is missing: run \`assay models synth\` first (npm start does)\n`,
+      `assay serve: the default model ${registry.default} is synthetic and its folder ` +
+        `${first.dir} is missing: run \`assay models synth\` first (npm start does)\n`,
     );
     return 1;
   }

@@ -1,8 +1,8 @@
 // The startup notice of escalating registry entries: which local model they escalate to, and a loud
 // warning for a remote one (zero data retention does not hold for what it is sent). Apart from
-// escalation.ts, which imports the pool's error: the pool announces at creation, without a cycle.
-import type { Registry } from '../registry.js';
-import type { PoolLog } from './model-pool.js';
+// escalation.ts, which imports the pool's error: the pool announces at creation.
+import type { Registry } from '../registry/index.js';
+import type { PoolLog } from './provider.js';
 
 /**
  * At startup: each escalating entry, and loudly the ones whose second model is remote: the
@@ -22,7 +22,8 @@ export function announceEscalations(registry: Registry, log: PoolLog, env: NodeJ
     }
     log.warn(
       { model: id, first: spec.first, second_url: spec.second.url, second_model: spec.second.model, below: spec.below },
-      'ESCALATING TO A REMOTE MODEL: the questions this model escalates, with their state, are sent to that endpoint; zero data retention does not hold for them',
+      'ESCALATING TO A REMOTE MODEL: the questions this model escalates, with their state, are ' +
+        'sent to that endpoint; zero data retention does not hold for them',
     );
     if (spec.second.api_key_env && !env[spec.second.api_key_env]) {
       log.warn(

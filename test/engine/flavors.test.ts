@@ -9,7 +9,7 @@ import { createModelPool } from '../../src/service/model-pool.js';
 import { loadEvaluator, type EvaluateResult, type Evaluator, type Question } from '../../src/engine/index.js';
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { ModelRunner } from '../../src/engine/model/runner.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { choice, maxDiff, noul, request, score } from './fixtures.js';
 import { inScope } from '../numerics/scope.js';
 
@@ -115,7 +115,7 @@ describe.each(
       modelDir: folder.dir,
       threads: 1,
       q4Kernels: c.q4Kernels,
-      onWarning: (m) => notes.push(m),
+      onNote: (n) => notes.push(`${n.kind}: ${n.message}`),
     });
     // A rewrite skipped or not loaded says why in its warning: shown when this fails.
     expect(runner.rewritten, notes.join('\n')).toBe(true);

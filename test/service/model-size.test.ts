@@ -4,7 +4,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { psTable } from '../../src/commands/operator.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/index.js';
 import { createModelPool, type ModelPool } from '../../src/service/index.js';
 
 let pool: ModelPool | undefined;

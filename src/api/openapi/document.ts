@@ -157,7 +157,9 @@ async function openApi(app: FastifyInstance): Promise<void> {
         title: 'Assay question-evaluation API',
         version: packageVersion(),
         description:
-          'Evaluates a state against typed questions (noul / choice / score), runs batch jobs, serves agents over MCP. Every route, its auth and its errors: generated from the routes (docs/api.md).',
+          'Evaluates a state against typed questions (noul / choice / score), runs batch jobs, ' +
+          'serves agents over MCP. Every route, its auth and its errors: generated from the routes ' +
+          '(docs/api.md).',
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
       // Relative to where the document is served: the server that serves it.

@@ -76,7 +76,9 @@ export const ROUTE_DOCS: Record<string, Entry> = {
   'POST /v1/systemone': {
     summary: 'Evaluate a state against typed questions',
     description:
-      'Answers each question (noul: yes/no; choice: one option; score: a rubric level) about the state, with probabilities and confidence. The response writes answers and options in the order they were sent.',
+      'Answers each question (noul: yes/no; choice: one option; score: a rubric level) about the ' +
+      'state, with probabilities and confidence. The response writes answers and options in the ' +
+      'order they were sent.',
     // The hosted service's operation ids (clients generated against it keep their method names).
     operationId: 'systemone_v1_systemone_post',
     tags: ['Evaluation'],
@@ -100,7 +102,9 @@ export const ROUTE_DOCS: Record<string, Entry> = {
   'POST /v1/batches': {
     summary: 'Submit a batch job (JSONL)',
     description:
-      'A JSONL corpus of /v1/systemone requests, streamed to disk and run behind interactive traffic. An Idempotency-Key header makes a retry return the same batch (x-assay-batch-created: false).',
+      'A JSONL corpus of /v1/systemone requests, streamed to disk and run behind interactive ' +
+      'traffic. An Idempotency-Key header makes a retry return the same batch ' +
+      '(x-assay-batch-created: false).',
     operationId: 'create_batch_v1_batches_post',
     tags: ['Batches'],
     auth: 'key',
@@ -161,7 +165,10 @@ export const ROUTE_DOCS: Record<string, Entry> = {
   'POST /mcp': {
     summary: 'MCP endpoint for agents (Streamable HTTP, stateless, JSON responses)',
     description:
-      'JSON-RPC messages of the Model Context Protocol: tools models, check, classify, score and evaluate, under the same keys and limits as /v1/systemone (docs/agents.md). A message is read as a /v1/systemone body is, with the same --body-limit (a large one in the body worker, off the event loop). GET and DELETE: 405.',
+      'JSON-RPC messages of the Model Context Protocol: tools models, check, classify, score and ' +
+      'evaluate, under the same keys and limits as /v1/systemone (docs/agents.md). A message is read ' +
+      'as a /v1/systemone body is, with the same --body-limit (a large one in the body worker, off ' +
+      'the event loop). GET and DELETE: 405.',
     operationId: 'mcp_post',
     tags: ['Agents'],
     auth: 'key',

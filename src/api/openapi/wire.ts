@@ -80,7 +80,9 @@ export const BatchInputSchema = z
 export const ResultsPageSchema = z
   .string()
   .describe(
-    'JSONL: one {"custom_id", "response": {"status_code", "request_id", "body"}} or {"custom_id", "error"} a line, in the order the lines were answered. Link: rel="next" while more will come; x-assay-results-done: true on the last page.',
+    'JSONL: one {"custom_id", "response": {"status_code", "request_id", "body"}} or ' +
+      '{"custom_id", "error"} a line, in the order the lines were answered. Link: rel="next" ' +
+      'while more will come; x-assay-results-done: true on the last page.',
   );
 
 const ResidentModelSchema = z

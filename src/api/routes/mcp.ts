@@ -21,7 +21,7 @@ import {
   type McpBackend,
   type PreparedTool,
 } from '../../mcp/index.js';
-import { listModels } from '../../model-list.js';
+import { listModels } from '../../registry/index.js';
 import { admission, keyAllows } from '../admission.js';
 import type { ApiContext } from '../context.js';
 import { errorResponse } from '../error-table.js';

@@ -3,10 +3,9 @@
 // new batch when it changes: the earlier batch's answers came from other models).
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { Registry } from '../../registry.js';
 import { admission, keyAllows } from '../admission.js';
 import { ModelMetadataListSchema } from '../../protocol/index.js';
-import { listModels } from '../../model-list.js';
+import { listModels, type Registry } from '../../registry/index.js';
 
 /** The header naming the models' identity: a hash of the registry's names, ids, folders and variants. */
 export const MODELS_IDENTITY_HEADER = 'x-assay-models-identity';

@@ -10,8 +10,7 @@ import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import { resolveModel } from '../../registry.js';
-import { listModels } from '../../model-list.js';
+import { listModels, resolveModel } from '../../registry/index.js';
 import { escalationModels } from '../../service/index.js';
 import type { ApiContext } from '../context.js';
 import { admission, keyAllows } from '../admission.js';
@@ -68,7 +67,9 @@ body::before { content: 'Assay'; display: block; padding: 14px 24px; background:
 
 /** A small mark for the tab (no Swagger or Fastify logo). */
 const FAVICON =
-  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#1d3557"/><path d="M4 12 8 3l4 9M5.6 8.6h4.8" stroke="#f1faee" stroke-width="1.6" fill="none"/></svg>';
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" ' +
+  'rx="3" fill="#1d3557"/><path d="M4 12 8 3l4 9M5.6 8.6h4.8" stroke="#f1faee" ' +
+  'stroke-width="1.6" fill="none"/></svg>';
 
 const DOCS_CSP = {
   'default-src': "'self'",
