@@ -288,8 +288,15 @@ async function removeOlderRewrites(
   }
 }
 
-/** Writes the graph (and, unless its weights are already external, a weights file beside it) and its facts, atomically. */
-async function writeGraph(model: ModelProto, target: string, facts: FactsFile): Promise<void> {
+/**
+ * Writes the graph (and, unless its weights are already external, a weights file beside it) and its
+ * facts, atomically. Also the row-reuse rewrite's (row-reuse/graph-cache.ts), with facts of its own.
+ */
+export async function writeGraph<F extends { externalDataDir?: string }>(
+  model: ModelProto,
+  target: string,
+  facts: F,
+): Promise<void> {
   const partial = `${target}.${process.pid}.tmp`;
   const dataName = `${basename(target)}.data`;
   const shared = facts.externalDataDir !== undefined;
