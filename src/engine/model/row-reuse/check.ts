@@ -15,7 +15,7 @@ export async function checkContinuation(reuse: RowReuse): Promise<string | undef
   const vocab = Math.max(2, Math.min(reuse.facts.vocab ?? 256, 1000));
   const token = (i: number) => (i * 7919 + 17) % vocab;
   const state = Array.from({ length: 2 * m }, (_, i) => token(i));
-  const rows: ReuseRow[] = [m + 7, 13].map((tail, r) => {
+  const rows: ReuseRow[] = [7, 13].map((tail, r) => {
     const ids = [...state, ...Array.from({ length: tail }, (_, i) => token(1000 + 31 * r + i))];
     const last = ids.length - 1;
     const positions = Object.fromEntries(

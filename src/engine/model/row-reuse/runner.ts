@@ -120,6 +120,7 @@ export class RowReuse {
    */
   async runRows(rows: readonly ReuseRow[], snapshot: Snapshot = this.empty): Promise<Record<string, ort.Tensor>> {
     const P = snapshot.length;
+    if (rows.length === 0) throw new Error('no rows to run');
     for (const row of rows) {
       if (!startsWith(row.ids, snapshot.tokens) || row.ids.length <= P)
         throw new Error('a row does not continue the snapshot (it must begin with its tokens and go past them)');
