@@ -8,11 +8,12 @@
 // empty snapshot), so the weights are loaded once.
 import * as ort from 'onnxruntime-node';
 import { ModelLoadError } from '../../errors.js';
+import type { PassStep } from '../runner.js';
 import { openSession, type SessionOptions } from '../session.js';
 import { checkContinuation } from './check.js';
 import { emptyPast, i64, paddedIds, positionInput } from './feeds.js';
 import type { RowGraph } from './graph-cache.js';
-import { PAST_LENGTH, presentOf, type RowGraphFacts } from './names.js';
+import { PAST_LENGTH, pastKey, pastValue, presentOf, type RowGraphFacts } from './names.js';
 
 /** What the published exports take: rows of a multiple of 64 tokens (the hybrid trunks' Scan chunk). */
 export const REUSE_MULTIPLE = 64;
@@ -52,6 +53,9 @@ export class RowReuse {
   readonly multiple: number;
   readonly piece: number;
   readonly empty: Snapshot;
+  /** A snapshot's bytes per token and besides, as the last one taken measured them (snapshotBytes). */
+  private perToken: number | undefined;
+  private fixedBytes = 0;
 
   private constructor(
     private readonly session: ort.InferenceSession,
@@ -88,7 +92,11 @@ export class RowReuse {
    * The snapshot after `tokens` (a multiple of `multiple`; none: the empty snapshot), run from `from`
    * (a snapshot of its first tokens: a longer state continues a shorter one) in pieces of `piece`.
    */
-  async snapshot(tokens: readonly number[], from: Snapshot = this.empty): Promise<Snapshot> {
+  async snapshot(
+    tokens: readonly number[],
+    from: Snapshot = this.empty,
+    step: PassStep = (pass) => pass(),
+  ): Promise<Snapshot> {
     if (tokens.length % this.multiple !== 0)
       throw new Error(`a snapshot of ${tokens.length} tokens: not a multiple of ${this.multiple}`);
     if (!startsWith(tokens, from.tokens)) throw new Error('the snapshot to continue is not of these tokens');
@@ -99,10 +107,13 @@ export class RowReuse {
       // The head reads the piece's last position (its output is not read); Arbiter's mask keeps every key.
       const positions = Object.fromEntries(this.facts.positions.map((p) => [p.name, positionInput([last], p.rank)]));
       const names = Object.keys(this.empty.past);
-      const out = await this.session.run(
-        { input_ids: i64(piece, [1, piece.length]), ...positions, [PAST_LENGTH]: i64([at.length], []), ...at.past },
-        names.map(presentOf),
-      );
+      const feeds = {
+        input_ids: i64(piece, [1, piece.length]),
+        ...positions,
+        [PAST_LENGTH]: i64([at.length], []),
+        ...at.past,
+      };
+      const out = await step(() => this.session.run(feeds, names.map(presentOf)), at.length + piece.length);
       const past = Object.fromEntries(names.map((n) => [n, out[presentOf(n)]!]));
       at = {
         length: at.length + piece.length,
@@ -111,7 +122,26 @@ export class RowReuse {
         bytes: bytesOf(past),
       };
     }
+    this.measure(at);
     return at;
+  }
+
+  /**
+   * The bytes a snapshot of `tokens` tokens will hold, as the last snapshot taken measured them (its
+   * keys and values grow with the tokens; a conv tail and a recurrent state do not); undefined
+   * before any was taken.
+   */
+  snapshotBytes(tokens: number): number | undefined {
+    return this.perToken === undefined ? undefined : this.fixedBytes + this.perToken * tokens;
+  }
+
+  private measure(snapshot: Snapshot): void {
+    if (snapshot.length === 0) return;
+    let growing = 0;
+    for (let l = 0; l < this.facts.attention; l++)
+      for (const name of [pastKey(l), pastValue(l)]) growing += (snapshot.past[name]!.data as Float32Array).byteLength;
+    this.perToken = growing / snapshot.length;
+    this.fixedBytes = snapshot.bytes - growing;
   }
 
   /**
