@@ -38,7 +38,7 @@ function request(state: number[], tails: number[], seed = 0): StateRows {
     );
     return { ids, positions };
   });
-  return { rows, stateLength: state.length, questions: tails.length };
+  return { rows, stateLength: state.length };
 }
 
 const snapshotOf = (read: StateRead): Snapshot => {
@@ -90,7 +90,7 @@ describe('state snapshots across requests', () => {
     const cache = new PrefixCache<Snapshot>(64 * 2 ** 20);
     const shared = { cache, scope: snapshotScope('kev', undefined) };
     const state = stateOf(100, 3);
-    expect(await readState(reuse, request(state, [6]), shared)).toEqual({ whole: true, reason: 'one question' });
+    expect(await readState(reuse, request(state, [6]), shared)).toEqual({ whole: true, reason: 'one row' });
     expect(cache.size).toBe(0);
     expect(await readState(reuse, request(state, [8], 1), shared)).toMatchObject({
       whole: false,

@@ -6,5 +6,12 @@
 export { rowReuseGraph, type RowGraph } from './graph-cache.js';
 export { ROW_REUSE_VERSION, type RowGraphFacts } from './names.js';
 export { snapshotLength } from './prefix.js';
-export { readState, snapshotScope, type SnapshotCache, type StateRead, type StateRows } from './snapshots.js';
+export {
+  readState,
+  snapshotScope,
+  stateSnapshotLength,
+  type SnapshotCache,
+  type StateRead,
+  type StateRows,
+} from './snapshots.js';
 export { REUSE_MULTIPLE, RowReuse, STATE_PIECE, type ReuseRow, type RowReuseOptions, type Snapshot } from './runner.js';
