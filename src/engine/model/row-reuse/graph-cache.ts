@@ -6,7 +6,7 @@
 // the rewrite does not recognise is remembered too: its verdict, the reason, is kept in the same
 // place, so a later load answers without decoding the export again.
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { defaultGraphCacheDirs, writeGraph } from '../graph-file.js';
@@ -69,6 +69,42 @@ export async function rowReuseGraph(
   throw new Error(`no graph cache folder can be written (${failures.join('; ')}); set --graph-cache-dir`);
 }
 
+/**
+ * Remembers beside a continuation graph that the load-time probe refused it: the next load of the
+ * same export answers with the reason (rowReuseGraph) and runs whole rows at once.
+ */
+export async function rememberRefusal(graph: RowGraph, reason: string): Promise<void> {
+  const known = await readJson(`${graph.path}.json`);
+  if (!known) return;
+  await writeFile(`${graph.path}.json`, `${JSON.stringify({ rowsSource: known.rowsSource, reason })}\n`);
+  await rm(graph.path, { force: true });
+}
+
+/**
+ * What a load decided for the export at `source`, from the cache alone (nothing decoded, nothing
+ * written: `assay models` asks it): the state read once, whole rows and why, or undefined where no
+ * load has decided yet.
+ */
+export function rowReuseVerdict(source: string, cacheDir?: string): { reuses: true } | { reason: string } | undefined {
+  let candidates: string[];
+  try {
+    candidates = targetsOf(resolve(source), statSync(resolve(source)), cacheDir);
+  } catch {
+    return undefined;
+  }
+  for (const target of candidates) {
+    let known: Partial<RowGraphFile>;
+    try {
+      known = JSON.parse(readFileSync(`${target}.json`, 'utf8')) as Partial<RowGraphFile>;
+    } catch {
+      continue;
+    }
+    if (typeof known.reason === 'string') return { reason: known.reason };
+    if (known.facts && existsSync(target)) return { reuses: true };
+  }
+  return undefined;
+}
+
 function graphOf(path: string, known: RowGraphFile): RowGraph {
   return { path, facts: known.facts!, ...(known.externalDataDir ? { externalDataDir: known.externalDataDir } : {}) };
 }
@@ -84,7 +120,10 @@ async function readJson(path: string): Promise<RowGraphFile | undefined> {
 
 /** <cache>/<id>/<name>.assay-rows-<id>.onnx, in order of preference. */
 async function targets(source: string, cacheDir: string | undefined): Promise<string[]> {
-  const info = await stat(source);
+  return targetsOf(source, await stat(source), cacheDir);
+}
+
+function targetsOf(source: string, info: { size: number; mtimeMs: number }, cacheDir: string | undefined): string[] {
   const id = createHash('sha256')
     .update(`rows:${ROW_REUSE_VERSION}:${source}:${info.size}:${info.mtimeMs}`)
     .digest('hex')

@@ -12,7 +12,7 @@ import type { PassStep } from '../runner.js';
 import { openSession, type SessionOptions } from '../session.js';
 import { checkContinuation } from './check.js';
 import { emptyPast, i64, paddedIds, positionInput } from './feeds.js';
-import type { RowGraph } from './graph-cache.js';
+import { rememberRefusal, type RowGraph } from './graph-cache.js';
 import { PAST_LENGTH, pastKey, pastValue, presentOf, type RowGraphFacts } from './names.js';
 
 /** What the published exports take: rows of a multiple of 64 tokens (the hybrid trunks' Scan chunk). */
@@ -85,6 +85,8 @@ export class RowReuse {
     const wrong = await checkContinuation(reuse).catch((error: Error) => `a probe pass failed (${error.message})`);
     if (!wrong) return reuse;
     await reuse.close();
+    // a refusal is remembered beside the rewrite (a later load answers without the probe); a failed pass is not
+    if (!wrong.startsWith('a probe pass failed')) await rememberRefusal(graph, wrong);
     return wrong;
   }
 
@@ -177,6 +179,16 @@ export class RowReuse {
       feeds[name] = positionInput(shifted, rank);
     }
     return this.session.run(feeds, this.facts.outputs);
+  }
+
+  /** The continuation graph's inputs: the export's own, then the past. */
+  get inputNames(): readonly string[] {
+    return this.session.inputNames;
+  }
+
+  /** Its outputs: the export's own, then the presents. */
+  get outputNames(): readonly string[] {
+    return this.session.outputNames;
   }
 
   async close(): Promise<void> {
