@@ -19,7 +19,7 @@ const LAYERS = {
     '**/client/**',
     '**/config/**',
     '**/quality/**',
-    '**/registry.js',
+    '**/registry/**',
     '**/defaults.js',
   ],
   'src/workers/**': [
@@ -52,7 +52,7 @@ const LAYERS = {
     '**/model-files/**',
     '**/client/**',
     '**/config/**',
-    '**/registry.js',
+    '**/registry/**',
   ],
   'src/service/**': ['**/api/**', '**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**'],
   'src/api/**': ['**/commands/**', '**/tools/**', '**/model-files/**', '**/client/**', '**/config/**'],
@@ -76,6 +76,17 @@ const LAYERS = {
     '**/config/**',
   ],
   'src/model-files/**': ['**/tools/**', '**/service/**', '**/api/**', '**/commands/**', '**/client/**'],
+  // The registry names models and their folders: above the engine (it checks a family's name), below the service.
+  'src/registry/**': [
+    '**/service/**',
+    '**/api/**',
+    '**/commands/**',
+    '**/tools/**',
+    '**/model-files/**',
+    '**/client/**',
+    '**/config/**',
+    '**/mcp/**',
+  ],
   // The MCP tools see answers only through their backend (the service, a client or the route).
   'src/mcp/**': [
     '**/engine/**',
@@ -86,7 +97,7 @@ const LAYERS = {
     '**/model-files/**',
     '**/client/**',
     '**/config/**',
-    '**/registry.js',
+    '**/registry/**',
   ],
 };
 
@@ -103,6 +114,7 @@ const ENTRIES = [
   'config',
   'model-files',
   'mcp',
+  'registry',
 ];
 
 /** src/internal.ts: the one door through which bench/, tools/ and deploy/ reach inner parts (never used inside src/). */

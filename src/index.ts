@@ -3,4 +3,4 @@
 export { loadEvaluator, BudgetError, AbortedError, OverloadedError, ModelLoadError } from './engine/index.js';
 export type * from './engine/index.js';
 export { buildServer, type ServerOptions, type AssayServer } from './api/index.js';
-export { loadRegistry, resolveModel, registerModel } from './registry.js';
+export { loadRegistry, resolveModel, registerModel } from './registry/index.js';

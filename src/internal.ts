@@ -67,23 +67,23 @@ export { toHalf } from './model-files/onnx/half.js';
 // The server, its keys, the model pool and the registry (benches that run a server in-process).
 export { buildServer, keysFromList } from './api/index.js';
 export { createModelPool } from './service/index.js';
-export { checkRegistry } from './registry.js';
+export { checkRegistry } from './registry/index.js';
 
 // Small helpers.
 export { seededRandom } from './common/index.js';
 export { stateHash } from './protocol/index.js';
 export { resolveEngineConfig } from './engine/config.js';
 export { sessionOptions } from './engine/model/session.js';
-export { rowBatches } from './engine/families/evaluator.js';
-export { loadLaya, layaFeeds, type LayaRowInput } from './engine/families/laya/family.js';
-export { loadNli, nliFeeds, type NliRowInput } from './engine/families/nli/family.js';
+// The model families (engine/families): the one list, a row family loaded alone (its reader and
+// runner, for a bench beside a bare session), the inputs of their graphs.
+export { FAMILIES, familyNamed, loadRowFamily } from './engine/families/index.js';
+export { rowBatches } from './engine/families/rows/batched.js';
+export type { FamilyPlan, FamilyRow, RowReader, RowRunner } from './engine/families/rows/family.js';
+export { causalFeeds } from './engine/families/causal/runner.js';
+export { wholeRows, type CausalPlan, type WholeRow } from './engine/families/causal/plan.js';
+export { layaFeeds, type LayaRowInput } from './engine/families/laya/family.js';
+export { nliFeeds, type NliRowInput } from './engine/families/nli/family.js';
 export { computeLabelTable, deciderLayout, type DeciderTokenizer } from './engine/families/decider/index.js';
-export { loadKev, kevFeeds, type KevRowInput } from './engine/families/kev/family.js';
-export { loadDecision, decisionFeeds, type DecisionRowInput } from './engine/families/decision/family.js';
-export { loadArbiter, arbiterFeeds, type ArbiterRowInput } from './engine/families/arbiter/family.js';
-export { loadDeciderSlots } from './engine/families/decider-slots/family.js';
-export { slotFeeds, type SlotRowInput } from './engine/families/decider-slots/rows.js';
-export type { RowFamily, FamilyRow } from './engine/families/family.js';
 
 // Worker threads started the project's way (a bench's own client thread, from TypeScript sources).
 export { runInBackground, workerEntry } from './workers/index.js';

@@ -101,7 +101,7 @@ export async function decisionFamiliesSection(ctx: BenchContext): Promise<Sectio
         modelDir: dir,
         variant: 'int8',
         threads: ctx.threads,
-        onWarning: (w) => warnings.push(w),
+        onNote: (w) => warnings.push(w.message),
         ...extra,
       });
     const assay: Evaluator = await load({});

@@ -1,5 +1,5 @@
 // The encoder families at the real shapes of their published models (synthetic replicas:
-// tools/families/laya-replica.ts, nli-replica.ts): Laya on ModernBERT-large (421M) fp32 and int8
+// tools/families/laya/replica.ts, nli-replica.ts): Laya on ModernBERT-large (421M) fp32 and int8
 // and mmBERT-base fp32; NLI pairs on DeBERTa-v3-large's size (435M) int8 and fp32.
 // - Requests of 1 / 5 / 20 questions on 128 / 512 / 1,024-token states through Assay as served
 //   (the engine thread, the family's layout and answers), beside onnxruntime running the same graph
@@ -15,23 +15,17 @@ import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import * as ort from 'onnxruntime-node';
 import {
-  layaFeeds,
   loadEvaluator,
-  loadLaya,
-  loadNli,
-  nliFeeds,
+  loadRowFamily,
   resolveEngineConfig,
   rowBatches,
   sessionOptions,
   type EvaluateRequest,
   type Evaluator,
-  type RowFamily,
   type FamilyRow,
-  type LayaRowInput,
-  type NliRowInput,
 } from '../../src/internal.js';
-import { ensureNliReplicaShape, NLI_SHAPES } from '../../tools/families/nli-replica.js';
-import { ensureLayaReplicaShape, LAYA_SHAPES, type LayaShapeName } from '../../tools/families/laya-replica.js';
+import { ensureNliReplicaShape, NLI_SHAPES } from '../../tools/families/nli/replica.js';
+import { ensureLayaReplicaShape, LAYA_SHAPES, type LayaShapeName } from '../../tools/families/laya/replica.js';
 import { table, ms, ratio, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { pairedRatio, roundSummary, summarize, timeMs } from '../lib/stats.js';
 import { mixedQuestions } from '../lib/text.js';
@@ -131,26 +125,22 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
       unknown
     >;
     const tok = new Tokenizer(JSON.parse(readFileSync(join(tokDir, 'tokenizer.json'), 'utf8')), tokConfig);
-    const padId = tok.token_to_id(String(tokConfig.pad_token ?? '[PAD]'))!;
     const config = resolveEngineConfig({ modelDir: dir, variant: m.variant, threads: ctx.threads });
     // The rows Assay builds (the family's layout, outside any timing) and the graph it runs.
-    const family: RowFamily = m.family === 'laya-markers' ? await loadLaya(config) : await loadNli(config);
-    const graph = family.graph;
+    const family = await loadRowFamily(config, m.family);
+    const graph = family.runner.graph;
     const warnings: string[] = [];
     const assay: Evaluator = await loadEvaluator({
       modelDir: dir,
       variant: m.variant,
       threads: ctx.threads,
-      onWarning: (w) => warnings.push(w),
+      onNote: (w) => warnings.push(w.message),
     });
     const bare = await ort.InferenceSession.create(graph, await sessionOptions(config));
-    const alone = family.rowsAlone;
+    const alone = family.runner.rowsAlone;
     notes.push(`${label}: ${graph.replace(dir, '<replica>')}${alone ? ' (dynamic int8: rows one by one)' : ''}`);
-    const typeIds = bare.inputNames.includes('token_type_ids');
-    const feeds = (batch: FamilyRow[]) =>
-      m.family === 'laya-markers'
-        ? layaFeeds(batch as LayaRowInput[], padId)
-        : nliFeeds(batch as NliRowInput[], padId, typeIds);
+    // The graph's inputs as the family's runner builds them.
+    const feeds = (batch: FamilyRow[]) => family.runner.feeds(batch);
     const runBare = async (planned: FamilyRow[]) => {
       for (const batch of rowBatches(planned, alone ? 0 : config.rowBatchTokens))
         await bare.run(feeds(batch.map((i) => planned[i]!)));
@@ -164,13 +154,13 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
         });
         const warm = request();
         await assay.evaluate(warm);
-        await runBare(family.plan(warm).rows);
+        await runBare(family.reader.plan(warm).rows);
         const times = { assay: [] as number[], bare: [] as number[] };
         let padded = 0;
         let inputTokens = 0;
         for (let r = 0; r < cell.rounds; r++) {
           const req = request();
-          const planned = family.plan(req).rows;
+          const planned = family.reader.plan(req).rows;
           inputTokens = planned.reduce((n, row) => n + row.tokens, 0);
           padded = rowBatches(planned, alone ? 0 : config.rowBatchTokens).reduce(
             (n, b) => n + b.length * Math.max(...b.map((i) => planned[i]!.tokens)),
@@ -240,7 +230,7 @@ export async function familiesSection(ctx: BenchContext): Promise<SectionResult>
       }
     } finally {
       await assay.close();
-      await family.close();
+      await family.runner.close();
       await bare.release();
     }
     for (const w of warnings) notes.push(`${label} load: ${w}`);

@@ -57,7 +57,7 @@ export async function fusedAttentionSection(ctx: BenchContext): Promise<SectionR
       modelDir: dir,
       threads: ctx.threads,
       fusedAttention: true,
-      onWarning: (w) => warnings.push(w),
+      onNote: (w) => warnings.push(w.message),
     }),
     off: await ModelRunner.create(folder, { modelDir: dir, threads: ctx.threads, fusedAttention: false }),
   };

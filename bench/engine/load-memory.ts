@@ -51,7 +51,7 @@ function measure(dir: string): { maxRssMiB: number; seconds: number } {
   const script = `
     const t0 = performance.now();
     const { loadEvaluator } = await import(${JSON.stringify(join(repo, 'src/engine/index.ts'))});
-    const e = await loadEvaluator({ modelDir: ${JSON.stringify(dir)}, threads: 2, onWarning: (m) => console.error("warning: " + m) });
+    const e = await loadEvaluator({ modelDir: ${JSON.stringify(dir)}, threads: 2, onNote: (m) => console.error("warning: " + m.message) });
     const seconds = (performance.now() - t0) / 1000;
     console.log(JSON.stringify({ maxRssMiB: Math.round(process.resourceUsage().maxRSS / 1024), seconds: Math.round(seconds * 10) / 10 }));
     await e.close();`;

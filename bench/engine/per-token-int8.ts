@@ -38,7 +38,7 @@ export async function perTokenInt8Section(ctx: BenchContext): Promise<SectionRes
       threads: ctx.threads,
       prefixCacheBytes: 0,
       perTokenInt8,
-      onWarning: (w) => warnings.push(w),
+      onNote: (w) => warnings.push(w.message),
     });
   const engines: Record<'on' | 'off', Evaluator> = { on: await load(true), off: await load(false) };
   const measured: Array<Row & { inputTokens: number; on: number[]; off: number[] }> = [];

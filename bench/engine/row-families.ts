@@ -17,34 +17,27 @@
 //   ASSAY_BENCH_ROW_SIZES=qwen2.5-0.5b         only these sizes
 //   ASSAY_BENCH_ROW_CELLS=1x256,5x256,16x256   only these cells (questions x state tokens)
 //   ASSAY_BENCH_ROW_BATCH_TOKENS=32768         the batched side's rowBatchTokens (default 16,384)
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import {
-  arbiterFeeds,
-  decisionFeeds,
-  kevFeeds,
-  loadArbiter,
-  loadDeciderSlots,
-  loadDecision,
   loadEvaluator,
-  loadKev,
+  loadRowFamily,
   resolveEngineConfig,
   rowBatches,
   sessionOptions,
   TextCodec,
-  slotFeeds,
+  wholeRows,
+  type CausalPlan,
   type EvaluateRequest,
   type Evaluator,
   type FamilyRow,
   type Question,
-  type RowFamily,
+  type WholeRow,
 } from '../../src/internal.js';
-import { ensureArbiterReplica, ensureArbiterReplicaSize } from '../../tools/families/arbiter-replica.js';
-import { CAUSAL_BASE_SIZES, type CausalSize } from '../../tools/families/causal-replica-kit.js';
-import { ensureSlotsReplica, ensureSlotsReplicaSize } from '../../tools/families/decider-slots-replica.js';
-import { ensureDecisionReplica, ensureDecisionReplicaSize } from '../../tools/families/decision-replica.js';
-import { ensureKevReplica, ensureKevReplicaSize } from '../../tools/families/kev-replica.js';
+import { ensureArbiterReplica, ensureArbiterReplicaSize } from '../../tools/families/arbiter/replica.js';
+import { CAUSAL_BASE_SIZES, type CausalSize } from '../../tools/families/kit/causal-replica-kit.js';
+import { ensureSlotsReplica, ensureSlotsReplicaSize } from '../../tools/families/decider-slots/replica.js';
+import { ensureDecisionReplica, ensureDecisionReplicaSize } from '../../tools/families/decision/replica.js';
+import { ensureKevReplica, ensureKevReplicaSize } from '../../tools/families/kev/replica.js';
 import { table, ms, ratio, type BenchContext, type SectionResult, type Target } from '../lib/context.js';
 import { pairedRatio, roundSummary, summarize, timeMs } from '../lib/stats.js';
 import { clientQuestions, textOfTokens } from '../lib/text.js';
@@ -61,42 +54,19 @@ const ROW_MULTIPLE = 64;
 /** The published models' sizes every family is timed at (--quick: each family's tiny test replica). */
 const SIZES = ['qwen2.5-0.5b', 'qwen3.5-0.8b'] as const satisfies readonly CausalSize[];
 type Size = (typeof SIZES)[number] | 'tiny';
-type Feeds = (rows: readonly FamilyRow[]) => Record<string, ort.Tensor>;
-
 /** A causal-row family as this section runs it. */
 interface RowFamilyEntry {
   family: string;
   /** The replica's folder at a size, written on demand. */
   replica(size: Size, log: (line: string) => void): string;
-  /** The family as the engine loads it (its layout plans the rows). */
-  load(config: ReturnType<typeof resolveEngineConfig>): Promise<RowFamily>;
-  /** The graph's inputs for a batch of the family's rows, for the bare session. */
-  feeds(dir: string): Feeds;
   /** A request of `questions` questions on `state`, in the types the family answers. */
   request(state: string, questions: number, seed: number): EvaluateRequest;
 }
 
-/**
- * The pad id in a folder's decision.json: `special_tokens.pad` (Kev, decider-slots) or
- * `pad_token_id` (Decision, Arbiter; 0 when absent, as Arbiter reads it).
- */
-function padId(dir: string): number {
-  const d = JSON.parse(readFileSync(join(dir, 'decision.json'), 'utf8')) as {
-    pad_token_id?: number;
-    special_tokens?: { pad?: number };
-  };
-  return d.special_tokens?.pad ?? d.pad_token_id ?? 0;
-}
-
-/**
- * An entry from the family's replica writers (tiny, sized), loader and feeds; its request the
- * client's questions as they are unless `request` says otherwise.
- */
-function entry<R>(
+/** An entry from the family's replica writers (tiny, sized); its request the client's questions as they are unless `request` says otherwise. */
+function entry(
   family: string,
   replicas: [() => string, (size: CausalSize, log: (line: string) => void) => string],
-  load: (config: ReturnType<typeof resolveEngineConfig>) => Promise<RowFamily<R & FamilyRow>>,
-  feeds: (rows: R[], pad: number) => Record<string, ort.Tensor>,
   request: RowFamilyEntry['request'] = (state, questions, seed) => ({
     state,
     questions: clientQuestions(questions, seed),
@@ -105,11 +75,6 @@ function entry<R>(
   return {
     family,
     replica: (size, log) => (size === 'tiny' ? replicas[0]() : replicas[1](size, log)),
-    load: load as RowFamilyEntry['load'],
-    feeds(dir) {
-      const pad = padId(dir);
-      return (rows) => feeds(rows as unknown as R[], pad);
-    },
     request,
   };
 }
@@ -128,10 +93,10 @@ function sixLevels(state: string, questions: number, seed: number): EvaluateRequ
 // noul, a choice of up to 16 options and a score of exactly 6 levels, one row each; decider-slots
 // every type, one row per question and one per level of a score.
 const FAMILIES: RowFamilyEntry[] = [
-  entry('kev-pointer', [ensureKevReplica, ensureKevReplicaSize], loadKev, kevFeeds),
-  entry('decision-endpoint', [ensureDecisionReplica, ensureDecisionReplicaSize], loadDecision, decisionFeeds),
-  entry('arbiter-fixed', [ensureArbiterReplica, ensureArbiterReplicaSize], loadArbiter, arbiterFeeds, sixLevels),
-  entry('decider-slots', [ensureSlotsReplica, ensureSlotsReplicaSize], loadDeciderSlots, slotFeeds),
+  entry('kev-pointer', [ensureKevReplica, ensureKevReplicaSize]),
+  entry('decision-endpoint', [ensureDecisionReplica, ensureDecisionReplicaSize]),
+  entry('arbiter-fixed', [ensureArbiterReplica, ensureArbiterReplicaSize], sixLevels),
+  entry('decider-slots', [ensureSlotsReplica, ensureSlotsReplicaSize]),
 ];
 
 /** Rows' padded tokens as run: each batch its row count × its longest row rounded up to 64. */
@@ -180,29 +145,34 @@ export async function rowFamiliesSection(ctx: BenchContext): Promise<SectionResu
       const dir = entry.replica(size, (l) => ctx.log(`    ${l}`));
       const codec = await TextCodec.load(dir);
       const config = resolveEngineConfig({ modelDir: dir, threads: ctx.threads });
-      // Every round's request and rows, planned by the family's layout before any timing.
-      const family = await entry.load(config);
-      const graph = family.graph;
+      // Every round's request and its whole rows, planned by the family's layout before any timing;
+      // the graph's inputs are the family runner's own (the same feeds it runs).
+      const family = await loadRowFamily(config, entry.family);
+      const graph = family.runner.graph;
+      const feeds = (batch: readonly WholeRow[]) => family.runner.feeds(batch);
       const planned = cells.map((cell) =>
         Array.from({ length: cell.rounds + 1 }, (_, r) => {
           const state = textOfTokens(codec, cell.tokens, seed++);
           const request = entry.request(state, r === 0 ? 1 : cell.questions, seed++);
-          return { request, rows: family.plan(request).rows };
+          const rows = wholeRows(family.reader.plan(request) as CausalPlan).map((w) => ({
+            ...w,
+            tokens: w.ids.length,
+          }));
+          return { request, rows };
         }),
       );
-      await family.close();
+      await family.runner.close();
       notes.push(`${label}: ${graph.replace(dir, '<replica>')}`);
       const warnings: string[] = [];
       const load = (rowBatchTokens: number) =>
-        loadEvaluator({ modelDir: dir, threads: ctx.threads, rowBatchTokens, onWarning: (w) => warnings.push(w) });
+        loadEvaluator({ modelDir: dir, threads: ctx.threads, rowBatchTokens, onNote: (w) => warnings.push(w.message) });
       const assay: Evaluator = await load(config.rowBatchTokens);
       const batched: Evaluator = await load(BATCH_TOKENS);
       const bare = await ort.InferenceSession.create(graph, await sessionOptions(config));
-      const feeds = entry.feeds(dir);
-      const runBare = async (planned: readonly FamilyRow[]) => {
+      const runBare = async (planned: readonly WholeRow[]) => {
         for (const row of planned) await bare.run(feeds([row]));
       };
-      const run = (side: Side, p: { request: EvaluateRequest; rows: FamilyRow[] }) =>
+      const run = (side: Side, p: { request: EvaluateRequest; rows: Array<WholeRow & FamilyRow> }) =>
         side === 'assay'
           ? assay.evaluate(p.request)
           : side === 'batched'
@@ -268,7 +238,7 @@ export async function rowFamiliesSection(ctx: BenchContext): Promise<SectionResu
     notes: [
       'Replicas with random weights at the published sizes, BF16 weights in external data computed in fp32 (no int8 export of these families is published): the cost is real, the answers are not.',
       "The graphs take whole rows and no KV input: the state cannot be encoded once and reused, each question's row reads it again (one row per question is the contract itself, so there is no cheaper no-reuse side to compare with). Assay's one lever is batching a request's rows in one run.",
-      "The replicas' trunk (tools/families/causal-net.ts) differs from the real bases: learned positions (Kev, decider-slots) or none (Decision, Arbiter) instead of rotary, LayerNorm and GELU instead of RMSNorm and SwiGLU, every layer full attention (Qwen3.5 mixes linear-attention layers), plain-op attention (no fused kernel). Hidden size, layers and heads are the bases' (Qwen2.5-0.5B: 896, 24, 14; Qwen3.5-0.8B: 1,024, 24, 8), and the 2-matrix MLP is 1.5 × the base's SwiGLU width (7,296; 5,376), so the cost per token is matched by parameter count; the vocabulary is the Qwen3.5-id tokenizer's (248,320 rows, a gather; Decision 248,045, Arbiter its stand-in tokenizer's).",
+      "The replicas' trunk (tools/families/kit/causal-net.ts) differs from the real bases: learned positions (Kev, decider-slots) or none (Decision, Arbiter) instead of rotary, LayerNorm and GELU instead of RMSNorm and SwiGLU, every layer full attention (Qwen3.5 mixes linear-attention layers), plain-op attention (no fused kernel). Hidden size, layers and heads are the bases' (Qwen2.5-0.5B: 896, 24, 14; Qwen3.5-0.8B: 1,024, 24, 8), and the 2-matrix MLP is 1.5 × the base's SwiGLU width (7,296; 5,376), so the cost per token is matched by parameter count; the vocabulary is the Qwen3.5-id tokenizer's (248,320 rows, a gather; Decision 248,045, Arbiter its stand-in tokenizer's).",
       "Questions: the first public client's mix (60% noul, 28% choice of 4, 12% score of at most 5 levels): one row each under Kev's and Decision's contracts, one per question and one per score level under decider-slots', and Arbiter's scores at 6 levels (the only count its head scores).",
       `assay: loadEvaluator as served on CPU (rows one by one, rowBatchTokens 0); batched: rowBatchTokens ${BATCH_TOKENS.toLocaleString('en-US')} (rows sorted by length, padded to the longest rounded up to 64); bare: session.run per row on the rows Assay built. Each round times the three back to back, the order reversed every other round; the rows and padded tokens are the last round's.`,
       "Memory: each of the three sessions holds about 4.3 GB at the 0.5B size (the BF16 data and the fp32 weights its Casts fold to; one evaluator's RSS after load), and a batch holds attention scores of rows × heads × seq² floats per layer (7 rows of 2,112 tokens at 14 heads: about 1.7 GB, several alive at once; 16 such rows in one batch, rowBatchTokens 32,768, ran out of 24 GiB at the 0.5B size): lower ASSAY_BENCH_ROW_BATCH_TOKENS, or pick cells with ASSAY_BENCH_ROW_CELLS, where memory is short.",

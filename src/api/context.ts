@@ -1,7 +1,7 @@
 // What the routes share: the registry, the models, keys, limits and metrics of one server, as
 // `app.assay`; and the request's own decorations (its key, its access-log facts, its body's key order).
 import type { SentOrder } from '../protocol/index.js';
-import type { Registry } from '../registry.js';
+import type { Registry } from '../registry/index.js';
 import type { ApiKey, KeyStore } from './auth.js';
 import type { Metrics } from './metrics.js';
 import type { Batches, ModelProvider, RegistryChange, ResidencyView, ResidentModel } from '../service/index.js';

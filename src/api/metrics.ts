@@ -169,8 +169,8 @@ export function createMetrics(
     (s) => s.batchQueueDepth,
   );
   // Which family each loaded model is, and whether it reuses a state's KV (the decoder engine's
-  // families: a decoder, a decider-labels model) or reads the state again in every row (a row
-  // family: its prefix cache figures stay 0).
+  // families) or reads the state again in every row (a row family whose rows run whole: its prefix
+  // cache figures stay 0), as the loaded model says (EngineStats.prefixReuse).
   new Gauge({
     name: 'assay_model_family',
     help: "1 per loaded model, labelled with its family and whether it reuses a state's prefix KV across questions and requests",
@@ -179,7 +179,7 @@ export function createMetrics(
     collect() {
       this.reset();
       for (const e of engines())
-        this.set({ model: e.model, family: e.stats.family, prefix_reuse: String(reusesPrefix(e.stats.family)) }, 1);
+        this.set({ model: e.model, family: e.stats.family, prefix_reuse: String(e.stats.prefixReuse) }, 1);
     },
   });
 
@@ -267,9 +267,4 @@ function residencyMetrics(
         for (const [cause, n] of Object.entries(c.unloads)) this.inc({ model, cause }, n);
     },
   });
-}
-
-/** Whether a family's engine reuses a state's prefix KV: the decoder engine's families do. */
-function reusesPrefix(family: EngineStats['family']): boolean {
-  return family === 'decoder' || family === 'decider-labels' || family === 'label-tokens';
 }

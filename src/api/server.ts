@@ -2,7 +2,7 @@
 // keys), so tests build it in-process and `assay serve` builds it from configuration.
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { DEFAULTS } from '../defaults.js';
-import type { Registry } from '../registry.js';
+import type { Registry } from '../registry/index.js';
 import { KeyStore, type ApiKey } from './auth.js';
 import type { ApiContext, OperatorControls } from './context.js';
 import { loggerOptions, requestId, type LogStream } from './plugins/logging.js';

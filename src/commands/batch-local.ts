@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildServer, keysFromList } from '../api/index.js';
 import { resolveSettings } from '../config/index.js';
-import { loadRegistry, resolveModel } from '../registry.js';
+import { loadRegistry, resolveModel } from '../registry/index.js';
 import { openBatches } from '../service/index.js';
 import type { Io } from './common.js';
 import { openLocalModel } from './local-model.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Answer, Question } from '../protocol/index.js';
 import { fitTemperature, meanLogLoss, split, withTemperature, type CalibrationExample } from '../quality/index.js';
 import { choiceMetrics } from '../quality/index.js';
-import { loadRegistry, writeJsonAtomic } from '../registry.js';
+import { loadRegistry, writeJsonAtomic } from '../registry/index.js';
 import { commandFlags, commandHelp, COMMON_FLAGS } from '../config/index.js';
 import { parseCommand, resolveIo, type CommandIo, type Io } from './common.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';

@@ -26,7 +26,7 @@ import {
   worse,
   type TypeDrift,
 } from '../quality/index.js';
-import { loadRegistry, resolveModel, type Registry } from '../registry.js';
+import { loadRegistry, resolveModel, type Registry } from '../registry/index.js';
 import { escalationCounts } from '../service/index.js';
 import type { Io } from './common.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';

@@ -7,13 +7,17 @@ import { AssayClient } from '../client/index.js';
 import { InvalidRequestError, ParsedBody, questionOrder, sentOrder, sentQuestionsOrder } from '../protocol/index.js';
 import type { Answer, SentOrder, SystemOneRequest, SystemOneResponse, ValidationError } from '../protocol/index.js';
 import { keysInOrder, requestErrors, writeResponse } from '../protocol/index.js';
+import { DEFAULT_FAMILY, FAMILIES, FAMILY_NAMES } from '../engine/index.js';
 import { evaluateRequest } from '../service/index.js';
-import { loadRegistry, resolveModel } from '../registry.js';
+import { loadRegistry, resolveModel } from '../registry/index.js';
 import { openLocalModel } from './local-model.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
 import { DEFAULT_RESAMPLES, DEFAULT_SEED } from '../quality/index.js';
 import { DEFAULT_BUDGETS, DEFAULT_SCORE_TOLERANCE } from './dataset/coverage-report.js';
 import { describeError, parseCommand, parseFormat, resolveIo, table, type CommandIo, type Io } from './common.js';
+
+/** A family with a prompt contract of its own, for --compare's example. */
+const CONTRACT_FAMILY = FAMILIES.find((f) => f.contract)?.name ?? DEFAULT_FAMILY;
 
 const FLAGS = commandFlags({
   head: `Usage: assay eval --state FILE|- --questions FILE [options]
@@ -69,9 +73,9 @@ the differences B - A in accuracy, coverage at the budget and ECE with paired
 bootstrap 95% intervals. An arm is parts joined by "+": a registry model, a
 variant (fp32, int8, q4, ...), a prompt version (v1 = option names, letters =
 A, B, C...), rotN (choice options over N rotations, averaged) or a model family
-(decoder = Assay's generic prompt, decider-labels = the decider contract,
-label-tokens = the contract in the folder's decision.json). e.g.
-int8,fp32, v1,letters, decider-labels,decoder; with --url, two model names
+(${FAMILY_NAMES.join(', ')}: the folder run as that family, e.g. a
+prompt contract against ${DEFAULT_FAMILY}, Assay's generic prompt). e.g.
+int8,fp32, v1,letters, ${CONTRACT_FAMILY},${DEFAULT_FAMILY}; with --url, two model names
 (svc-1.13.0,svc-latest)`,
     },
     'fail-if-worse': {

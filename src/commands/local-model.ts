@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EngineConfig } from '../engine/index.js';
-import { resolveModel, type Registry, type ResolvedModel } from '../registry.js';
+import { resolveModel, type Registry, type ResolvedModel } from '../registry/index.js';
 import { createModelPool, escalationModels } from '../service/index.js';
 import type { Io } from './common.js';
 

@@ -17,14 +17,17 @@ import {
   VARIANTS,
   type FetchModelResult,
 } from '../model-files/index.js';
-import { parseVariant } from '../engine/index.js';
+import { DEFAULT_FAMILY, FAMILIES, parseVariant } from '../engine/index.js';
 import { progressBar } from './progress.js';
-import { registerModel } from '../registry.js';
+import { registerModel } from '../registry/index.js';
 import { commandFlags, commandHelp, COMMON_FLAGS } from '../config/index.js';
 import { parseCommand, resolveIo } from './common.js';
 
 /** models/hub/ of the package (the same depth from src/commands and dist/commands). */
 export const DEFAULT_DEST = fileURLToPath(new URL('../../models/hub/', import.meta.url));
+
+/** The row families' paragraphs of the help: what a fetch brings of each (their descriptors'). */
+const FETCH_HELP = FAMILIES.flatMap((f) => (f.fetch?.help ? [f.fetch.help] : [])).join('\n');
 
 const FLAGS = commandFlags({
   head: `Usage: assay models fetch <owner/name> [options]
@@ -35,13 +38,7 @@ engine loads for that family:
 - a decoder: a transformers.js / Optimum export (config.json, tokenizer and template files, and
   one variant's ONNX file under onnx/ or at the root, with its external data), or an
   onnxruntime-genai build (genai_config.json and its model.onnx + model.onnx.data);
-- a Laya decision model (laya-markers, by its rl_agent_config.json): rl_agent_config.json,
-  config.json, the tokenizer files (in tokenizer/ or at the root), and one graph with its external
-  data: the variant's file, or the split onnx/encoder.onnx + onnx/head.onnx (--split, or when the
-  repo has no single graph);
-- an NLI cross-encoder (nli-pairs, by nli_config.json or a config.json whose architecture is a
-  *ForSequenceClassification): config.json, nli_config.json, the tokenizer files (spm.model and
-  added_tokens.json too) and the variant's ONNX file with its external data.
+${FETCH_HELP}
 decision.json (its layout declares the family) and assay.json come along when the repo has them.
 
 Options:`,
@@ -148,7 +145,7 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
 
   const name = (repo.split('/')[1] ?? repo).toLowerCase();
   const label = result.variant ?? (result.split ? 'split' : result.layout);
-  const what = result.family === 'decoder' ? label : `${result.family}, ${label}`;
+  const what = result.family === DEFAULT_FAMILY ? label : `${result.family}, ${label}`;
   const id = o.id ?? `${name}-${label}-${result.commit.slice(0, 7)}`;
   const rel = path.relative(path.dirname(registry), result.modelDir).split(path.sep).join('/');
   try {

@@ -4,7 +4,7 @@
 // The server never generates models.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { loadRegistry, type Registry } from '../registry.js';
+import { loadRegistry, type Registry } from '../registry/index.js';
 import { synthModelCurrent } from '../model-files/index.js';
 import {
   DTYPES,

@@ -6,10 +6,9 @@
 // would list, with the versioned id and folder each name resolves to.
 import type { ModelMetadataList } from '../protocol/index.js';
 import { AssayClient } from '../client/index.js';
-import { loadRegistry } from '../registry.js';
-import { listModels } from '../model-list.js';
-import { contractName, detectFamily } from '../engine/index.js';
-import type { ResolvedModel } from '../registry.js';
+import { listModels, loadRegistry } from '../registry/index.js';
+import { DEFAULT_FAMILY, detectFamily, familyNamed } from '../engine/index.js';
+import type { ResolvedModel } from '../registry/index.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
 import { describeError, parseCommand, parseFormat, resolveIo, table, type CommandIo } from './common.js';
 
@@ -101,7 +100,8 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
 
 /**
  * The family a name's model is: the registry's `family`, else what its folder's files show (the
- * engine's rules), a label-tokens folder with its contract's name; an escalating entry is `escalating`, a synthetic model not yet written a decoder
+ * engine's rules), with what the folder says of itself (its family's `describe`: a contract's
+ * name); an escalating entry is `escalating`, a synthetic model not yet written the default family
  * (the generator writes decoders), a folder that matches none `unknown`.
  */
 function familyOf(resolved: ResolvedModel): string {
@@ -109,10 +109,10 @@ function familyOf(resolved: ResolvedModel): string {
   if (entry.escalate) return 'escalating';
   try {
     const family = entry.family ?? detectFamily(resolved.dir);
-    // A label-tokens folder carries its contract: its name says which.
-    const contract = family === 'label-tokens' ? contractName(resolved.dir) : undefined;
-    return contract ? `${family} (${contract})` : family;
+    // A folder may say which model of its family it is (a prompt contract's name).
+    const which = familyNamed(family)?.describe?.(resolved.dir);
+    return which ? `${family} (${which})` : family;
   } catch {
-    return entry.synthetic ? 'decoder' : 'unknown';
+    return entry.synthetic ? DEFAULT_FAMILY : 'unknown';
   }
 }

@@ -11,7 +11,7 @@ import {
   type AssayServer,
 } from '../api/index.js';
 import { loadServeSettings, serveHelp, settingsFor, type ServeSettings } from '../config/index.js';
-import { acceptedModelNames, loadRegistry, resolveModel } from '../registry.js';
+import { acceptedModelNames, loadRegistry, resolveModel } from '../registry/index.js';
 import {
   createModelPool,
   openBatches,

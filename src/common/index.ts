@@ -5,3 +5,4 @@ export * from './html.js';
 export * from './onnx.js';
 export * from './version.js';
 export * from './hosts.js';
+export * from './softmax.js';

@@ -4,7 +4,7 @@
 // to it), and src/config/load.ts parses flags and environment with it once, at startup.
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
-import { DEFAULT_REGISTRY_FILE } from '../registry.js';
+import { DEFAULT_REGISTRY_FILE } from '../registry/index.js';
 import type { EngineConfig } from '../engine/index.js';
 import type { ServerOptions } from '../api/index.js';
 import { normalOrigin, validHostEntry } from '../common/index.js';

@@ -3,6 +3,19 @@ import { DEFAULTS as ALL } from '../defaults.js';
 
 export type ExecutionProvider = 'cpu' | 'cuda';
 
+/**
+ * A load note: what the engine read or chose, by kind, so its owner need not read the text:
+ * - packing: packed evaluation (within a request, or across requests) is off for this export;
+ * - q4: 4-bit weights run through the int8 kernels;
+ * - attention: fused into GroupQueryAttention, or why not;
+ * - family: the model family and what was read of its folder;
+ * - fallback: the engine fell back from what was asked (the rewritten graph did not load, …).
+ */
+export interface EngineNote {
+  kind: 'packing' | 'q4' | 'attention' | 'family' | 'fallback';
+  message: string;
+}
+
 export interface EngineConfig {
   /** Folder of a Hugging Face ONNX export (config.json, tokenizer.json, onnx/...). */
   modelDir: string;
@@ -63,8 +76,12 @@ export interface EngineConfig {
    * the calling thread (tools that want the session itself).
    */
   engineThread?: boolean;
-  /** Told once, at load, when the engine falls back from what was asked (e.g. the rewritten graph did not load). */
-  onWarning?: (message: string) => void;
+  /**
+   * Told at load what the engine read and chose, each note typed by its kind (types.ts EngineNote):
+   * how the export runs (packing, 4-bit weights, attention), the family read, or a fallback from
+   * what was asked (e.g. the rewritten graph did not load).
+   */
+  onNote?: (note: EngineNote) => void;
   /**
    * Told once when the engine thread dies after loading (it exited, or an error escaped it): its
    * requests have ended with EngineDeadError and the evaluator answers nothing more; the owner
@@ -85,14 +102,14 @@ export interface EngineConfig {
    */
   batchPackTokens?: number;
   /**
-   * Encoder families: most padded tokens of one batch of a request's rows (rows × the longest),
-   * longest rows first (families/evaluator.ts); 0 runs rows one by one. Default by provider
+   * Row families: most padded tokens of one batch of a request's rows (rows × the longest),
+   * longest rows first (families/rows/batched.ts); 0 runs rows one by one. Default by provider
    * (src/defaults.ts): one by one on CPU, 4,096 on CUDA.
    */
   rowBatchTokens?: number;
   /**
-   * The model's family (families/family.ts): 'decoder', 'laya-markers' or 'nli-pairs'. Default: the
-   * folder's declaration (decision.json's `layout`), else what its files show (families/detect.ts).
+   * The model's family, by its name (families/list.ts). Default: the folder's declaration
+   * (decision.json's `layout`), else what its files show (families/detect.ts).
    */
   family?: string;
   /**

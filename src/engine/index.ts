@@ -1,37 +1,29 @@
 // The engine's one entry point: load a model folder, get an Evaluator.
 export type * from './types.js';
-export type { EngineConfig, ExecutionProvider } from './config.js';
+export type { EngineConfig, EngineNote, ExecutionProvider } from './config.js';
 export { cpuFacts, cpuKernels, type CpuFacts, type KernelPaths } from './model/cpu.js';
 export { ModelManifestSchema, type ModelManifest } from './model/manifest.js';
 export { ONNX_DIRS, VARIANTS, parseVariant, variantFileNames, type Variant } from './model/variants.js';
 export { PROMPT_VERSIONS } from './prompting/prompts.js';
 export { externalize } from './model/graph-file.js';
 export { inlineExternalData } from './model/q4-to-int8.js';
-export { ATTENTION_NOTE, Q4_NOTE } from './model/runner.js';
-// The families' light modules only (no onnxruntime): the loaders are imported when a model loads.
-export { FAMILY_NAMES, FAMILY_NOTE, isRowFamily, type RowFamilyName } from './families/family.js';
-export {
-  detectFamily,
-  DECISION_FILE,
-  familyOfFiles,
-  type FamilyEvidence,
-  type FolderFiles,
-} from './families/detect.js';
+// The families' light modules only (no onnxruntime): a row family's parts are imported when a model loads.
+export { DEFAULT_FAMILY, FAMILIES, FAMILY_NAMES, familyNamed, isRowFamily, type FamilyName } from './families/list.js';
+export type { FamilyDescriptor, FamilyEngine, FetchRule } from './families/descriptor.js';
+export { detectFamily, familyOfFiles, type FamilyEvidence } from './families/detect.js';
 // The rules of where a family's files are, over a file listing: the hub fetcher picks by them.
 export {
+  DECISION_FILE,
   findSingleGraph,
   findSplitGraph,
   isExternalData,
-  LAYA_CONFIG,
-  NLI_CONFIG,
   singleGraphVariants,
   TOKENIZER_FILES,
   tokenizerFolder,
+  type FolderFiles,
   type HasFile,
 } from './families/files.js';
-export { LayaOptionsTooLong } from './families/laya/layout.js';
-export { NliHypothesisTooLong } from './families/nli/layout.js';
-export { contractName } from './families/label-tokens/name.js';
+export { CalibrationSchema } from './families/shared/settings.js';
 export {
   BudgetError,
   AbortedError,

@@ -5,10 +5,6 @@
 // the single source, and the engine takes their inferred types as they are (types only: the
 // engine never runs zod).
 import type { Answer, SentOrder, SystemOneRequest, Usage } from '../protocol/index.js';
-import type { FamilyName } from './families/family.js';
-
-export type { FamilyName } from './families/family.js';
-
 export type {
   SentOrder,
   Answer,
@@ -102,11 +98,14 @@ export interface EngineStats {
   tokensEvaluated: number;
   /** Forward passes run (prefill chunks, prefixes, suffixes, packed passes). */
   passes: number;
+  /** The model's family, by its name (docs/models.md#model-families). */
+  family: string;
   /**
-   * The model's family (families/family.ts): 'decoder' reuses a state's KV across questions and
-   * requests; an encoder family reads the state again in every row, so the prefix cache stays empty.
+   * Whether the model reuses a state's tokens across questions and requests: the decoder engine's
+   * families encode a state's KV once; a row family whose rows are run whole reads the state again in
+   * every row (its prefix cache figures stay 0).
    */
-  family: FamilyName;
+  prefixReuse: boolean;
 }
 
 /** One loaded model that answers requests. */

@@ -1,8 +1,8 @@
 // The startup notice of escalating registry entries: which local model they escalate to, and a loud
 // warning for a remote one (zero data retention does not hold for what it is sent). Apart from
-// escalation.ts, which imports the pool's error: the pool announces at creation, without a cycle.
-import type { Registry } from '../registry.js';
-import type { PoolLog } from './model-pool.js';
+// escalation.ts, which imports the pool's error: the pool announces at creation.
+import type { Registry } from '../registry/index.js';
+import type { PoolLog } from './provider.js';
 
 /**
  * At startup: each escalating entry, and loudly the ones whose second model is remote: the

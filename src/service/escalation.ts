@@ -17,8 +17,9 @@ import {
   type Question,
 } from '../protocol/index.js';
 import { certainty } from '../quality/index.js';
-import { resolveModel, type EscalationSpec, type Registry, type RemoteModel } from '../registry.js';
-import { ModelUnavailableError, withModel, type ModelProvider } from './provider.js';
+import { resolveModel, type EscalationSpec, type Registry, type RemoteModel } from '../registry/index.js';
+import { ModelUnavailableError } from './errors.js';
+import { withModel, type ModelProvider } from './provider.js';
 
 export const DEFAULT_ESCALATION_TIMEOUT_MS = 10_000;
 

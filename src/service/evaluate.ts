@@ -6,7 +6,7 @@ import { InvalidRequestError, ModelForbiddenError, type LogPolicy } from '../pro
 import { type SystemOneRequest, type SystemOneResponse } from '../protocol/index.js';
 import { parseRequest, responseProblems } from '../protocol/index.js';
 import { ParsedBody, questionOrder, ValidatedBody, type SentOrder } from '../protocol/index.js';
-import { acceptedModelNames, resolveModel, type Registry } from '../registry.js';
+import { acceptedModelNames, resolveModel, type Registry } from '../registry/index.js';
 import { escalatingEvaluator } from './escalation.js';
 import { withModel, type ModelProvider } from './provider.js';
 

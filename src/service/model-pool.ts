@@ -1,27 +1,18 @@
-// Loads evaluators for the registry's versioned ids when they are first asked for, keeps them
-// resident within a count and a memory budget (residency.ts) and unloads them when idle or to make
-// room; serving a synthetic (random-weight) model is always announced with a loud warning.
-import {
-  ATTENTION_NOTE,
-  EngineDeadError,
-  FAMILY_NOTE,
-  loadEvaluator,
-  Q4_NOTE,
-  type EngineConfig,
-  type Evaluator,
-} from '../engine/index.js';
+// Loads evaluators for the registry's versioned ids when they are first asked for, and keeps each
+// slot's lifecycle: one load at a time with a backoff after a failure, leases, keep-alive, restarts
+// of a dead engine thread, registry reloads, the operator's view. Which models stay resident, within
+// a count and a memory budget, is the residency policy's (residency.ts); the refusals are errors.ts's.
+// Serving a synthetic (random-weight) model is always announced with a loud warning.
+import { EngineDeadError, loadEvaluator, type EngineConfig, type EngineNote, type Evaluator } from '../engine/index.js';
 import { DEFAULTS } from '../defaults.js';
-import type { LogPolicy } from '../protocol/index.js';
-import { resolveModel, type ModelEntry, type Registry } from '../registry.js';
+import { resolveModel, type ModelEntry, type Registry } from '../registry/index.js';
+import { ModelInUseError, ModelTooLargeError, ModelUnavailableError } from './errors.js';
 import { announceEscalations } from './escalation-notice.js';
-import { ModelUnavailableError, type Lease, type ModelProvider } from './provider.js';
+import type { Lease, ModelProvider, PoolLog } from './provider.js';
 import {
-  folderBytes,
-  mib,
-  ModelsBusyError,
-  ModelsPinnedError,
-  ModelTooLargeError,
+  createResidency,
   residencyOptions,
+  type Resident,
   type ResidencyCounts,
   type ResidencyOptions,
   type ResidentModel,
@@ -29,22 +20,32 @@ import {
 } from './residency.js';
 import { registryChange, type RegistryChange } from './registry-change.js';
 
-export interface PoolLog {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-}
-
 export const SYNTHETIC_WARNING =
   'SERVING A SYNTHETIC RANDOM-WEIGHT MODEL: its answers are MEANINGLESS until a real model is configured ' +
   '(npm run models:fetch, or point models/registry.json at an exported model folder; see README)';
 
-/** The engine's load notes that only say packing is unavailable for this export (src/engine/execution/evaluator.ts). */
-const PACKING_NOTE = /packed evaluation is not available|packing across requests is off/;
+/** How the pool logs each kind of the engine's load notes: a note about how the export runs is info; a fallback warns. */
+function logNote(log: PoolLog, model: string, note: EngineNote): void {
+  switch (note.kind) {
+    // Packing (several questions, or requests, per pass) unavailable is how this export runs, not a
+    // fallback from what was asked: info. Anything else (e.g. the rewritten graph did not load) warns.
+    case 'packing':
+      return log.info({ model, reason: note.message }, 'model runs without packing');
+    case 'q4':
+      return log.info({ model, note: note.message }, 'model runs its 4-bit weights on the int8 kernels');
+    case 'attention':
+      return log.info({ model, note: note.message }, 'model attention');
+    case 'family':
+      return log.info({ model, note: note.message }, 'model family');
+    case 'fallback':
+      return log.warn({ model, reason: note.message }, 'model load fell back');
+  }
+}
 
 /** A failed load is tried again after 1 s, 2 s, 4 s ... at most this long. */
 const MAX_BACKOFF_MS = 5 * 60_000;
 
-interface Slot {
+interface Slot extends Resident {
   id: string;
   /** The folder, variant and rewrite it loads (a registry reload that changes it re-points the id). */
   source: string;
@@ -78,9 +79,6 @@ interface Slot {
 /** A restarted engine that then runs this long without dying starts its backoff afresh. */
 const RESTART_RESET_MS = 60_000;
 
-/** A request refused for room is told to come back after about this long (jittered by retryHeaders). */
-const BUSY_RETRY_SECONDS = 2;
-
 export type ModelPool = ModelProvider & {
   /** Loads the default model and the --preload ones, kept resident; resolves with the default's evaluator. */
   preload(): Promise<Evaluator>;
@@ -94,18 +92,6 @@ export type ModelPool = ModelProvider & {
   replaceRegistry(next: Registry): RegistryChange;
   registry(): Registry;
 };
-
-/** The operator asked to unload a model that requests are using. → 409. */
-export class ModelInUseError extends Error {
-  static readonly code = 'model_in_use';
-  static readonly log: LogPolicy = 'none';
-  constructor(id: string, n: number) {
-    super(
-      `Model ${id} has ${n} request(s) in flight or queued; it is not unloaded under them (retry once they finish)`,
-    );
-    this.name = 'ModelInUseError';
-  }
-}
 
 /**
  * Evaluators for a registry. `engine` holds the options every model shares (threads, queue,
@@ -131,10 +117,6 @@ export function createModelPool(
   /** Slots a registry reload took out, still held by requests. */
   const retiring = new Set<Slot>();
   const counts = new Map<string, ResidencyCounts>();
-  /** Measured sizes by source: the next load of the same folder is budgeted with it. */
-  const sizes = new Map<string, number>();
-  /** Requests waiting for room: called when a model unloads or goes idle. */
-  const roomWaiters = new Set<() => void>();
   let loadChain: Promise<unknown> = Promise.resolve();
   let startupDone = false;
   let pinnedNames: string[] = [];
@@ -155,23 +137,10 @@ export function createModelPool(
     return c;
   };
   const all = () => [...slots.values(), ...retiring];
-  /** Models that take memory or a place: loaded, or loading. */
-  const occupying = () => all().filter((s) => s.ready !== undefined || s.loading !== undefined);
   const prefixBytes = (s: Slot) => (s.ready ? s.ready.stats().prefixCacheBytes : 0);
   /** Each model's prefix cache may grow to this: its share, counted in full against the budget. */
   const cacheShare = engine.prefixCacheBytes ?? DEFAULTS.prefixCacheBytes;
-  /** The most its folder measured (any id loading it), else its files; with its prefix cache's share. */
-  const estimate = (s: Slot) => (sizes.get(s.source) ?? folderBytes(s.dir)) + cacheShare;
-  const sizeOf = (s: Slot) =>
-    s.ready ? Math.max(s.bytes + s.workBytes, sizes.get(s.source) ?? 0) + cacheShare : estimate(s);
-  /** Keeps the largest measurement of a folder: RSS readings of one process are noisy, the budget errs high. */
-  const measured = (s: Slot) => sizes.set(s.source, Math.max(sizes.get(s.source) ?? 0, s.bytes + s.workBytes));
-  /** Requests holding any model now, and the one request being measured (it ran alone, or it does not count). */
-  let active = 0;
-  let probe: { slot: Slot; token: object; before: number; clean: boolean } | undefined;
-  /** Loads started and not ended. */
-  let loading = 0;
-  const evictable = (s: Slot) => !!s.ready && !s.loading && !s.pinned && s.leases === 0 && s.queued === 0;
+  const policy = createResidency<Slot>(opts, cacheShare, all, (s, cause) => unload(s, cause));
 
   function sourceOf(id: string, r: Registry): { source: string; dir: string; entry: ModelEntry } | undefined {
     const m = resolveModel(r, id);
@@ -188,34 +157,18 @@ export function createModelPool(
   async function open(slot: Slot): Promise<Evaluator> {
     const m = { dir: slot.dir, entry: slot.entry };
     const started = performance.now();
-    if (probe) probe.clean = false; // a load inside a measured request is not that request's memory
-    const before = opts.rss();
-    const evaluator = await loadEvaluator({
-      ...engine,
-      modelDir: m.dir,
-      variant: m.entry.variant,
-      ...(m.entry.family ? { family: m.entry.family } : {}),
-      rewriteGraph: engine.rewriteGraph !== false && m.entry.graph_rewrite !== false,
-      fusedAttention: engine.fusedAttention !== false && m.entry.fused_attention !== false,
-      onWarning: (message) =>
-        // Packing (several questions, or requests, per pass) unavailable is how this export runs, not a
-        // fallback from what was asked: info. Anything else (e.g. the rewritten graph did not load) warns.
-        PACKING_NOTE.test(message)
-          ? log.info({ model: slot.id, reason: message }, 'model runs without packing')
-          : message.startsWith(Q4_NOTE)
-            ? log.info({ model: slot.id, note: message }, 'model runs its 4-bit weights on the int8 kernels')
-            : message.startsWith(ATTENTION_NOTE)
-              ? log.info({ model: slot.id, note: message.slice(ATTENTION_NOTE.length).trim() }, 'model attention')
-              : message.startsWith(FAMILY_NOTE)
-                ? log.info({ model: slot.id, note: message.slice(FAMILY_NOTE.length).trim() }, 'model family')
-                : log.warn({ model: slot.id, reason: message }, 'model load fell back'),
-      onDeath: (error) => died(slot, error),
-    });
-    // Its resident cost: what the process grew by over the load (weights, rewritten graph, the engine
-    // thread). Loads run one at a time, so the growth is this model's; never less than its files
-    // (memory an unloaded model freed and the allocator hands out again does not show as growth).
-    slot.bytes = Math.max(opts.rss() - before, folderBytes(slot.dir));
-    measured(slot);
+    const evaluator = await policy.measureLoad(slot, () =>
+      loadEvaluator({
+        ...engine,
+        modelDir: m.dir,
+        variant: m.entry.variant,
+        ...(m.entry.family ? { family: m.entry.family } : {}),
+        rewriteGraph: engine.rewriteGraph !== false && m.entry.graph_rewrite !== false,
+        fusedAttention: engine.fusedAttention !== false && m.entry.fused_attention !== false,
+        onNote: (note) => logNote(log, slot.id, note),
+        onDeath: (error) => died(slot, error),
+      }),
+    );
     slot.loadMs = performance.now() - started;
     const c = countOf(slot.id);
     c.loads++;
@@ -259,17 +212,13 @@ export function createModelPool(
     return slot;
   }
 
-  function wake(): void {
-    for (const w of [...roomWaiters]) w();
-  }
-
   function unload(slot: Slot, cause: UnloadCause): void {
     clearTimeout(slot.timer);
     slot.timer = undefined;
     slot.expiresAt = undefined;
     const e = slot.ready;
     if (!e) return;
-    const bytes = sizeOf(slot);
+    const bytes = policy.sizeOf(slot);
     slot.ready = undefined;
     if (slot.retired) retiring.delete(slot);
     const c = countOf(slot.id);
@@ -277,14 +226,14 @@ export function createModelPool(
     log.info({ model: slot.id, cause, bytes }, 'model unloaded');
     // Its prefix cache lives in its engine thread and goes with it.
     void e.close();
-    wake();
+    policy.wake();
   }
 
   /** A model nobody holds or waits for: unloaded now, later (keep-alive), or kept. */
   function idle(slot: Slot): void {
     if (slot.leases > 0 || slot.queued > 0 || !slot.ready) return;
     if (slot.retired) return unload(slot, 'registry');
-    wake(); // it can now be unloaded to make room
+    policy.wake(); // it can now be unloaded to make room
     if (slot.pinned || opts.keepAliveMs < 0 || slot.timer) return;
     if (opts.keepAliveMs === 0) return unload(slot, 'expired');
     // Keep-alive counts from its last use.
@@ -297,78 +246,6 @@ export function createModelPool(
       Math.max(0, slot.expiresAt - now()),
     );
     slot.timer.unref();
-  }
-
-  /** Unloads least recently used idle models until `slot` fits the count and the budget. */
-  function makeRoom(slot: Slot): 'ok' | 'full' {
-    const need = estimate(slot);
-    if (need > opts.memoryBudget)
-      throw new ModelTooLargeError(slot.id, need, cacheShare, opts.memoryBudget, sizes.has(slot.source));
-    const pinned = occupying().filter((s) => s !== slot && s.pinned);
-    const pinnedBytes = pinned.reduce((t, s) => t + sizeOf(s), 0);
-    const they = pinned.length === 1 ? 'it takes' : 'they take';
-    const places = opts.maxLoadedModels === 1 ? 'the one place' : `all ${opts.maxLoadedModels} places`;
-    const why =
-      pinned.length + 1 > opts.maxLoadedModels
-        ? `${they} ${places} of --max-loaded-models; raise it or pin fewer models`
-        : pinnedBytes + need > opts.memoryBudget
-          ? `${they} ${mib(pinnedBytes)} of the ${mib(opts.memoryBudget)} --memory-budget and it needs ${mib(need)}; raise the budget or pin fewer models`
-          : undefined;
-    if (why)
-      throw new ModelsPinnedError(
-        slot.id,
-        pinned.map((s) => s.id),
-        why,
-      );
-    for (;;) {
-      const others = occupying().filter((s) => s !== slot);
-      const used = others.reduce((t, s) => t + sizeOf(s), 0);
-      if (others.length + 1 <= opts.maxLoadedModels && used + need <= opts.memoryBudget) return 'ok';
-      const victim = others.filter(evictable).sort((a, b) => (a.lastUsed ?? 0) - (b.lastUsed ?? 0))[0];
-      if (!victim) return 'full';
-      unload(victim, 'evicted');
-    }
-  }
-
-  /** After a load measured more than was budgeted: idle models go until the set fits again. */
-  function trim(loaded: Slot): void {
-    for (;;) {
-      const used = occupying().reduce((t, s) => t + sizeOf(s), 0);
-      if (used <= opts.memoryBudget) return;
-      const victim = occupying()
-        .filter((s) => s !== loaded && evictable(s))
-        .sort((a, b) => (a.lastUsed ?? 0) - (b.lastUsed ?? 0))[0];
-      if (!victim) return;
-      unload(victim, 'evicted');
-    }
-  }
-
-  function busyMessage(id: string): string {
-    const set = occupying();
-    const used = set.reduce((t, s) => t + sizeOf(s), 0);
-    const why =
-      set.length >= opts.maxLoadedModels
-        ? `${set.length} of ${opts.maxLoadedModels} models are resident (--max-loaded-models)`
-        : `the memory budget is taken (${mib(used)} of ${mib(opts.memoryBudget)}, --memory-budget)`;
-    return `Model ${id} cannot be loaded now: ${why} and each has requests in flight; retry later`;
-  }
-
-  /** Waits until a model unloads or goes idle; ModelsBusyError when the signal fires first (or there is none). */
-  function waitForRoom(id: string, signal: AbortSignal | undefined): Promise<void> {
-    if (!signal || signal.aborted) return Promise.reject(new ModelsBusyError(busyMessage(id), BUSY_RETRY_SECONDS));
-    return new Promise((resolve, reject) => {
-      const done = () => {
-        roomWaiters.delete(done);
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      const onAbort = () => {
-        roomWaiters.delete(done);
-        reject(new ModelsBusyError(busyMessage(id), BUSY_RETRY_SECONDS));
-      };
-      roomWaiters.add(done);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
   }
 
   /** Rejects with the signal's reason when it fires first. */
@@ -392,7 +269,7 @@ export function createModelPool(
     const dead = slot.ready;
     slot.ready = undefined;
     void dead?.close();
-    wake();
+    policy.wake();
     if (closed || slot.retired) return;
     if (slot.readySince !== undefined && now() - slot.readySince > RESTART_RESET_MS) slot.deathsInARow = 0;
     slot.restarts++;
@@ -413,8 +290,7 @@ export function createModelPool(
     if (slot.ready) return Promise.resolve(slot.ready);
     if (slot.loading) return slot.loading;
     const attempts = slot.failure?.attempts ?? 0;
-    loading++;
-    const run = loadChain.then(() => open(slot)).finally(() => loading--);
+    const run = loadChain.then(() => open(slot)).finally(policy.loadStarted());
     loadChain = run.catch(() => undefined);
     slot.loading = run.then(
       (evaluator) => {
@@ -427,11 +303,7 @@ export function createModelPool(
         slot.ready = evaluator;
         slot.readySince = now();
         slot.lastUsed = now();
-        if (slot.bytes + cacheShare > opts.memoryBudget) {
-          unload(slot, 'too_large');
-          throw new ModelTooLargeError(slot.id, slot.bytes + cacheShare, cacheShare, opts.memoryBudget, true);
-        }
-        trim(slot);
+        policy.admit(slot);
         idle(slot);
         return evaluator;
       },
@@ -440,7 +312,7 @@ export function createModelPool(
         const backoff = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** attempts);
         slot.failure = { error, attempts: attempts + 1, retryAt: now() + backoff };
         log.warn({ model: slot.id, reason: error.message, retry_in_ms: backoff }, 'model failed to load');
-        wake();
+        policy.wake();
         throw error;
       },
     );
@@ -448,10 +320,7 @@ export function createModelPool(
   }
 
   function lease(slot: Slot, evaluator: Evaluator): Lease {
-    const token = {};
-    if (probe) probe.clean = false;
-    else if (active === 0 && loading === 0) probe = { slot, token, before: opts.rss(), clean: true };
-    active++;
+    const ended = policy.requestStarted(slot);
     slot.leases++;
     clearTimeout(slot.timer);
     slot.timer = undefined;
@@ -463,15 +332,7 @@ export function createModelPool(
       release() {
         if (released) return;
         released = true;
-        active--;
-        if (probe?.token === token) {
-          if (probe.clean) {
-            slot.workBytes = Math.max(slot.workBytes, opts.rss() - probe.before);
-            measured(slot);
-          }
-          probe = undefined;
-          trim(slot);
-        }
+        ended();
         slot.leases--;
         slot.lastUsed = now();
         idle(slot);
@@ -497,10 +358,10 @@ export function createModelPool(
           throw new ModelUnavailableError(`${what}; retrying in ${Math.ceil(seconds)} s`, seconds, true);
         }
         if (!slot.loading) {
-          if (makeRoom(slot) === 'full') {
+          if (policy.makeRoom(slot) === 'full') {
             if (!waited) countOf(id).slotWaits++;
             waited = true;
-            await waitForRoom(id, signal);
+            await policy.waitForRoom(id, signal);
             continue;
           }
           load(slot).catch(() => {}); // waited for below; the outcome is remembered in the slot
@@ -529,7 +390,7 @@ export function createModelPool(
     const iso = (t: number | undefined) => (t === undefined ? null : new Date(t).toISOString());
     return {
       model: s.id,
-      size_bytes: sizeOf(s),
+      size_bytes: policy.sizeOf(s),
       prefix_cache_bytes: prefixBytes(s),
       state: s.ready ? 'ready' : 'loading',
       family: s.ready ? s.ready.stats().family : null,
@@ -617,16 +478,13 @@ export function createModelPool(
       return change;
     },
     registry: () => registry,
-    residency: () => {
-      const set = occupying();
-      return {
-        models: set.map(view).sort((a, b) => a.model.localeCompare(b.model)),
-        max_loaded_models: opts.maxLoadedModels,
-        memory_budget_bytes: opts.memoryBudget,
-        resident_bytes: set.reduce((t, s) => t + sizeOf(s), 0),
-        keep_alive_ms: opts.keepAliveMs,
-      };
-    },
+    residency: () =>
+      policy.view(
+        policy
+          .occupying()
+          .map(view)
+          .sort((a, b) => a.model.localeCompare(b.model)),
+      ),
     counts: () => Object.fromEntries([...counts].map(([id, c]) => [id, { ...c, unloads: { ...c.unloads } }])),
     loaded: () =>
       all()
@@ -645,7 +503,7 @@ export function createModelPool(
     async close() {
       closed = true;
       for (const s of all()) clearTimeout(s.timer);
-      wake();
+      policy.wake();
       await Promise.allSettled(
         all()
           .filter((s) => s.ready)

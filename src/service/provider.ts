@@ -2,9 +2,14 @@
 // request by a lease; the pool (model-pool.ts) is the one `assay serve` runs, staticModels the one
 // tests and embedding programs use.
 import type { EngineStats, Evaluator } from '../engine/index.js';
-import type { LogPolicy } from '../protocol/index.js';
-import type { Registry } from '../registry.js';
+import type { Registry } from '../registry/index.js';
 import type { ResidencyCounts, ResidencyView } from './residency.js';
+
+/** Where the models' lifecycle is logged (pino's info and warn, or a test's collector). */
+export interface PoolLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
 
 /** A loaded model's engine counters, for /metrics. */
 export interface EngineSnapshot {
@@ -71,24 +76,4 @@ export function staticModels(evaluators: Record<string, Evaluator>): ModelProvid
       await Promise.all(Object.values(evaluators).map((e) => e.close()));
     },
   };
-}
-
-/**
- * The model failed to load and waits out its backoff. → 503 with retry-after. Its message says why
- * (the engine's load error: files, shapes, counts), so logs keep it.
- */
-export class ModelUnavailableError extends Error {
-  static readonly code: string = 'model_unavailable';
-  static readonly log: LogPolicy = 'message';
-
-  constructor(
-    message: string,
-    readonly retryAfterSeconds: number,
-    /** It failed to load (the message says why), rather than an escalation's second model failing. */
-    readonly failed = false,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-    this.name = 'ModelUnavailableError';
-  }
 }

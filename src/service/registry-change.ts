@@ -2,7 +2,7 @@
 // folder, variant or rewrite), and the default. The pool unloads the removed and re-pointed ones
 // once their requests are done; the added ones load on first use.
 import type { LogPolicy } from '../protocol/index.js';
-import type { Registry } from '../registry.js';
+import type { Registry } from '../registry/index.js';
 
 export interface RegistryChange {
   added: string[];

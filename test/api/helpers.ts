@@ -6,7 +6,7 @@ import { keysFromList, sha256, type ApiKey } from '../../src/api/auth.js';
 import { staticModels, type ModelProvider } from '../../src/service/provider.js';
 import { buildServer, type AssayServer, type ServerOptions } from '../../src/api/server.js';
 import { loadEvaluator, type EngineConfig, type Evaluator } from '../../src/engine/index.js';
-import { checkRegistry, type Registry } from '../../src/registry.js';
+import { checkRegistry, type Registry } from '../../src/registry/registry.js';
 
 export const KEY = 'test-key-1';
 export const OTHER_KEY = 'test-key-2';

@@ -1,7 +1,7 @@
 // Zero data retention: no request content reaches the logs at any level, whatever the outcome.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AbortedError, BudgetError, EngineError, ModelLoadError, OverloadedError } from '../../src/engine/index.js';
-import { ModelUnavailableError } from '../../src/service/provider.js';
+import { ModelUnavailableError } from '../../src/service/errors.js';
 import { auth, startServer, withEvaluate, type TestServer } from './helpers.js';
 
 const CANARY = 'CANARY-7f3a9c-zero-retention';

@@ -12,7 +12,7 @@ import {
   loadRegistry,
   registerModel,
   resolveModel,
-} from '../../src/registry.js';
+} from '../../src/registry/registry.js';
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'assay-registry-'));
 

@@ -14,7 +14,7 @@ import { startServe, type ServeProcess } from '../serve-process.js';
 import { buildServer } from '../../src/api/server.js';
 import { keysFromList } from '../../src/api/auth.js';
 import { createModelPool } from '../../src/service/model-pool.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { mixedRequest } from './helpers.js';
 
 const OPERATOR = 'op-key-1';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/api/auth.js';
 import { createModelPool } from '../../src/service/model-pool.js';
 import { EngineError } from '../../src/engine/index.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import {
   auth,

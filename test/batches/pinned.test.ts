@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { createModelPool, type ModelPool } from '../../src/service/model-pool.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { mixedRequest } from '../api/helpers.js';
 import { jsonl, readResults, startBatchServer, submit, waitEnded } from './helpers.js';
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page, type Request } from 'playwright-core';
 import { buildServer, type AssayServer } from '../../src/api/server.js';
 import { keysFromList, sha256 } from '../../src/api/auth.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { staticModels } from '../../src/service/provider.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';

@@ -16,7 +16,7 @@ import { buildServer, type AssayServer } from '../../src/api/server.js';
 import { REQUEST_EXAMPLE } from '../../src/api/openapi-examples.js';
 import { keysFromList } from '../../src/api/auth.js';
 import { run as evalCmd } from '../../src/commands/eval.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { staticModels } from '../../src/service/provider.js';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Answer, Question } from '../../src/protocol/index.js';
 import { coverageMarkdown, coverageReport, coverageRows } from '../../src/commands/dataset/coverage-report.js';
 import type { DatasetLine } from '../../src/commands/dataset/read.js';
-import { checkRegistry, loadRegistry } from '../../src/registry.js';
+import { checkRegistry, loadRegistry } from '../../src/registry/registry.js';
 import { shouldEscalate } from '../../src/service/index.js';
 
 const Q: Record<string, Question> = {

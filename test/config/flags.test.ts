@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { run as modelsCmd } from '../../src/commands/models.js';
 import { parseCommand, resolveIo } from '../../src/commands/common.js';
 import { commandFlags, commandHelp, COMMON_FLAGS } from '../../src/config/index.js';
-import { DEFAULT_REGISTRY_FILE } from '../../src/registry.js';
+import { DEFAULT_REGISTRY_FILE } from '../../src/registry/registry.js';
 import { serveConfig } from '../../src/commands/serve.js';
 
 const SPEC = commandFlags({

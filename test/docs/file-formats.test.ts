@@ -2,10 +2,10 @@
 // retyped or re-described in a schema fails this test until the page is regenerated.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { fieldTable, FILE_FORMATS_PAGE, fileFormatsPage } from '../../src/file-formats.js';
+import { fieldTable, FILE_FORMATS_PAGE, fileFormatsPage } from '../../src/config/file-formats.js';
 import { KeysFileSchema } from '../../src/api/index.js';
 import { ModelManifestSchema } from '../../src/engine/index.js';
-import { RegistryFileSchema } from '../../src/registry-schema.js';
+import { RegistryFileSchema } from '../../src/registry/schema.js';
 
 describe('docs/file-formats.md', () => {
   it('is the page the schemas generate (npm run docs:formats)', () => {

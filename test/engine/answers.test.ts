@@ -5,8 +5,8 @@ import {
   confidence,
   hostedChoiceConfidence,
   hostedScoreConfidence,
-  normalize,
 } from '../../src/engine/execution/answers.js';
+import { softmax } from '../../src/common/index.js';
 import { logSoftmaxAt } from '../../src/engine/model/runner.js';
 
 describe('distributions and confidence', () => {
@@ -69,8 +69,8 @@ describe('distributions and confidence', () => {
     });
   });
 
-  it('normalize survives very small log-probabilities', () => {
-    const p = normalize([-1000, -1001, -1e6]);
+  it('softmax survives very small log-probabilities', () => {
+    const p = softmax([-1000, -1001, -1e6]);
     expect(p[0]! + p[1]! + p[2]!).toBeCloseTo(1, 12);
     expect(p[2]).toBe(0);
     expect(p[0]! / p[1]!).toBeCloseTo(Math.E, 9);

@@ -126,7 +126,12 @@ describe('packing across requests', () => {
     // across passes); a shared pass holds whole prompts.
     const modelDir = await tinyInt8();
     const warnings: string[] = [];
-    const int8 = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 4096, onWarning: (m) => warnings.push(m) });
+    const int8 = await load({
+      modelDir,
+      prefixCacheBytes: 0,
+      batchTokens: 4096,
+      onNote: (m) => warnings.push(m.message),
+    });
     expect(warnings.filter((w) => /packing across requests is off: this int8 graph/.test(w))).toHaveLength(1);
     const alone = await load({ modelDir, prefixCacheBytes: 0, batchTokens: 0 });
     const solo = (await alone.evaluate(VICTIM)).answers.q!;
@@ -143,7 +148,7 @@ describe('packing across requests', () => {
     const modelDir = await tinyInt8();
     const warnings: string[] = [];
     const settings = { modelDir, prefixCacheBytes: 0, fusedAttention: false };
-    const int8 = await load({ ...settings, batchTokens: 4096, onWarning: (m) => warnings.push(m) });
+    const int8 = await load({ ...settings, batchTokens: 4096, onNote: (m) => warnings.push(m.message) });
     expect(warnings.filter((w) => /packing across requests/.test(w))).toEqual([]);
     const alone = await load({ ...settings, batchTokens: 0 });
     const solo = (await alone.evaluate(VICTIM)).answers.q!;
@@ -161,7 +166,7 @@ describe('packing across requests', () => {
       perTokenInt8: false,
       prefixCacheBytes: 0,
       batchTokens: 4096,
-      onWarning: (m) => warnings.push(m),
+      onNote: (m) => warnings.push(m.message),
     });
     expect(warnings.filter((w) => /packing across requests is off/.test(w))).toHaveLength(1);
     const alone = await load({ modelDir, perTokenInt8: false, prefixCacheBytes: 0, batchTokens: 0 });
@@ -182,7 +187,7 @@ describe('packing across requests', () => {
       prefixCacheBytes: 0,
       batchTokens: 4096,
       fusedAttention: false,
-      onWarning: (m) => warnings.push(m),
+      onNote: (m) => warnings.push(m.message),
     });
     expect(warnings.filter((w) => /packing across requests/.test(w))).toEqual([]);
     const answers = await besideEachNeighbour(q4);

@@ -9,7 +9,7 @@ import { createModelPool } from '../../src/service/model-pool.js';
 import { loadEvaluator, type EvaluateResult, type Evaluator, type Question } from '../../src/engine/index.js';
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { ModelRunner } from '../../src/engine/model/runner.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { choice, maxDiff, noul, request, score } from './fixtures.js';
 
 interface Case {

@@ -23,7 +23,7 @@ import { attentionShape, fuseAttention } from '../../src/engine/model/fuse-atten
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { ModelRunner, type KvCache } from '../../src/engine/model/runner.js';
 import { createModelPool } from '../../src/service/model-pool.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { ensureFlavor } from '../../tools/flavors.js';
 import { choice, manyQuestions, maxDiff, noul, request, score, tinyFp32, tinyInt8 } from './fixtures.js';
 
@@ -42,9 +42,13 @@ describe('fused attention: where it applies', () => {
     for (const dir of [await tinyFp32(), await tinyInt8(), await ensureFlavor({ dtype: 'fp16' })]) {
       const notes: string[] = [];
       const folder = await openModelFolder(dir);
-      const fused = await ModelRunner.create(folder, { modelDir: dir, threads: 1, onWarning: (m) => notes.push(m) });
+      const fused = await ModelRunner.create(folder, {
+        modelDir: dir,
+        threads: 1,
+        onNote: (m) => notes.push(m.message),
+      });
       expect(fused.fusedLayers, dir).toBe(LAYERS);
-      expect(notes).toContain(`attention: fused into GroupQueryAttention in ${LAYERS} layers`);
+      expect(notes).toContain(`fused into GroupQueryAttention in ${LAYERS} layers`);
       await fused.close();
       const plain = await ModelRunner.create(folder, { modelDir: dir, threads: 1, fusedAttention: false });
       expect(plain.fusedLayers).toBe(0);
@@ -59,12 +63,10 @@ describe('fused attention: where it applies', () => {
     const runner = await ModelRunner.create(await openModelFolder(dir), {
       modelDir: dir,
       threads: 1,
-      onWarning: (m) => notes.push(m),
+      onNote: (m) => notes.push(m.message),
     });
     expect(runner.fusedLayers).toBe(0);
-    expect(notes.join('\n')).toMatch(
-      /attention: as exported, not fused \(the export already uses a fused attention op\)/,
-    );
+    expect(notes.join('\n')).toMatch(/as exported, not fused \(the export already uses a fused attention op\)/);
     await runner.close();
   });
 

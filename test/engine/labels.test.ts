@@ -8,7 +8,7 @@ import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import { planRequest } from '../../src/engine/prompting/plan.js';
 import { promptSet } from '../../src/engine/prompting/prompts.js';
 import { logSoftmaxAt } from '../../src/engine/model/runner.js';
-import { normalize } from '../../src/engine/execution/answers.js';
+import { softmax } from '../../src/common/index.js';
 import { tinyFp32 } from './fixtures.js';
 
 const labelsQuestion: Question = {
@@ -54,7 +54,7 @@ describe('multi-token labels', () => {
       const rows = logits.slice(prompt.length - 1);
       brute.push(tokens.reduce((sum, token, j) => sum + logSoftmaxAt(rows[j]!, 1)(token), 0));
     }
-    const expected = normalize(brute);
+    const expected = softmax(brute);
     const labels = plan.questions[0]!.labels.map((l) => l.label);
     labels.forEach((label, i) => expect(Math.abs(answer.probabilities[label]! - expected[i]!)).toBeLessThan(1e-5));
     const total = Object.values(answer.probabilities).reduce((a, b) => a + b, 0);

@@ -198,7 +198,7 @@ describe('rewritten graphs on disk', () => {
       modelDir: dir,
       threads: 1,
       graphCacheDir: join(file, 'graphs'),
-      onWarning: (m) => warnings.push(m),
+      onNote: (m) => warnings.push(m.message),
     });
     try {
       expect(evaluator.graph).toBe(join(dir, 'onnx', 'model.onnx'));
@@ -223,7 +223,7 @@ describe('graph rewrite fallback', () => {
     const target = (await rewrittenGraph(folder, 151936))!.path;
     writeFileSync(target, 'not a model');
     const warnings: string[] = [];
-    const evaluator = await loadEvaluator({ modelDir: dir, threads: 1, onWarning: (m) => warnings.push(m) });
+    const evaluator = await loadEvaluator({ modelDir: dir, threads: 1, onNote: (m) => warnings.push(m.message) });
     try {
       const { answers } = await evaluator.evaluate(request({ n: noul }));
       expect(answers.n!.type).toBe('noul');
@@ -238,7 +238,7 @@ describe('graph rewrite fallback', () => {
       modelDir: dir,
       threads: 1,
       rewriteGraph: false,
-      onWarning: (m) => quiet.push(m),
+      onNote: (m) => quiet.push(m.message),
     });
     await off.close();
     expect(quiet).toEqual([]);

@@ -172,7 +172,12 @@ describe('packed evaluation', () => {
   it('graphs that cannot pack fall back to one pass per question, and say so at load', async () => {
     for (const modelDir of [await tinyNoPositionIds(), await ensureFlavor({ dtype: 'fp32', attention: 'gqa' })]) {
       const warnings: string[] = [];
-      const e = await loadEvaluator({ modelDir, threads: 1, prefixCacheBytes: 0, onWarning: (m) => warnings.push(m) });
+      const e = await loadEvaluator({
+        modelDir,
+        threads: 1,
+        prefixCacheBytes: 0,
+        onNote: (m) => warnings.push(m.message),
+      });
       try {
         expect(warnings.some((w) => w.includes('one pass per question'))).toBe(true);
         const r = await e.evaluate(request(tricky));

@@ -3,7 +3,7 @@
 // independent of its companions, and `q4Kernels: 'native'` keeps the export's own 4-bit products.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadEvaluator, Q4_NOTE, type Evaluator, type Question } from '../../src/engine/index.js';
+import { loadEvaluator, type EngineNote, type Evaluator, type Question } from '../../src/engine/index.js';
 import { decodeModel } from '../../src/engine/model/graph-rewrite.js';
 import { openModelFolder } from '../../src/engine/model/model-folder.js';
 import { kernelPaths } from '../../src/engine/model/cpu.js';
@@ -34,10 +34,10 @@ describe('4-bit weights through the int8 kernels', () => {
   let dir: string;
   let converted: Evaluator;
   let native: Evaluator;
-  const notes: string[] = [];
+  const notes: EngineNote[] = [];
   beforeAll(async () => {
     dir = await ensureFlavor({ dtype: 'q4' });
-    converted = await loadEvaluator({ modelDir: dir, threads: 1, onWarning: (message) => notes.push(message) });
+    converted = await loadEvaluator({ modelDir: dir, threads: 1, onNote: (note) => notes.push(note) });
     native = await loadEvaluator({ modelDir: dir, threads: 1, q4Kernels: 'native' });
   });
   afterAll(async () => {
@@ -62,7 +62,7 @@ describe('4-bit weights through the int8 kernels', () => {
   });
 
   it('says at load what the conversion costs in memory', () => {
-    const note = notes.find((m) => m.startsWith(Q4_NOTE));
+    const note = notes.find((n) => n.kind === 'q4')?.message;
     expect(note).toMatch(/: \d+ matrix products, their weights \d+ MB instead of \d+ MB \(\+\d+ MB\)/);
   });
 

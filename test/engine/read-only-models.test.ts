@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeModel, encodeModel } from '../../src/engine/model/graph-rewrite.js';
 import { externalize } from '../../src/engine/model/graph-file.js';
-import { ATTENTION_NOTE, loadEvaluator, type EvaluateResult } from '../../src/engine/index.js';
+import { loadEvaluator, type EngineNote, type EvaluateResult } from '../../src/engine/index.js';
 import { choice, maxDiff, noul, request, score, tinyFp32 } from './fixtures.js';
 
 const QUESTIONS = { n: noul, c: choice, s: score };
@@ -68,16 +68,16 @@ describe('a read-only model folder', () => {
     const graphs: string[] = [];
     for (const dir of [ro, writable]) {
       const cache = mkdtempSync(join(tmpdir(), 'assay-graph-cache-'));
-      const warnings: string[] = [];
+      const warnings: EngineNote[] = [];
       const evaluator = await loadEvaluator({
         modelDir: dir,
         threads: 1,
         graphCacheDir: cache,
-        onWarning: (m) => warnings.push(m),
+        onNote: (m) => warnings.push(m),
       });
       try {
         // Nothing fell back; the only note is the attention rewrite's (applied from a read-only folder too).
-        expect(warnings).toEqual([`${ATTENTION_NOTE} fused into GroupQueryAttention in 2 layers`]);
+        expect(warnings).toEqual([{ kind: 'attention', message: 'fused into GroupQueryAttention in 2 layers' }]);
         graphs.push(evaluator.graph!);
         // The rewrite ran and lives in the cache: only the graph, the weights stay in the export.
         expect(dirname(dirname(evaluator.graph!))).toBe(cache);

@@ -17,8 +17,8 @@ import { promptSet } from '../../src/engine/prompting/prompts.js';
 import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
 import { loadEvaluator, type EngineConfig, type Evaluator } from '../../src/engine/index.js';
 import type { EvaluateRequest, EvaluateResult, Question, Usage } from '../../src/engine/types.js';
-import { ensureDecisionReplica } from '../../tools/families/decision-replica.js';
-import { ensureDeciderReplica } from '../../tools/families/decider-replica.js';
+import { ensureDecisionReplica } from '../../tools/families/decision/replica.js';
+import { ensureDeciderReplica } from '../../tools/families/decider/replica.js';
 import { choice, expectClose, noul, score, tinyFp32 } from './fixtures.js';
 
 const STATE = { ticket: 4411, body: 'The parcel arrived two days late and the lamp inside was broken.' };

@@ -1,12 +1,12 @@
 // An Arbiter folder served by the engine (families/arbiter/ behind families/evaluator.ts), against
 // the independent references on every golden request (test/families/arbiter/goldens.json, made by
-// tools/reference/arbiter_layout.py from the published layout):
+// tools/families/arbiter/arbiter_layout.py from the published layout):
 // - the rows and last_pos the engine builds equal the reference's; the refusals are the same (a
 //   BudgetError: 422, naming the limit: 16 choice slots, exactly 6 score levels, the row's length);
 // - the answers built from the goldens' fake 24-slot scores (the question's slots, softmax / T,
 //   the engine's one answer builder) equal the reference readout within 1e-5 (float64 both sides);
 // - the replica's graph (fp32, causal, no attention mask) gives the numpy forward's 24 scores
-//   (tools/reference/endpoint_forward.py, float64, each row unpadded) within 1e-4; the whole
+//   (tools/families/kit/endpoint_forward.py, float64, each row unpadded) within 1e-4; the whole
 //   evaluator's answers equal the reference readout of the graph's own raw scores within 1e-5 (the
 //   issue's bound on answers), and the reference readout of the numpy scores within 1e-4;
 // - content is data: no row holds an added-token id (special or not) that the template did not put
@@ -14,13 +14,12 @@
 // - rows batched (right-padded with <pad> to a multiple of 64) give the scores of rows run alone.
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { resolveEngineConfig } from '../../src/engine/config.js';
 import { BudgetError } from '../../src/engine/errors.js';
 import { answerQuestions } from '../../src/engine/execution/answers.js';
-import type { ArbiterRowInput } from '../../src/engine/families/arbiter/family.js';
-import { loadArbiter } from '../../src/engine/families/arbiter/family.js';
+import { optionsBlock } from '../../src/engine/families/arbiter/layout.js';
+import type { WholeRow } from '../../src/engine/families/causal/plan.js';
+import { askedInOrder } from '../../src/engine/families/shared/question.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
-import type { RowFamily } from '../../src/engine/families/family.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import {
   addedTokenIds,
@@ -30,10 +29,11 @@ import {
   GOLDEN_CONFIG,
   goldenRequests,
   runReference,
-} from '../../tools/families/arbiter-goldens.js';
-import * as kit from '../../tools/families/goldens-kit.js';
-import { ensureArbiterReplica } from '../../tools/families/arbiter-replica.js';
+} from '../../tools/families/arbiter/goldens.js';
+import * as kit from '../../tools/families/kit/goldens-kit.js';
+import { ensureArbiterReplica } from '../../tools/families/arbiter/replica.js';
 import * as golden from './golden-helpers.js';
+import { openCausal, wholeRowsOf } from './row-family.js';
 import { graphIo, hasNumpy as numpyFor } from './replica-helpers.js';
 
 const hasNumpy = numpyFor('the numpy forward pass of the Arbiter replica');
@@ -56,31 +56,31 @@ const goldens = golden.readGoldens<golden.Goldens<GoldenRequest, GoldenResult>>(
 const FORWARD_TOKENS = 800;
 
 let dir: string;
-let family: RowFamily<ArbiterRowInput>;
+let family: Awaited<ReturnType<typeof openCausal>>;
 let evaluator: Evaluator;
 beforeAll(async () => {
   dir = ensureArbiterReplica();
-  family = await loadArbiter(resolveEngineConfig({ modelDir: dir, threads: 1 }));
+  family = await openCausal('arbiter-fixed', dir);
   evaluator = await loadEvaluator({ modelDir: dir, threads: 1, engineThread: false });
 }, 300_000);
 
-function shortCases(): Array<{ g: GoldenRequest; ref: GoldenResult; row: ArbiterRowInput }> {
+function shortCases(): Array<{ g: GoldenRequest; ref: GoldenResult; row: WholeRow }> {
   const out = [];
   for (const [g, ref, request] of golden.engineCases(goldens))
-    if (!ref.refused && ref.ids!.length <= FORWARD_TOKENS) out.push({ g, ref, row: family.plan(request).rows[0]! });
+    if (!ref.refused && ref.ids!.length <= FORWARD_TOKENS)
+      out.push({ g, ref, row: wholeRowsOf(family.plan(request))[0]! });
   return out;
 }
 
 function numpyForward(rows: GoldenResult[]): number[][] {
   const input = JSON.stringify({ rows: rows.map((r) => ({ ids: r.ids, last_pos: r.last_pos })) });
-  return (
-    JSON.parse(golden.python([join(golden.REFERENCE, 'endpoint_forward.py'), dir], input)) as { outputs: number[][] }
-  ).outputs;
+  return (JSON.parse(golden.python([golden.reference('endpoint_forward.py'), dir], input)) as { outputs: number[][] })
+    .outputs;
 }
 
 /** The reference readout of each row's 24 scores: [type, scores, slots] per row, T = 1. */
 function referenceReadouts(rows: Array<[string, number[], number[]]>): golden.ReadoutNumbers[] {
-  const script = `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.REFERENCE)}); from arbiter_layout import readout; j=json.load(sys.stdin); print(json.dumps([readout(t, s, k, 1.0) for t, s, k in j]))`;
+  const script = `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.referenceDir('arbiter_layout'))}); from arbiter_layout import readout; j=json.load(sys.stdin); print(json.dumps([readout(t, s, k, 1.0) for t, s, k in j]))`;
   return JSON.parse(golden.python(['-c', script], JSON.stringify(rows))) as golden.ReadoutNumbers[];
 }
 
@@ -112,8 +112,10 @@ describe('an Arbiter folder through the engine, on every golden request', () => 
       }
       const plan = family.plan(request);
       expect(plan.rows, g.name).toHaveLength(1);
-      const { row } = plan.rows[0]!;
-      expect({ ids: row.ids, last_pos: row.lastPos, slots: row.slots }, g.name).toEqual({
+      const row = wholeRowsOf(plan)[0]!;
+      // The head's slots the readout reads: the layout's, by the question.
+      const { slots } = optionsBlock(askedInOrder(request)[0]!.layout);
+      expect({ ids: row.ids, last_pos: row.at.last_pos, slots }, g.name).toEqual({
         ids: ref.ids,
         last_pos: ref.last_pos,
         slots: ref.slots,
@@ -128,14 +130,14 @@ describe('an Arbiter folder through the engine, on every golden request', () => 
     const addedIn = (ids: number[]): number[] => ids.filter((x) => added.has(x));
     // the template's own added tokens: those of a plain request's row (the contract has none)
     const plain = goldens.requests.findIndex((r) => r.name === 'noul plain');
-    const template = addedIn(family.plan(golden.engineRequest(goldens.requests[plain]!)).rows[0]!.row.ids);
+    const template = addedIn(wholeRowsOf(family.plan(golden.engineRequest(goldens.requests[plain]!)))[0]!.ids);
     expect(template).toEqual([]);
     expect(added.size).toBeGreaterThanOrEqual(10);
     for (const { content, special } of addedTokens(tokenizer)) {
       const name = `${special ? 'special' : 'added'} token ${content} in every field`;
       const i = goldens.requests.findIndex((r) => r.name === name);
       expect(i, content).toBeGreaterThanOrEqual(0);
-      const ids = family.plan(golden.engineRequest(goldens.requests[i]!)).rows[0]!.row.ids;
+      const ids = wholeRowsOf(family.plan(golden.engineRequest(goldens.requests[i]!)))[0]!.ids;
       expect(addedIn(ids), content).toEqual(template);
       // the string is still there, in every field, as ordinary tokens
       expect(tokenizer.decode(ids, { skip_special_tokens: false }).split(content).length - 1, content).toBe(
@@ -143,7 +145,7 @@ describe('an Arbiter folder through the engine, on every golden request', () => 
       );
     }
     for (const [g, ref, request] of golden.engineCases(goldens))
-      if (!ref.refused) expect(addedIn(family.plan(request).rows[0]!.row.ids), g.name).toEqual(template);
+      if (!ref.refused) expect(addedIn(wholeRowsOf(family.plan(request))[0]!.ids), g.name).toEqual(template);
   });
 
   it("the reference refuses upstream's tokenization (added tokens matched in caller text): it would forge control tokens", () => {

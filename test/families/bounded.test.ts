@@ -6,10 +6,10 @@
 import { Tokenizer } from '@huggingface/tokenizers';
 import { describe, expect, it } from 'vitest';
 import { loadEvaluator, UntokenizableError } from '../../src/engine/index.js';
-import { ensureNliReplica } from '../../tools/families/nli-replica.js';
+import { ensureNliReplica } from '../../tools/families/nli/replica.js';
 import { boundedTokens } from '../../src/engine/families/shared/bounded.js';
-import { layaTestTokenizer } from '../../tools/families/laya-tokenizer.js';
-import { NLI_TEST_TOKENIZERS } from '../../tools/families/nli-tokenizers.js';
+import { layaTestTokenizer } from '../../tools/families/laya/tokenizer.js';
+import { NLI_TEST_TOKENIZERS } from '../../tools/families/nli/tokenizers.js';
 
 const TOKENIZERS = {
   'byte-level BPE (Laya, ModernBERT)': layaTestTokenizer(),
@@ -84,12 +84,15 @@ describe.each(Object.entries(TOKENIZERS))('%s', (_name, files) => {
 describe('a text the tokenizer cannot take', () => {
   it("is the caller's 422 (UntokenizableError), not a 500", async () => {
     // @huggingface/tokenizers' Unigram (DeBERTa-v3's sentencepiece) overflows its stack on a long
-    // run without whitespace (where it does depends on the thread's stack: 400,000 characters here).
+    // run without whitespace (where it does depends on the thread's stack: 400,000 characters on the
+    // main thread's; a planner thread's larger stack takes this one, and refuses a longer run the same
+    // way). Planned on the calling thread here, whose stack it overflows.
     const e = await loadEvaluator({
       modelDir: ensureNliReplica('deberta'),
       variant: 'fp32',
       threads: 1,
       engineThread: false,
+      plannerThreads: 0,
     });
     try {
       const state = '今天的天气非常好我们去公园散步吧'.repeat(25_000);

@@ -1,8 +1,8 @@
-// The decider-labels family through the engine, on the replica (tools/families/decider-replica.ts:
+// The decider-labels family through the engine, on the replica (tools/families/decider/replica.ts:
 // the tiny decoder with trained weights, decision.json, calibration.json [1.03, 1, 1.03]), against
 // the independent references: the rows are the goldens' (decider-layout.test.ts holds the layout to
 // them), the label logits at each slot come from tools/train/train.py's torch forward in fp32
-// (tools/reference/decider_forward.py), and the answers from tools/reference/decider_layout.py's
+// (tools/families/decider/decider_forward.py), and the answers from tools/families/decider/decider_layout.py's
 // readout with `assay calibrate`'s temperatures on top. Tolerances: the answers within 1e-5 and
 // the label logits (centered: a softmax keeps them up to a constant) within 1e-4, what two fp32
 // forwards of a 2-layer model over a few thousand tokens agree to (measured max below both by far).
@@ -11,10 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BudgetError } from '../../src/engine/errors.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import type { Answer, EvaluateResult } from '../../src/engine/types.js';
-import { DECIDER_REFERENCE, GOLDEN_ANSWER_TEMPERATURE } from '../../tools/families/decider-goldens.js';
-import { DECIDER_TEMPERATURE, DECIDER_WEIGHTS, ensureDeciderReplica } from '../../tools/families/decider-replica.js';
+import { DECIDER_REFERENCE, GOLDEN_ANSWER_TEMPERATURE } from '../../tools/families/decider/goldens.js';
+import { DECIDER_TEMPERATURE, DECIDER_WEIGHTS, ensureDeciderReplica } from '../../tools/families/decider/replica.js';
 import { deciderRequest, goldens, type DeciderResult } from './decider-helpers.js';
-import { python, REFERENCE } from './golden-helpers.js';
+import { python, reference as referenceFile } from './golden-helpers.js';
 import { PYTHON } from './replica-helpers.js';
 
 /** Rows longer than this are left to the layout test (a 32k-token context is minutes of reference forward on 2 cores). */
@@ -65,7 +65,7 @@ describe.skipIf(!hasTorch)('decider-labels through the engine vs the references'
       want.rows!.map((r) => ({ ids: [...want.ctx!, ...r.piece], slot: r.slot, labels: r.labels })),
     );
     const { logits } = JSON.parse(
-      python([`${REFERENCE}/decider_forward.py`], JSON.stringify({ weights: DECIDER_WEIGHTS, rows })),
+      python([referenceFile('decider_forward.py')], JSON.stringify({ weights: DECIDER_WEIGHTS, rows })),
     ) as { logits: number[][] };
     let at = 0;
     const requests = ok.map(({ g, want }) => ({

@@ -1,7 +1,7 @@
 // What the decider-labels tests share: the goldens, a golden request as the engine takes it, the
 // replica's codec and label settings.
 import type { EvaluateRequest, Question } from '../../src/engine/types.js';
-import { DECIDER_GOLDENS, type GoldenRequest } from '../../tools/families/decider-goldens.js';
+import { DECIDER_GOLDENS, type GoldenRequest } from '../../tools/families/decider/goldens.js';
 import { readGoldens } from './golden-helpers.js';
 
 export interface DeciderResult {

@@ -1,5 +1,5 @@
 // The decider-labels layout against goldens made by an independent reference (the published rules
-// written in Python: tools/reference/decider_layout.py, never from this TypeScript): the context,
+// written in Python: tools/families/decider/decider_layout.py, never from this TypeScript): the context,
 // every row's tokens, slot and label ids, and the refusals must be identical on every golden
 // request; the readout of fake label logits (family temperatures, then `assay calibrate`'s) agrees
 // within 1e-9 (both in float64: only the order of operations differs). docs/families/decider-labels.md.
@@ -27,9 +27,9 @@ import {
   goldenRequests,
   GOLDEN_ANSWER_TEMPERATURE,
   referenceResults,
-} from '../../tools/families/decider-goldens.js';
-import { ensureDeciderReplica } from '../../tools/families/decider-replica.js';
-import { letters } from '../../tools/families/goldens-kit.js';
+} from '../../tools/families/decider/goldens.js';
+import { ensureDeciderReplica } from '../../tools/families/decider/replica.js';
+import { letters } from '../../tools/families/kit/goldens-kit.js';
 import { deciderRequest, goldens } from './decider-helpers.js';
 import { expectCrossesAsBudgetError, thrownBy } from './golden-helpers.js';
 import { PYTHON } from './replica-helpers.js';
@@ -206,9 +206,16 @@ describe('the folder’s files', () => {
       ModelLoadError,
     );
     expect(thrownBy(() => read({ 'calibration.json': { temperature: [1, 0, 1] } }))).toMatchObject({
-      message: expect.stringMatching(/calibration\.json: temperature\[1\] must be a positive number/),
+      message: expect.stringMatching(/calibration\.json: temperature\[1\]: expected a positive number/),
     });
-    expect(thrownBy(() => read({ 'calibration.json': { temperature: 1.03 } }))).toBeInstanceOf(ModelLoadError);
+    expect(thrownBy(() => read({ 'calibration.json': { temperature: 'hot' } }))).toBeInstanceOf(ModelLoadError);
+    // One rule for every family's calibration.json: one number is every type's temperature.
+    expect(read({ 'calibration.json': { temperature: 1.03 } }).temperatures).toEqual({
+      choice: 1.03,
+      score: 1.03,
+      noul: 1.03,
+      row: 1.03,
+    });
   });
 });
 

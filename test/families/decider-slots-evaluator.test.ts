@@ -1,12 +1,12 @@
 // The decider as exported with a slot head (`decider-slots`: families/decider-slots/ behind
 // families/evaluator.ts), against the independent references on every golden request
-// (test/families/decider-slots/goldens.json, made by tools/families/decider-slots-goldens.ts):
+// (test/families/decider-slots/goldens.json, made by tools/families/decider-slots/goldens.ts):
 // - the rows the family builds (context + piece) and their slot positions equal
-//   tools/reference/decider_layout.py's on every golden request, the state cut is reported where it
+//   tools/families/decider/decider_layout.py's on every golden request, the state cut is reported where it
 //   cuts, and the requests it refuses are refused (a 422 BudgetError, also across the engine thread);
-// - the replica's label logits (tools/families/decider-slots-replica.ts: BF16 weights in external
+// - the replica's label logits (tools/families/decider-slots/replica.ts: BF16 weights in external
 //   data, a causal graph without an attention mask), rows of several questions and requests run in
-//   padded batches, equal the numpy forward (tools/reference/decider_slots_forward.py, float64) of
+//   padded batches, equal the numpy forward (tools/families/decider-slots/decider_slots_forward.py, float64) of
 //   each row alone and unpadded within 1e-4 on all 255 labels: fp32 against float64 over ≤ 3,072
 //   causal keys, logits of O(10) (a dot product of 32 O(1) terms) carry ~1e-6 of rounding, while a
 //   wrong slot, a wrong label row or a padded key that leaks moves them by O(1);
@@ -19,23 +19,22 @@ import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveEngineConfig } from '../../src/engine/config.js';
 import { BudgetError } from '../../src/engine/errors.js';
 import { DeciderRefusal } from '../../src/engine/families/decider/index.js';
-import { loadDeciderSlots } from '../../src/engine/families/decider-slots/family.js';
-import { SlotRowTooLong, type SlotRowInput } from '../../src/engine/families/decider-slots/rows.js';
+import { SlotRowTooLong } from '../../src/engine/families/decider-slots/rows.js';
+import type { WholeRow } from '../../src/engine/families/causal/plan.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
-import { rowBatches } from '../../src/engine/families/evaluator.js';
-import type { RowFamily } from '../../src/engine/families/family.js';
+import { rowBatches } from '../../src/engine/families/rows/batched.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import type { Answer } from '../../src/engine/types.js';
-import type { GoldenRequest } from '../../tools/families/decider-goldens.js';
-import { ensureSlotsReplica, SLOTS_REPLICA_SHAPE } from '../../tools/families/decider-slots-replica.js';
-import { SLOTS_GOLDENS } from '../../tools/families/decider-slots-goldens.js';
-import { QWEN35_FIRST_ADDED } from '../../tools/families/qwen35-tokenizer.js';
+import type { GoldenRequest } from '../../tools/families/decider/goldens.js';
+import { ensureSlotsReplica, SLOTS_REPLICA_SHAPE } from '../../tools/families/decider-slots/replica.js';
+import { SLOTS_GOLDENS } from '../../tools/families/decider-slots/goldens.js';
+import { QWEN35_FIRST_ADDED } from '../../tools/families/kit/qwen35-tokenizer.js';
 import { deciderRequest } from './decider-helpers.js';
 import { expectCrossesAsBudgetError, readGoldens, thrownBy } from './golden-helpers.js';
 import { graphIo } from './replica-helpers.js';
+import { openCausal, wholeRowsOf } from './row-family.js';
 
 interface SlotResult {
   name: string;
@@ -51,10 +50,10 @@ const cases = goldens.requests.map((g, i) => [g, goldens.results[i]!] as const);
 const read = cases.filter(([g]) => g.label_logits !== undefined);
 
 const replica = ensureSlotsReplica();
-let family: RowFamily<SlotRowInput>;
+let family: Awaited<ReturnType<typeof openCausal>>;
 let evaluator: Evaluator;
 beforeAll(async () => {
-  family = await loadDeciderSlots(resolveEngineConfig({ modelDir: replica, threads: 1 }));
+  family = await openCausal('decider-slots', replica);
   evaluator = await loadEvaluator({ modelDir: replica, threads: 1, engineThread: false, rowBatchTokens: 16_384 });
 }, 120_000);
 afterAll(async () => {
@@ -91,7 +90,7 @@ describe('a folder with only the layout id in decision.json and no calibration.j
       for (const f of ['model.onnx', 'model.onnx_data', 'tokenizer.json', 'tokenizer_config.json'])
         symlinkSync(join(replica, f), join(dir, f));
       writeFileSync(join(dir, 'decision.json'), JSON.stringify({ layout: 'decider-slots-v1' }));
-      const bare = await loadDeciderSlots(resolveEngineConfig({ modelDir: dir, threads: 1 }));
+      const bare = await openCausal('decider-slots', dir);
       try {
         const notes = bare.notes.join('\n');
         expect(notes).toMatch(/255 labels computed from the tokenizer/);
@@ -100,8 +99,8 @@ describe('a folder with only the layout id in decision.json and no calibration.j
         const [g] = cases.find(([c]) => c.name === 'choice 40 options')!;
         const request = deciderRequest(g);
         const [want, got] = [family.plan(request), bare.plan(request)];
-        expect(got.rows).toEqual(want.rows);
-        const [a, b] = [await family.run(want.rows), await bare.run(got.rows)];
+        expect(got).toEqual(want);
+        const [a, b] = [await family.run(wholeRowsOf(want)), await bare.run(wholeRowsOf(got))];
         expect(b).toEqual(a);
         // Temperature 1 instead of 1.03: the same logits read less sharply by the folder that has it.
         const q = want.questions[0]!;
@@ -136,15 +135,17 @@ describe('the layout, on every golden request', () => {
       }
       const plan = family.plan(request);
       expect(
-        plan.rows.map((r) => [r.ids, r.slot]),
+        wholeRowsOf(plan).map((r) => [r.ids, r.at.slot_pos]),
         g.name,
       ).toEqual(ref.rows!.map((r) => [[...ref.ctx!, ...r.piece], r.slot]));
+      // The state's part: the context, the same in every row.
+      expect(plan.state, g.name).toEqual(ref.ctx);
       const keys = plan.questions.flatMap((q) => q.rows.map(() => q.key));
       expect(keys, g.name).toEqual(ref.rows!.map((r) => r.key));
       for (const q of plan.questions) expect(q.truncated, g.name).toEqual(ref.cut ? ['state'] : undefined);
-      expect(plan.usage.input_tokens).toBe(plan.rows.reduce((n, r) => n + r.ids.length, 0));
+      expect(family.usage(plan).usage.input_tokens).toBe(plan.rows.reduce((n, r) => n + r.tokens, 0));
       // Content is data: no caller text became an added token.
-      for (const r of plan.rows) expect(Math.max(...r.ids), g.name).toBeLessThan(QWEN35_FIRST_ADDED);
+      for (const r of wholeRowsOf(plan)) expect(Math.max(...r.ids), g.name).toBeLessThan(QWEN35_FIRST_ADDED);
       if (ref.cut) cut++;
     }
     expect(refused).toBe(9);
@@ -153,14 +154,14 @@ describe('the layout, on every golden request', () => {
 });
 
 describe('the replica run through the family and the engine', () => {
-  const rows: SlotRowInput[] = [];
+  const rows: Array<WholeRow & { tokens: number }> = [];
   const want: number[][] = [];
   let got: number[][] = [];
   beforeAll(async () => {
     for (const [g, ref] of read)
       ref.rows!.forEach((r, j) => {
         const ids = [...ref.ctx!, ...r.piece];
-        rows.push({ tokens: ids.length, ids, slot: r.slot });
+        rows.push({ tokens: ids.length, ids, at: { slot_pos: r.slot } });
         want.push(g.label_logits![j]!);
       });
     got = new Array<number[]>(rows.length);

@@ -1,13 +1,13 @@
 // A Decision endpoint folder served by the engine (families/decision/ behind families/evaluator.ts),
 // against the independent references on every golden request (test/families/decision/goldens.json,
-// made by tools/reference/decision_layout.py from the published prompt contract):
+// made by tools/families/decision/decision_layout.py from the published prompt contract):
 // - the rows, query_pos and cand_pos the engine builds equal the reference's; the refusals are the
 //   same (a BudgetError: 422, naming the limit);
 // - the answers built from the goldens' fake logits (softmax(logits / T) with the folder's
 //   temperature, the engine's one answer builder) equal the reference readout within 1e-5
 //   (float64 on both sides: only rounding differs);
 // - the replica's graph (BF16 weights cast to fp32, causal, no attention mask) gives the numpy
-//   forward's logits (tools/reference/endpoint_forward.py, float64, every row at its own length,
+//   forward's logits (tools/families/kit/endpoint_forward.py, float64, every row at its own length,
 //   unpadded) within 1e-4: fp32 accumulation over 2 layers of width 32 and a head of width 16 stays
 //   near 1e-5 on logits of a few units; the answers of the whole evaluator equal the reference
 //   readout of the graph's own raw logits within 1e-5 (the issue's bound on answers), and the
@@ -19,13 +19,10 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { resolveEngineConfig } from '../../src/engine/config.js';
 import { BudgetError } from '../../src/engine/errors.js';
 import { answerQuestions } from '../../src/engine/execution/answers.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
-import type { DecisionRowInput } from '../../src/engine/families/decision/family.js';
-import { loadDecision } from '../../src/engine/families/decision/family.js';
-import type { RowFamily } from '../../src/engine/families/family.js';
+import type { WholeRow } from '../../src/engine/families/causal/plan.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import {
   addedTokenIds,
@@ -35,11 +32,12 @@ import {
   goldenRequests,
   qwenTokenizer,
   runReference,
-} from '../../tools/families/decision-goldens.js';
-import * as kit from '../../tools/families/goldens-kit.js';
-import { DECISION_TEMPERATURE, ensureDecisionReplica } from '../../tools/families/decision-replica.js';
+} from '../../tools/families/decision/goldens.js';
+import * as kit from '../../tools/families/kit/goldens-kit.js';
+import { DECISION_TEMPERATURE, ensureDecisionReplica } from '../../tools/families/decision/replica.js';
 import * as golden from './golden-helpers.js';
 import { graphIo, hasNumpy as numpyFor } from './replica-helpers.js';
+import { openCausal, wholeRowsOf } from './row-family.js';
 
 const hasNumpy = numpyFor('the numpy forward pass of the Decision replica');
 
@@ -61,19 +59,20 @@ const goldens = golden.readGoldens<golden.Goldens<GoldenRequest, GoldenResult>>(
 const FORWARD_TOKENS = 600;
 
 let dir: string;
-let family: RowFamily<DecisionRowInput>;
+let family: Awaited<ReturnType<typeof openCausal>>;
 let evaluator: Evaluator;
 beforeAll(async () => {
   dir = ensureDecisionReplica();
-  family = await loadDecision(resolveEngineConfig({ modelDir: dir, threads: 1 }));
+  family = await openCausal('decision-endpoint', dir);
   evaluator = await loadEvaluator({ modelDir: dir, threads: 1, engineThread: false });
 }, 600_000);
 
 /** The accepted golden requests with short rows, the row the engine plans, and the reference's. */
-function shortCases(): Array<{ g: GoldenRequest; ref: GoldenResult; row: DecisionRowInput }> {
+function shortCases(): Array<{ g: GoldenRequest; ref: GoldenResult; row: WholeRow }> {
   const out = [];
   for (const [g, ref, request] of golden.engineCases(goldens))
-    if (!ref.refused && ref.ids!.length <= FORWARD_TOKENS) out.push({ g, ref, row: family.plan(request).rows[0]! });
+    if (!ref.refused && ref.ids!.length <= FORWARD_TOKENS)
+      out.push({ g, ref, row: wholeRowsOf(family.plan(request))[0]! });
   return out;
 }
 
@@ -81,7 +80,7 @@ function numpyForward(rows: GoldenResult[]): number[][] {
   const input = JSON.stringify({
     rows: rows.map((r) => ({ ids: r.ids, query_pos: r.query_pos, cand_pos: r.cand_pos })),
   });
-  const out = golden.python([join(golden.REFERENCE, 'endpoint_forward.py'), dir], input);
+  const out = golden.python([golden.reference('endpoint_forward.py'), dir], input);
   return (JSON.parse(out) as { outputs: number[][] }).outputs;
 }
 
@@ -117,13 +116,13 @@ describe('a Decision endpoint folder through the engine, on every golden request
       }
       const plan = family.plan(request);
       expect(plan.rows, g.name).toHaveLength(1);
-      const { row } = plan.rows[0]!;
-      expect({ ids: row.ids, cand_pos: row.candPos, query_pos: row.queryPos }, g.name).toEqual({
+      const row = wholeRowsOf(plan)[0]!;
+      expect({ ids: row.ids, cand_pos: row.at.cand_pos, query_pos: row.at.query_pos }, g.name).toEqual({
         ids: ref.ids,
         cand_pos: ref.cand_pos,
         query_pos: ref.query_pos,
       });
-      expect(plan.usage.input_tokens).toBe(ref.ids!.length);
+      expect(family.usage(plan).usage.input_tokens).toBe(ref.ids!.length);
     }
     expect(refused).toBeGreaterThanOrEqual(10);
   });
@@ -134,7 +133,7 @@ describe('a Decision endpoint folder through the engine, on every golden request
     const addedIn = (ids: number[]): number[] => ids.filter((x) => added.has(x));
     // the template's own added tokens: those of a plain request's row (the contract has none)
     const plain = goldens.requests.findIndex((r) => r.name === 'noul plain');
-    const template = addedIn(family.plan(golden.engineRequest(goldens.requests[plain]!)).rows[0]!.row.ids);
+    const template = addedIn(wholeRowsOf(family.plan(golden.engineRequest(goldens.requests[plain]!)))[0]!.ids);
     expect(template).toEqual([]);
     expect(added.size).toBeGreaterThanOrEqual(20);
     for (const { content, special } of addedTokens(tokenizer)) {
@@ -142,7 +141,7 @@ describe('a Decision endpoint folder through the engine, on every golden request
         (r) => r.name === `${special ? 'special' : 'added'} token ${content} in every field`,
       );
       expect(i, content).toBeGreaterThanOrEqual(0);
-      const ids = family.plan(golden.engineRequest(goldens.requests[i]!)).rows[0]!.row.ids;
+      const ids = wholeRowsOf(family.plan(golden.engineRequest(goldens.requests[i]!)))[0]!.ids;
       expect(addedIn(ids), content).toEqual(template);
       // the string is still there, in every field, as ordinary tokens
       expect(tokenizer.decode(ids, { skip_special_tokens: false }).split(content).length - 1, content).toBe(
@@ -150,7 +149,7 @@ describe('a Decision endpoint folder through the engine, on every golden request
       );
     }
     for (const [g, ref, request] of golden.engineCases(goldens))
-      if (!ref.refused) expect(addedIn(family.plan(request).rows[0]!.row.ids), g.name).toEqual(template);
+      if (!ref.refused) expect(addedIn(wholeRowsOf(family.plan(request))[0]!.ids), g.name).toEqual(template);
   });
 
   it("the reference refuses upstream's tokenization (added tokens matched in caller text): it would forge control tokens", () => {
@@ -204,12 +203,12 @@ describe('a Decision endpoint folder through the engine, on every golden request
       for (const f of readdirSync(dir)) if (f !== 'decision.json') symlinkSync(join(dir, f), join(copy, f));
       const decision = JSON.parse(readFileSync(join(dir, 'decision.json'), 'utf8')) as Record<string, unknown>;
       writeFileSync(join(copy, 'decision.json'), JSON.stringify({ ...decision, choice_null_description: 'key' }));
-      const nox = await loadDecision(resolveEngineConfig({ modelDir: copy, threads: 1 }));
+      const nox = await openCausal('decision-endpoint', copy);
       const ask = (criteria: Record<string, string | null>) =>
         ({ state: 's', questions: { q: { type: 'choice', instructions: 'which?', criteria } } }) as never;
-      const keyed = nox.plan(ask({ card: null, cash: 'notes' })).rows[0]!.row.ids;
-      expect(keyed).toEqual(family.plan(ask({ card: 'card', cash: 'notes' })).rows[0]!.row.ids);
-      expect(keyed).not.toEqual(family.plan(ask({ card: null, cash: 'notes' })).rows[0]!.row.ids);
+      const keyed = wholeRowsOf(nox.plan(ask({ card: null, cash: 'notes' })))[0]!.ids;
+      expect(keyed).toEqual(wholeRowsOf(family.plan(ask({ card: 'card', cash: 'notes' })))[0]!.ids);
+      expect(keyed).not.toEqual(wholeRowsOf(family.plan(ask({ card: null, cash: 'notes' })))[0]!.ids);
       await nox.close();
     } finally {
       rmSync(copy, { recursive: true, force: true });
@@ -259,7 +258,7 @@ describe.skipIf(!hasNumpy)('the replica against the numpy forward (fp32 graph, f
         golden.python(
           [
             '-c',
-            `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.REFERENCE)}); from decision_layout import readout; j=json.load(sys.stdin); print(json.dumps([readout(t, l, j["t"]) for t, l in j["rows"]]))`,
+            `import json,sys; sys.path.insert(0, ${JSON.stringify(golden.referenceDir('decision_layout'))}); from decision_layout import readout; j=json.load(sys.stdin); print(json.dumps([readout(t, l, j["t"]) for t, l in j["rows"]]))`,
           ],
           JSON.stringify({ t: DECISION_TEMPERATURE, rows: cases.map((c, j) => [c.g.question.type, logits[j]]) }),
         ),

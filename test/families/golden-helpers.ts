@@ -3,8 +3,8 @@
 // the engine take it, the checks of a refusal and of a readout, the live rerun of a reference,
 // and the Python that runs the references' readout and forward passes.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BudgetError } from '../../src/engine/errors.js';
@@ -12,8 +12,20 @@ import { failureOf, rebuild } from '../../src/engine/thread/failure.js';
 import type { Answer, EvaluateRequest, Question } from '../../src/engine/types.js';
 import { PYTHON } from './replica-helpers.js';
 
-/** The Python references (tools/reference/*.py). */
-export const REFERENCE = join(import.meta.dirname, '..', '..', 'tools', 'reference');
+/** The families' tools: tools/families/<family>/ (its replica, goldens generator and Python reference) and kit/ (shared). */
+export const FAMILY_TOOLS = join(import.meta.dirname, '..', '..', 'tools', 'families');
+
+/** A Python reference by its file name, in its family's folder or the shared kit. */
+export function reference(file: string): string {
+  for (const folder of readdirSync(FAMILY_TOOLS)) {
+    const path = join(FAMILY_TOOLS, folder, file);
+    if (existsSync(path)) return path;
+  }
+  throw new Error(`no Python reference ${file} under ${FAMILY_TOOLS}`);
+}
+
+/** The folder of a Python reference module, for `sys.path` (its `readout` imported by name). */
+export const referenceDir = (module: string): string => dirname(reference(`${module}.py`));
 
 /** A golden request as the goldens file holds it: a choice's criteria are [name, description] pairs. */
 export interface GoldenRequest {
@@ -198,7 +210,7 @@ export function python(args: string[], input: string): string {
 }
 
 /**
- * The reference readout (`module`.readout, tools/reference/`module`.py) of each row's raw scores,
+ * The reference readout (`module`.readout, tools/families/<family>/`module`.py) of each row's raw scores,
  * with the config it names.
  */
 export function referenceReadouts(
@@ -206,7 +218,7 @@ export function referenceReadouts(
   configs: Record<string, unknown>,
   rows: Array<{ type: Question['type']; logits: unknown; config: string }>,
 ): ReadoutNumbers[] {
-  const script = `import json, sys; sys.path.insert(0, ${JSON.stringify(REFERENCE)}); from ${module} import readout
+  const script = `import json, sys; sys.path.insert(0, ${JSON.stringify(referenceDir(module))}); from ${module} import readout
 job = json.load(sys.stdin)
 print(json.dumps([readout(r["type"], r["logits"], job["configs"][r["config"]]) for r in job["rows"]]))`;
   return JSON.parse(python(['-c', script], JSON.stringify({ configs, rows }))) as ReadoutNumbers[];

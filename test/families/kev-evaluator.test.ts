@@ -1,14 +1,14 @@
 // A Kev pointer folder served by the engine (families/kev/ behind families/evaluator.ts), against
 // the independent references on every golden request (test/families/kev/goldens.json, made by
-// tools/reference/kev_layout.py from the authors' kev/api.py and kev/encoding.py):
+// tools/families/kev/kev_layout.py from the authors' kev/api.py and kev/encoding.py):
 // - the rows the engine builds equal the reference's ids, decide_pos and opt_pos, the state cut is
 //   reported where the reference cuts it, and the requests it refuses are refused (a 422
 //   BudgetError, also across the engine thread);
 // - the answers built from the goldens' fake scores equal the reference readout within 1e-5
 //   (float64 on both sides; the engine's log → exp adds ~1e-15);
-// - the replica's raw scores (tools/families/kev-replica.ts: BF16 weights in external data, a causal
+// - the replica's raw scores (tools/families/kev/replica.ts: BF16 weights in external data, a causal
 //   graph without an attention mask), run in padded batches of several questions, equal the numpy
-//   forward pass (tools/reference/causal_forward.py) of each row alone and unpadded within 1e-4
+//   forward pass (tools/families/kit/causal_forward.py) of each row alone and unpadded within 1e-4
 //   (fp32 against float64 over ≤ 2,048 causal keys on O(1) activations: rounding is ~1e-6, a
 //   wrong position or a padded key that leaks is O(0.1)); batched scores equal each row run alone
 //   within 1e-5;
@@ -17,22 +17,22 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveEngineConfig } from '../../src/engine/config.js';
 import { BudgetError } from '../../src/engine/errors.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
-import { rowBatches } from '../../src/engine/families/evaluator.js';
-import type { FamilyQuestion, RowFamily } from '../../src/engine/families/family.js';
+import { rowBatches } from '../../src/engine/families/rows/batched.js';
+import type { FamilyQuestion } from '../../src/engine/families/rows/family.js';
+import type { WholeRow } from '../../src/engine/families/causal/plan.js';
 import type { Answer } from '../../src/engine/types.js';
-import { loadKev, type KevRowInput } from '../../src/engine/families/kev/family.js';
 import { KevRowTooLong } from '../../src/engine/families/kev/layout.js';
 import { user } from '../../src/engine/families/kev/render.js';
 import { answerQuestions } from '../../src/engine/execution/answers.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
-import { kevDecision, ensureKevReplica, KEV_REPLICA_TEMPERATURES } from '../../tools/families/kev-replica.js';
-import { kevGoldenRequests, kevTokenizer, runKevReference } from '../../tools/families/kev-goldens.js';
-import { QWEN35_IDS } from '../../tools/families/qwen35-tokenizer.js';
+import { kevDecision, ensureKevReplica, KEV_REPLICA_TEMPERATURES } from '../../tools/families/kev/replica.js';
+import { kevGoldenRequests, kevTokenizer, runKevReference } from '../../tools/families/kev/goldens.js';
+import { QWEN35_IDS } from '../../tools/families/kit/qwen35-tokenizer.js';
 import * as golden from './golden-helpers.js';
 import { graphIo, hasNumpy as numpyFor } from './replica-helpers.js';
+import { openCausal, wholeRowsOf } from './row-family.js';
 
 const hasNumpy = numpyFor('the numpy forward pass of the Kev replica');
 
@@ -51,10 +51,10 @@ const goldens = golden.readGoldens<golden.Goldens<GoldenRequest, GoldenResult>>(
 );
 
 const replica = ensureKevReplica();
-let family: RowFamily<KevRowInput>;
+let family: Awaited<ReturnType<typeof openCausal>>;
 let evaluator: Evaluator;
 beforeAll(async () => {
-  family = await loadKev(resolveEngineConfig({ modelDir: replica, threads: 1 }));
+  family = await openCausal('kev-pointer', replica);
   evaluator = await loadEvaluator({ modelDir: replica, threads: 1, engineThread: false, rowBatchTokens: 16_384 });
 }, 120_000);
 afterAll(async () => {
@@ -62,9 +62,23 @@ afterAll(async () => {
   await evaluator.close();
 });
 
+type KevRow = NonNullable<GoldenResult['row']>;
+/** A whole row as the reference writes it: its ids, decide_pos and opt_pos. */
+const kevRowOf = (w: WholeRow): KevRow => ({
+  ids: w.ids,
+  decide: w.at.decide_pos as number,
+  opts: w.at.opt_pos as number[],
+});
+/** The reference's row as the runner takes it. */
+const kevWhole = (r: KevRow): WholeRow => ({
+  ids: r.ids,
+  at: { decide_pos: r.decide, opt_pos: r.opts },
+  width: r.opts.length,
+});
+
 /** The reference readout of raw scores (kev_layout.py `readout`, the replica's temperatures). */
 function referenceReadouts(rows: Array<{ type: string; scores: number[] }>): golden.ReadoutNumbers[] {
-  const script = `import json, sys; sys.path.insert(0, ${JSON.stringify(golden.REFERENCE)}); from kev_layout import readout
+  const script = `import json, sys; sys.path.insert(0, ${JSON.stringify(golden.referenceDir('kev_layout'))}); from kev_layout import readout
 job = json.load(sys.stdin)
 print(json.dumps([readout(r["type"], r["scores"], job["t"]) for r in job["rows"]]))`;
   return JSON.parse(golden.python(['-c', script], JSON.stringify({ t: KEV_REPLICA_TEMPERATURES, rows }))) as never;
@@ -86,7 +100,7 @@ describe('the Kev replica folder, as published', () => {
   });
 
   it("reads the head's temperatures from calibration.json and says so", () => {
-    expect(family.notes.join('\n')).toMatch(/temperatures choice 2\.4, score 1\.8, noul 3 \(calibration\.json\)/);
+    expect(family.notes.join('\n')).toMatch(/temperature \[2\.4, 1\.8, 3\] from calibration\.json/);
   });
 });
 
@@ -107,12 +121,9 @@ describe('the layout, on every golden request', () => {
         continue;
       }
       const plan = family.plan(request);
-      expect(
-        plan.rows.map((r) => r.row),
-        g.name,
-      ).toEqual([ref.row]);
+      expect(wholeRowsOf(plan).map(kevRowOf), g.name).toEqual([ref.row]);
       expect(plan.questions[0]!.truncated, g.name).toEqual(ref.truncated ? ['state'] : undefined);
-      expect(plan.usage.input_tokens).toBe(ref.row!.ids.length);
+      expect(family.usage(plan).usage.input_tokens).toBe(ref.row!.ids.length);
       if (ref.truncated) cut++;
     }
     expect(refused).toBe(2);
@@ -141,8 +152,11 @@ describe('the layout, on every golden request', () => {
     const tok = kevTokenizer();
     const whole = tok.encode(user(state), { add_special_tokens: false }).ids;
     const plan = family.plan({ state, questions: { q: { type: 'noul', instructions: 'Late?' } } } as never);
-    expect(plan.rows[0]!.row.ids.slice(1, 8192)).toEqual(whole.slice(0, 8191));
-    expect(plan.rows[0]!.row.ids[8192]).toBe(QWEN35_IDS.fimMiddle);
+    const { ids } = wholeRowsOf(plan)[0]!;
+    expect(ids.slice(1, 8192)).toEqual(whole.slice(0, 8191));
+    expect(ids[8192]).toBe(QWEN35_IDS.fimMiddle);
+    // The state's part ends where the row's question begins.
+    expect(plan.state.length).toBe(8192);
     expect(plan.questions[0]!.truncated).toEqual(['state']);
   }, 60_000);
 
@@ -159,7 +173,7 @@ describe('the layout, on every golden request', () => {
           q: { type: 'choice', instructions: content, criteria: { [content]: content, b: null } },
         },
       } as never);
-      const { ids } = plan.rows[0]!.row;
+      const { ids } = wholeRowsOf(plan)[0]!;
       if (/^<\|[A-Za-z0-9_]+\|>$/.test(content)) {
         // the delimiters only where the layout put them: one state, question and decide, two options
         const counts = (v: number) => ids.filter((x) => x === v).length;
@@ -189,7 +203,7 @@ const forwardCases = goldens.requests
 describe('the replica run through the family and the engine', () => {
   let raw: number[][] = [];
   beforeAll(async () => {
-    const rows = forwardCases.map(([, r]) => ({ tokens: r.row!.ids.length, row: r.row! }));
+    const rows = forwardCases.map(([, r]) => ({ tokens: r.row!.ids.length, ...kevWhole(r.row!) }));
     raw = new Array<number[]>(rows.length);
     for (const batch of rowBatches(rows, 16_384)) {
       const out = await family.run(batch.map((i) => rows[i]!));
@@ -203,7 +217,7 @@ describe('the replica run through the family and the engine', () => {
     const want = (
       JSON.parse(
         golden.python(
-          [join(golden.REFERENCE, 'causal_forward.py'), replica],
+          [golden.reference('causal_forward.py'), replica],
           JSON.stringify({ rows: forwardCases.map(([, r]) => r.row) }),
         ),
       ) as { scores: number[][] }
@@ -222,7 +236,7 @@ describe('the replica run through the family and the engine', () => {
   it('gives each row the same scores batched with others (padded) as alone (within 1e-5)', async () => {
     let worst = 0;
     for (const i of [0, 5, 17, 40, 60, forwardCases.length - 1]) {
-      const [out] = await family.run([{ tokens: forwardCases[i]![1].row!.ids.length, row: forwardCases[i]![1].row! }]);
+      const [out] = await family.run([kevWhole(forwardCases[i]![1].row!)]);
       out!.logits.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - raw[i]![j]!))));
     }
     console.info(`Kev: batched vs alone, worst |Δ| ${worst.toExponential(2)}`);

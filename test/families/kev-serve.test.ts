@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { choice, noul, score, TypeSafeClient } from '@typesafe-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureKevReplica } from '../../tools/families/kev-replica.js';
+import { ensureKevReplica } from '../../tools/families/kev/replica.js';
 import { startServe, type ServeProcess } from '../serve-process.js';
 
 const KEY = 'kev-key';

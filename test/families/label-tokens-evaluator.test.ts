@@ -1,5 +1,5 @@
 // The label-tokens family through the engine (loadEvaluator, fp32, planned in the planner threads)
-// on each contract's replica (tools/families/label-tokens-replica.ts: the decider replica's causal
+// on each contract's replica (tools/families/label-tokens/replica.ts: the decider replica's causal
 // LM under the contract's decision.json and calibration.json), against the goldens of the
 // independent reference: its probabilities are the softmax of the label logits / the contract's
 // temperatures from a torch forward of the same fp32 weights at each row's slot. Tolerances: the
@@ -12,13 +12,13 @@ import { BudgetError } from '../../src/engine/errors.js';
 import { planLabelTokens } from '../../src/engine/families/label-tokens/index.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import type { Answer, EngineStats, EvaluateRequest, EvaluateResult } from '../../src/engine/types.js';
-import { addedTokenStrings } from '../../tools/families/decider-goldens.js';
+import { addedTokenStrings } from '../../tools/families/decider/goldens.js';
 import {
   ensureLabelTokensReplica,
   LABEL_TOKENS_CONTRACTS,
   replicaTemperature,
   type LabelTokensContract,
-} from '../../tools/families/label-tokens-replica.js';
+} from '../../tools/families/label-tokens/replica.js';
 import {
   goldensOf,
   labelTokensRequest,

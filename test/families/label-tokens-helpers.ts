@@ -12,7 +12,7 @@ import {
   CONTRACTS_DIR,
   ensureLabelTokensReplica,
   type LabelTokensContract,
-} from '../../tools/families/label-tokens-replica.js';
+} from '../../tools/families/label-tokens/replica.js';
 import { readGoldens } from './golden-helpers.js';
 
 export interface LabelTokensRequest {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as modelsCmd } from '../../src/commands/models.js';
 import { BudgetError, ModelLoadError } from '../../src/engine/errors.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
-import { isRowFamily } from '../../src/engine/families/family.js';
+import { isRowFamily } from '../../src/engine/families/list.js';
 import {
   dataEncoder,
   labelTokensLayout,
@@ -20,7 +20,7 @@ import {
   planLabelTokens,
   readLabelTokensFolder,
 } from '../../src/engine/families/label-tokens/index.js';
-import { LABEL_TOKENS_CONTRACTS, type LabelTokensContract } from '../../tools/families/label-tokens-replica.js';
+import { LABEL_TOKENS_CONTRACTS, type LabelTokensContract } from '../../tools/families/label-tokens/replica.js';
 import { expectCrossesAsBudgetError, thrownBy } from './golden-helpers.js';
 import { goldensOf, labelTokensRequest, loadContract, REPLICA_BUDGETS } from './label-tokens-helpers.js';
 
@@ -115,7 +115,7 @@ describe('the contract file', () => {
     [{ ...base, option: '{text}' }, /contract\.option: holds 0 \{label\}/],
     [{ ...base, option: '{label}{text}{text}' }, /contract\.option: holds 2 \{text\}/],
     [{ ...base, question: undefined }, /contract\.question/],
-    [{ ...base, types: ['choice', 'yes'] }, /contract\.types\.1/],
+    [{ ...base, types: ['choice', 'yes'] }, /contract\.types\[1\]/],
     [{ ...base, types: [] }, /contract\.types/],
     [{ ...base, types: ['noul', 'noul'] }, /contract\.types/],
     [{ ...base, render: 'xml' }, /contract\.render/],

@@ -1,6 +1,6 @@
 // The label-token contracts' goldens (test/families/label-tokens/<contract>.goldens.json) are what
 // the independent reference writes: the generator still makes the stored requests, and the
-// reference (tools/reference/label_tokens_layout.py, written from docs/families/label-tokens.md),
+// reference (tools/families/label-tokens/label_tokens_layout.py, written from docs/families/label-tokens.md),
 // run live on a spread of them, gives the stored prefixes, rows, label ids and refusals exactly and
 // the stored probabilities within 1e-5: the label logits come from an fp32 torch forward, and the
 // goldens' CPU and the live run's may order its sums differently (SIMD width, BLAS blocking), so
@@ -12,16 +12,16 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TextCodec } from '../../src/engine/prompting/tokenizer.js';
-import { addedTokenStrings } from '../../tools/families/decider-goldens.js';
-import { ensureDeciderReplica } from '../../tools/families/decider-replica.js';
-import { labelTokenRequests } from '../../tools/families/label-tokens-cases.js';
+import { addedTokenStrings } from '../../tools/families/decider/goldens.js';
+import { ensureDeciderReplica } from '../../tools/families/decider/replica.js';
+import { labelTokenRequests } from '../../tools/families/label-tokens/cases.js';
 import {
   contractFile,
   goldensFile,
   LABEL_CONTRACTS,
   labelReferenceResults,
   type LabelContract,
-} from '../../tools/families/label-tokens-goldens.js';
+} from '../../tools/families/label-tokens/goldens.js';
 import { readGoldens } from './golden-helpers.js';
 import { PYTHON } from './replica-helpers.js';
 

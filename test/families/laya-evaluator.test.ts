@@ -1,9 +1,9 @@
 // A Laya folder served by the engine (families/laya/family.ts behind families/evaluator.ts), against
 // the independent references on every golden request (test/families/laya/goldens.json, made by
-// tools/reference/laya_layout.py from the authors' rules):
+// tools/families/laya/laya_layout.py from the authors' rules):
 // - the rows the engine runs equal the reference's token rows, marker positions and qtype;
-// - the raw scores of the replica's graph (tools/families/laya-replica.ts) equal the numpy forward
-//   pass (tools/reference/laya_forward.py) on the reference's rows within 1e-4 (the fp32 bound of
+// - the raw scores of the replica's graph (tools/families/laya/replica.ts) equal the numpy forward
+//   pass (tools/families/laya/laya_forward.py) on the reference's rows within 1e-4 (the fp32 bound of
 //   test/families/laya-replica.test.ts: ~√n·u growth over ≤ 1,024 keys on O(1) activations);
 // - the answers equal the reference readout (laya_layout.py `readout`, with each golden config's
 //   calibration and clamp) of those raw scores within 1e-5 (float64 on both sides: the only
@@ -18,11 +18,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveEngineConfig } from '../../src/engine/config.js';
 import { BudgetError } from '../../src/engine/errors.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
-import type { RowFamily, FamilyRow } from '../../src/engine/families/family.js';
-import { loadLaya } from '../../src/engine/families/laya/family.js';
+import type { LayaRowInput } from '../../src/engine/families/laya/family.js';
+import type { FamilyPlan } from '../../src/engine/families/rows/family.js';
+import { openFamily, type OpenedFamily } from './row-family.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import type { Answer, EvaluateRequest } from '../../src/engine/types.js';
-import { ensureLayaReplica } from '../../tools/families/laya-replica.js';
+import { ensureLayaReplica } from '../../tools/families/laya/replica.js';
 import * as golden from './golden-helpers.js';
 import { hasNumpy as numpyFor } from './replica-helpers.js';
 
@@ -56,12 +57,13 @@ function folderFor(config: string, onnx: string[] = ['model.onnx', 'model.onnx_d
   return dir;
 }
 
-const families = new Map<string, RowFamily<FamilyRow & { ids: number[]; markers: number[]; qtype: number }>>();
+type LayaFamily = OpenedFamily<FamilyPlan<LayaRowInput>, LayaRowInput>;
+const families = new Map<string, LayaFamily>();
 const evaluators = new Map<string, Evaluator>();
 beforeAll(async () => {
   for (const config of Object.keys(goldens.configs)) {
     const c = resolveEngineConfig({ modelDir: folderFor(config), threads: 1 });
-    families.set(config, (await loadLaya(c)) as never);
+    families.set(config, await openFamily('laya-markers', c.modelDir));
     evaluators.set(config, await loadEvaluator({ modelDir: folderFor(config), threads: 1, engineThread: false }));
   }
 }, 120_000);
@@ -93,7 +95,7 @@ describe('a Laya folder through the engine, on every golden request', () => {
         markers: ref.markerPositions,
         qtype: ref.qtype,
       });
-      expect(plan.usage.input_tokens).toBe(ref.ids!.length);
+      expect(family.usage(plan).usage.input_tokens).toBe(ref.ids!.length);
       const [out] = await family.run([row]);
       const { answers } = await evaluators.get(g.config)!.evaluate(request);
       ran.push({ g, ref, logits: out!.logits, answer: answers.q! });
@@ -132,7 +134,7 @@ describe('a Laya folder through the engine, on every golden request', () => {
       );
       const lines = golden
         .python(
-          [join(golden.REFERENCE, 'laya_forward.py'), replica],
+          [golden.reference('laya_forward.py'), replica],
           rows
             .map((r) =>
               JSON.stringify({
@@ -264,9 +266,7 @@ describe('a Laya folder with an mmBERT-style tokenizer (Gemma-style special name
         pad_token: named('<pad>'),
       }),
     );
-    const family = (await loadLaya(resolveEngineConfig({ modelDir: mm, threads: 1 }))) as unknown as RowFamily<
-      FamilyRow & { ids: number[]; markers: number[] }
-    >;
+    const family: LayaFamily = await openFamily('laya-markers', mm);
     const plain = families.get('laya-typed')!;
     try {
       const request = (text: string): EvaluateRequest => ({

@@ -1,5 +1,5 @@
 // The Laya layout (`laya-markers`) against goldens made by an independent reference: the authors'
-// rules written in Python (tools/reference/laya_layout.py), never from this TypeScript. Rows,
+// rules written in Python (tools/families/laya/laya_layout.py), never from this TypeScript. Rows,
 // marker positions, qtype, what was cut and the refusals must be identical; the calibrated readout
 // of fake logits agrees within 1e-6 (below). docs/families/laya-markers.md.
 import { Tokenizer } from '@huggingface/tokenizers';
@@ -21,8 +21,8 @@ import {
   referenceTokenizer,
   runReference,
   type GoldenRequest,
-} from '../../tools/families/laya-goldens.js';
-import { layaTestTokenizer } from '../../tools/families/laya-tokenizer.js';
+} from '../../tools/families/laya/goldens.js';
+import { layaTestTokenizer } from '../../tools/families/laya/tokenizer.js';
 import * as golden from './golden-helpers.js';
 
 const goldens = golden.readGoldens<golden.Goldens<GoldenRequest> & { configs: Record<string, unknown> }>(LAYA_GOLDENS);

@@ -1,5 +1,5 @@
-// The Laya replica (tools/families/laya-replica.ts) against an independent forward pass in numpy
-// (tools/reference/laya_forward.py), on rows the landed layout builds: the graphs a Laya runner
+// The Laya replica (tools/families/laya/replica.ts) against an independent forward pass in numpy
+// (tools/families/laya/laya_forward.py), on rows the landed layout builds: the graphs a Laya runner
 // will load (single fp32 with external data, fp16, int8, split encoder + head) give the
 // reference's scores, batching and padding change nothing, and a marker off by one changes the answer.
 // docs/families/laya-markers.md, "The replica".
@@ -15,11 +15,11 @@ import { int8SessionConfig } from '../../src/engine/model/cpu.js';
 import { layaLayout, type LayaQuestion, type LayaRow } from '../../src/engine/families/laya/layout.js';
 import { layaTokenizer } from '../../src/engine/families/laya/tokenizer.js';
 import type { Content } from '../../src/engine/types.js';
-import { ensureLayaReplica, LAYA_REPLICA, LAYA_SHAPES, layaParameters } from '../../tools/families/laya-replica.js';
-import { layaTestTokenizer } from '../../tools/families/laya-tokenizer.js';
+import { ensureLayaReplica, LAYA_REPLICA, LAYA_SHAPES, layaParameters } from '../../tools/families/laya/replica.js';
+import { layaTestTokenizer } from '../../tools/families/laya/tokenizer.js';
 import { graphIo, type GraphIo, hasNumpy, PYTHON } from './replica-helpers.js';
 
-const REFERENCE = join(import.meta.dirname, '..', '..', 'tools', 'reference', 'laya_forward.py');
+const REFERENCE = join(import.meta.dirname, '..', '..', 'tools', 'families', 'laya', 'laya_forward.py');
 const numpy = hasNumpy("the Laya replica's comparison with the numpy reference");
 
 const dir = ensureLayaReplica();

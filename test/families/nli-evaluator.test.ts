@@ -1,6 +1,6 @@
 // An NLI cross-encoder folder served by the engine (families/nli/family.ts behind
 // families/evaluator.ts), against the independent references on every golden request
-// (test/families/nli/goldens.json, made by tools/reference/nli_pairs.py from the pipeline's rules):
+// (test/families/nli/goldens.json, made by tools/families/nli/nli_pairs.py from the pipeline's rules):
 // - for each golden model, a folder with that model's config.json / nli_config.json and the test
 //   tokenizer it was made with: the rows the engine builds equal the reference's (ids and token
 //   type ids), the refusals are the same (a BudgetError: 422);
@@ -8,23 +8,22 @@
 //   equal the reference readout within 1e-5 (float64 on both sides);
 // - where the replica's graph has the model's label columns (deberta 3-way, modernbert 2-way), the
 //   whole evaluator answers as the reference readout of its raw scores, and those raw scores equal
-//   the numpy forward pass (tools/reference/nli_forward.py) on the reference's rows within the
+//   the numpy forward pass (tools/families/nli/nli_forward.py) on the reference's rows within the
 //   replica test's fp32 bound, 4e-4·(1 + |logit|);
 // - a dynamic int8 export runs rows one by one: its answers do not depend on the other rows.
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { resolveEngineConfig } from '../../src/engine/config.js';
 import { BudgetError } from '../../src/engine/errors.js';
 import { detectFamily } from '../../src/engine/families/detect.js';
-import type { RowFamily, FamilyRow, FamilyQuestion } from '../../src/engine/families/family.js';
-import type { NliRow } from '../../src/engine/families/nli/layout.js';
-import { loadNli } from '../../src/engine/families/nli/family.js';
+import type { FamilyPlan, FamilyQuestion } from '../../src/engine/families/rows/family.js';
+import type { NliRowInput } from '../../src/engine/families/nli/family.js';
+import { openFamily, type OpenedFamily } from './row-family.js';
 import { answerQuestions } from '../../src/engine/execution/answers.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
-import { ensureNliReplica, type NliFlavor } from '../../tools/families/nli-replica.js';
-import { NLI_TEST_TOKENIZERS } from '../../tools/families/nli-tokenizers.js';
+import { ensureNliReplica, type NliFlavor } from '../../tools/families/nli/replica.js';
+import { NLI_TEST_TOKENIZERS } from '../../tools/families/nli/tokenizers.js';
 import * as golden from './golden-helpers.js';
 import { hasNumpy as numpyFor } from './replica-helpers.js';
 
@@ -84,12 +83,12 @@ function folderFor(model: string, variant?: 'int8'): string {
   return dir;
 }
 
-type NliFamily = RowFamily<FamilyRow & { row: NliRow }>;
+type NliFamily = OpenedFamily<FamilyPlan<NliRowInput>, NliRowInput>;
 const families = new Map<string, NliFamily>();
 const evaluators = new Map<string, Evaluator>();
 beforeAll(async () => {
   for (const model of Object.keys(goldens.models)) {
-    families.set(model, (await loadNli(resolveEngineConfig({ modelDir: folderFor(model), threads: 1 }))) as never);
+    families.set(model, await openFamily('nli-pairs', folderFor(model)));
     if (runnable(model))
       evaluators.set(model, await loadEvaluator({ modelDir: folderFor(model), threads: 1, engineThread: false }));
   }
@@ -118,7 +117,7 @@ describe('an NLI folder through the engine, on every golden request', () => {
         plan.rows.map(({ row }) => ({ ids: row.ids, ...(row.tokenTypeIds ? { tokenTypeIds: row.tokenTypeIds } : {}) })),
         g.name,
       ).toEqual(ref.rows!.map((r) => ({ ids: r.ids, ...(r.tokenTypeIds ? { tokenTypeIds: r.tokenTypeIds } : {}) })));
-      expect(plan.usage.input_tokens).toBe(ref.rows!.reduce((n, r) => n + r.ids.length, 0));
+      expect(family.usage(plan).usage.input_tokens).toBe(ref.rows!.reduce((n, r) => n + r.ids.length, 0));
       const q = plan.questions[0]!;
       const outputs = g.logits!.map((logits) => ({ logits }));
       const [answer] = Object.values(
@@ -179,9 +178,7 @@ describe('an NLI folder through the engine, on every golden request', () => {
           };
           if (goldens.models[model]!.tokenizer === 'deberta')
             batch.token_type_ids = group.map((r) => pad(r.tokenTypeIds ?? r.ids.map(() => 0)));
-          const got = JSON.parse(
-            golden.python([join(golden.REFERENCE, 'nli_forward.py'), dir], JSON.stringify(batch)),
-          ) as {
+          const got = JSON.parse(golden.python([golden.reference('nli_forward.py'), dir], JSON.stringify(batch))) as {
             logits: number[][];
           };
           order.slice(at, at + 32).forEach((i, j) => (want[i] = got.logits[j]!));
@@ -209,7 +206,7 @@ describe('a dynamic int8 export (model_quantized.onnx, one activation scale per 
       modelDir: ensureNliReplica('deberta'),
       threads: 1,
       engineThread: false,
-      onWarning: (m) => warnings.push(m),
+      onNote: (m) => warnings.push(m.message),
     });
     try {
       expect(e.graph).toMatch(/model_quantized\.onnx$/);

@@ -1,5 +1,5 @@
 // The NLI pairs layout (`nli-pairs`) against goldens made by an independent reference: the
-// zero-shot pipeline's rules written in Python (tools/reference/nli_pairs.py), never from this
+// zero-shot pipeline's rules written in Python (tools/families/nli/nli_pairs.py), never from this
 // TypeScript. Rows, token type ids, masks, cuts and refusals must be identical; the readout of
 // fake logits agrees within 1e-6 (below). docs/families/nli-pairs.md.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,8 +27,8 @@ import {
   type GoldenModel,
   type GoldenRequest,
   type TokenizerName,
-} from '../../tools/families/nli-goldens.js';
-import { NLI_TEST_TOKENIZERS, writeNliTestTokenizers } from '../../tools/families/nli-tokenizers.js';
+} from '../../tools/families/nli/goldens.js';
+import { NLI_TEST_TOKENIZERS, writeNliTestTokenizers } from '../../tools/families/nli/tokenizers.js';
 import * as golden from './golden-helpers.js';
 
 const goldens = golden.readGoldens<golden.Goldens<GoldenRequest> & { models: Record<string, GoldenModel> }>(

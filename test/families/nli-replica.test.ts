@@ -1,5 +1,5 @@
-// The NLI replicas (tools/families/nli-replica.ts) against an independent forward pass in numpy
-// (tools/reference/nli_forward.py), on rows the landed layout builds from each folder's own files
+// The NLI replicas (tools/families/nli/replica.ts) against an independent forward pass in numpy
+// (tools/families/nli/nli_forward.py), on rows the landed layout builds from each folder's own files
 // (nliTokenizer, readNliConfig, nliLayout, nliBatch): the fp32 graphs give the reference's logits,
 // the int8 graph stays within the quantization bound, padding is inert, the tokenizer.json's baked
 // truncation would have cut the rows, and a layout bug moves the logits far past the tolerance.
@@ -30,10 +30,10 @@ import {
   nliParameters,
   nliReplicaGraphs,
   type NliFlavor,
-} from '../../tools/families/nli-replica.js';
+} from '../../tools/families/nli/replica.js';
 import { graphIo, hasNumpy, PYTHON } from './replica-helpers.js';
 
-const REFERENCE = join(import.meta.dirname, '..', '..', 'tools', 'reference', 'nli_forward.py');
+const REFERENCE = join(import.meta.dirname, '..', '..', 'tools', 'families', 'nli', 'nli_forward.py');
 const numpy = hasNumpy("the NLI replica's comparison with the numpy reference");
 
 // fp32 against the float64 reference, derived from rounding alone. onnxruntime rounds every

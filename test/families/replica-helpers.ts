@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import onnxProto from 'onnx-proto';
 
-/** Debian's Python, which runs the numpy references (tools/reference/*_forward.py). */
+/** Debian's Python, which runs the numpy references (tools/families/<family>/*_forward.py, tools/families/kit/). */
 export const PYTHON = '/usr/bin/python3';
 
 /** Whether PYTHON has numpy; when not, warns that `what` is skipped. */

@@ -4,10 +4,10 @@
 // read is a 422 naming the limit, and /metrics says each model's family and that it reuses no prefix.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildServer, type AssayServer } from '../../src/api/server.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { createModelPool } from '../../src/service/model-pool.js';
-import { ensureArbiterReplica } from '../../tools/families/arbiter-replica.js';
-import { ensureDecisionReplica } from '../../tools/families/decision-replica.js';
+import { ensureArbiterReplica } from '../../tools/families/arbiter/replica.js';
+import { ensureDecisionReplica } from '../../tools/families/decision/replica.js';
 import { auth, testKeys } from '../api/helpers.js';
 
 const LEVELS = ['none', 'slight', 'some', 'clear', 'strong', 'total'];

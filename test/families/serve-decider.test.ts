@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { choice, noul, score, TypeSafeClient } from '@typesafe-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureDeciderReplica } from '../../tools/families/decider-replica.js';
-import { ensureLabelTokensReplica } from '../../tools/families/label-tokens-replica.js';
+import { ensureDeciderReplica } from '../../tools/families/decider/replica.js';
+import { ensureLabelTokensReplica } from '../../tools/families/label-tokens/replica.js';
 import { startServe, type ServeProcess } from '../serve-process.js';
 
 const KEY = 'decider-key';

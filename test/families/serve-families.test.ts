@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { choice, noul, score, TypeSafeClient } from '@typesafe-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureLayaReplica } from '../../tools/families/laya-replica.js';
-import { ensureNliReplica } from '../../tools/families/nli-replica.js';
+import { ensureLayaReplica } from '../../tools/families/laya/replica.js';
+import { ensureNliReplica } from '../../tools/families/nli/replica.js';
 import { startServe, type ServeProcess } from '../serve-process.js';
 
 const KEY = 'family-key';

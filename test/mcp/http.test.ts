@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { keysFromList, sha256 } from '../../src/api/auth.js';
 import { decide } from '../../src/mcp/index.js';
 import type { Evaluator } from '../../src/engine/index.js';

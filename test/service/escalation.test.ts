@@ -15,7 +15,7 @@ import {
   type EscalationSpec,
   type ModelEntry,
   type Registry,
-} from '../../src/registry.js';
+} from '../../src/registry/registry.js';
 import { announceEscalations, createModelPool } from '../../src/service/index.js';
 import { auth, KEY, startServer, testKeys, type TestServer } from '../api/helpers.js';
 

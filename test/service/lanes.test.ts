@@ -5,7 +5,7 @@
 // (the tiny model, in its thread) with maxQueue 0: one request running fills the interactive queue.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEvaluator, OverloadedError, type Evaluator } from '../../src/engine/index.js';
-import { checkRegistry, loadRegistry, type Registry } from '../../src/registry.js';
+import { checkRegistry, loadRegistry, type Registry } from '../../src/registry/registry.js';
 import { evaluateRequest, staticModels, type ServiceContext } from '../../src/service/index.js';
 import { manyQuestions, noul, choice, score, tinyFp32 } from '../engine/fixtures.js';
 

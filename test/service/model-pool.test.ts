@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { createModelPool, SYNTHETIC_WARNING } from '../../src/service/model-pool.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 
 describe('model pool', () => {
   it('warns that a synthetic folder is meaningless even when the registry entry does not say so', async () => {

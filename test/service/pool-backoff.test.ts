@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { createModelPool } from '../../src/service/model-pool.js';
-import { ModelUnavailableError } from '../../src/service/provider.js';
-import { checkRegistry } from '../../src/registry.js';
+import { ModelUnavailableError } from '../../src/service/errors.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import type { EngineThreadEvaluator } from '../../src/engine/thread/engine-thread.js';
 
 // The engine threads these tests start get the crash hook they kill them with (engine/thread/crash-hook.ts).

@@ -4,15 +4,10 @@
 // for the budget is refused before it loads, and a registry replaced under a request lets it finish.
 import { afterEach, describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
-import { createModelPool, ModelInUseError, type ModelPool } from '../../src/service/model-pool.js';
-import {
-  folderBytes,
-  ModelsBusyError,
-  ModelsPinnedError,
-  ModelTooLargeError,
-  type ResidencyOptions,
-} from '../../src/service/residency.js';
-import { checkRegistry, type Registry } from '../../src/registry.js';
+import { createModelPool, type ModelPool } from '../../src/service/model-pool.js';
+import { ModelInUseError, ModelsBusyError, ModelsPinnedError, ModelTooLargeError } from '../../src/service/errors.js';
+import { folderBytes, type ResidencyOptions } from '../../src/service/residency.js';
+import { checkRegistry, type Registry } from '../../src/registry/registry.js';
 import type { EvaluateRequest } from '../../src/engine/index.js';
 import { mixedRequest } from '../api/helpers.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import onnxProto from 'onnx-proto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ensureSyntheticModels } from '../../src/commands/models-synth.js';
-import { checkRegistry } from '../../src/registry.js';
+import { checkRegistry } from '../../src/registry/registry.js';
 import { synthesize, weightsDigest } from '../../src/model-files/synth/folder.js';
 import { readWeights, WeightsError } from '../../src/model-files/synth/weights.js';
 

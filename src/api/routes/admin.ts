@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AbortedError } from '../../engine/index.js';
 import { InvalidRequestError } from '../../protocol/index.js';
-import { acceptedModelNames, resolveModel, type Registry } from '../../registry.js';
+import { acceptedModelNames, resolveModel, type Registry } from '../../registry/index.js';
 import { admission } from '../admission.js';
 import { OperatorOnlyError } from '../api-error.js';
 import type { ApiContext } from '../context.js';

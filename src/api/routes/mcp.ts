@@ -10,7 +10,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { packageVersion } from '../../common/index.js';
 import { InvalidRequestError, jsonInvalid } from '../../protocol/index.js';
 import { createMcpServer, ToolFailure, type McpBackend } from '../../mcp/index.js';
-import { listModels } from '../../model-list.js';
+import { listModels } from '../../registry/index.js';
 import { admission, keyAllows } from '../admission.js';
 import { nestsDeeperThan } from '../body-worker.js';
 import type { ApiContext } from '../context.js';

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { admission, keyAllows } from '../admission.js';
 import { ModelMetadataListSchema } from '../../protocol/index.js';
-import { listModels } from '../../model-list.js';
+import { listModels } from '../../registry/index.js';
 
 export async function modelsRoute(app: FastifyInstance): Promise<void> {
   const ctx = app.assay;

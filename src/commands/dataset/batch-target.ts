@@ -11,7 +11,7 @@ import { AssayBatches, AssayError, BATCH_ENDED, DEFAULT_MODEL } from '../../clie
 import { SystemOneResponseSchema, writeRequest, type SystemOneResponse } from '../../protocol/index.js';
 import { progressBar } from '../progress.js';
 import type { DatasetLine } from './read.js';
-import type { Target, TargetContext } from './targets.js';
+import type { Target, TargetContext } from './target.js';
 
 export function batchTarget(label: string, model: string | undefined, ctx: TargetContext): Target {
   const api = new AssayBatches({ baseUrl: ctx.url, env: ctx.io.env, timeoutMs: ctx.timeoutMs, maxRetries: 5 });

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { Answer } from '../../protocol/index.js';
 import { answerCorrect } from '../../quality/index.js';
-import type { EscalationSpec } from '../../registry.js';
+import type { EscalationSpec } from '../../registry/index.js';
 import { shouldEscalate } from '../../service/index.js';
 import type { Io } from '../common.js';
 import { DatasetError, type DatasetLine } from './read.js';

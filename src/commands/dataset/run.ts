@@ -4,7 +4,7 @@ import type { SystemOneResponse } from '../../protocol/index.js';
 import type { Io } from '../common.js';
 import { progressBar } from '../progress.js';
 import type { DatasetLine } from './read.js';
-import type { Target } from './targets.js';
+import type { Target } from './target.js';
 
 export interface DatasetRun {
   target: Target;

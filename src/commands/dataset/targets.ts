@@ -5,24 +5,25 @@
 //   a variant of the model (its ONNX file)  fp32, int8, q4, ... (a synthetic model: that dtype's folder)
 //   a prompt version (label strategy)       v1 (option names), letters (A, B, C…)
 //   option rotations                        rot4 (each choice question over 4 rotations, averaged)
-//   a model family (the prompt contract)    decoder (Assay's generic prompt), decider-labels, ...:
-//                                           the registry entry's `family` for this run
-// e.g. `--compare int8,fp32`, `--compare v1,letters`, `--compare int8,int8+rot4`,
-// `--compare decider-labels,decoder`. The local engine runs every kind of arm; a server (--url)
-// only model names.
+//   a model family (the prompt contract)    one of the engine's FAMILY_NAMES (the default one: Assay's
+//                                           generic prompt): the registry entry's `family` for this run
+// e.g. `--compare int8,fp32`, `--compare v1,letters`, `--compare int8,int8+rot4`, a prompt
+// contract's family against the default one. The local engine runs every kind of arm; a server
+// (--url) only model names.
 import { basename, dirname, join, relative } from 'node:path';
 import { AssayClient } from '../../client/index.js';
 import { DEFAULTS } from '../../defaults.js';
 import type { EngineConfig } from '../../engine/index.js';
 import { FAMILY_NAMES, PROMPT_VERSIONS, parseVariant, VARIANTS } from '../../engine/index.js';
-import type { SystemOneRequest, SystemOneResponse } from '../../protocol/index.js';
+import type { SystemOneRequest } from '../../protocol/index.js';
 import { ParsedBody } from '../../protocol/index.js';
-import { resolveModel, type ModelEntry, type Registry } from '../../registry.js';
+import { resolveModel, type ModelEntry, type Registry } from '../../registry/index.js';
 import { evaluateRequest } from '../../service/index.js';
-import type { Io } from '../common.js';
 import { openLocalModel } from '../local-model.js';
 import { batchTarget } from './batch-target.js';
-import type { DatasetLine } from './read.js';
+import type { Target, TargetContext } from './target.js';
+
+export type { Target, TargetContext } from './target.js';
 
 export interface ArmSpec {
   /** As the user wrote it (report column). */
@@ -57,41 +58,6 @@ export function parseArm(text: string, registry: Registry | undefined): ArmSpec 
   }
   if (spec.rotations !== undefined && spec.rotations < 1) throw new ArmError(`"${text}": rotN needs N ≥ 1`);
   return spec;
-}
-
-export interface Target {
-  label: string;
-  /** The versioned id that answered (a server: the response's model). */
-  model: string;
-  /** The model folder's assay.json marks it synthetic (random weights); a server: unknown (false). */
-  synthetic: boolean;
-  /** The model folder (local engine only): where `assay calibrate` writes. */
-  dir?: string;
-  /**
-   * The formula of its choice and score confidence: the local engine's (the default, entropy); a
-   * server: undefined, as its own --confidence decides and the API does not report it.
-   */
-  confidence?: NonNullable<EngineConfig['confidence']>;
-  /** Runs every line at once before evaluate() is called (a server's batch: --batch). */
-  prepare?(lines: DatasetLine[]): Promise<void>;
-  evaluate(line: DatasetLine): Promise<SystemOneResponse>;
-  close(): Promise<void>;
-}
-
-export interface TargetContext {
-  io: Io;
-  /** The local engine's registry (undefined with --url). */
-  registry?: Registry;
-  /** The model when the arm names none (--model, else the registry's default; a server: its default). */
-  model?: string;
-  url?: string;
-  /** With --url: per-attempt timeout and retries of the client. */
-  timeoutMs?: number;
-  retries?: number;
-  /** With --url: the lines go to the server as one batch (POST /v1/batches). */
-  batch?: boolean;
-  /** The command, for the prefix of the local engine's warnings (default eval). */
-  command?: string;
 }
 
 /** Opens an arm: loads its model on the local engine, or a client of the server. */

@@ -1,13 +1,6 @@
 // Turning label log-probabilities into the typed answers of the contract (docs/api.md).
+import { softmax } from '../../common/index.js';
 import type { Answer, Question } from '../types.js';
-
-/** Normalizes log-probabilities to probabilities that sum to 1. */
-export function normalize(logps: number[]): number[] {
-  const max = Math.max(...logps);
-  const weights = logps.map((l) => Math.exp(l - max));
-  const total = weights.reduce((a, b) => a + b, 0);
-  return weights.map((w) => w / total);
-}
 
 /**
  * How the `confidence` of choice and score answers is computed from their probabilities (the
@@ -127,7 +120,7 @@ export function answerQuestions(
   const sums = new Map<string, { question: Question; options?: readonly string[]; probs: number[]; count: number }>();
   asked.forEach((q, i) => {
     const t = temperatures[q.question.type] ?? 1;
-    const probs = normalize(logps[i]!.map((l) => l / t));
+    const probs = softmax(logps[i]!, t);
     let sum = sums.get(q.key);
     if (!sum)
       sums.set(q.key, (sum = { question: q.question, options: q.options, probs: probs.map(() => 0), count: 0 }));

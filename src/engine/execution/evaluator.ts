@@ -3,27 +3,20 @@
 // encoded once (or taken from the cross-request cache), each question as a suffix on its KV.
 import { resolveEngineConfig, type EngineConfig, type ResolvedEngineConfig } from '../config.js';
 import { ModelLoadError } from '../errors.js';
-import {
-  createFamilyEvaluator,
-  deciderLogps,
-  detectFamily,
-  FAMILY_NOTE,
-  isRowFamily,
-  labelTokensLogps,
-  readDeciderFolder,
-  readLabelTokensFolder,
-  type DecoderFamilyName,
-  type DeciderSettings,
-  type FamilyName,
-  type LabelTokensSettings,
-} from '../families/index.js';
+import { createFamilyEvaluator, DEFAULT_FAMILY, detectFamily, familyNamed, isRowFamily } from '../families/index.js';
 import { answerQuestions, type AnswerTemperatures } from './answers.js';
 import { RequestBatcher } from './batching.js';
 import { chooseStrategy, fitsOnePass, STRATEGIES } from './strategies.js';
 import { PassCount, Passes } from './passes.js';
 import { openModelFolder } from '../model/model-folder.js';
 import type { Budgets, Plan, ReadQuestion } from '../prompting/plan.js';
-import { defaultPlannerThreads, inlinePlanner, workerPlanner, type Planner } from '../prompting/planner/index.js';
+import {
+  defaultPlannerThreads,
+  inlinePlanner,
+  workerPlanner,
+  type Planner,
+  type PlannerContract,
+} from '../prompting/planner/index.js';
 import { PrefixCache } from '../cache/prefix-cache.js';
 import { promptSet } from '../prompting/prompts.js';
 import { ModelRunner } from '../model/runner.js';
@@ -38,8 +31,8 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
   if (isRowFamily(family)) return createFamilyEvaluator(config, family);
   const folder = await openModelFolder(config.modelDir, config.variant);
   const codec = await TextCodec.load(folder.dir);
-  // A decider-labels or label-tokens folder is read under its own prompt contract (families/decider/,
-  // families/label-tokens/): Assay's chat prompt is not used.
+  // A folder of a family with its own prompt contract (its descriptor's `contract`) is read under it:
+  // Assay's chat prompt is not used.
   const contract = readContract(family, folder.dir, codec, config);
   if (!contract && !codec.hasChatTemplate) {
     throw new ModelLoadError(
@@ -55,9 +48,10 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
     const why = !runner.hasPositionIds
       ? 'the graph takes no position_ids'
       : 'its attention takes no mask bias (a fused attention kernel)';
-    config.onWarning?.(
-      `${folder.onnxPath}: packed evaluation is not available (${why}); questions run one pass per question`,
-    );
+    config.onNote?.({
+      kind: 'packing',
+      message: `${folder.onnxPath}: packed evaluation is not available (${why}); questions run one pass per question`,
+    });
   }
   const budgets: Budgets = {
     request: config.requestTokenBudget,
@@ -99,53 +93,36 @@ export async function createEvaluator(settings: EngineConfig): Promise<Evaluator
     runner,
     planner,
     temperatures,
-    contract?.family ?? { name: 'decoder' },
+    contract?.family ?? { name: DEFAULT_FAMILY },
   );
 }
 
 /** A folder's own prompt contract: what its planner and its readout need. */
 interface Contract {
-  planner: { decider?: DeciderSettings; labelTokens?: LabelTokensSettings };
+  planner: { contract: PlannerContract };
   family: EngineFamily;
 }
 
-/** The contract of a decider-labels or label-tokens folder (its files read and reported at load); none for a decoder. */
+/** The contract of a decoder-engine family whose folder carries one (its files read and reported at load); none for a decoder. */
 function readContract(
-  family: FamilyName,
+  family: string,
   dir: string,
   codec: TextCodec,
   config: ResolvedEngineConfig,
 ): Contract | undefined {
-  const note = (what: string, notes: readonly string[]) =>
-    config.onWarning?.(`${FAMILY_NOTE} ${what}${notes.map((n) => `; ${n}`).join('')}`);
-  if (family === 'decider-labels') {
-    const read = readDeciderFolder(dir, (text) => codec.encodeText(text, undefined, true));
-    note('decider-labels (its own prompt contract)', read.notes);
-    return {
-      planner: { decider: { labels: read.labels } },
-      family: { name: family, read: (asked, logps) => deciderLogps(asked, logps, read.temperatures) },
-    };
-  }
-  if (family === 'label-tokens') {
-    const read = readLabelTokensFolder(dir, codec);
-    note('label-tokens (the prompt contract of its decision.json)', read.notes);
-    const order = read.settings.noul.order;
-    return {
-      planner: { labelTokens: read.settings },
-      family: { name: family, read: (asked, logps) => labelTokensLogps(asked, logps, read.temperatures, order) },
-    };
-  }
-  return undefined;
+  const spec = familyNamed(family)?.contract;
+  if (!spec) return undefined;
+  const read = spec.read(dir, codec);
+  config.onNote?.({ kind: 'family', message: `${family} (${spec.what})${read.notes.map((n) => `; ${n}`).join('')}` });
+  return { planner: { contract: { family, settings: read.settings } }, family: { name: family, read: read.read } };
 }
 
-/** The decoder engine's family: Assay's prompt, or a label-token contract and its readout. */
-type EngineFamily =
-  | { name: 'decoder' }
-  | {
-      name: Exclude<DecoderFamilyName, 'decoder'>;
-      /** Each answer's log-probabilities from its rows' label log-probabilities. */
-      read(asked: readonly ReadQuestion[], logps: ReadonlyArray<readonly number[]>): number[][];
-    };
+/** The decoder engine's family: Assay's prompt, or a prompt contract and its readout. */
+interface EngineFamily {
+  name: string;
+  /** Each answer's log-probabilities from its rows' label log-probabilities (a prompt contract's readout). */
+  read?(asked: readonly ReadQuestion[], logps: ReadonlyArray<readonly number[]>): number[][];
+}
 
 class OnnxEvaluator implements Evaluator {
   private readonly scheduler: Scheduler;
@@ -177,16 +154,18 @@ class OnnxEvaluator implements Evaluator {
       // or products the per-token rewrite did not recognize): a request's answers would move with
       // whatever another caller's tokens put in the same pass. Within a request that is the caller's own business.
       batchTokens = 0;
-      config.onWarning?.(
-        `${modelId}: packing across requests is off: this export quantizes activations at run time with one scale per pass (DynamicQuantizeLinear, not rewritten per token), so one request's tokens would change another's answers`,
-      );
+      config.onNote?.({
+        kind: 'packing',
+        message: `${modelId}: packing across requests is off: this export quantizes activations at run time with one scale per pass (DynamicQuantizeLinear, not rewritten per token), so one request's tokens would change another's answers`,
+      });
     }
     if (this.packs && batchTokens > 0 && runner.splitsPrompt) {
       // Shared passes carry whole prompts (whole-packed), which a graph that splits them never runs.
       batchTokens = 0;
-      config.onWarning?.(
-        `${modelId}: packing across requests is off: this int8 graph runs a state's tokens and its questions' in passes of their own kinds, so an answer is the same in any pass (--no-fused-attention runs every pass alike and allows it)`,
-      );
+      config.onNote?.({
+        kind: 'packing',
+        message: `${modelId}: packing across requests is off: this int8 graph runs a state's tokens and its questions' in passes of their own kinds, so an answer is the same in any pass (--no-fused-attention runs every pass alike and allows it)`,
+      });
     }
     this.batcher =
       this.packs && batchTokens > 0
@@ -284,7 +263,7 @@ class OnnxEvaluator implements Evaluator {
         });
         const logps = plan.questions.map((q) => read.get(q)!);
         // A label-token family reads its answers from its rows (a score question: one row per level).
-        if (plan.readout && this.family.name !== 'decoder') {
+        if (plan.readout && this.family.read) {
           const asked = plan.readout.questions;
           const answered = this.family.read(asked, logps);
           return answerQuestions(asked, answered, this.temperatures, this.config.confidence);
@@ -310,6 +289,7 @@ class OnnxEvaluator implements Evaluator {
       tokensEvaluated: this.count.tokens,
       passes: this.count.passes,
       family: this.family.name,
+      prefixReuse: true,
     };
   }
 

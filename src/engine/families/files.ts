@@ -1,7 +1,7 @@
-// Where the files of an encoder family's folder are, in the layouts its public exports use: the
+// Where the files of a row family's folder are, in the layouts its public exports use: the
 // tokenizer at the root or in tokenizer/ (as the authors' exporter writes it), the graph under onnx/
 // or at the root by its transformers.js dtype suffix, with its external data beside it, or a split
-// encoder.onnx + head.onnx. Shared by the loaders (laya/, nli/) and the hub fetcher's file lists.
+// encoder.onnx + head.onnx. Shared by the loaders and the hub fetcher's file lists.
 import { existsSync, readFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,6 +14,12 @@ import { DEFAULT_ORDER, ONNX_DIRS, parseVariant, variantFileNames, VARIANTS, typ
  * fetch picks the files the loader will look for.
  */
 export type HasFile = (rel: string) => boolean;
+
+/** A folder as the rules read it: which files it has, and a JSON file's content (undefined when absent). */
+export interface FolderFiles {
+  has: HasFile;
+  json: (rel: string) => Record<string, unknown> | undefined;
+}
 
 /** The folder on disk as a HasFile. */
 export function onDisk(dir: string): HasFile {
@@ -48,10 +54,8 @@ export const TOKENIZER_FILES = [
   'spm.model',
 ] as const;
 
-/** Laya's limits and calibration: its presence makes a folder a Laya model (detect.ts). */
-export const LAYA_CONFIG = 'rl_agent_config.json';
-/** An NLI cross-encoder's own settings (optional; its presence makes a folder nli-pairs). */
-export const NLI_CONFIG = 'nli_config.json';
+/** The file that declares a folder's layout (`layout`), read before any other, with its family's own settings. */
+export const DECISION_FILE = 'decision.json';
 
 /** A JSON file of the folder, or undefined when it is absent; invalid JSON fails the load naming it. */
 export function readJsonFile(path: string): Record<string, unknown> | undefined {

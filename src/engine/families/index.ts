@@ -1,65 +1,37 @@
-// The model families behind the engine's Evaluator (family.ts): which one a folder is (detect.ts),
-// and the evaluator of an encoder family (evaluator.ts) over its loader (laya/, nli/).
+// The model families behind the engine's Evaluator: the one list (list.ts, each family described in
+// its folder: descriptor.ts), which family a folder is (detect.ts), the evaluator of a row family
+// (rows/evaluator.ts over its descriptor's parts), a decoder-engine family's prompt contract.
 import type { ResolvedEngineConfig } from '../config.js';
 import { ModelLoadError } from '../errors.js';
 import { readModelManifest } from '../model/model-folder.js';
 import type { Evaluator } from '../types.js';
-import { FamilyEvaluator } from './evaluator.js';
-import { FAMILY_NOTE, type RowFamily, type RowFamilyName } from './family.js';
-import { loadArbiter } from './arbiter/family.js';
-import { loadDecision } from './decision/family.js';
-import { loadKev } from './kev/family.js';
-import { loadDeciderSlots } from './decider-slots/family.js';
-import { loadLaya } from './laya/family.js';
-import { loadNli } from './nli/family.js';
+import { familyNamed } from './list.js';
+import { FamilyEvaluator, type LoadedRowFamily } from './rows/evaluator.js';
+import { rowPlanner } from './rows/planner.js';
 
-export { detectFamily } from './detect.js';
-export {
-  FAMILY_NAMES,
-  FAMILY_NOTE,
-  isRowFamily,
-  type DecoderFamilyName,
-  type FamilyName,
-  type RowFamilyName,
-} from './family.js';
+export { detectFamily, familyOfFiles, type FamilyEvidence } from './detect.js';
+export { DEFAULT_FAMILY, FAMILIES, FAMILY_NAMES, familyNamed, isRowFamily, type FamilyName } from './list.js';
+export type { ContractSpec, FamilyDescriptor, FamilyEngine, FetchRule } from './descriptor.js';
 export { encoderGraph, splitGraph, singleGraph, tokenizerDir } from './files.js';
-export { ArbiterRefused } from './arbiter/layout.js';
-export { DecisionRefused } from './decision/layout.js';
-export { KevRowTooLong } from './kev/layout.js';
-export { LayaOptionsTooLong } from './laya/layout.js';
-export {
-  DeciderRefusal,
-  deciderLogps,
-  readDeciderFolder,
-  type DeciderSettings,
-  type DeciderTemperatures,
-} from './decider/index.js';
-export { NliHypothesisTooLong } from './nli/layout.js';
-export {
-  labelTokensLogps,
-  LabelTokensRefusal,
-  readLabelTokensFolder,
-  type LabelTokensSettings,
-} from './label-tokens/index.js';
-export type { TypeTemperatures } from './shared/folder-settings.js';
+export { CalibrationSchema, type TypeTemperatures } from './shared/settings.js';
 
-const LOADERS: Partial<Record<RowFamilyName, (c: ResolvedEngineConfig) => Promise<RowFamily>>> = {
-  'laya-markers': loadLaya as (c: ResolvedEngineConfig) => Promise<RowFamily>,
-  'nli-pairs': loadNli as (c: ResolvedEngineConfig) => Promise<RowFamily>,
-  'kev-pointer': loadKev as (c: ResolvedEngineConfig) => Promise<RowFamily>,
-  'decider-slots': loadDeciderSlots as (c: ResolvedEngineConfig) => Promise<RowFamily>,
-  'decision-endpoint': loadDecision as (c: ResolvedEngineConfig) => Promise<RowFamily>,
-  'arbiter-fixed': loadArbiter as (c: ResolvedEngineConfig) => Promise<RowFamily>,
-};
+/** A row family's folder read and its graph opened: its reader and runner on this thread. */
+export async function loadRowFamily(c: ResolvedEngineConfig, name: string): Promise<LoadedRowFamily> {
+  const parts = familyNamed(name)?.rows;
+  if (!parts) throw new ModelLoadError(`${c.modelDir}: the ${name} family is not available in this build`);
+  const spec = await parts();
+  const reader = spec.read(c);
+  return { name, reader, runner: await spec.open(c, reader) };
+}
 
-/** An evaluator for a folder of an encoder family. */
-export async function createFamilyEvaluator(c: ResolvedEngineConfig, name: RowFamilyName): Promise<Evaluator> {
+/** An evaluator for a folder of a row family. */
+export async function createFamilyEvaluator(c: ResolvedEngineConfig, name: string): Promise<Evaluator> {
   const manifest = await readModelManifest(c.modelDir);
-  const load = LOADERS[name];
-  if (!load) throw new ModelLoadError(`${c.modelDir}: the ${name} family is not available in this build`);
-  const family = await load(c);
-  c.onWarning?.(`${FAMILY_NOTE} ${name} (${family.graph})${family.notes.map((n) => `; ${n}`).join('')}`);
+  const { reader, runner } = await loadRowFamily(c, name);
+  const notes = [...reader.notes, ...runner.notes];
+  c.onNote?.({ kind: 'family', message: `${name} (${runner.graph})${notes.map((n) => `; ${n}`).join('')}` });
   // Calibration fitted by `assay calibrate` on this folder (assay.json), on top of the family's own.
   const temperatures = c.answerTemperatures ?? manifest.answer_temperature ?? {};
-  return new FamilyEvaluator(c, family, manifest.synthetic === true, temperatures);
+  const planner = rowPlanner(c, name, reader);
+  return new FamilyEvaluator(c, { name, reader, runner }, planner, manifest.synthetic === true, temperatures);
 }

@@ -14,12 +14,6 @@ import type { ModelFolder } from './model-folder.js';
 import { resolveEngineConfig, type EngineConfig, type ResolvedEngineConfig } from '../config.js';
 import { openSession, sessionOptions } from './session.js';
 
-/** How the load note on 4-bit weights converted to int8 begins (the model pool logs it as info, not as a fallback). */
-export const Q4_NOTE = '4-bit weights run through the int8 kernels (converted at load)';
-
-/** How the load note on the attention begins: fused into GroupQueryAttention, or why not (the model pool logs it as info). */
-export const ATTENTION_NOTE = 'attention:';
-
 /** Keys and values of every layer for `length` tokens, as the session's present.* outputs gave them. */
 /** Runs one pass of `tokens` tokens in the caller's turn (the scheduler's, for an evaluator). */
 export type PassStep = <T>(pass: () => Promise<T>, tokens: number) => Promise<T>;
@@ -181,7 +175,10 @@ export class ModelRunner {
         });
       } catch (error) {
         // An unreadable or undecodable file: the stock load below reports it.
-        c.onWarning?.(`graph rewrite skipped for ${folder.onnxPath}: ${(error as Error).message}`);
+        c.onNote?.({
+          kind: 'fallback',
+          message: `graph rewrite skipped for ${folder.onnxPath}: ${(error as Error).message}`,
+        });
       }
       if (rewritten) {
         try {
@@ -190,22 +187,29 @@ export class ModelRunner {
           const q4 = rewritten.q4ToInt8;
           if (q4) {
             const mb = (bytes: number) => `${Math.round(bytes / 1e6)} MB`;
-            c.onWarning?.(
-              `${Q4_NOTE}: ${q4.nodes} matrix products, their weights ${mb(q4.int8Bytes)} instead of ${mb(q4.q4Bytes)} (+${mb(q4.int8Bytes - q4.q4Bytes)}); --q4-kernels native keeps the 4-bit kernel and its memory`,
-            );
+            c.onNote?.({
+              kind: 'q4',
+              message:
+                `4-bit weights run through the int8 kernels (converted at load): ${q4.nodes} matrix products, ` +
+                `their weights ${mb(q4.int8Bytes)} instead of ${mb(q4.q4Bytes)} (+${mb(q4.int8Bytes - q4.q4Bytes)}); ` +
+                '--q4-kernels native keeps the 4-bit kernel and its memory',
+            });
           }
           graphPath = rewritten.path;
           const f = rewritten.fusedAttention;
           if (f)
-            c.onWarning?.(
-              'layers' in f
-                ? `${ATTENTION_NOTE} fused into GroupQueryAttention in ${f.layers} layers`
-                : `${ATTENTION_NOTE} as exported, not fused (${f.skipped})`,
-            );
+            c.onNote?.({
+              kind: 'attention',
+              message:
+                'layers' in f
+                  ? `fused into GroupQueryAttention in ${f.layers} layers`
+                  : `as exported, not fused (${f.skipped})`,
+            });
         } catch (error) {
-          c.onWarning?.(
-            `the rewritten graph of ${folder.onnxPath} did not load (${(error as Error).message}); running the export as is`,
-          );
+          c.onNote?.({
+            kind: 'fallback',
+            message: `the rewritten graph of ${folder.onnxPath} did not load (${(error as Error).message}); running the export as is`,
+          });
         }
       }
     }

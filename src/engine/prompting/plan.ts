@@ -32,10 +32,10 @@ export interface Plan {
    */
   usageParts?: UsageParts;
   /**
-   * A label-token family's answers (decider-labels, label-tokens), when they are not one per planned question:
+   * A prompt contract's answers (its family's descriptor), when they are not one per planned question:
    * each answer's question and the planned questions (rows) it reads. Absent: Assay's own prompt.
    */
-  readout?: { family: 'decider-labels' | 'label-tokens'; questions: ReadQuestion[] };
+  readout?: { family: string; questions: ReadQuestion[] };
 }
 
 /** An answer's question and the indices of the planned questions (rows) it is read from. */

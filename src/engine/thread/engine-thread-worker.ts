@@ -48,7 +48,7 @@ const channel = serveChannel<EngineCalls, EngineEvent>(
     async load() {
       evaluator = await createEvaluator({
         ...config,
-        onWarning: (message) => channel.emit({ type: 'warning', message }),
+        onNote: (note) => channel.emit({ type: 'note', note }),
       });
       return { synthetic: evaluator.synthetic === true, graph: evaluator.graph, stats: evaluator.stats() };
     },

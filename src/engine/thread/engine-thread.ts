@@ -5,7 +5,7 @@
 // evaluator (scheduler, prefix cache, planner pool, onnxruntime session) lives in the thread; the
 // caller gets an Evaluator that posts requests and aborts to it and rebuilds its errors.
 import { once } from 'node:events';
-import type { EngineConfig } from '../config.js';
+import type { EngineConfig, EngineNote } from '../config.js';
 import { EngineDeadError, EngineError } from '../errors.js';
 import { rebuild, type Failure } from './failure.js';
 import { CRASH_HOOK_ENV, crashHookEnabled, type CrashHow, type CrashMessage } from './crash-hook.js';
@@ -29,10 +29,10 @@ export type EngineCalls = {
 };
 
 /** Engine thread → main thread, between calls. */
-export type EngineEvent = { type: 'warning'; message: string } | { type: 'stats'; stats: EngineStats };
+export type EngineEvent = { type: 'note'; note: EngineNote } | { type: 'stats'; stats: EngineStats };
 
 /** What the engine thread is started with: the config less its callbacks (they cannot cross). */
-export type EngineThreadData = Omit<EngineConfig, 'onWarning' | 'onDeath'>;
+export type EngineThreadData = Omit<EngineConfig, 'onNote' | 'onDeath'>;
 
 /** The evaluator of an engine thread, with a hook for tests that kills the thread. */
 export interface EngineThreadEvaluator extends Evaluator {
@@ -44,7 +44,7 @@ export interface EngineThreadEvaluator extends Evaluator {
 }
 
 export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineThreadEvaluator> {
-  const { onWarning, onDeath, ...data } = config;
+  const { onNote, onDeath, ...data } = config;
   const crashHook = crashHookEnabled();
   const entry = workerEntry('engine-thread-worker', import.meta.url, data satisfies EngineThreadData);
   let stats: EngineStats | undefined;
@@ -60,7 +60,7 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineT
     {
       name: 'the engine thread',
       decodeError: (f) => rebuild(f as Failure),
-      onEvent: (e) => (e.type === 'warning' ? onWarning?.(e.message) : (stats = e.stats)),
+      onEvent: (e) => (e.type === 'note' ? onNote?.(e.note) : (stats = e.stats)),
       refWhilePending: true,
       deathError: (death) => {
         const why = 'error' in death ? `failed: ${death.error.message}` : `exited (code ${death.code})`;

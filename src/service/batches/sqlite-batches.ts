@@ -10,7 +10,6 @@ import type {
   BatchError,
   BatchRecord,
   BatchStatus,
-  BatchStore,
   ClaimedGroup,
   ClaimOptions,
   ItemResult,
@@ -19,16 +18,9 @@ import type {
   ResultsPage,
 } from './store.js';
 import { ENDED, parseCursor, readingIn, schemaStatements, toRecord, type BatchRow } from './schema.js';
-import { SQLITE_FILE } from './sqlite-calls.js';
+import { SQLITE_FILE, type SyncStore } from './sqlite-calls.js';
 import { claimGroup } from './sqlite-claims.js';
 import { finish, remove, sweep, writeLines } from './sqlite-lines.js';
-
-/** The store's methods, synchronous, as the worker serves them. */
-export type SyncStore = {
-  [K in Exclude<keyof BatchStore, 'close' | 'healthy'>]: (
-    ...args: Parameters<BatchStore[K]>
-  ) => Awaited<ReturnType<BatchStore[K]>>;
-};
 
 const ended = (r: BatchRow): boolean => ENDED.includes(r.status as BatchStatus);
 

@@ -1,7 +1,15 @@
-// What the SQLite batch store's thread answers (sqlite-thread.ts), and how its errors cross: a bad
-// results cursor stays a BatchCursorError, any other error keeps its message.
+// What the SQLite batch store's thread answers (sqlite-thread.ts): the store's methods, synchronous
+// (SyncStore, which sqlite-batches.ts implements), and how its errors cross: a bad results cursor
+// stays a BatchCursorError, any other error keeps its message.
 import { BatchCursorError } from './schema.js';
-import type { SyncStore } from './sqlite-batches.js';
+import type { BatchStore } from './store.js';
+
+/** The store's methods, synchronous, as the worker serves them. */
+export type SyncStore = {
+  [K in Exclude<keyof BatchStore, 'close' | 'healthy'>]: (
+    ...args: Parameters<BatchStore[K]>
+  ) => Awaited<ReturnType<BatchStore[K]>>;
+};
 
 /** The store's file in the data directory. */
 export const SQLITE_FILE = 'batches.sqlite';

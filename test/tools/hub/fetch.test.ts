@@ -17,9 +17,9 @@ import { decodeModel, encodeModel } from '../../../src/engine/model/graph-rewrit
 import { run } from '../../../src/commands/models-fetch.js';
 import { detectFamily, loadEvaluator } from '../../../src/engine/index.js';
 import { fetchModel, HubFetchError } from '../../../src/model-files/hub/fetch.js';
-import { loadRegistry, resolveModel } from '../../../src/registry.js';
-import { ensureLayaReplica } from '../../../tools/families/laya-replica.js';
-import { ensureNliReplica } from '../../../tools/families/nli-replica.js';
+import { loadRegistry, resolveModel } from '../../../src/registry/index.js';
+import { ensureLayaReplica } from '../../../tools/families/laya/replica.js';
+import { ensureNliReplica } from '../../../tools/families/nli/replica.js';
 import { FakeHub } from './hub-server.js';
 
 const REPO = 'acme/tiny-int8';

@@ -65,10 +65,15 @@ export function optionsBlock(q: FamilyQuestion): { block: string; slots: number[
   return { block: range(0, n).join('\n'), slots: range(SLOTS.score, n) };
 }
 
+/** The text every question's row begins with: the state, up to the question. */
+export function stateSegment(state: unknown): string {
+  return `State: ${render(state)}\n\nQuestion:`;
+}
+
 /** The row's text. */
 export function arbiterText(q: FamilyQuestion, state: unknown): { text: string; slots: number[] } {
   const { block, slots } = optionsBlock(q);
-  const text = `State: ${render(state)}\n\nQuestion: ${render(q.instructions)}\n\nOptions:\n${block}\n\nAnswer:`;
+  const text = `${stateSegment(state)} ${render(q.instructions)}\n\nOptions:\n${block}\n\nAnswer:`;
   return { text, slots };
 }
 

@@ -1,23 +1,16 @@
 // The decider layout as causal rows for the slot-head export (`decider-slots`;
-// docs/families/decider-labels.md, "As exported with a slot head"): each row of the decider layout
+// the decider's page in docs/families/, "As exported with a slot head"): each row of the decider layout
 // (decider/layout.ts: one per noul or choice question, one isolated yes/no row per score level) is
-// the context followed by the row's piece, read at its last token, the `(` slot. The graph takes
-// the rows right-padded to a multiple of 64 with the folder's pad id, their slot positions, and
-// gives each row the logits of the whole label table; the readout (decider/readout.ts, shared with
-// decider-labels) reads the row's first k.
+// the context (the state's part, the same in every row) followed by the row's piece, read at its
+// last token, the `(` slot. The causal-row runner takes the rows right-padded to a multiple of 64
+// with the folder's pad id, their slot positions, and gives each row the logits of the whole label
+// table; the readout (decider/readout.ts, shared with the decoder engine's decider) reads the row's first k.
+import { softmax } from '../../../common/index.js';
 import { BudgetError } from '../../errors.js';
 import type { EvaluateRequest } from '../../types.js';
 import { deciderLayout, deciderLogps, type DeciderTemperatures, type DeciderTokenizer } from '../decider/index.js';
-import type { FamilyPlan, FamilyQuestion, RowOutput } from '../family.js';
-import { causalInputIds, rowPositions } from '../shared/causal-rows.js';
-
-/** One row as the graph reads it: the context and the piece, and its slot. */
-export interface SlotRowInput {
-  tokens: number;
-  ids: number[];
-  /** Index of the row's `(` slot: its last token. */
-  slot: number;
-}
+import type { FamilyQuestion, RowOutput } from '../rows/family.js';
+import { causalRow, type CausalPlan } from '../causal/plan.js';
 
 /** A row longer than the folder allows (decision.json max_row_tokens): 422 naming the limit. */
 export class SlotRowTooLong extends BudgetError {
@@ -34,15 +27,12 @@ export class SlotRowTooLong extends BudgetError {
 }
 
 /** A request as slot rows; throws DeciderRefusal (what the contract cannot ask) or SlotRowTooLong. */
-export function slotPlan(
-  request: EvaluateRequest,
-  tok: DeciderTokenizer,
-  maxRowTokens?: number,
-): FamilyPlan<SlotRowInput> {
+export function slotPlan(request: EvaluateRequest, tok: DeciderTokenizer, maxRowTokens?: number): CausalPlan {
   const layout = deciderLayout(request, tok);
-  const rows = layout.rows.map((r): SlotRowInput => {
-    const ids = layout.ctx.concat(r.piece);
-    return { tokens: ids.length, ids, slot: ids.length - 1 };
+  const state = layout.ctx;
+  const rows = layout.rows.map((r) => {
+    const tokens = state.length + r.piece.length;
+    return causalRow(state.concat(r.piece), state.length, { slot_pos: tokens - 1 });
   });
   const longest = Math.max(0, ...rows.map((r) => r.tokens));
   if (maxRowTokens !== undefined && longest > maxRowTokens) throw new SlotRowTooLong(longest, maxRowTokens);
@@ -52,26 +42,7 @@ export function slotPlan(
     if (layout.cut) out.truncated = ['state'];
     return out;
   });
-  return { questions, rows, usage: { input_tokens: rows.reduce((n, r) => n + r.tokens, 0), output_tokens: 0 } };
-}
-
-/** The graph's inputs for a batch of rows: input_ids i64[rows, seq] (padded to 64), slot_pos i64[rows]. */
-export function slotFeeds(batch: readonly SlotRowInput[], padId: number) {
-  return {
-    input_ids: causalInputIds(
-      batch.map((r) => r.ids),
-      padId,
-    ),
-    slot_pos: rowPositions(batch.map((r) => r.slot)),
-  };
-}
-
-/** Softmax in float64. */
-function softmax(z: readonly number[]): number[] {
-  const max = Math.max(...z);
-  const e = z.map((x) => Math.exp(x - max));
-  const total = e.reduce((a, b) => a + b, 0);
-  return e.map((x) => x / total);
+  return { questions, rows, state };
 }
 
 /** How many labels a question's rows read: a choice's options, else no / yes. */
@@ -85,7 +56,11 @@ function width(q: FamilyQuestion): number {
  * temperatures: the decider readout, whose label log-probabilities may be the raw logits (a shift
  * per row cancels in the softmax and in l_yes − l_no).
  */
-export function slotProbabilities(q: FamilyQuestion, outputs: readonly RowOutput[], t: DeciderTemperatures): number[] {
+export function slotRowProbabilities(
+  q: FamilyQuestion,
+  outputs: readonly RowOutput[],
+  t: DeciderTemperatures,
+): number[] {
   const read = { key: q.key, question: q.question, rows: outputs.map((_, i) => i) };
   return softmax(
     deciderLogps(

@@ -6,4 +6,4 @@ export { DeciderRefusal, MAX_CHOICE, MAX_LEVELS, stripLevelNumber } from './ques
 export { annotatedJson, stateText } from './state.js';
 export { planDecider, deciderTokenizer, type DeciderSettings } from './plan.js';
 export { deciderLogps, logSigmoid, type DeciderTemperatures } from './readout.js';
-export { readDeciderFolder, type DeciderFolder } from './config.js';
+export { DECIDER_FIELDS, DeciderDecisionSchema, readDeciderFolder, type DeciderFolder } from './config.js';

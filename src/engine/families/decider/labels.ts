@@ -2,7 +2,8 @@
 // Narrow rows (up to 10 options) label them A..J in the text; wide rows (more) insert the label
 // tokens of a table of 255: A..Z, then the two-letter uppercase strings AA, AB, … that the
 // tokenizer writes as one token, in that order, the first 229 of them. A folder's decision.json may
-// carry the table (`labels: {strings, ids}`); else it is computed from the tokenizer.
+// carry the table (`labels: {strings, ids}`, checked by its schema: config.ts); else it is computed
+// from the tokenizer.
 import { ModelLoadError } from '../../errors.js';
 
 /** Labels of a narrow row (≤ NARROW options): written in the row's text. */
@@ -39,24 +40,4 @@ export function computeLabelTable(encode: (text: string) => number[]): LabelTabl
     ids.push(t[0]!);
   }
   return { strings, ids };
-}
-
-/** decision.json's `labels` ({strings, ids}), checked; undefined when absent. */
-export function declaredLabelTable(value: unknown, where: string): LabelTable | undefined {
-  if (value === undefined || value === null) return undefined;
-  const v = value as { strings?: unknown; ids?: unknown };
-  const ok =
-    Array.isArray(v.strings) &&
-    Array.isArray(v.ids) &&
-    v.strings.length === v.ids.length &&
-    v.strings.length >= NARROW &&
-    v.strings.length <= WIDE &&
-    v.strings.every((s) => typeof s === 'string' && s !== '') &&
-    v.ids.every((i) => Number.isInteger(i) && (i as number) >= 0) &&
-    new Set(v.ids).size === v.ids.length;
-  if (!ok)
-    throw new ModelLoadError(
-      `${where}: labels must be {"strings": [...], "ids": [...]} of equal length, ${NARROW} to ${WIDE} distinct single tokens`,
-    );
-  return { strings: v.strings as string[], ids: v.ids as number[] };
 }

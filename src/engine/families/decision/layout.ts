@@ -91,12 +91,15 @@ export function candidates(q: FamilyQuestion, config: DecisionLayoutConfig): Arr
   ];
 }
 
+/** The text every question's prefix segment begins with: the context, up to the question's type. */
+export function stateSegment(state: unknown): string {
+  return `Context:\n${payload(state ?? null)}\n\nTask type:`;
+}
+
 /** The row's text segments: the prefix, one per candidate, the suffix. */
 export function segments(q: FamilyQuestion, state: unknown, config: DecisionLayoutConfig): string[] {
   const cands = candidates(q, config);
-  const prefix =
-    `Context:\n${payload(state ?? null)}\n\nTask type: ${q.type}\nQuestion:\n` +
-    `${payload(q.instructions ?? null)}\nOptions:`;
+  const prefix = `${stateSegment(state)} ${q.type}\nQuestion:\n${payload(q.instructions ?? null)}\nOptions:`;
   const options = cands.map(([key, description]) => `\n<option>\n${canonicalJson({ key, description })}\n</option>`);
   return [prefix, ...options, DECISION_SUFFIX];
 }
@@ -117,7 +120,8 @@ export function decisionRow(
   const ids: number[] = [];
   const candPos: number[] = [];
   parts.forEach((text, i) => {
-    ids.push(...encode(text));
+    // One by one: a segment of tens of thousands of tokens would overflow the call's arguments.
+    for (const id of encode(text)) ids.push(id);
     if (i > 0 && i < parts.length - 1) candPos.push(ids.length - 1);
   });
   if (ids.length > config.maxLen) throw tooLong(ids.length, config.maxLen, false);

@@ -99,7 +99,10 @@ export function kevRow(
   const branch: number[] = [s.question, ...encode(user(render(q.instructions ?? null)))];
   const ends: number[] = [];
   for (const option of kevOptions(q)) {
-    branch.push(s.optionOpen, ...encode(user(option)), s.optionClose);
+    // Appended one by one: an option of tens of thousands of tokens would overflow the call's arguments.
+    branch.push(s.optionOpen);
+    for (const id of encode(user(option))) branch.push(id);
+    branch.push(s.optionClose);
     ends.push(branch.length - 1);
   }
   branch.push(s.decide);

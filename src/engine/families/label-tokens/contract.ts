@@ -1,7 +1,9 @@
 // A label-tokens folder's contract (docs/families/label-tokens.md, "The file"): decision.json's
-// `contract`, validated field by field (a file that breaks a rule does not load, the error names
-// the field), with the defaults filled in and each template cut at its placeholders.
+// `contract` (ContractSchema, checked field by field with decision.json: a file that breaks a rule
+// does not load, the error names the field), with the defaults filled in and each template cut at
+// its placeholders.
 import { z } from 'zod';
+import { fileProblem } from '../../../protocol/index.js';
 import { ModelLoadError } from '../../errors.js';
 import { DEFAULT_CONTRACT_NAME } from './name.js';
 
@@ -34,35 +36,66 @@ export type TableSpec = z.infer<typeof table>;
 
 const side = z.enum(['true', 'false']);
 
-const schema = z.object({
-  name: z.string().min(1).default(DEFAULT_CONTRACT_NAME),
-  types: z
-    .array(z.enum(QUESTION_TYPES))
-    .min(1, 'name at least one question type')
-    .refine((t) => distinct(t), 'each type once')
-    .default([...QUESTION_TYPES]),
-  chat: z.object({ system: z.string().nullable().optional() }).nullable().default(null),
-  assistant_prefix: z.string().default(''),
-  state: z.string(),
-  question: z.string(),
-  option: z.string(),
-  render: z.enum(['text', 'json']).default('text'),
-  state_tokens: z.number().int().min(1).default(DEFAULT_STATE_TOKENS),
-  labels: z
-    .object({ choice: table.default('letters'), noul: table.default(['A', 'B']), score: table.default('digits') })
-    .default({ choice: 'letters', noul: ['A', 'B'], score: 'digits' }),
-  max_options: z.number().int().min(2).optional(),
-  noul: z
-    .object({
-      order: z
-        .tuple([side, side])
-        .refine(([a, b]) => a !== b, 'order names "true" and "false" once each')
-        .default(['true', 'false']),
-      true: z.string().default('Yes'),
-      false: z.string().default('No'),
-    })
-    .default({ order: ['true', 'false'], true: 'Yes', false: 'No' }),
-});
+/** decision.json's `contract`: the templates, labels and limits of the model's prompt contract. */
+export const ContractSchema = z
+  .object({
+    name: z
+      .string()
+      .min(1)
+      .default(DEFAULT_CONTRACT_NAME)
+      .describe('A free name, shown in the load note and `assay models`.'),
+    types: z
+      .array(z.enum(QUESTION_TYPES))
+      .min(1, 'name at least one question type')
+      .refine((t) => distinct(t), 'each type once')
+      .default([...QUESTION_TYPES])
+      .describe('The question types the model answers; a question of another type is refused (422).'),
+    chat: z
+      .object({
+        system: z.string().nullable().optional().describe('A system message’s text (absent or "": none).'),
+      })
+      .nullable()
+      .default(null)
+      .describe("null: no chat template; an object: the user message is wrapped by the folder's chat template."),
+    assistant_prefix: z.string().default('').describe('Text after the rendered chat (e.g. an empty thought block).'),
+    state: z.string().describe('The shared segment’s template: exactly one {state}, no other placeholder.'),
+    question: z.string().describe('A question’s template: exactly one {options}, at most one {question}.'),
+    option: z.string().describe('One option’s template: exactly one {label} and one {text}.'),
+    render: z.enum(['text', 'json']).default('text').describe('How values become text.'),
+    state_tokens: z
+      .number()
+      .int()
+      .min(1)
+      .default(DEFAULT_STATE_TOKENS)
+      .describe('The state value’s tokens kept (the first ones).'),
+    labels: z
+      .object({
+        choice: table.default('letters').describe('"letters", "digits" or a list of label strings.'),
+        noul: table.default(['A', 'B']).describe('"letters", "digits" or a list of label strings.'),
+        score: table.default('digits').describe('"letters", "digits" or a list of label strings.'),
+      })
+      .default({ choice: 'letters', noul: ['A', 'B'], score: 'digits' })
+      .describe('A label table per type.'),
+    max_options: z
+      .number()
+      .int()
+      .min(2)
+      .optional()
+      .describe('The most options of a choice question; absent: the choice table’s length.'),
+    noul: z
+      .object({
+        order: z
+          .tuple([side, side])
+          .refine(([a, b]) => a !== b, 'order names "true" and "false" once each')
+          .default(['true', 'false'])
+          .describe('The two options in the order written and labelled.'),
+        true: z.string().default('Yes').describe('The word written for the true side.'),
+        false: z.string().default('No').describe('The word written for the false side.'),
+      })
+      .default({ order: ['true', 'false'], true: 'Yes', false: 'No' })
+      .describe('How a noul question’s two sides are written.'),
+  })
+  .describe('The prompt contract (docs/families/label-tokens.md, "The file").');
 
 /** The contract with its defaults, each template cut at its placeholders. */
 export interface LabelContract {
@@ -110,15 +143,15 @@ function checked(
   return parts;
 }
 
-/** decision.json's `contract`, checked; `where` names the file in errors. */
+/** decision.json's `contract` (unchecked), checked; `where` names the file in errors. */
 export function parseContract(value: unknown, where: string): LabelContract {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field = ['contract', ...issue.path.map(String)].join('.');
-    throw new ModelLoadError(`${where}: ${field}: ${issue.message}`);
-  }
-  const c = parsed.data;
+  const parsed = z.object({ contract: ContractSchema }).safeParse({ contract: value });
+  if (!parsed.success) throw new ModelLoadError(fileProblem(where, parsed.error));
+  return checkedContract(parsed.data.contract, where);
+}
+
+/** A contract its schema checked, with its templates checked and cut; `where` names the file in errors. */
+export function checkedContract(c: z.output<typeof ContractSchema>, where: string): LabelContract {
   try {
     return {
       name: c.name,

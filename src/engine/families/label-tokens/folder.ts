@@ -1,21 +1,20 @@
 // Reading a label-tokens folder (docs/families/label-tokens.md, "The file"): decision.json's
 // `contract` (checked: contract.ts), the label tables from the tokenizer (tables.ts), the chat
 // split (the folder's chat template rendered around a sentinel user message) and calibration.json
-// (`temperature: [t_choice, t_score, t_noul]`; absent: [1, 1, 1]). What it read is the load note.
+// (the one rule of shared/settings.ts). What it read is the load note.
 import { join } from 'node:path';
+import { fileObject } from '../../../protocol/index.js';
 import { ModelLoadError } from '../../errors.js';
 import type { ChatMessage, TextCodec } from '../../prompting/tokenizer.js';
-import { readJsonFile } from '../files.js';
-import {
-  CALIBRATION_FILE,
-  settingsObject,
-  typeTemperatures,
-  type TypeTemperatures,
-} from '../shared/folder-settings.js';
-import { parseContract } from './contract.js';
+import { DECISION_FILE } from '../files.js';
+import { LayoutField, readCalibration, readDecisionFile, type TypeTemperatures } from '../shared/settings.js';
+import { checkedContract, ContractSchema } from './contract.js';
 import { dataEncoder } from './plan.js';
 import { labelTokensSettings, type ChatSplit, type LabelTokensSettings } from './settings.js';
 import { labelTables } from './tables.js';
+
+/** A label-tokens folder's decision.json: the layout id and the contract. */
+export const LabelTokensDecisionSchema = fileObject({ layout: LayoutField, contract: ContractSchema });
 
 /** The user message the chat template is rendered with, to find where the question segment goes. */
 export const USER_SENTINEL = 'ASSAY-LABEL-TOKENS-USER-MESSAGE';
@@ -45,21 +44,16 @@ function chatSplit(codec: TextCodec, system: string, where: string): ChatSplit {
 }
 
 export function readLabelTokensFolder(dir: string, codec: TextCodec): LabelTokensFolder {
-  const where = join(dir, 'decision.json');
-  const decision = readJsonFile(where) ?? {};
-  const contract = parseContract(decision.contract, where);
+  const where = join(dir, DECISION_FILE);
+  const contract = checkedContract(readDecisionFile(dir, LabelTokensDecisionSchema).contract, where);
   const labels = labelTables(contract.labels, dataEncoder(codec), where);
   const chat = contract.chat ? chatSplit(codec, contract.chat.system, where) : null;
   const settings = labelTokensSettings(contract, chat, labels, (text) => codec.encode(text));
-  const calibration = readJsonFile(join(dir, CALIBRATION_FILE));
-  const temperatures = typeTemperatures(settingsObject(calibration, CALIBRATION_FILE));
-  const t = [temperatures.choice, temperatures.score, temperatures.noul];
+  const calibration = readCalibration(dir);
   const notes = [
     `contract ${JSON.stringify(contract.name)} (${contract.types.join(', ')}; ${chat ? 'chat template' : 'no chat template'}; render ${contract.render})`,
     `choice up to ${settings.maxOptions} options, score up to ${labels.score.ids.length} levels, noul labels ${labels.noul.strings.slice(0, 2).join('/')}`,
-    calibration
-      ? `temperature [${t.join(', ')}] from ${CALIBRATION_FILE}`
-      : `no ${CALIBRATION_FILE}: temperature [1, 1, 1]`,
+    ...calibration.notes,
   ];
-  return { settings, temperatures, notes };
+  return { settings, temperatures: calibration.temperatures, notes };
 }

@@ -2,7 +2,7 @@
 // listings (`assay models`): read without checking the contract, which the load does.
 import { join } from 'node:path';
 import { readJsonFile } from '../files.js';
-import { DECISION_FILE } from '../detect.js';
+import { DECISION_FILE } from '../files.js';
 
 export const DEFAULT_CONTRACT_NAME = 'label-tokens';
 

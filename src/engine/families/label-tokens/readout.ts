@@ -5,7 +5,7 @@
 // temperature on top, then normalized): choice per option / t_choice, score per level / t_score,
 // noul [P(true side), P(false side)] / t_noul, the row having written the sides in `noul.order`.
 import type { ReadQuestion } from '../../prompting/plan.js';
-import type { TypeTemperatures } from '../shared/folder-settings.js';
+import type { TypeTemperatures } from '../shared/settings.js';
 import type { LabelTokensSettings } from './settings.js';
 
 export function labelTokensLogps(

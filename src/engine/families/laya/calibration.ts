@@ -2,6 +2,7 @@
 // temperature of a question by its type and option count, clamped as the reference clamps it, and
 // the marker logits → probabilities → the numbers an answer is made of (the answer's shape is the
 // engine's shared builder's: docs/families/laya-markers.md).
+import { softmax } from '../../../common/index.js';
 import { ModelLoadError } from '../../errors.js';
 import { answerConfidence, type ConfidenceKind } from '../../execution/answers.js';
 import { LAYA_QTYPE, type LayaLimits } from './layout.js';
@@ -53,8 +54,11 @@ export function temperatureBucket(type: QType, options: number): string {
   return `${type}:${size}`;
 }
 
+/** Laya's limits and calibration: its presence makes a folder a Laya model (descriptor.ts). */
+export const LAYA_CONFIG = 'rl_agent_config.json';
+
 /** rl_agent_config.json's parts the layout and the readout use. `file` names it in errors. */
-export function readLayaConfig(json: unknown, file = 'rl_agent_config.json'): LayaConfig {
+export function readLayaConfig(json: unknown, file = LAYA_CONFIG): LayaConfig {
   if (!json || typeof json !== 'object' || Array.isArray(json)) throw new ModelLoadError(`${file}: expected an object`);
   const cfg = json as Record<string, unknown>;
   const limit = (key: string, fallback: number): number => {
@@ -88,15 +92,6 @@ export function layaTemperature(cal: LayaCalibration, type: QType, options: numb
   return cal.byOptions.get(temperatureBucket(type, options)) ?? cal.temperature[LAYA_QTYPE[type]];
 }
 
-/** softmax(logits / T), in float64, over the logits given (the valid markers only). */
-export function layaProbabilities(logits: readonly number[], temperature: number): number[] {
-  const z = logits.map((l) => l / temperature);
-  const max = Math.max(...z);
-  const e = z.map((x) => Math.exp(x - max));
-  const total = e.reduce((a, b) => a + b, 0);
-  return e.map((x) => x / total);
-}
-
 /**
  * The numbers a question's answer is made of (SPEC 2.4), from its markers' raw logits:
  * - choice: `probabilities` per option in marker order, `best` the option chosen (the first of equal
@@ -121,7 +116,7 @@ export function layaReadout(
   confidence?: number;
 } {
   const temperature = layaTemperature(cal, type, logits.length);
-  const probabilities = layaProbabilities(logits, temperature);
+  const probabilities = softmax(logits, temperature);
   let best = 0;
   probabilities.forEach((p, i) => {
     if (p > probabilities[best]!) best = i;

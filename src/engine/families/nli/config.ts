@@ -7,6 +7,9 @@ import { ModelLoadError } from '../../errors.js';
 import type { NliLayoutConfig, NliQuestion } from './layout.js';
 import { hypothesisTemplate } from './template.js';
 
+/** An NLI cross-encoder's own settings (optional; its presence makes a folder nli-pairs: descriptor.ts). */
+export const NLI_CONFIG = 'nli_config.json';
+
 /** The pipeline's default template (ZeroShotClassificationPipeline.preprocess). */
 export const PIPELINE_TEMPLATE = 'This example is {}.';
 /** A noul row's default: the statement itself is the hypothesis. */

@@ -1,17 +1,12 @@
 // The NLI pairs readout: each row's logits → its option's score (the entailment column) → the
 // numbers an answer is made of, in float64, as ZeroShotClassificationPipeline.postprocess reads
 // them with multi_label false (docs/families/nli-pairs.md, "The readout").
+import { softmax } from '../../../common/index.js';
 import { answerConfidence, type ConfidenceKind } from '../../execution/answers.js';
 import type { NliLabels } from './config.js';
 import type { NliQuestion } from './layout.js';
 
-/** Softmax in float64 (max-subtracted: the pipeline's plain exp overflows past ~88 in float32). */
-export function softmax(xs: readonly number[]): number[] {
-  const max = Math.max(...xs);
-  const e = xs.map((x) => Math.exp(x - max));
-  const total = e.reduce((a, b) => a + b, 0);
-  return e.map((x) => x / total);
-}
+// Softmax in float64, max-subtracted (the pipeline's plain exp overflows past ~88 in float32).
 
 /** A row's P(entailment) on its own: softmax over [contradiction, entailment]; a 1-column scorer: sigmoid. */
 export function rowEntailment(logits: readonly number[], labels: NliLabels): number {

@@ -6,17 +6,9 @@
 // layout alone truncates, exactly as the reference does, and says so.
 import { Tokenizer } from '@huggingface/tokenizers';
 import { ModelLoadError } from '../../errors.js';
+import { withoutTruncation } from '../rows/tokenizer.js';
 import { specialTokenStrings, tokenName } from '../shared/specials.js';
 import type { NliTokenizer, PairPiece } from './layout.js';
-
-/** tokenizer.json with its own truncation and padding disabled, and which of them were set. */
-export function withoutTruncation(json: Record<string, unknown>): {
-  json: Record<string, unknown>;
-  disabled: Array<'truncation' | 'padding'>;
-} {
-  const disabled = (['truncation', 'padding'] as const).filter((k) => json[k] !== undefined && json[k] !== null);
-  return { json: { ...json, truncation: null, padding: null }, disabled };
-}
 
 /** The pair template of tokenizer.json's post_processor (TemplateProcessing, or BERT's / RoBERTa's). */
 export function pairTemplate(json: Record<string, unknown>): PairPiece[] {

@@ -1,4 +1,4 @@
-// A label-token contract's rows as the decoder engine's plan (decider-labels, label-tokens): the
+// A label-token contract's rows as the decoder engine's plan (the prompt-contract families): the
 // state's segment is the shared prefix (its KV encoded once, reused by every row and, through the
 // prefix cache, by later requests on the same state), each row a planned question whose suffix is
 // the row's piece and whose labels are single label tokens read at the slot (the row's last token).

@@ -1,7 +1,7 @@
 // Python's `json.dumps(value, ensure_ascii=False)` (separators ", " and ": ", the default without
 // indent) for parsed JSON values: how the Laya reference code writes a non-string state,
-// instructions and structured criteria before tokenizing them (docs/families/laya-markers.md), and
-// how the NLI pairs family writes them too (docs/families/nli-pairs.md).
+// instructions and structured criteria before tokenizing them, and how the NLI pairs family writes
+// them too (each family's page in docs/families/).
 
 /** json.dumps's options the families' references use (defaults: Python's). */
 export interface PyJsonOptions {

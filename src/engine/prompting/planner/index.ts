@@ -7,18 +7,16 @@
 // core for a forward pass, so more planning threads would only take turns with it. 0 plans on the
 // calling thread (library use that wants no threads).
 import { availableParallelism } from 'node:os';
-import { AbortedError, OverloadedError } from '../../errors.js';
-import { QueueFullError, WorkerPool, workerEntry, workerExecArgv } from '../../../workers/index.js';
-import { rebuild, type Failure } from '../../thread/failure.js';
-import { planDecider, type DeciderSettings } from '../../families/decider/plan.js';
-import { planLabelTokens } from '../../families/label-tokens/plan.js';
-import type { LabelTokensSettings } from '../../families/label-tokens/settings.js';
+import { workerEntry } from '../../../workers/index.js';
+import { familyNamed } from '../../families/list.js';
 import { planRequest, type Budgets, type Plan } from '../plan.js';
 import { promptSet } from '../prompts.js';
 import { TextCodec } from '../tokenizer.js';
-import type { EvaluateRequest, Lane } from '../../types.js';
-import { ownedBytes } from '../../../protocol/index.js';
-import { parseBody, type PlannerCalls, type PlanTask } from './task.js';
+import type { EvaluateRequest } from '../../types.js';
+import { lanedPlanner, type Planner } from './lanes.js';
+import { parseBody } from './task.js';
+
+export type { Planner } from './lanes.js';
 
 export interface PlannerOptions {
   modelDir: string;
@@ -30,32 +28,28 @@ export interface PlannerOptions {
   threads: number;
   /** Requests waiting for a planning thread before OverloadedError (529): planning has a bounded queue too. */
   maxQueue: number;
-  /** A decider-labels folder: its layout plans the requests (not Assay's prompt). */
-  decider?: DeciderSettings;
-  /** A label-tokens folder: its contract plans the requests. */
-  labelTokens?: LabelTokensSettings;
+  /** A folder with its own prompt contract: its family's contract plans the requests (not Assay's prompt). */
+  contract?: PlannerContract;
 }
 
-export interface Planner {
-  /** Plans a request; in the batch lane never refused for a full queue (its runner bounds its work in flight). */
-  plan(request: EvaluateRequest, signal?: AbortSignal, lane?: Lane): Promise<Plan>;
-  /** Plans a request body given as bytes (protocol/body.ts); a worker planner takes them over (transferred). */
-  planBody(body: Uint8Array, signal?: AbortSignal, lane?: Lane): Promise<Plan>;
-  close(): Promise<void>;
+/** A folder's prompt contract as the planner threads take it: its family's name and the settings read at load. */
+export interface PlannerContract {
+  family: string;
+  settings: unknown;
 }
 
 export function defaultPlannerThreads(): number {
   return Math.max(1, Math.floor(availableParallelism() / 2));
 }
 
-/** A request's plan: the folder's contract's (decider-labels, label-tokens), else Assay's prompt's. */
+/** A request's plan: the folder's prompt contract's (its family's descriptor), else Assay's prompt's. */
 export function planWith(
   codec: TextCodec,
   o: Omit<PlannerOptions, 'threads' | 'modelDir' | 'maxQueue'>,
   request: EvaluateRequest,
 ): Plan {
-  if (o.decider) return planDecider(request, codec, o.decider, o.budgets);
-  if (o.labelTokens) return planLabelTokens(request, codec, o.labelTokens, o.budgets);
+  const contract = o.contract && familyNamed(o.contract.family)?.contract;
+  if (contract) return contract.plan(request, codec, o.contract!.settings, o.budgets);
   return planRequest(request, codec, promptSet(o.promptVersion), o.endToken, o.budgets, { rotations: o.rotations });
 }
 
@@ -69,15 +63,7 @@ export function inlinePlanner(codec: TextCodec, o: Omit<PlannerOptions, 'threads
   };
 }
 
-/**
- * Plans in worker threads, in three lanes: requests the API parsed inline (small bodies), request
- * bodies given as bytes (past the inline size: megabytes to parse, render and tokenize), and the
- * batch lane's requests. Each lane has its own threads and queue, so a light caller's plan never
- * waits behind a 6 MB body's or a batch item's; the bytes and batch lanes start their threads on
- * first use. The batch lane's queue is unbounded: its runner bounds the items in flight, and a
- * batch item is never refused (529) for the interactive lanes' load; its threads run in the
- * background (workers/priority.ts), so planning batch items never slows an interactive pass.
- */
+/** Plans in worker threads (planner/worker.ts), in the three lanes of lanes.ts. */
 export function workerPlanner(o: PlannerOptions): Planner {
   const entry = workerEntry('worker', import.meta.url, {
     modelDir: o.modelDir,
@@ -85,42 +71,7 @@ export function workerPlanner(o: PlannerOptions): Planner {
     rotations: o.rotations,
     endToken: o.endToken,
     budgets: o.budgets,
-    decider: o.decider,
-    labelTokens: o.labelTokens,
+    contract: o.contract,
   });
-  const pool = (eager: number, size = o.threads, maxQueue = o.maxQueue, background = false) =>
-    new WorkerPool<PlannerCalls>({
-      filename: entry.filename,
-      worker: { workerData: { ...entry.workerData, background }, execArgv: workerExecArgv() },
-      size,
-      eager,
-      maxQueue,
-      decodeError: (f) => rebuild(f as Failure),
-    });
-  const requests = pool(o.threads);
-  const bodies = pool(0);
-  // The batch lane's threads run at the lowest priority: they plan in the time interactive work leaves.
-  const batch = pool(0, o.threads, Infinity, true);
-  const run = async (
-    pool: WorkerPool<PlannerCalls>,
-    task: PlanTask,
-    signal: AbortSignal | undefined,
-    transfer?: ArrayBuffer[],
-  ): Promise<Plan> =>
-    pool.call('plan', task, { signal, ...(transfer ? { transfer } : {}) }).catch((error: unknown) => {
-      if (signal?.aborted) throw new AbortedError();
-      if (error instanceof QueueFullError)
-        throw new OverloadedError(Math.max(1, Math.ceil(error.waiting / o.threads / 10)));
-      throw error;
-    });
-  return {
-    plan: (request, signal, lane) => run(lane === 'batch' ? batch : requests, { request }, signal),
-    planBody(body, signal, lane) {
-      const owned = ownedBytes(body);
-      return run(lane === 'batch' ? batch : bodies, { body: owned }, signal, [owned.buffer]);
-    },
-    close: async () => {
-      await Promise.all([requests.destroy(), bodies.destroy(), batch.destroy()]);
-    },
-  };
+  return lanedPlanner<Plan>(entry, o);
 }

@@ -18,5 +18,5 @@ export function parseBody(body: Uint8Array): EvaluateRequest {
 /** A planner worker's task: a request, or a request body as bytes. */
 export type PlanTask = { request: EvaluateRequest } | { body: Uint8Array };
 
-/** A planner thread's one call (workers/channel.ts). */
-export type PlannerCalls = { plan: [PlanTask, Plan] };
+/** A planner thread's one call (workers/channel.ts): a plan of the kind its worker makes. */
+export type PlannerCalls<P = Plan> = { plan: [PlanTask, P] };
