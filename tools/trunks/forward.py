@@ -6,7 +6,7 @@ rotary tables in float32 as the architectures define them. Nothing here reads th
 or Assay's TypeScript: the weights are drawn again from the spec's seed, and their digest is
 returned so that a goldens file and a replica folder can be checked to hold the same ones.
 
-The heads are checked here against the toy replicas' numpy references (tools/reference/
+The heads are checked here against the toy replicas' numpy references (tools/families/kit/
 endpoint_forward.py's endpoint and slots, causal_forward.py's linear for the pointer head, the
 tied-embedding product of decider_slots_forward.py), fed the same final hidden states: the heads on
 the real trunks are the families' heads, only the trunk differs.
@@ -27,7 +27,7 @@ import torch
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources (the imports below are local)
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "reference"))
+sys.path.insert(0, os.path.join(HERE, "..", "families", "kit"))
 import heads  # noqa: E402
 import trunks  # noqa: E402
 from causal_forward import linear as np_linear  # noqa: E402

@@ -1,6 +1,6 @@
 // Goldens of the causal-row families on real trunks (development only, never packed), made by the
 // independent references, never by Assay: each family's rows by the authors' layout as the toy
-// replicas' goldens lay them out (tools/reference/kev_layout.py, decision_layout.py,
+// replicas' goldens lay them out (tools/families/<family>/kev_layout.py, decision_layout.py,
 // decider_layout.py, arbiter_layout.py, through the same harness and tokenizers), each row's head
 // outputs by the torch reference forward of the replica (tools/trunks/forward.py: the row alone,
 // unpadded, float64, the DeltaNet layers token by token), and the answers by the layout's own
@@ -18,14 +18,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Tokenizer } from '@huggingface/tokenizers';
-import { runReference as arbiterReference, gemmaTokenizer } from '../families/arbiter-goldens.js';
-import { DECIDER_REFERENCE } from '../families/decider-goldens.js';
-import { SLOTS_TEMPERATURE } from '../families/decider-slots-replica.js';
-import { runReference as decisionReference, qwenTokenizer } from '../families/decision-goldens.js';
-import * as kit from '../families/goldens-kit.js';
-import { aTokens, choice, type Json, noul, type Question, score } from '../families/goldens-kit.js';
-import { runKevReference } from '../families/kev-goldens.js';
-import { qwen35Tokenizer } from '../families/qwen35-tokenizer.js';
+import { runReference as arbiterReference, gemmaTokenizer } from '../families/arbiter/goldens.js';
+import { DECIDER_REFERENCE } from '../families/decider/goldens.js';
+import { SLOTS_TEMPERATURE } from '../families/decider-slots/replica.js';
+import { runReference as decisionReference, qwenTokenizer } from '../families/decision/goldens.js';
+import * as kit from '../families/kit/goldens-kit.js';
+import { aTokens, choice, type Json, noul, type Question, score } from '../families/kit/goldens-kit.js';
+import { runKevReference } from '../families/kev/goldens.js';
+import { qwen35Tokenizer } from '../families/kit/qwen35-tokenizer.js';
 import {
   ensureTrunkReplicas,
   FORWARD,

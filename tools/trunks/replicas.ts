@@ -19,15 +19,15 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync }
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ARBITER_MAX_LEN } from '../families/arbiter-replica.js';
-import { GOLDEN_CONFIG as DECISION_CONFIG } from '../families/decision-goldens.js';
-import { DECISION_PAD_ID, DECISION_TEMPERATURE, QWEN_TOKENIZER } from '../families/decision-replica.js';
-import { slotsDecision, slotsLabelTable, SLOTS_TEMPERATURE } from '../families/decider-slots-replica.js';
-import { gemmaTestTokenizer, gemmaTestVocab } from '../families/gemma-tokenizer.js';
-import { kevDecision, KEV_REPLICA_TEMPERATURES } from '../families/kev-replica.js';
-import { QWEN35_IDS, QWEN35_VOCAB, writeQwen35Tokenizer } from '../families/qwen35-tokenizer.js';
-import { readStamp, scratchBeside, writeJson } from '../families/replica-kit.js';
-import { writeTestTokenizer } from '../families/tokenizer-kit.js';
+import { ARBITER_MAX_LEN } from '../families/arbiter/replica.js';
+import { GOLDEN_CONFIG as DECISION_CONFIG } from '../families/decision/goldens.js';
+import { DECISION_PAD_ID, DECISION_TEMPERATURE, QWEN_TOKENIZER } from '../families/decision/replica.js';
+import { slotsDecision, slotsLabelTable, SLOTS_TEMPERATURE } from '../families/decider-slots/replica.js';
+import { gemmaTestTokenizer, gemmaTestVocab } from '../families/arbiter/gemma-tokenizer.js';
+import { kevDecision, KEV_REPLICA_TEMPERATURES } from '../families/kev/replica.js';
+import { QWEN35_IDS, QWEN35_VOCAB, writeQwen35Tokenizer } from '../families/kit/qwen35-tokenizer.js';
+import { readStamp, scratchBeside, writeJson } from '../families/kit/replica-kit.js';
+import { writeTestTokenizer } from '../families/kit/tokenizer-kit.js';
 
 /** Bumped when a trunk, a head, the weights' draw or the folder's files change: folders are rewritten. */
 export const TRUNK_REPLICA_VERSION = 5;

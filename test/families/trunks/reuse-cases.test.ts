@@ -21,7 +21,7 @@ import {
   type RowGraph,
 } from '../../../src/engine/model/row-reuse/index.js';
 import { PAST_LENGTH } from '../../../src/engine/model/row-reuse/names.js';
-import { ensureKevReplica } from '../../../tools/families/kev-replica.js';
+import { ensureKevReplica } from '../../../tools/families/kev/replica.js';
 import {
   ensureTrunkReplicas,
   hasTorch,

@@ -1,20 +1,19 @@
 // What the row-reuse tests on the real-trunk replicas share (reuse.test.ts, reuse-cases.test.ts):
-// each family's loader (its plan and its probabilities: the layout and the readout stay the
-// family's own), its rows as the continuation runner takes them (the whole row's ids and the
-// family's positions, read from the family's own feeds of that row), the whole rows run by the
-// family on the export as published, and the continuation graph opened from a cache folder of the
-// test's own.
+// each family's reader (its plan and its probabilities: the layout and the readout stay the
+// family's own), its rows as the continuation runner takes them (the plan's whole rows: ids and the
+// family's positions), the whole rows run on the export as published by a bare session, and the
+// continuation graph opened from a cache folder of the test's own.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { resolveEngineConfig } from '../../../src/engine/config.js';
-import { arbiterFeeds, loadArbiter, type ArbiterRowInput } from '../../../src/engine/families/arbiter/family.js';
-import { decisionFeeds, loadDecision, type DecisionRowInput } from '../../../src/engine/families/decision/family.js';
-import { loadDeciderSlots } from '../../../src/engine/families/decider-slots/family.js';
-import { slotFeeds, type SlotRowInput } from '../../../src/engine/families/decider-slots/rows.js';
-import type { FamilyRow, RowFamily, RowOutput } from '../../../src/engine/families/family.js';
-import { kevFeeds, loadKev, type KevRowInput } from '../../../src/engine/families/kev/family.js';
+import { arbiterRows } from '../../../src/engine/families/arbiter/family.js';
+import { wholeRows as wholeRowsOf, type CausalPlan, type WholeRow } from '../../../src/engine/families/causal/plan.js';
+import { deciderSlotsRows } from '../../../src/engine/families/decider-slots/family.js';
+import { decisionRows } from '../../../src/engine/families/decision/family.js';
+import { kevRows } from '../../../src/engine/families/kev/family.js';
+import type { RowOutput, RowReader } from '../../../src/engine/families/rows/family.js';
 import { decodeModel, encodeModel, type ModelProto } from '../../../src/engine/model/graph-rewrite.js';
 import { paddedIds, positionInput } from '../../../src/engine/model/row-reuse/feeds.js';
 import {
@@ -27,37 +26,20 @@ import {
 } from '../../../src/engine/model/row-reuse/index.js';
 import { trunkConfig, type TrunkFamily } from '../../../tools/trunks/replicas.js';
 
-/** Each family's loader and its own feeds of one row (the runner's row is read from them). */
-const FAMILIES: Record<
-  TrunkFamily,
-  {
-    load: typeof loadKev | typeof loadDecision | typeof loadDeciderSlots | typeof loadArbiter;
-    feeds: (row: FamilyRow) => Record<string, ort.Tensor>;
-  }
-> = {
-  kev: { load: loadKev, feeds: (r) => kevFeeds([r as KevRowInput], 0) },
-  decision: { load: loadDecision, feeds: (r) => decisionFeeds([r as DecisionRowInput], 0) },
-  'decider-slots': { load: loadDeciderSlots, feeds: (r) => slotFeeds([r as SlotRowInput], 0) },
-  arbiter: { load: loadArbiter, feeds: (r) => arbiterFeeds([r as ArbiterRowInput], 0) },
-};
+const READERS = { kev: kevRows, decision: decisionRows, 'decider-slots': deciderSlotsRows, arbiter: arbiterRows };
 
-export async function loadFamily(family: TrunkFamily, dir: string): Promise<RowFamily> {
-  return (await FAMILIES[family].load(resolveEngineConfig({ modelDir: dir, threads: 1 }))) as RowFamily;
+/** A family's folder as its layout and readout read it (its plan and its probabilities); no graph. */
+export function loadReader(family: TrunkFamily, dir: string): RowReader<CausalPlan> {
+  return READERS[family].read(resolveEngineConfig({ modelDir: dir, threads: 1 }));
 }
 
-/** A family row as the runner takes it, and how many of the head's columns are the row's (its list's length). */
-export function reuseRow(family: TrunkFamily, row: FamilyRow): ReuseRow & { width?: number } {
-  const feeds = FAMILIES[family].feeds(row);
-  const ids = Array.from(feeds.input_ids!.data as BigInt64Array, Number).slice(0, row.tokens);
-  const positions: Record<string, number | number[]> = {};
-  let width: number | undefined;
-  for (const [name, t] of Object.entries(feeds)) {
-    if (name === 'input_ids') continue;
-    const values = Array.from(t.data as BigInt64Array, Number);
-    positions[name] = t.dims.length === 1 ? values[0]! : values;
-    if (t.dims.length === 2) width = values.length;
-  }
-  return { ids, positions, ...(width === undefined ? {} : { width }) };
+/** A plan's rows as the runner takes them: the whole row's ids and the family's positions, and the row's columns. */
+export function reuseRows(plan: CausalPlan): Array<ReuseRow & { width?: number }> {
+  return wholeRowsOf(plan).map((r: WholeRow) => ({
+    ids: r.ids,
+    positions: r.at,
+    ...(r.width === undefined ? {} : { width: r.width }),
+  }));
 }
 
 /** The head's output as one row output each (the first `width` columns where the row has a list). */

@@ -2,7 +2,7 @@
 // hybrid, Gemma 3 sliding window): the export's continuation graph (src/engine/model/row-reuse/)
 // runs each golden request's shared state once into a snapshot and each question's row from it,
 // and must give
-// - the whole rows' head outputs (the export as published, the family's own batched run) within
+// - the whole rows' head outputs (the export as published, in one batched run) within
 //   1e-5 · (1 + max |y|): both are float32 evaluations of one function; what differs is only the
 //   kernels' summation order (a row's attention over P + T keys instead of over its padded length,
 //   matrix products of other shapes), ≈ 1e-7 relative, the bound the replica tests hold the graph to
@@ -12,8 +12,11 @@
 //   test/families/trunks/<family>.json, float64 references; the readout is the family's own
 //   probabilities function), as the whole rows do (trunk-helpers.ts);
 // - the same outputs for a row run alone (B = 1) as among the request's rows (B > 1).
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RowFamily } from '../../../src/engine/families/family.js';
+import type { CausalPlan } from '../../../src/engine/families/causal/plan.js';
+import type { RowReader } from '../../../src/engine/families/rows/family.js';
 import { snapshotLength, type RowReuse } from '../../../src/engine/model/row-reuse/index.js';
 import { trunkGoldensFile, type TrunkGoldens } from '../../../tools/trunks/goldens.js';
 import {
@@ -26,7 +29,7 @@ import {
 } from '../../../tools/trunks/replicas.js';
 import { deciderRequest } from '../decider-helpers.js';
 import * as golden from '../golden-helpers.js';
-import { apart, loadFamily, openReuse, reuseRow, rowOutputs, testCache } from './reuse-helpers.js';
+import { apart, loadReader, openReuse, padIdOf, reuseRows, rowOutputs, testCache, wholeRows } from './reuse-helpers.js';
 
 const torch = hasTorch('row reuse on the real-trunk replicas');
 const CASES = TRUNK_FAMILIES.flatMap((family) => TRUNK_KINDS.map((trunk) => [family, trunk] as const));
@@ -44,15 +47,17 @@ describe.skipIf(!torch)('the state read once on the real-trunk replicas', () => 
   }, 600_000);
 
   describe.each(CASES.map(([f, t], i) => [f, t, i] as const))('%s on the %s trunk', (family, trunk, i) => {
-    let rows: RowFamily;
+    let rows: RowReader<CausalPlan>;
+    let exported: ort.InferenceSession;
     let reuse: RowReuse;
     const goldens = golden.readGoldens<TrunkGoldens>(trunkGoldensFile(family));
     beforeAll(async () => {
-      rows = await loadFamily(family, dirs[i]!);
+      rows = loadReader(family, dirs[i]!);
+      exported = await ort.InferenceSession.create(join(dirs[i]!, 'model.onnx'), { intraOpNumThreads: 1 });
       ({ reuse } = await openReuse(dirs[i]!, cacheDir));
     }, 120_000);
     afterAll(async () => {
-      await rows?.close();
+      await exported?.release();
       await reuse?.close();
     });
 
@@ -64,8 +69,8 @@ describe.skipIf(!torch)('the state read once on the real-trunk replicas', () => 
       let longest = 0;
       for (const [n, g] of goldens.requests.entries()) {
         const plan = rows.plan(deciderRequest(g as never));
-        const laid = plan.rows.map((r) => reuseRow(family, r));
-        const whole = await rows.run(plan.rows);
+        const laid = reuseRows(plan);
+        const whole = await wholeRows(exported, laid, padIdOf(dirs[i]!), reuse.facts.positions);
         const P = snapshotLength(laid);
         const snapshot = await reuse.snapshot(laid[0]!.ids.slice(0, P));
         expect(snapshot.length).toBe(P);
