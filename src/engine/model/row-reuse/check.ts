@@ -4,13 +4,21 @@
 // structure alone cannot tell (a head or a layer that reads the row in a way the rewrite did not
 // see), so a graph it does not hold for runs whole rows rather than wrong answers.
 import type * as ort from 'onnxruntime-node';
-import type { ReuseRow, RowReuse } from './runner.js';
+import type { ReuseRow, RowGraphFacts, Snapshot } from './names.js';
+
+/** What the probe runs (RowReuse). */
+export interface Probed {
+  readonly multiple: number;
+  readonly facts: RowGraphFacts;
+  snapshot(tokens: readonly number[], from?: Snapshot): Promise<Snapshot>;
+  runRows(rows: readonly ReuseRow[], snapshot?: Snapshot): Promise<Record<string, ort.Tensor>>;
+}
 
 /** Outputs apart by more than this relative to their scale: the graph does not continue rows (fp32 reuse differs by ~1e-6). */
 const PROBE_TOLERANCE = 1e-3;
 
 /** Undefined when rows from a snapshot equal whole rows on a probe; else why not. */
-export async function checkContinuation(reuse: RowReuse): Promise<string | undefined> {
+export async function checkContinuation(reuse: Probed): Promise<string | undefined> {
   const m = reuse.multiple;
   const vocab = Math.max(2, Math.min(reuse.facts.vocab ?? 256, 1000));
   const token = (i: number) => (i * 7919 + 17) % vocab;

@@ -5,30 +5,21 @@
 // where: externalDataDir); a single-file export's weights move to a file beside the rewrite. A graph
 // the rewrite does not recognise is remembered too: its verdict, the reason, is kept in the same
 // place, so a later load answers without decoding the export again.
-import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { defaultGraphCacheDirs, writeGraph } from '../graph-file.js';
+import { writeGraph } from '../graph-file.js';
 import { decodeModel, externalFiles } from '../graph-rewrite.js';
 import { smallConstants } from './constants.js';
-import { ROW_REUSE_VERSION, type RowGraphFacts } from './names.js';
+import type { RowGraphFacts } from './names.js';
 import { rewriteRowGraph } from './rewrite.js';
+import { targetsOf, type RowGraphFile } from './verdict.js';
 
 /** A recognised export's continuation graph, ready to open. */
 export interface RowGraph {
   path: string;
   facts: RowGraphFacts;
   /** The export's folder, when the rewritten graph reads its weights from there. */
-  externalDataDir?: string;
-}
-
-/** What `<graph>.json` holds: the facts (or the reason) and the export it was made from. */
-interface RowGraphFile {
-  /** The export's path (named apart from graph-file.ts's `source`, whose cleanup must never match these). */
-  rowsSource: string;
-  facts?: RowGraphFacts;
-  reason?: string;
   externalDataDir?: string;
 }
 
@@ -80,31 +71,6 @@ export async function rememberRefusal(graph: RowGraph, reason: string): Promise<
   await rm(graph.path, { force: true });
 }
 
-/**
- * What a load decided for the export at `source`, from the cache alone (nothing decoded, nothing
- * written: `assay models` asks it): the state read once, whole rows and why, or undefined where no
- * load has decided yet.
- */
-export function rowReuseVerdict(source: string, cacheDir?: string): { reuses: true } | { reason: string } | undefined {
-  let candidates: string[];
-  try {
-    candidates = targetsOf(resolve(source), statSync(resolve(source)), cacheDir);
-  } catch {
-    return undefined;
-  }
-  for (const target of candidates) {
-    let known: Partial<RowGraphFile>;
-    try {
-      known = JSON.parse(readFileSync(`${target}.json`, 'utf8')) as Partial<RowGraphFile>;
-    } catch {
-      continue;
-    }
-    if (typeof known.reason === 'string') return { reason: known.reason };
-    if (known.facts && existsSync(target)) return { reuses: true };
-  }
-  return undefined;
-}
-
 function graphOf(path: string, known: RowGraphFile): RowGraph {
   return { path, facts: known.facts!, ...(known.externalDataDir ? { externalDataDir: known.externalDataDir } : {}) };
 }
@@ -121,15 +87,6 @@ async function readJson(path: string): Promise<RowGraphFile | undefined> {
 /** <cache>/<id>/<name>.assay-rows-<id>.onnx, in order of preference. */
 async function targets(source: string, cacheDir: string | undefined): Promise<string[]> {
   return targetsOf(source, await stat(source), cacheDir);
-}
-
-function targetsOf(source: string, info: { size: number; mtimeMs: number }, cacheDir: string | undefined): string[] {
-  const id = createHash('sha256')
-    .update(`rows:${ROW_REUSE_VERSION}:${source}:${info.size}:${info.mtimeMs}`)
-    .digest('hex')
-    .slice(0, 12);
-  const name = basename(source).replace(/\.onnx$/, `.assay-rows-${id}.onnx`);
-  return (cacheDir ? [resolve(cacheDir)] : defaultGraphCacheDirs()).map((root) => join(root, id, name));
 }
 
 /** Removes the row rewrites of the same export that an older Assay or an older file of it left (their <id>/ folders). */

@@ -3,7 +3,8 @@
 // graph-cache.ts), run by RowReuse (a state's snapshot once, then each question's row from it), and
 // where a request's rows share their snapshot (prefix.ts), kept across requests in the model's
 // tenant-scoped prefix cache (snapshots.ts). docs/engine.md, "Causal rows: the state read once".
-export { rowReuseGraph, rowReuseVerdict, type RowGraph } from './graph-cache.js';
+export { rowReuseGraph, type RowGraph } from './graph-cache.js';
+export { rowReuseVerdict } from './verdict.js';
 export { ROW_REUSE_VERSION, type RowGraphFacts } from './names.js';
 export { snapshotLength } from './prefix.js';
 export {

@@ -1,5 +1,6 @@
 // The continuation graph's own inputs and outputs (rewrite.ts), and what the rewrite learned about
-// a graph (kept beside the rewritten file: graph-cache.ts).
+// a graph (kept beside the rewritten file: graph-cache.ts), and what its runner (runner.ts) takes and keeps.
+import type * as ort from 'onnxruntime-node';
 
 /** i64 scalar: P, how many tokens of the row the past holds (the rows continue at position P). */
 export const PAST_LENGTH = 'assay_past_length';
@@ -33,4 +34,22 @@ export interface RowGraphFacts {
   recurrences: number;
   /** Rows of the embedding table (token ids are below it), when it could be told. */
   vocab?: number;
+}
+
+/** One row to continue: the whole row's token ids, and the family's positions in the whole row. */
+export interface ReuseRow {
+  ids: readonly number[];
+  positions: Readonly<Record<string, number | readonly number[]>>;
+}
+
+/** Every layer's state after the first `length` tokens of a row (a state's, shared by its questions). */
+export interface Snapshot {
+  /** P: the tokens it holds, a multiple of the runner's `multiple`. */
+  readonly length: number;
+  /** Those tokens: a row continues from the snapshot only if it begins with them. */
+  readonly tokens: readonly number[];
+  /** The past inputs (the state pass's presents), one per layer input of the graph. */
+  readonly past: Readonly<Record<string, ort.Tensor>>;
+  /** Bytes of the tensors. */
+  readonly bytes: number;
 }

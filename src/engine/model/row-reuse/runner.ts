@@ -13,30 +13,22 @@ import { openSession, type SessionOptions } from '../session.js';
 import { checkContinuation } from './check.js';
 import { emptyPast, i64, paddedIds, positionInput } from './feeds.js';
 import { rememberRefusal, type RowGraph } from './graph-cache.js';
-import { PAST_LENGTH, pastKey, pastValue, presentOf, type RowGraphFacts } from './names.js';
+import {
+  PAST_LENGTH,
+  pastKey,
+  pastValue,
+  presentOf,
+  type ReuseRow,
+  type RowGraphFacts,
+  type Snapshot,
+} from './names.js';
+
+export type { ReuseRow, Snapshot } from './names.js';
 
 /** What the published exports take: rows of a multiple of 64 tokens (the hybrid trunks' Scan chunk). */
 export const REUSE_MULTIPLE = 64;
 /** A state pass's tokens at most (the attention of a piece is [heads, piece, P + piece]). */
 export const STATE_PIECE = 512;
-
-/** One row to continue: the whole row's token ids, and the family's positions in the whole row. */
-export interface ReuseRow {
-  ids: readonly number[];
-  positions: Readonly<Record<string, number | readonly number[]>>;
-}
-
-/** Every layer's state after the first `length` tokens of a row (a state's, shared by its questions). */
-export interface Snapshot {
-  /** P: the tokens it holds, a multiple of the runner's `multiple`. */
-  readonly length: number;
-  /** Those tokens: a row continues from the snapshot only if it begins with them. */
-  readonly tokens: readonly number[];
-  /** The past inputs (the state pass's presents), one per layer input of the graph. */
-  readonly past: Readonly<Record<string, ort.Tensor>>;
-  /** Bytes of the tensors. */
-  readonly bytes: number;
-}
 
 export interface RowReuseOptions {
   /** The family's pad id (rows are right-padded with it). */
