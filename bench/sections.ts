@@ -154,6 +154,16 @@ export const SECTIONS: SectionInfo[] = [
     load: async () => (await import('./engine-death.js')).engineDeathSection,
   },
   {
+    id: 'tracing',
+    measures:
+      'OpenTelemetry traces on (OTLP/HTTP JSON to a sink in the bench) against off: two `assay serve` processes on the tiny model, sequential 3-question requests in interleaved rounds (order swapped each round); p50 and p99 of the client latency.',
+    quick: '3 rounds of 20 requests (full: 10 of 50)',
+    seconds: { full: 60, quick: 25 },
+    measured:
+      'Intel Xeon @ 2.80 GHz (2 cores, AVX-512 VNNI), 2 threads, 2026-11-29, cores shared with other sessions (interleaved rounds): p50 27.15 ms off, 27.49 ms on (+1.3%), p99 148.8 / 147.4 ms, 500 requests each, 14 OTLP exports ([results](results/2026-11-29-intel-r-xeon-r-processor-2-80ghz-2c-only-tracing.md)).',
+    load: async () => (await import('./tracing.js')).tracingSection,
+  },
+  {
     id: 'residency',
     measures:
       'Model residency (the pool in-process, as `assay serve` runs it): the first request on a cold model (its load, then the answer) against the same request warm, per model size and flavor (tiny fp32 and int8, qwen2.5-0.5b int8); and four clients round-robin over three models with room for two of them, against all three resident.',

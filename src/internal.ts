@@ -40,6 +40,7 @@ export { TextCodec } from './engine/prompting/tokenizer.js';
 export type { EngineThreadEvaluator } from './engine/thread/engine-thread.js';
 
 // The synthetic model writer and the ONNX graph builder.
+export { QWEN_TOKENIZER_FILES } from './model-files/synth/shapes.js';
 export {
   buildDecoder,
   DEFAULT_SEED,

@@ -5,6 +5,7 @@ import type { ApiKey } from './auth.js';
 import type { ApiContext } from './context.js';
 import { RateLimitedError, UnauthenticatedError } from './api-error.js';
 import { retryHeaders } from '../protocol/index.js';
+import { inSpan } from '../service/index.js';
 
 export function limitsOf(key: ApiKey) {
   return { requestsPerMinute: key.requestsPerMinute, inputTokensPerSecond: key.inputTokensPerSecond };
@@ -19,7 +20,11 @@ export function rateKey(key: ApiKey): string {
  * false (reads of batch jobs: polling a batch is not an evaluation).
  */
 export function admission(ctx: ApiContext, { rate = true }: { rate?: boolean } = {}) {
-  return async function onRequest(req: FastifyRequest, _reply: FastifyReply): Promise<void> {
+  return async function admission(req: FastifyRequest, _reply: FastifyReply): Promise<void> {
+    return inSpan('admission', { 'assay.rate_limited_route': rate }, async () => admit(req));
+  };
+
+  async function admit(req: FastifyRequest): Promise<void> {
     const header = req.headers.authorization;
     const key = ctx.keys.authenticate(header);
     if (!key) {
@@ -35,7 +40,7 @@ export function admission(ctx: ApiContext, { rate = true }: { rate?: boolean } =
       const headers = retryHeaders(admission.retryAfterMs);
       throw new RateLimitedError(`Rate limit exceeded (${what}); retry after ${headers['retry-after-ms']} ms`, headers);
     }
-  };
+  }
 }
 
 /** Whether a key may use a model name (alias or versioned id) that resolves to `id`. */

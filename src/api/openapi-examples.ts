@@ -66,14 +66,35 @@ export const VALIDATION_EXAMPLE = {
   ],
 };
 
-/** One `{"detail": "..."}` example per status, as the server words it (docs/api.md). */
+/**
+ * The message of each error whose `detail` is its own message, as the server words it (docs/api.md);
+ * the table words the others itself (src/api/openapi/errors.ts asks it).
+ */
 export const ERROR_EXAMPLES: Record<string, string> = {
-  '401': 'Invalid API key',
-  '403': "This API key may not use model 'svc-latest'",
-  '408': 'Request exceeded its deadline of 120000 ms',
-  '413': 'Request body is larger than 8388608 bytes',
-  '415': 'Unsupported media type: send the body as application/json',
-  '429': 'Rate limit exceeded (requests per minute); retry after 29975 ms',
-  '503': 'Model svc-1.13.0 failed to load (model folder does not exist); retrying in 4 s',
-  '529': 'The engine is overloaded; retry with backoff',
+  unauthenticated: 'Invalid API key',
+  host_forbidden: 'Host "attacker.example" is not allowed: name it in --allowed-hosts',
+  origin_forbidden: 'Origin "https://x.example" is not allowed: list it in --cors-origins',
+  rate_limited: 'Rate limit exceeded (requests per minute); retry after 29975 ms',
+  draining: 'The server is shutting down',
+  body_worker_unavailable: 'The body worker is restarting; retry shortly',
+  model_forbidden: "This API key may not use model 'svc-latest'",
+  token_budget_exceeded: 'The request has 70000 tokens, more than the model takes (32768)',
+  untokenizable_input: 'The input holds text the tokenizer cannot encode',
+  model_unavailable: 'Model svc-1.13.0 failed to load (model folder does not exist); retrying in 4 s',
+  models_busy:
+    'Model m-d cannot be loaded now: 3 of 3 models are resident (--max-loaded-models) and each has requests in flight; retry later',
+  model_too_large:
+    'Model m-b needs 900.0 MiB (measured at its load), more than the whole memory budget of 512.0 MiB (--memory-budget)',
+  models_pinned:
+    'Model m-c cannot be loaded: the models kept by --preload (m-a) take every place of --max-loaded-models',
+  operator_only: 'This endpoint needs an operator key',
+  model_in_use:
+    'Model m-b has 1 request(s) in flight or queued; it is not unloaded under them (retry once they finish)',
+  registry_refused: 'Registry not reloaded (the models stay as they were): models["svc-a"].path: expected string',
+  model_load_failed: 'model folder does not exist',
+  batch_not_found: "No batch found with id 'batch_0123'",
+  invalid_cursor: 'The cursor does not belong to this batch',
+  idempotency_conflict: 'This Idempotency-Key was used for batch batch_0123 with other content',
+  batch_too_large: 'A batch input is at most 209715200 bytes',
+  batches_unavailable: 'Batches are not available on this server: batches are turned off',
 };

@@ -16,6 +16,8 @@ export interface BatchState {
   bytes: number;
   /** The input file's SHA-256 (hex): a state file of another input is not resumed. */
   sha256: string;
+  /** The server's models identity when the batch was made: a state file of other models is not resumed. */
+  models?: string;
 }
 
 /** The state file of the results file `out`. */

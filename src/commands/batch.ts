@@ -1,12 +1,14 @@
 // assay batch FILE [--url URL | --local] [--out FILE] [--cancel]: a JSONL batch input submitted to
 // a server (or to one started in this process), its progress shown, its results written as they
 // arrive, and the run resumable after the client stops (batch-output.ts keeps where it was).
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AssayAPIError, AssayBatches, DEFAULT_BASE_URL, type Batch } from '../client/index.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
 import { fileSha256, readState, ResultsOutput, stateFileOf, type BatchState } from './batch-output.js';
-import { describeError, parseCommand, resolveIo, type CommandIo, type Io } from './common.js';
+import { describeError, NO_KEY, parseCommand, resolveIo, serverTarget, type CommandIo, type Io } from './common.js';
 import { progressBar } from './progress.js';
+import { explainFirstLine } from './batch-input.js';
 
 const FLAGS = commandFlags({
   head: `Usage: assay batch FILE [--url URL | --local [--data-dir DIR]] [--out FILE] [options]
@@ -16,8 +18,8 @@ arrive. Stopped (Ctrl-C, a crash), the batch runs on: the same command again res
 where they stopped, without a line lost or written twice.
 `,
   flags: {
-    url: COMMON_FLAGS.url(`the server (default ASSAY_BASE_URL or ${DEFAULT_BASE_URL})`),
-    key: { arg: 'KEY', doc: 'the API key (default ASSAY_API_KEY)' },
+    url: COMMON_FLAGS.url('the server', DEFAULT_BASE_URL),
+    key: COMMON_FLAGS.key(),
     out: {
       arg: 'FILE',
       doc: `the results, JSONL (default FILE.results.jsonl); where the run is
@@ -35,6 +37,10 @@ with the registry's models, instead of asking one at --url`,
     },
     registry: COMMON_FLAGS.registry('with --local: model registry'),
     cancel: { doc: 'cancel the batch a stopped run left (its OUT.batch.json), then write its results' },
+    new: {
+      doc: `submit the input as a new batch, even when the server has one of it (by
+default the same input gets the same batch, unless the models changed)`,
+    },
     'page-size': { arg: 'N', doc: 'result lines per page read (default 1000)' },
     poll: { arg: 'MS', doc: 'wait between progress reads while no new results come (default 500)' },
   },
@@ -60,6 +66,8 @@ export async function run(argv: string[], ioOptions?: CommandIo, options: BatchR
   if (positionals.length !== 1) return usage(io, 'name one JSONL input FILE');
   const file = positionals[0]!;
   if (values.local && values.url) return usage(io, '--local runs its own server: not with --url');
+  const target = serverTarget(values, io.env);
+  if (!values.local && !target.key) return usage(io, NO_KEY);
   if (!values.local && (values['data-dir'] || values.model)) return usage(io, '--data-dir and --model go with --local');
   const pageSize = values['page-size'] === undefined ? 1000 : Number(values['page-size']);
   const pollMs = values.poll === undefined ? 500 : Number(values.poll);
@@ -71,6 +79,12 @@ export async function run(argv: string[], ioOptions?: CommandIo, options: BatchR
     sha256 = await fileSha256(file);
   } catch (e) {
     return usage(io, `cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  // A file that is not a batch input is refused before anything is sent, saying what it is.
+  const notBatch = values.cancel ? undefined : await explainFirstLine(file);
+  if (notBatch) {
+    io.err(`assay batch: ${notBatch}\n`);
+    return 2;
   }
 
   const controller = new AbortController();
@@ -86,11 +100,22 @@ export async function run(argv: string[], ioOptions?: CommandIo, options: BatchR
         io,
       );
     }
-    const url = local?.url ?? values.url ?? io.env.ASSAY_BASE_URL ?? DEFAULT_BASE_URL;
-    const api = new AssayBatches({ baseUrl: url, apiKey: local?.key ?? values.key, env: io.env, maxRetries: 5 });
+    const url = local?.url ?? target.url ?? DEFAULT_BASE_URL;
+    const api = new AssayBatches({ baseUrl: url, apiKey: local?.key ?? target.key, maxRetries: 5 });
     const out = values.out ?? `${file}.results.jsonl`;
     return await runBatch(
-      { api, file, sha256, out, pageSize, pollMs, cancel: values.cancel, local: local?.dataDir },
+      {
+        api,
+        key: local?.key ?? target.key!,
+        file,
+        sha256,
+        out,
+        pageSize,
+        pollMs,
+        cancel: values.cancel,
+        fresh: values.new,
+        local: local?.dataDir,
+      },
       io,
       signal,
       options.onPage,
@@ -107,20 +132,30 @@ export async function run(argv: string[], ioOptions?: CommandIo, options: BatchR
 
 interface Job {
   api: AssayBatches;
+  key: string;
   file: string;
   sha256: string;
   out: string;
   pageSize: number;
   pollMs: number;
   cancel?: boolean;
+  /** --new: a new batch, whatever the server or a stopped run has of this input. */
+  fresh?: boolean;
   /** With --local: the data directory the batch is kept in. */
   local?: string;
 }
 
-/** The batch a stopped run left for this input, when it is still on the server. */
-async function resumable(job: Job, io: Io, signal: AbortSignal): Promise<BatchState | undefined> {
+/** The batch a stopped run left for this input, when it is still on the server and its models are the same. */
+async function resumable(job: Job, models: string, io: Io, signal: AbortSignal): Promise<BatchState | undefined> {
   const state = await readState(stateFileOf(job.out));
   if (!state || state.sha256 !== job.sha256 || (!job.local && state.url !== job.api.baseUrl)) return undefined;
+  if (job.fresh && !job.cancel) return undefined;
+  if (state.models !== undefined && state.models !== models && !job.cancel) {
+    io.err(
+      `assay batch: the server's models changed since batch ${state.batchId}: submitting ${job.file} as a new batch\n`,
+    );
+    return undefined;
+  }
   try {
     await job.api.get(state.batchId, { signal });
     return state;
@@ -133,7 +168,8 @@ async function resumable(job: Job, io: Io, signal: AbortSignal): Promise<BatchSt
 
 async function runBatch(job: Job, io: Io, signal: AbortSignal, onPage?: (lines: number) => void): Promise<number> {
   const { api } = job;
-  let state = await resumable(job, io, signal);
+  const models = await modelsIdentity(api.baseUrl, job.key, signal);
+  let state = await resumable(job, models, io, signal);
   if (job.cancel) {
     if (!state) {
       io.err(`assay batch: no stopped run of ${job.file} to cancel (${stateFileOf(job.out)})\n`);
@@ -145,10 +181,13 @@ async function runBatch(job: Job, io: Io, signal: AbortSignal, onPage?: (lines: 
   if (state) {
     io.err(`assay batch: resuming batch ${state.batchId} into ${job.out} (${state.bytes} bytes written)\n`);
   } else {
-    // The same input gets the same batch (a run that stopped before its state file was written).
-    const b = await api.create(job.file, { idempotencyKey: `assay-batch-sha256-${job.sha256}`, signal });
+    // The same input on the same models gets the same batch (a run that stopped before its state
+    // file was written); other models, or --new, a new one.
+    const fresh = job.fresh ? `-new-${randomUUID()}` : '';
+    const idempotencyKey = `assay-batch-sha256-${job.sha256}-models-${models}${fresh}`;
+    const b = await api.create(job.file, { idempotencyKey, signal });
     io.err(`assay batch: batch ${b.id} (${b.request_counts.total} lines so far, ${b.status})\n`);
-    state = { url: api.baseUrl, batchId: b.id, cursor: null, bytes: 0, sha256: job.sha256 };
+    state = { url: api.baseUrl, batchId: b.id, cursor: null, bytes: 0, sha256: job.sha256, models };
   }
   const output = await ResultsOutput.open(job.out, { ...state, url: api.baseUrl });
   const id = state.batchId;
@@ -192,7 +231,8 @@ async function runBatch(job: Job, io: Io, signal: AbortSignal, onPage?: (lines: 
     io.err(
       job.local
         ? `assay batch: stopped; batch ${id} is kept in ${job.local}: run the same command with --data-dir ${job.local} to resume it\n`
-        : `assay batch: stopped; batch ${id} runs on at ${api.baseUrl}: run the same command again to resume writing ${job.out}, or with --cancel to cancel it\n`,
+        : `assay batch: stopped; batch ${id} runs on at ${api.baseUrl}: run the same command again ` +
+            `to resume writing ${job.out}, or with --cancel to cancel it\n`,
     );
     return 130;
   }
@@ -212,6 +252,21 @@ async function runBatch(job: Job, io: Io, signal: AbortSignal, onPage?: (lines: 
     `assay batch: the batch ended ${batch.status}, not completed${reasons.length ? `:\n${reasons.join('\n')}` : ''}\n`,
   );
   return 1;
+}
+
+/** The server's models identity (GET /v1/models' x-assay-models-identity header; '' when it sends none). */
+async function modelsIdentity(url: string, key: string, signal: AbortSignal): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await fetch(`${url}/v1/models`, { headers: { authorization: `Bearer ${key}` }, signal });
+      await res.body?.cancel();
+      if (res.status < 500 || attempt >= 5) return res.headers.get('x-assay-models-identity') ?? '';
+    } catch (e) {
+      // A server not answering yet is retried as the batch client retries (then the error is told).
+      if (signal.aborted || attempt >= 5) throw e;
+    }
+    await sleep(500 * 2 ** attempt, undefined, { signal });
+  }
 }
 
 /** How long the batch ran on the server, from its timestamps (seconds), and its lines per second. */

@@ -1,8 +1,9 @@
-// assay calibrate --dataset FILE [--model M] [--holdout 0.3] [--dry-run]: fits one temperature per
-// question type (src/quality/calibration.ts) on a training split of a labeled dataset, reports log
-// loss and expected calibration error on the held-out split before and after, and writes the
-// temperatures into the model folder's assay.json (`answer_temperature`), which the engine applies
-// at its next load. The fit multiplies the temperatures the model already has, so calibrating
+// assay calibrate --dataset FILE [--model M] [--holdout 0.3] [--write [--force]]: fits one temperature
+// per question type (src/quality/calibration.ts) on a training split of a labeled dataset, reports log
+// loss and expected calibration error on the held-out split before and after, and, only with
+// --write, writes the temperatures into the model folder's assay.json (`answer_temperature`), which
+// the engine applies at its next load. A temperature that makes the held-out split worse (its log
+// loss or ECE rises) is not written unless --force says so. The fit multiplies the temperatures the model already has, so calibrating
 // twice converges instead of starting over.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,13 +22,15 @@ const HOLDOUT = 0.3;
 const SEED = 1;
 
 const FLAGS = commandFlags({
-  head: `Usage: assay calibrate --dataset FILE.jsonl [--model M] [--registry FILE] [--holdout ${HOLDOUT}] [--seed N] [--dry-run]
+  head: `Usage: assay calibrate --dataset FILE.jsonl [--model M] [--registry FILE] [--holdout ${HOLDOUT}] [--seed N] [--write [--force]]
 
 Fits one temperature per question type (noul, choice, score) on a training split of a labeled
-dataset (the format of assay eval --dataset), minimising log loss; reports log loss and expected
-calibration error (15 equal-mass bins) on the held-out split before and after; and writes the
-temperatures into the model's assay.json ("answer_temperature"), which the server applies at its
-next start. A type with fewer than 10 training answers keeps its temperature.
+dataset (the format of assay eval --dataset), minimising log loss, and reports log loss and expected
+calibration error (15 equal-mass bins) on the held-out split before and after: what it would change.
+With --write it writes the temperatures into the model's assay.json ("answer_temperature"), which
+the server applies at its next start; a temperature that makes the held-out split worse (log loss
+or ECE up) is not written unless --force. A type with fewer than 10 training answers keeps its
+temperature.
 `,
   flags: {
     dataset: { arg: 'FILE', doc: 'labeled JSONL: one request a line plus "expected" per question' },
@@ -35,7 +38,9 @@ next start. A type with fewer than 10 training answers keeps its temperature.
     registry: COMMON_FLAGS.registry('model registry'),
     holdout: { arg: 'F', doc: `share of the lines held out for the report (default ${HOLDOUT}); split by line` },
     seed: { arg: 'N', doc: `seed of the split (default ${SEED})` },
-    'dry-run': { doc: 'report only; write nothing' },
+    write: { doc: "write the temperatures that improve the held-out split into the model's assay.json" },
+    force: { doc: 'with --write: write every fitted temperature, also one that makes the held-out split worse' },
+    'dry-run': { doc: 'report only (the default without --write; kept for scripts that pass it)' },
   },
   column: 19,
   tail: 'Exit status: 0 done, 1 the evaluation failed, 2 bad arguments or input files.',
@@ -75,6 +80,10 @@ export interface TypeCalibration {
   heldOutEce: [number, number];
   applied: boolean;
 }
+
+/** Whether the fitted temperature makes the held-out split worse: its log loss or its ECE rises. */
+export const worseHeldOut = (r: TypeCalibration) =>
+  r.heldOutLogLoss[1] > r.heldOutLogLoss[0] || r.heldOutEce[1] > r.heldOutEce[0];
 
 export function calibrateRuns(
   lines: DatasetLine[],
@@ -121,7 +130,18 @@ function markdown(
   synthetic: boolean,
   results: TypeCalibration[],
   written: string | undefined,
+  mode: { write: boolean; force: boolean; manifest: string },
 ): string {
+  const worse = results.filter((r) => r.applied && worseHeldOut(r));
+  const kept = mode.force ? [] : worse;
+  const status = written
+    ? `Wrote answer_temperature (${results
+        .filter((r) => r.applied && !kept.includes(r))
+        .map((r) => r.type)
+        .join(', ')}) to ${written}; the server applies it at its next start.`
+    : mode.write
+      ? `Nothing written to ${mode.manifest}.`
+      : `Nothing written: run again with --write to write these temperatures into ${mode.manifest}.`;
   return [
     `# assay calibrate --dataset ${file}`,
     '',
@@ -137,18 +157,28 @@ function markdown(
     '|---|---|---|---|---|---|',
     ...results.map(
       (r) =>
-        `| ${r.type} | ${r.train} | ${r.heldOut} | ${r.applied ? `${f3(r.before)} → ${f3(r.after)}` : `${f3(r.before)} (kept: under ${MIN_TRAIN} training answers)`} | ${f3(r.heldOutLogLoss[0])} → ${f3(r.heldOutLogLoss[1])} | ${f3(r.heldOutEce[0])} → ${f3(r.heldOutEce[1])} |`,
+        `| ${r.type} | ${r.train} | ${r.heldOut} | ` +
+        `${r.applied ? `${f3(r.before)} → ${f3(r.after)}` : `${f3(r.before)} (kept: under ${MIN_TRAIN} training answers)`} ` +
+        `| ${f3(r.heldOutLogLoss[0])} → ${f3(r.heldOutLogLoss[1])} | ${f3(r.heldOutEce[0])} → ` +
+        `${f3(r.heldOutEce[1])} |`,
     ),
     '',
     ...(results.some((r) => r.applied && (r.fitted > 49 || r.fitted < 1 / 49))
       ? [
-          'A fit at the search bound (1/50 or 50) means the answers of that type carry (almost) no information about the labels: a near-uniform answer fits them best.',
+          'A fit at the search bound (1/50 or 50) means the answers of that type carry (almost) no ' +
+            'information about the labels: a near-uniform answer fits them best.',
           '',
         ]
       : []),
-    written
-      ? `Wrote answer_temperature to ${written}; the server applies it at its next start.`
-      : 'Dry run: nothing written.',
+    ...kept.map(
+      (r) =>
+        `Not ${mode.write ? 'written' : 'to be written'}: ${r.type}'s temperature ${f3(r.after)} ` +
+        `makes the held-out split worse (log loss ${f3(r.heldOutLogLoss[0])} → ` +
+        `${f3(r.heldOutLogLoss[1])}, ECE ${f3(r.heldOutEce[0])} → ${f3(r.heldOutEce[1])}); it ` +
+        `keeps ${f3(r.before)}. --write --force writes it anyway.`,
+    ),
+    ...(kept.length ? [''] : []),
+    status,
     '',
   ].join('\n');
 }
@@ -163,6 +193,8 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   if (!o.dataset) return usage(io, '--dataset is required');
   if (!(holdout > 0 && holdout < 1)) return usage(io, '--holdout takes a share between 0 and 1, e.g. 0.3');
   if (!Number.isInteger(seed)) return usage(io, '--seed takes a whole number');
+  if (o.force && !o.write) return usage(io, '--force goes with --write');
+  if (o.write && o['dry-run']) return usage(io, '--write and --dry-run say opposite things');
   const registry = loadRegistry(parsed.registry);
   let lines: DatasetLine[];
   let target;
@@ -197,9 +229,11 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
     await target.close();
   }
   let written: string | undefined;
-  if (!o['dry-run'] && results.some((r) => r.applied)) {
+  // Written: the fitted types, less those that make the held-out split worse (unless forced).
+  const writable = results.filter((r) => r.applied && (o.force || !worseHeldOut(r)));
+  if (o.write && writable.length > 0) {
     const temperatures = { ...((manifest.answer_temperature ?? {}) as object) } as Record<string, number>;
-    for (const r of results) if (r.applied) temperatures[r.type] = Number(r.after.toPrecision(6));
+    for (const r of writable) temperatures[r.type] = Number(r.after.toPrecision(6));
     const next = {
       ...manifest,
       answer_temperature: temperatures,
@@ -215,7 +249,13 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
     writeJsonAtomic(manifestFile, next);
     written = manifestFile;
   }
-  io.out(markdown(o.dataset, target.model, target.synthetic, results, written));
+  io.out(
+    markdown(o.dataset, target.model, target.synthetic, results, written, {
+      write: Boolean(o.write),
+      force: Boolean(o.force),
+      manifest: manifestFile,
+    }),
+  );
   return 0;
 }
 

@@ -41,11 +41,29 @@ export function resolveIo(io: CommandIo = {}): Io {
 
 export type Format = 'json' | 'table';
 
-export function parseFormat(v: string | undefined): Format | undefined {
-  if (v === undefined || v === 'json') return 'json';
-  if (v === 'table') return 'table';
+/** --format's value, `def` when it is not given (the default its help names: COMMON_FLAGS.format(def)). */
+export function parseFormat(v: string | undefined, def: Format): Format | undefined {
+  if (v === undefined) return def;
+  if (v === 'json' || v === 'table') return v;
   return undefined;
 }
+
+/**
+ * The server and key of a client command, read one way by every command: --url, else
+ * ASSAY_BASE_URL; --key, else ASSAY_API_KEY. `url` is undefined when neither names a server (a
+ * command with a local engine then runs it; the others use the client's default server).
+ */
+export function serverTarget(
+  values: { url?: string; key?: string },
+  env: Record<string, string | undefined>,
+): { url?: string; key?: string } {
+  const url = values.url ?? (env.ASSAY_BASE_URL || undefined);
+  const key = values.key ?? (env.ASSAY_API_KEY || undefined);
+  return { ...(url ? { url } : {}), ...(key ? { key } : {}) };
+}
+
+/** The message for a client command run without a key: names the CLI's flag and variable. */
+export const NO_KEY = 'no API key: pass --key KEY or set ASSAY_API_KEY';
 
 /** One line for a failed remote call: the server's message, status and request id. */
 export function describeError(e: unknown): string {

@@ -1,46 +1,31 @@
 // assay eval --dataset FILE [--compare A,B]: every line of a labeled JSONL dataset (dataset/read.ts)
 // through the local engine (the same service function the server runs) or a server (--url), then
-// the quality metrics per question type and per tag (src/quality/metrics.ts), printed as markdown
-// and, with --out DIR, written as report.md, report.json, report.html (one self-contained page:
-// dataset/report-html.ts) and one reliability diagram per
+// the quality metrics per question type and per tag (dataset/report.ts over src/quality/), printed
+// as markdown (dataset/report-markdown.ts) and, with --out DIR, written as report.md, report.json,
+// report.html (one self-contained page: dataset/report-html.ts) and one reliability diagram per
 // classification type. --compare runs two arms (dataset/targets.ts: models, variants, prompt
 // versions, rotations) on the same lines and adds how many answers flipped between them.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Answer, Question } from '../protocol/index.js';
-import { countFlips, decision, type FlipCounts } from '../quality/index.js';
-import {
-  choiceMetrics,
-  noulMetrics,
-  scoreMetrics,
-  type ChoiceExample,
-  type NoulExample,
-  type ScoreExample,
-} from '../quality/index.js';
-import {
-  DEFAULT_RESAMPLES,
-  DEFAULT_SEED,
-  drift,
-  reliabilitySvg,
-  riskCoverageSvg,
-  worse,
-  type TypeDrift,
-} from '../quality/index.js';
+import { countFlips, decision, DEFAULT_RESAMPLES, DEFAULT_SEED, drift, worse } from '../quality/index.js';
 import { loadRegistry, resolveModel, type Registry } from '../registry/index.js';
 import { escalationCounts } from '../service/index.js';
 import type { Io } from './common.js';
+import { DEFAULT_BUDGETS, DEFAULT_SCORE_TOLERANCE } from './dataset/coverage-report.js';
 import { DatasetError, readDataset, type DatasetLine } from './dataset/read.js';
-import {
-  COVERAGE_HEAD,
-  coverageMarkdown,
-  coverageReport,
-  coverageRows,
-  DEFAULT_BUDGETS,
-  DEFAULT_SCORE_TOLERANCE,
-  enoughNote,
-} from './dataset/coverage-report.js';
 import { runEscalationSweep, thresholdsFromReport } from './dataset/escalation-sweep.js';
-import { reportHtml, type ChangedAnswer, type HtmlArm, type HtmlTable } from './dataset/report-html.js';
+import { reportHtml, type ChangedAnswer } from './dataset/report-html.js';
+import {
+  compareMarkdown,
+  DRIFT_HEAD,
+  driftCells,
+  FLIP_HEAD,
+  flipCells,
+  htmlArm,
+  markdown,
+  shown,
+} from './dataset/report-markdown.js';
+import { buildReport, pairAnswers, plotsOf, type Report } from './dataset/report.js';
 import { runDataset, type DatasetRun } from './dataset/run.js';
 import { ArmError, openTarget, parseArm, syntheticShapeRegistry, type TargetContext } from './dataset/targets.js';
 
@@ -71,290 +56,12 @@ export interface DatasetOptions {
   seed?: number;
 }
 
-interface Collected {
-  noul: NoulExample[];
-  choice: ChoiceExample[];
-  score: ScoreExample[];
-}
-
-function collect(into: Collected, q: Question, a: Answer, expected: unknown): void {
-  if (q.type === 'noul' && a.type === 'noul') into.noul.push({ p: a.noul, expected: expected as boolean });
-  else if (q.type === 'choice' && a.type === 'choice')
-    into.choice.push({ probabilities: a.probabilities, expected: expected as string });
-  else if (q.type === 'score' && a.type === 'score')
-    into.score.push({ probabilities: a.probabilities, expected: expected as number });
-}
-
-function metricsOf(c: Collected) {
-  return {
-    ...(c.noul.length ? { noul: noulMetrics(c.noul) } : {}),
-    ...(c.choice.length ? { choice: choiceMetrics(c.choice) } : {}),
-    ...(c.score.length ? { score: scoreMetrics(c.score) } : {}),
-  };
-}
-
-type Metrics = ReturnType<typeof metricsOf>;
-
-function buildReport(
-  dataset: string,
-  run: DatasetRun,
-  lines: DatasetLine[],
-  budgets: number[],
-  scoreTolerance: number,
-) {
-  const all: Collected = { noul: [], choice: [], score: [] };
-  const byTag = new Map<string, Collected>();
-  lines.forEach((line, i) => {
-    for (const [id, q] of Object.entries(line.questions)) {
-      const a = run.responses[i]!.answers[id]!;
-      collect(all, q, a, line.expected[id]);
-      for (const t of line.tags) {
-        if (!byTag.has(t)) byTag.set(t, { noul: [], choice: [], score: [] });
-        collect(byTag.get(t)!, q, a, line.expected[id]);
-      }
-    }
-  });
-  return {
-    dataset,
-    arm: run.target.label,
-    model: run.target.model,
-    synthetic: run.target.synthetic,
-    /** The confidence formula of its answers; null: a server's own, not reported by the API. */
-    confidence: run.target.confidence ?? null,
-    lines: lines.length,
-    answers: all.noul.length + all.choice.length + all.score.length,
-    usage: { input_tokens: run.inputTokens },
-    seconds: Math.round(run.seconds * 10) / 10,
-    metrics: metricsOf(all),
-    byTag: Object.fromEntries([...byTag].map(([t, c]) => [t, metricsOf(c)])),
-    coverage: coverageReport(
-      lines,
-      run.responses.map((r) => r.answers),
-      budgets,
-      scoreTolerance,
-    ),
-  };
-}
-
-type Report = ReturnType<typeof buildReport>;
-
-const f3 = (x: number | undefined) => (x !== undefined && Number.isFinite(x) ? x.toFixed(3) : '–');
-
-const SYNTHETIC_NOTE =
-  '> **This model is synthetic (random weights): its answers, and so these metrics, mean nothing.** Register a real model to measure quality.';
-
-/** The metrics table's rows as cells: type (with a label), answers, accuracy, Brier, log loss, ECE, score MAE. */
-function cells(m: Metrics, label = ''): string[][] {
-  return [
-    ...(m.noul
-      ? [
-          [
-            `${label}noul`,
-            String(m.noul.count),
-            f3(m.noul.accuracy),
-            f3(m.noul.brier),
-            f3(m.noul.logLoss),
-            f3(m.noul.ece),
-            '–',
-          ],
-        ]
-      : []),
-    ...(m.choice
-      ? [
-          [
-            `${label}choice`,
-            String(m.choice.count),
-            f3(m.choice.accuracy),
-            f3(m.choice.brier),
-            f3(m.choice.logLoss),
-            f3(m.choice.ece),
-            '–',
-          ],
-        ]
-      : []),
-    ...(m.score
-      ? [[`${label}score`, String(m.score.count), f3(m.score.exactAccuracy), '–', '–', '–', f3(m.score.mae)]]
-      : []),
-  ];
-}
-
-const HEAD_CELLS = ['type', 'answers', 'accuracy', 'Brier', 'log loss', 'ECE (15 equal-mass bins)', 'score MAE'];
-
-function rows(m: Metrics, label = ''): string[] {
-  return cells(m, label).map((c) => `| ${c.join(' | ')} |`);
-}
-
-const HEAD = `| ${HEAD_CELLS.join(' | ')} |\n|${HEAD_CELLS.map(() => '---').join('|')}|`;
-
-function summary(r: Report): string {
-  return `Model ${r.model}; ${r.lines} lines, ${r.answers} labeled answers; ${r.usage.input_tokens} input tokens; ${r.seconds} s.`;
-}
-
-function markdown(report: Report): string {
-  const parts = [
-    `# assay eval --dataset ${report.dataset}`,
-    '',
-    ...(report.synthetic ? [SYNTHETIC_NOTE, ''] : []),
-    summary(report),
-    '',
-    HEAD,
-    ...rows(report.metrics),
-    ...coverageMarkdown(report.coverage),
-  ];
-  for (const [tag, m] of Object.entries(report.byTag)) parts.push('', `## tag \`${tag}\``, '', HEAD, ...rows(m));
-  return `${parts.join('\n')}\n`;
-}
-
-const FLIP_HEAD = [
-  'type',
-  'answers',
-  'flipped',
-  'fixed (wrong → right)',
-  'broken (right → wrong)',
-  'mean largest probability change',
-];
-
-function flipCells(flips: Record<string, FlipCounts>): string[][] {
-  return Object.entries(flips).map(([type, c]) => [
-    type,
-    String(c.count),
-    `${c.flipped} (${((100 * c.flipped) / c.count).toFixed(1)}%)`,
-    String(c.fixed),
-    String(c.broken),
-    f3(c.meanMaxDelta),
-  ]);
-}
-
-const DRIFT_HEAD = ['type', 'measure', 'A', 'B', 'B − A', '95% interval', 'B against A'];
-const signed = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : '−'}${Math.abs(x).toFixed(3)}` : '–');
-
-/** Per type and measure: A, B, the difference, its paired bootstrap interval and the verdict (higher is better but for ECE). */
-function driftCells(d: Record<string, TypeDrift>): string[][] {
-  const out: string[][] = [];
-  const line = (
-    type: string,
-    name: string,
-    i: { a: number; b: number; diff: number; low: number; high: number },
-    lowerIsBetter = false,
-  ) => {
-    const better = lowerIsBetter ? i.high < 0 : i.low > 0;
-    const worse = lowerIsBetter ? i.low > 0 : i.high < 0;
-    out.push([
-      type,
-      name,
-      f3(i.a),
-      f3(i.b),
-      signed(i.diff),
-      `[${signed(i.low)}, ${signed(i.high)}]`,
-      worse ? 'worse' : better ? 'better' : 'within the interval',
-    ]);
-  };
-  for (const [type, t] of Object.entries(d)) {
-    line(type, type === 'score' ? 'exact-level accuracy' : 'accuracy', t.accuracy);
-    for (const c of t.coverage) line(type, `coverage at ${+(c.budget * 100).toFixed(2)}% error`, c);
-    if (t.ece) line(type, 'ECE', t.ece, true);
-  }
-  return out;
-}
-
-const CHANGED_HEAD = (a: string, b: string) => ['line', 'question', 'type', 'label', a, b, 'verdict'];
-
-function compareMarkdown(
-  dataset: string,
-  a: Report,
-  b: Report,
-  flips: Record<string, FlipCounts>,
-  d: Record<string, TypeDrift>,
-  changed: ChangedAnswer[],
-  resamples: number,
-  seed: number,
-): string {
-  const head = CHANGED_HEAD(a.arm, b.arm);
-  const parts = [
-    `# assay eval --dataset ${dataset} --compare ${a.arm},${b.arm}`,
-    '',
-    ...(a.synthetic || b.synthetic ? [SYNTHETIC_NOTE, ''] : []),
-    `${a.lines} lines, ${a.answers} labeled answers each. ${a.arm}: model ${a.model}, ${a.usage.input_tokens} input tokens, ${a.seconds} s. ${b.arm}: model ${b.model}, ${b.usage.input_tokens} input tokens, ${b.seconds} s.`,
-    '',
-    HEAD.replace('| type |', '| arm · type |'),
-    ...rows(a.metrics, `${a.arm} · `),
-    ...rows(b.metrics, `${b.arm} · `),
-    '',
-    `## ${b.arm} against ${a.arm}`,
-    '',
-    `Paired bootstrap: the questions resampled with replacement ${resamples} times (seed ${seed}), both arms' answers to a question kept together; the interval holds the middle 95% of the resampled differences B − A. "worse" / "better": the whole interval is on one side of 0.`,
-    '',
-    `| ${DRIFT_HEAD.join(' | ')} |`,
-    `|${DRIFT_HEAD.map(() => '---').join('|')}|`,
-    ...driftCells(d).map((c) => `| ${c.join(' | ')} |`),
-    '',
-    `| ${FLIP_HEAD.join(' | ')} |`,
-    `|${FLIP_HEAD.map(() => '---').join('|')}|`,
-    ...flipCells(flips).map((c) => `| ${c.join(' | ')} |`),
-    '',
-    `### Answers that flipped (${changed.length})`,
-    '',
-    ...(changed.length
-      ? [
-          `| ${head.join(' | ')} |`,
-          `|${head.map(() => '---').join('|')}|`,
-          ...changed.map(
-            (x) =>
-              `| ${[x.line, x.question, x.type, x.expected, x.a, x.b, x.verdict || '–'].map((c) => String(c).replace(/\|/g, '\\|')).join(' | ')} |`,
-          ),
-        ]
-      : [`No answer flipped between ${a.arm} and ${b.arm}.`]),
-  ];
-  return `${parts.join('\n')}\n`;
-}
-
-function plotsOf(report: Report): Array<{ file: string; title: string; svg: string }> {
-  const plots = [];
-  const who = report.arm === report.model ? report.model : `${report.arm} (${report.model})`;
-  for (const type of ['noul', 'choice'] as const) {
-    const m = report.metrics[type];
-    if (!m) continue;
-    const title = `${type}: ${who}`;
-    plots.push({ file: `reliability-${type}.svg`, title, svg: reliabilitySvg(title, m.reliability, m.ece) });
-  }
-  for (const [type, c] of Object.entries(report.coverage.byType)) {
-    const title = `risk–coverage, ${type} (${c.measure}): ${who}`;
-    plots.push({ file: `risk-coverage-${type}.svg`, title, svg: riskCoverageSvg(title, c.curve, c.atBudget) });
-  }
-  return plots;
-}
-
 function writePlots(out: string, report: Report, prefix = ''): string[] {
   return plotsOf(report).map((p) => {
     const file = p.file.replace(/^(reliability|risk-coverage)-/, `$1-${prefix}`);
     writeFileSync(join(out, file), p.svg);
     return file;
   });
-}
-
-function htmlArm(r: Report): HtmlArm {
-  const coverage: Array<{ caption: string; table: HtmlTable; note: string }> = r.coverage.budgets.map((b, i) => ({
-    caption: `Coverage at ${+(b * 100).toFixed(2)}% error; thresholds: ${JSON.stringify(r.coverage.thresholds[String(b)])}`,
-    table: { head: COVERAGE_HEAD, rows: coverageRows(r.coverage, i) },
-    note: enoughNote(b),
-  }));
-  return {
-    arm: r.arm,
-    confidence: r.confidence,
-    summary: summary(r),
-    metrics: { head: HEAD_CELLS, rows: cells(r.metrics) },
-    coverage,
-    byTag: Object.entries(r.byTag).map(([tag, m]) => ({ tag, table: { head: HEAD_CELLS, rows: cells(m) } })),
-    plots: plotsOf(r).map(({ title, svg }) => ({ title, svg })),
-  };
-}
-
-/** How an answer reads in the flips table: the decision and its probability. */
-function shown(a: Answer): string {
-  if (a.type === 'noul') return `${a.noul >= 0.5 ? 'yes' : 'no'} (P(yes) ${a.noul.toFixed(3)})`;
-  if (a.type === 'choice') return `${a.choice} (${(a.probabilities[a.choice] ?? 0).toFixed(3)})`;
-  const level = String(decision(a));
-  return `${level} (${(a.probabilities[level] ?? 0).toFixed(3)}; score ${a.score.toFixed(2)})`;
 }
 
 /** The arm file-name prefix: safe characters only. */
@@ -465,15 +172,7 @@ export async function evalDataset(o: DatasetOptions, io: Io): Promise<number> {
     }
   } else {
     const [a, b] = reports as [Report, Report];
-    const pairs = lines.flatMap((line, i) =>
-      Object.keys(line.questions).map((id) => ({
-        line: i + 1,
-        id,
-        a: runs[0]!.responses[i]!.answers[id]!,
-        b: runs[1]!.responses[i]!.answers[id]!,
-        expected: line.expected[id],
-      })),
-    );
+    const pairs = pairAnswers(lines, runs as [DatasetRun, DatasetRun]);
     const flips = countFlips(pairs);
     const resamples = o.resamples ?? DEFAULT_RESAMPLES;
     const seed = o.seed ?? DEFAULT_SEED;

@@ -14,7 +14,17 @@ import { openLocalModel } from './local-model.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
 import { DEFAULT_RESAMPLES, DEFAULT_SEED } from '../quality/index.js';
 import { DEFAULT_BUDGETS, DEFAULT_SCORE_TOLERANCE } from './dataset/coverage-report.js';
-import { describeError, parseCommand, parseFormat, resolveIo, table, type CommandIo, type Io } from './common.js';
+import {
+  describeError,
+  NO_KEY,
+  parseCommand,
+  parseFormat,
+  resolveIo,
+  serverTarget,
+  table,
+  type CommandIo,
+  type Io,
+} from './common.js';
 
 /** A family with a prompt contract of its own, for --compare's example. */
 const CONTRACT_FAMILY = FAMILIES.find((f) => f.contract)?.name ?? DEFAULT_FAMILY;
@@ -37,10 +47,11 @@ Text that is not JSON is sent as a string (one trailing newline removed).`,
       doc: `JSON: the questions map {"<id>": {"type": "noul"|"choice"|"score", ...}},
 or a request body holding one under "questions"`,
     },
-    url: COMMON_FLAGS.url('ask a running server (key from ASSAY_API_KEY) instead of a local engine'),
+    url: COMMON_FLAGS.url('ask a running server instead of a local engine', 'the local engine'),
+    key: COMMON_FLAGS.key(),
     model: COMMON_FLAGS.model("model name or alias (default: the registry's default; with --url, svc-latest)"),
     registry: COMMON_FLAGS.registry('local engine: model registry'),
-    format: COMMON_FLAGS.format,
+    format: COMMON_FLAGS.format('json'),
     batch: {
       doc: `with --dataset --url: send the lines as one batch (POST /v1/batches)
 instead of a request each; the same answers and reports`,
@@ -119,14 +130,16 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   const parsed = parseCommand('eval', FLAGS, argv, io);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  const format = parseFormat(values.format);
+  const format = parseFormat(values.format, 'json');
   if (!format) return usage(io, `--format must be json or table, not "${values.format}"`);
+  const { url, key } = serverTarget(values, io.env);
+  if (url && !key) return usage(io, NO_KEY);
   const timeoutMs = optionalNumber(values.timeout);
   const retries = optionalNumber(values.retries);
   if (Number.isNaN(timeoutMs) || Number.isNaN(retries)) return usage(io, '--timeout and --retries take numbers');
   if (values.dataset) {
-    if (values.shape && values.url) return usage(io, '--shape runs a local synthetic model: not with --url');
-    if (values.batch && !values.url) return usage(io, '--batch sends the dataset to a server: it goes with --url');
+    if (values.shape && url) return usage(io, '--shape runs a local synthetic model: not with --url');
+    if (values.batch && !url) return usage(io, '--batch sends the dataset to a server: it goes with --url');
     const budgets = (values['error-budget'] ?? []).map(parseBudget);
     if (budgets.some((b) => b === undefined))
       return usage(io, '--error-budget takes a share between 0 and 1 (0.05) or a percentage (5%)');
@@ -149,7 +162,7 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
         model: values.model,
         registryFile: parsed.registry,
         out: values.out,
-        url: values.url,
+        url,
         batch: values.batch,
         compare: values.compare,
         shape: values.shape,
@@ -162,7 +175,8 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
         resamples,
         seed,
       },
-      io,
+      // The server's clients read the key the command resolved (--key, else ASSAY_API_KEY).
+      { ...io, env: { ...io.env, ASSAY_API_KEY: key } },
     );
   }
   if (values.compare || values.shape || values['error-budget'] || values['fail-if-worse'] || values.batch)
@@ -183,8 +197,8 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   let response: SystemOneResponse;
   let order: SentOrder | undefined;
   try {
-    if (values.url) {
-      const client = new AssayClient({ baseUrl: values.url, env: io.env, timeoutMs, maxRetries: retries });
+    if (url) {
+      const client = new AssayClient({ baseUrl: url, apiKey: key, timeoutMs, maxRetries: retries });
       const body = { state, questions, ...(values.model ? { model: values.model } : {}) } as SystemOneRequest;
       // Sent as the file lists them (a valid request's order; the server checks the rest).
       order = requestErrors({ ...body, model: '' }).length ? undefined : questionOrder(body.questions, sent);

@@ -9,6 +9,11 @@ import { resolveModel, type Registry, type ResolvedModel } from '../registry/ind
 import { createModelPool, escalationModels } from '../service/index.js';
 import type { Io } from './common.js';
 
+/** What a local command says of a synthetic (random-weight) model it answers with. */
+export const syntheticNote = (model: string) =>
+  `${model} is a synthetic model with random weights: its answers are meaningless ` +
+  '(a real model: assay models fetch <owner/name>, docs/models.md#using-a-real-model)';
+
 export type LocalModels = ReturnType<typeof createModelPool>;
 
 /**
@@ -30,6 +35,8 @@ export async function openLocalModel(
       // concerns the model it runs (each of the pools one run may open would repeat it).
       const about = (o as { model?: string }).model;
       if (about !== undefined && about !== resolved.id && registry.models[about]?.escalate) return;
+      // Nothing is served here: the command says what it answers with, not the server's warning.
+      if ((o as { synthetic?: boolean }).synthetic) msg = syntheticNote(about ?? resolved.id);
       if (!warned.has(msg)) io.err(`assay ${command}: ${msg}\n`);
       warned.add(msg);
     },

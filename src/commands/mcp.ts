@@ -14,20 +14,21 @@ import { createMcpServer, ToolFailure, type DecisionThresholds, type McpBackend 
 import { listModels, loadRegistry, resolveModel } from '../registry/index.js';
 import { ParsedBody } from '../protocol/index.js';
 import { evaluateRequest } from '../service/index.js';
-import { parseCommand, resolveIo, type CommandIo, type Io } from './common.js';
+import { NO_KEY, parseCommand, resolveIo, serverTarget, type CommandIo, type Io } from './common.js';
 import { thresholdsFromReport } from './dataset/escalation-sweep.js';
 import { DatasetError } from './dataset/read.js';
 import { openLocalModel } from './local-model.js';
 
 const FLAGS = commandFlags({
-  head: `Usage: assay mcp [--url URL] [--model M] [--registry FILE] [--thresholds FILE#ACT[,REVIEW]]
+  head: `Usage: assay mcp [--url URL [--key KEY]] [--model M] [--registry FILE] [--thresholds FILE#ACT[,REVIEW]]
 
 An MCP server on stdio (Model Context Protocol) for desktop agents, with the tools
 models, check (yes/no), classify (one option), score (a rubric level) and evaluate
 (a whole request). Configure it in the agent as the command \`assay mcp\`.
 `,
   flags: {
-    url: COMMON_FLAGS.url('answer through a running server (key from ASSAY_API_KEY) instead of a local engine'),
+    url: COMMON_FLAGS.url('answer through a running server instead of a local engine', 'the local engine'),
+    key: COMMON_FLAGS.key(),
     model: COMMON_FLAGS.model("the tools' default model (default: the registry's default; with --url, svc-latest)"),
     registry: COMMON_FLAGS.registry('local engine: model registry'),
     thresholds: {
@@ -57,8 +58,14 @@ export function reportDecision(spec: string): DecisionThresholds {
 }
 
 /** The tools over a server: its models and answers as this key sees them, its errors as it sends them. */
-function remoteBackend(url: string, model: string | undefined, io: Io, decision?: DecisionThresholds): McpBackend {
-  const client = new AssayClient({ baseUrl: url, env: io.env, model });
+function remoteBackend(
+  url: string,
+  key: string,
+  model: string | undefined,
+  io: Io,
+  decision?: DecisionThresholds,
+): McpBackend {
+  const client = new AssayClient({ baseUrl: url, apiKey: key, model });
   const call = async <T>(f: () => Promise<T>): Promise<T> => {
     try {
       return await f();
@@ -117,11 +124,16 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   const parsed = parseCommand('mcp', FLAGS, argv, io);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
+  const { url, key } = serverTarget(values, io.env);
+  if (url && !key) {
+    io.err(`assay mcp: ${NO_KEY}\n`);
+    return 2;
+  }
   let backend: McpBackend & { close?(): Promise<void> };
   try {
     const decision = values.thresholds ? reportDecision(values.thresholds) : undefined;
-    backend = values.url
-      ? remoteBackend(values.url, values.model, io, decision)
+    backend = url
+      ? remoteBackend(url, key!, values.model, io, decision)
       : await localBackend(parsed.registry, values.model, io, decision);
   } catch (e) {
     io.err(`assay mcp: ${(e as Error).message}\n`);

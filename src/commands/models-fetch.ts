@@ -110,7 +110,8 @@ export async function run(argv: string[], io: FetchCliIo = {}): Promise<number> 
   let result: FetchModelResult;
   try {
     log(
-      `fetching ${repo}@${o.revision ?? 'main'}${o.subfolder ? `/${o.subfolder}` : ''} (${variant ?? (o.split ? 'split export' : 'default variant')}) from ${hubUrl}`,
+      `fetching ${repo}@${o.revision ?? 'main'}${o.subfolder ? `/${o.subfolder}` : ''} ` +
+        `(${variant ?? (o.split ? 'split export' : 'default variant')}) from ${hubUrl}`,
     );
     result = await fetchModel({
       repo,

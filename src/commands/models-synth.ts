@@ -71,7 +71,9 @@ export async function ensureSyntheticModels(
     log(
       written
         ? `model ${id}: folder ${dir} is stale (other weights than ${weights}, or another generator version), rewriting it`
-        : `model ${id}: folder ${dir} missing, generating the ${weights === undefined ? 'synthetic model' : `model from its trained weights (${weights})`} the registry declares`,
+        : `model ${id}: folder ${dir} missing, generating the ` +
+            `${weights === undefined ? 'synthetic model' : `model from its trained weights (${weights})`} ` +
+            `the registry declares`,
     );
     await ensureSynthModel(opts);
     made.push(id);

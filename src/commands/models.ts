@@ -10,7 +10,16 @@ import { listModels, loadRegistry } from '../registry/index.js';
 import { DEFAULT_FAMILY, detectFamily, familyNamed } from '../engine/index.js';
 import type { ResolvedModel } from '../registry/index.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
-import { describeError, parseCommand, parseFormat, resolveIo, table, type CommandIo } from './common.js';
+import {
+  describeError,
+  NO_KEY,
+  parseCommand,
+  parseFormat,
+  resolveIo,
+  serverTarget,
+  table,
+  type CommandIo,
+} from './common.js';
 
 const FLAGS = commandFlags({
   head: `Usage: assay models [options]
@@ -19,9 +28,10 @@ Lists the models a server lists (GET /v1/models): its aliases and the versioned 
 marks "listed", each a name the \`model\` field accepts (as is every versioned id of the registry).
 `,
   flags: {
-    url: COMMON_FLAGS.url('ask a running server (GET /v1/models; key from ASSAY_API_KEY)'),
+    url: COMMON_FLAGS.url('ask a running server (GET /v1/models)', 'the local registry'),
+    key: COMMON_FLAGS.key(),
     registry: COMMON_FLAGS.registry('without --url: the registry to read'),
-    format: COMMON_FLAGS.format,
+    format: COMMON_FLAGS.format('json'),
   },
   column: 20,
   tail: `  assay models fetch <owner/name> [...]   download a Hugging Face ONNX export and register it
@@ -56,9 +66,11 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   const parsed = parseCommand('models', FLAGS, argv, io);
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  const format = parseFormat(values.format);
-  if (!format) {
-    io.err(`assay models: --format must be json or table, not "${values.format}"\n`);
+  const format = parseFormat(values.format, 'json');
+  const { url, key } = serverTarget(values, io.env);
+  const wrong = !format ? `--format must be json or table, not "${values.format}"` : url && !key ? NO_KEY : undefined;
+  if (wrong) {
+    io.err(`assay models: ${wrong}\n`);
     return 2;
   }
 
@@ -66,8 +78,8 @@ export async function run(argv: string[], ioOptions?: CommandIo): Promise<number
   const resolvesTo = new Map<string, string>();
   const families = new Map<string, string>();
   try {
-    if (values.url) {
-      list = await new AssayClient({ baseUrl: values.url, env: io.env }).listModels();
+    if (url) {
+      list = await new AssayClient({ baseUrl: url, apiKey: key }).listModels();
     } else {
       const models = listModels(loadRegistry(parsed.registry));
       list = { models: models.map((m) => m.metadata) };

@@ -1,28 +1,32 @@
-// assay ps | load MODEL | unload MODEL | reload  --url URL   (key from ASSAY_API_KEY: an operator key)
+// assay ps | load MODEL | unload MODEL | reload  [--url URL] [--key KEY]   (an operator key)
 //
 // The operator endpoints of a running server (src/api/routes/admin.ts): what is resident, one line
 // per model with its size, last use and expiry; load and unload by hand; reload the registry.
 import type { ResidencyView, ResidentModel } from '../service/index.js';
+import { DEFAULT_BASE_URL } from '../client/index.js';
 import { commandFlags, COMMON_FLAGS } from '../config/index.js';
-import { parseCommand, parseFormat, resolveIo, table, type CommandIo, type Io } from './common.js';
+import { NO_KEY, parseCommand, parseFormat, resolveIo, serverTarget, table, type CommandIo } from './common.js';
 
+/** load, unload and reload print the server's JSON answer (there is no table of it: no --format). */
 const flags = {
-  url: COMMON_FLAGS.url('the running server (key from ASSAY_API_KEY: an operator key)'),
-  format: COMMON_FLAGS.format,
+  url: COMMON_FLAGS.url('the running server', DEFAULT_BASE_URL),
+  key: COMMON_FLAGS.key('an operator key'),
 };
+/** ps: a table for a person (the default), or the server's JSON (GET /admin/models). */
+const PS_FORMAT = 'table';
 
 const SPECS = {
   ps: commandFlags({
-    head: `Usage: assay ps --url URL [--format table|json]
+    head: `Usage: assay ps [--url URL] [--key KEY] [--format table|json]
 
 The models resident in a running server (GET /admin/models), one line each: name, size (RSS growth
 over its load plus its prefix cache), last use, when it unloads if still idle, requests in flight.
 `,
-    flags,
+    flags: { ...flags, format: COMMON_FLAGS.format(PS_FORMAT) },
     column: 16,
   }),
   load: commandFlags({
-    head: `Usage: assay load MODEL --url URL
+    head: `Usage: assay load MODEL [--url URL] [--key KEY]
 
 Loads a model on a running server (POST /admin/models/load), making room as a request would.
 `,
@@ -31,7 +35,7 @@ Loads a model on a running server (POST /admin/models/load), making room as a re
     positionals: true,
   }),
   unload: commandFlags({
-    head: `Usage: assay unload MODEL --url URL
+    head: `Usage: assay unload MODEL [--url URL] [--key KEY]
 
 Unloads an idle model from a running server (POST /admin/models/unload); refused (409) while requests use it.
 `,
@@ -40,7 +44,7 @@ Unloads an idle model from a running server (POST /admin/models/unload); refused
     positionals: true,
   }),
   reload: commandFlags({
-    head: `Usage: assay reload --url URL
+    head: `Usage: assay reload [--url URL] [--key KEY]
 
 Makes a running server read its registry file again (POST /admin/registry/reload; SIGHUP does the
 same): added models load on first use, removed and re-pointed ones unload once their requests end.
@@ -93,9 +97,7 @@ export function psTable(view: ResidencyView, now = Date.now()): string {
   return `${table(rows)}\n\n${view.models.length} of ${view.max_loaded_models} models, ${size(view.resident_bytes)} of ${budget}`;
 }
 
-async function call(io: Io, url: string, method: 'GET' | 'POST', path: string, body?: object): Promise<unknown> {
-  const key = io.env.ASSAY_API_KEY;
-  if (!key) throw new Error('no API key: set ASSAY_API_KEY to an operator key');
+async function call(key: string, url: string, method: 'GET' | 'POST', path: string, body?: object): Promise<unknown> {
   const res = await fetch(`${url.replace(/\/+$/, '')}${path}`, {
     method,
     headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
@@ -114,19 +116,24 @@ async function runOne(name: Name, argv: string[], ioOptions?: CommandIo): Promis
   const parsed = parseCommand(name, SPECS[name], argv, io);
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  const format = parseFormat(values.format ?? (name === 'ps' ? 'table' : 'json'));
+  const format = name === 'ps' ? parseFormat((values as { format?: string }).format, PS_FORMAT) : 'json';
   const wantsModel = name === 'load' || name === 'unload';
-  if (!values.url || !format || positionals.length !== (wantsModel ? 1 : 0)) {
+  const { url = DEFAULT_BASE_URL, key } = serverTarget(values, io.env);
+  if (!format || positionals.length !== (wantsModel ? 1 : 0)) {
     io.err(`assay ${name}: ${SPECS[name].head.split('\n')[0]}\n`);
+    return 2;
+  }
+  if (!key) {
+    io.err(`assay ${name}: ${NO_KEY} (an operator key)\n`);
     return 2;
   }
   try {
     const out =
       name === 'ps'
-        ? await call(io, values.url, 'GET', '/admin/models')
+        ? await call(key, url, 'GET', '/admin/models')
         : name === 'reload'
-          ? await call(io, values.url, 'POST', '/admin/registry/reload', {})
-          : await call(io, values.url, 'POST', `/admin/models/${name}`, { model: positionals[0] });
+          ? await call(key, url, 'POST', '/admin/registry/reload', {})
+          : await call(key, url, 'POST', `/admin/models/${name}`, { model: positionals[0] });
     io.out(`${name === 'ps' && format === 'table' ? psTable(out as ResidencyView) : JSON.stringify(out, null, 2)}\n`);
     return 0;
   } catch (e) {

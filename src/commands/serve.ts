@@ -22,6 +22,7 @@ import {
 } from '../service/index.js';
 import { cpuKernels } from '../engine/index.js';
 import { hostPolicy } from '../common/index.js';
+import { startTracing } from './tracing.js';
 
 export type ServeConfig = Readonly<
   ServeSettings & {
@@ -37,9 +38,17 @@ export function serveConfig(argv: string[], env: Record<string, string | undefin
   const settings = loadServeSettings(argv, env);
   if (settings === 'help') return 'help';
   // With ASSAY_API_KEYS alone, its first key is the operator's; with a keys file, the keys it marks.
+  // ASSAY_API_KEY (the one key the CLI sends) is one more key of the list, its last; the operator's
+  // when it is the only one.
+  const listed = keysFromList(settings.apiKeys ?? '', !settings.keysFile);
+  const own = keysFromList(settings.apiKey ?? '', !settings.keysFile && listed.length === 0).map((k) => ({
+    ...k,
+    name: 'env-api-key',
+  }));
   const keys = [
     ...(settings.keysFile ? loadKeysFile(settings.keysFile) : []),
-    ...keysFromList(settings.apiKeys ?? '', !settings.keysFile),
+    ...listed,
+    ...own.filter((k) => !listed.some((l) => l.hash.equals(k.hash))),
   ];
   let generatedKey: string | undefined;
   if (keys.length === 0) {
@@ -101,7 +110,8 @@ export async function run(argv: string[]): Promise<number> {
   const first = resolveModel(registry, registry.default);
   if (first?.entry.synthetic && !existsSync(join(first.dir, 'assay.json'))) {
     process.stderr.write(
-      `assay serve: the default model ${registry.default} is synthetic and its folder ${first.dir} is missing: run \`assay models synth\` first (npm start does)\n`,
+      `assay serve: the default model ${registry.default} is synthetic and its folder ` +
+        `${first.dir} is missing: run \`assay models synth\` first (npm start does)\n`,
     );
     return 1;
   }
@@ -129,6 +139,8 @@ export async function run(argv: string[]): Promise<number> {
     undefined,
     config.provider === 'cuda' ? 'native' : config.q4Kernels,
   );
+  // Traces, when the OTEL_* variables ask (before the server: @fastify/otel hooks its creation).
+  const tracing = await startTracing(process.env);
   // Batch jobs: their store opens here (a data directory that cannot be written turns them off, said below).
   const opened = config.batches
     ? await openBatches({
@@ -166,7 +178,7 @@ export async function run(argv: string[]): Promise<number> {
 
   if (config.generatedKey) {
     process.stdout.write(
-      `\nNo API key configured (ASSAY_API_KEYS or --keys-file), so one was generated for this run.\n` +
+      `\nNo API key configured (ASSAY_API_KEYS, ASSAY_API_KEY or --keys-file), so one was generated for this run.\n` +
         `It is printed only this once and is not stored anywhere:\n\n    ${config.generatedKey}\n\n` +
         `Send it as: Authorization: Bearer <key>\n\n`,
     );
@@ -176,6 +188,7 @@ export async function run(argv: string[]): Promise<number> {
   for (const [level, o, m] of held.splice(0)) app.log[level](o, m);
   if ('unavailable' in opened && config.batches) app.log.warn({ reason: opened.unavailable }, 'batches are off');
   app.log[kernels.int8Exact ? 'info' : 'warn'](kernels, `cpu kernels: int8 ${kernels.int8}; 4-bit ${kernels.q4}`);
+  if (tracing) app.log.info({ exporter: tracing.describe }, 'tracing on');
   const server = app;
   const stopped = new Promise<number>((resolve) => {
     let stopping = false;
@@ -191,6 +204,8 @@ export async function run(argv: string[]): Promise<number> {
       server
         .close()
         .then(() => pool.close())
+        // The spans still held are flushed (a failed export is the collector's problem, not the exit's).
+        .then(() => tracing?.shutdown().catch(() => undefined))
         .then(
           () => {
             server.log.info('shutdown complete');

@@ -57,7 +57,9 @@ export function configTable(): string {
   const esc = (s: string) => s.replaceAll('|', '\\|');
   const rows = settingsInfo().map(
     (s) =>
-      `| ${s.flag ? `\`${esc(flagOf(s))}\`` : '—'} | ${s.env ? `\`${s.env}\`` : '—'} | ${s.shown === undefined ? '—' : esc(s.boolean ? (s.shown === 'true' ? 'on' : 'off') : s.shown)} | ${esc(s.doc)} |`,
+      `| ${s.flag ? `\`${esc(flagOf(s))}\`` : '—'} | ${s.env ? `\`${s.env}\`` : '—'} | ` +
+      `${s.shown === undefined ? '—' : esc(s.boolean ? (s.shown === 'true' ? 'on' : 'off') : s.shown)} ` +
+      `| ${esc(s.doc)} |`,
   );
   return ['| flag | environment | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }

@@ -45,11 +45,21 @@ export const COMMON_FLAGS = {
     arg: registry.arg!,
     doc: `${role} (default ${registry.env} or ${registry.shown})`,
   }),
-  /** A running server instead of the local engine. */
-  url: (doc: string) => ({ arg: 'URL', doc }),
+  /**
+   * The server a client command talks to, read the same way by every command: --url, else
+   * ASSAY_BASE_URL, else `fallback` (the client's default server, or "the local engine").
+   */
+  url: (doc: string, fallback: string) => ({ arg: 'URL', doc: `${doc}\n(default ASSAY_BASE_URL, else ${fallback})` }),
+  /** The API key a client command sends: --key, else ASSAY_API_KEY. */
+  key: (role = 'the API key') => ({ arg: 'KEY', doc: `${role} (default ASSAY_API_KEY)` }),
   /** A model name or alias (or, for `models synth`, a registry entry). */
   model: (doc: string, arg = 'M') => ({ arg, doc }),
-  format: { arg: 'F', doc: "json (default: the API's response body) or table" } satisfies Flag,
+  /** --format, its help naming the default the command applies (parseFormat(values.format, def)). */
+  format: (def: 'json' | 'table') =>
+    ({
+      arg: 'F',
+      doc: def === 'json' ? "json (default: the API's response body) or table" : 'table (default) or json',
+    }) satisfies Flag,
 };
 
 /** A command's flags, declared with their literal types (so FlagValues knows each flag's value). */

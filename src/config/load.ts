@@ -1,5 +1,6 @@
 // Parses `assay serve`'s flags and environment with the settings schema, once, into a frozen
-// object; resolveSettings does the same for the settings another command shares with it. Flags win over the environment, which wins over the defaults. An invalid value stops the
+// object; resolveSettings does the same for the settings another command shares with it. Flags win over
+// the environment, which wins over the defaults. An invalid value stops the
 // server at startup with a message naming the flag or variable it came from.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ServeSettingsSchema, settingsInfo, type ServeSettings, type SettingName } from './settings.js';

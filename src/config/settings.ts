@@ -142,7 +142,11 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'allowed-hosts',
         env: 'ASSAY_ALLOWED_HOSTS',
         arg: 'NAMES',
-        doc: "comma-separated Host names the server answers to besides localhost, *.localhost, IP literals and the machine's name (exact, or *.suffix); any other Host gets 403 (DNS rebinding guard). Checked on a loopback bind by default, on other binds only when set (behind a proxy: its public names); * turns the check off",
+        doc:
+          'comma-separated Host names the server answers to besides localhost, *.localhost, IP ' +
+          "literals and the machine's name (exact, or *.suffix); any other Host gets 403 (DNS " +
+          'rebinding guard). Checked on a loopback bind by default, on other binds only when set ' +
+          '(behind a proxy: its public names); * turns the check off',
         shownDefault: 'none (checked on a loopback bind)',
       }),
     ),
@@ -154,7 +158,10 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'cors-origins',
         env: 'ASSAY_CORS_ORIGINS',
         arg: 'ORIGINS',
-        doc: 'comma-separated origins (https://app.example.com) whose pages may call the API from a browser, with CORS headers (Authorization allowed, never credentials); * allows any origin. Off by default: a browser request from any other origin gets 403',
+        doc:
+          'comma-separated origins (https://app.example.com) whose pages may call the API from a ' +
+          'browser, with CORS headers (Authorization allowed, never credentials); * allows any ' +
+          'origin. Off by default: a browser request from any other origin gets 403',
         shownDefault: 'none',
       }),
     ),
@@ -186,6 +193,18 @@ export const ServeSettingsSchema = z.strictObject({
       m({
         env: 'ASSAY_API_KEYS',
         doc: 'comma-separated API keys, all models, default limits (environment only); with no key configured, one is generated for the run and printed once',
+      }),
+    ),
+  apiKey: z
+    .string()
+    .optional()
+    .meta(
+      m({
+        env: 'ASSAY_API_KEY',
+        doc:
+          "one API key, the variable the CLI and the playground's Copy as curl send (environment " +
+          'only): served as one more key of ASSAY_API_KEYS (the operator key when ASSAY_API_KEYS and ' +
+          '--keys-file are unset)',
       }),
     ),
   requestsPerMinute: int(1)
@@ -279,7 +298,10 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'big-body-slots',
         env: 'ASSAY_BIG_BODY_SLOTS',
         arg: 'N',
-        doc: 'request bodies over 64 KiB received at once, each streamed to the body worker as it arrives; the others wait unread (TCP holds their clients back), so raw bodies in memory stay within about N × --body-limit',
+        doc:
+          'request bodies over 64 KiB received at once, each streamed to the body worker as it ' +
+          'arrives; the others wait unread (TCP holds their clients back), so raw bodies in memory ' +
+          'stay within about N × --body-limit',
       }),
     ),
   maxLoadedModels: int(1)
@@ -300,7 +322,10 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'keep-alive',
         env: 'ASSAY_KEEP_ALIVE',
         arg: 'D',
-        doc: 'how long a model stays resident after its last request (5m, 30s, 1h or seconds; 0: unload after each request; negative, as --keep-alive=-1: never); the default and --preload models stay',
+        doc:
+          'how long a model stays resident after its last request (5m, 30s, 1h or seconds; 0: unload ' +
+          'after each request; negative, as --keep-alive=-1: never); the default and --preload ' +
+          'models stay',
       }),
     ),
   memoryBudget: int(1)
@@ -310,7 +335,10 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'memory-budget',
         env: 'ASSAY_MEMORY_BUDGET',
         arg: 'BYTES',
-        doc: "bytes the resident models may take, each measured as the process's RSS growth over its load plus its prefix cache; a model that alone passes it is refused",
+        doc:
+          "bytes the resident models may take, each measured as the process's RSS growth over its " +
+          'load and its passes, plus what its prefix cache holds; a model that alone, with a full ' +
+          'prefix cache, passes it is refused',
         shownDefault: `${DEFAULTS.memoryBudgetShare * 100}% of the machine's memory (its cgroup limit when lower)`,
       }),
     ),
@@ -343,7 +371,9 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'prefix-cache-scope',
         env: 'ASSAY_PREFIX_CACHE_SCOPE',
         arg: 'key|shared',
-        doc: 'key: each API key reuses only its own cached prefixes; shared: one prefix cache across keys (a key can then time whether another key sent a state recently)',
+        doc:
+          'key: each API key reuses only its own cached prefixes; shared: one prefix cache across ' +
+          'keys (a key can then time whether another key sent a state recently)',
       }),
     ),
   serverTimingEngine: bool()
@@ -373,7 +403,9 @@ export const ServeSettingsSchema = z.strictObject({
         server: 'playground',
         flag: 'playground',
         env: 'ASSAY_PLAYGROUND',
-        doc: 'serve /playground, a page to send a request and see its answers as charts (static files; the key stays in the browser tab); --no-playground turns it off',
+        doc:
+          'serve /playground, a page to send a request and see its answers as charts (static files; ' +
+          'the key stays in the browser tab); --no-playground turns it off',
       }),
     ),
   mcp: bool()
@@ -394,7 +426,9 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'replica-id',
         env: 'ASSAY_REPLICA_ID',
         arg: 'NAME',
-        doc: "name this replica in an x-assay-replica response header, for checking a proxy's routing (off by default: it tells a caller which replica holds its states)",
+        doc:
+          "name this replica in an x-assay-replica response header, for checking a proxy's routing " +
+          '(off by default: it tells a caller which replica holds its states)',
       }),
     ),
   packQuestions: bool()
@@ -404,7 +438,9 @@ export const ServeSettingsSchema = z.strictObject({
         engine: 'packQuestions',
         flag: 'pack-questions',
         env: 'ASSAY_PACK_QUESTIONS',
-        doc: "packed evaluation: a request's questions in one pass on its prefix (--no-pack-questions: one pass per question, which keeps each question's quantized activations to itself)",
+        doc:
+          "packed evaluation: a request's questions in one pass on its prefix (--no-pack-questions: " +
+          "one pass per question, which keeps each question's quantized activations to itself)",
       }),
     ),
   packTokens: int(1)
@@ -426,7 +462,10 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'batch-pack-tokens',
         env: 'ASSAY_BATCH_PACK_TOKENS',
         arg: 'N',
-        doc: 'most question tokens in one packed pass of a batch job (at most --pack-tokens), and the base of its prefill pieces (at most --prefill-chunk): an interactive request waits behind at most one batch pass, and this keeps that pass short',
+        doc:
+          'most question tokens in one packed pass of a batch job (at most --pack-tokens), and the ' +
+          'base of its prefill pieces (at most --prefill-chunk): an interactive request waits behind ' +
+          'at most one batch pass, and this keeps that pass short',
       }),
     ),
   batchTokens: int(0)
@@ -437,7 +476,14 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'batch-tokens',
         env: 'ASSAY_BATCH_TOKENS',
         arg: 'N',
-        doc: 'most tokens of one pass shared by concurrent requests whose whole prompt fits one packed pass, each seeing only its own tokens (0: off; off on CPU, where the masked attention makes a shared pass cost more than its parts; never on exports that still quantize activations with one scale per pass, such as dynamic int8 run with --no-per-token-int8, where it would let the tokens of one caller move the answers of another; nor on per-token int8 with fused attention, whose state and question tokens run in passes of their own kinds (docs/engine.md, Exactness across passes))',
+        doc:
+          'most tokens of one pass shared by concurrent requests whose whole prompt fits one packed ' +
+          'pass, each seeing only its own tokens (0: off; off on CPU, where the masked attention ' +
+          'makes a shared pass cost more than its parts; never on exports that still quantize ' +
+          'activations with one scale per pass, such as dynamic int8 run with --no-per-token-int8, ' +
+          'where it would let the tokens of one caller move the answers of another; nor on per-token ' +
+          'int8 with fused attention, whose state and question tokens run in passes of their own ' +
+          'kinds (docs/engine.md, Exactness across passes))',
         shownDefault: `${DEFAULTS.batchTokens.cpu} on cpu, ${DEFAULTS.batchTokens.cuda} on cuda`,
       }),
     ),
@@ -448,7 +494,10 @@ export const ServeSettingsSchema = z.strictObject({
         engine: 'exactInt8',
         flag: 'exact-int8',
         env: 'ASSAY_EXACT_INT8',
-        doc: "exact int8 on CPUs whose fast int8 kernel saturates (AVX2, AVX-512 without VNNI: onnxruntime's U8U8 kernel, about 17% slower there); --no-exact-int8 keeps the fast kernel, and int8 answers then drift from fp32. VNNI/AMX CPUs are exact either way",
+        doc:
+          'exact int8 on CPUs whose fast int8 kernel saturates (AVX2, AVX-512 without VNNI: ' +
+          "onnxruntime's U8U8 kernel, about 17% slower there); --no-exact-int8 keeps the fast " +
+          'kernel, and int8 answers then drift from fp32. VNNI/AMX CPUs are exact either way',
       }),
     ),
   q4Kernels: oneOf(['int8', 'native'])
@@ -459,7 +508,11 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'q4-kernels',
         env: 'ASSAY_Q4_KERNELS',
         arg: 'int8|native',
-        doc: "how 4-bit exports (MatMulNBits) run on CPU: int8 converts their weights at load to int8 and runs the int8 kernels (several times faster at prefill; the matrix weights take about 1.6x the memory, +185 MB for a 0.5B model); native keeps onnxruntime's 4-bit kernel, for memory-bound hosts",
+        doc:
+          'how 4-bit exports (MatMulNBits) run on CPU: int8 converts their weights at load to int8 ' +
+          'and runs the int8 kernels (several times faster at prefill; the matrix weights take about ' +
+          "1.6x the memory, +185 MB for a 0.5B model); native keeps onnxruntime's 4-bit kernel, for " +
+          'memory-bound hosts',
       }),
     ),
   perTokenInt8: bool()
@@ -469,7 +522,11 @@ export const ServeSettingsSchema = z.strictObject({
         engine: 'perTokenInt8',
         flag: 'per-token-int8',
         env: 'ASSAY_PER_TOKEN_INT8',
-        doc: "dynamic int8 exports quantize each token's activations with its own scale (rewritten at load), and their attention sums in float64, so an answer does not move with the other questions, requests or cached prefix of its pass; --no-per-token-int8 runs them as exported (one activation scale per pass)",
+        doc:
+          "dynamic int8 exports quantize each token's activations with its own scale (rewritten at " +
+          'load), and their attention sums in float64, so an answer does not move with the other ' +
+          'questions, requests or cached prefix of its pass; --no-per-token-int8 runs them as ' +
+          'exported (one activation scale per pass)',
       }),
     ),
   confidence: oneOf(['entropy', 'hosted'])
@@ -481,7 +538,11 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'confidence',
         env: 'ASSAY_CONFIDENCE',
         arg: 'entropy|hosted',
-        doc: "the confidence of choice and score answers: entropy (1 − H/ln N over every outcome) or hosted (the hosted service's formulas: choice (p_max − 1/k)/(1 − 1/k), score 1 − expected distance from the most probable level over the uniform's); docs/api.md has a worked example",
+        doc:
+          'the confidence of choice and score answers: entropy (1 − H/ln N over every outcome) or ' +
+          "hosted (the hosted service's formulas: choice (p_max − 1/k)/(1 − 1/k), score 1 − expected " +
+          "distance from the most probable level over the uniform's); docs/api.md has a worked " +
+          'example',
       }),
     ),
   graphRewrite: bool()
@@ -501,7 +562,11 @@ export const ServeSettingsSchema = z.strictObject({
         engine: 'fusedAttention',
         flag: 'fused-attention',
         env: 'ASSAY_FUSED_ATTENTION',
-        doc: 'rewrite attention written in plain ops into onnxruntime\'s fused GroupQueryAttention at load (flash attention on CPU: no [S, T] score or mask tensor; passes with their own masks keep them); --no-fused-attention or ASSAY_FUSED_ATTENTION=off runs attention as exported; per model: "fused_attention": false in the registry',
+        doc:
+          "rewrite attention written in plain ops into onnxruntime's fused GroupQueryAttention at " +
+          'load (flash attention on CPU: no [S, T] score or mask tensor; passes with their own masks ' +
+          'keep them); --no-fused-attention or ASSAY_FUSED_ATTENTION=off runs attention as exported; ' +
+          'per model: "fused_attention": false in the registry',
       }),
     ),
   graphCacheDir: text()
@@ -512,7 +577,9 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'graph-cache-dir',
         env: 'ASSAY_GRAPH_CACHE_DIR',
         arg: 'DIR',
-        doc: 'where load-time graph rewrites are written (model folders are only read; an export with external weights adds only its small graph here, a single-file one a copy of its weights)',
+        doc:
+          'where load-time graph rewrites are written (model folders are only read; an export with ' +
+          'external weights adds only its small graph here, a single-file one a copy of its weights)',
         shownDefault: '$XDG_CACHE_HOME/assay/graphs or ~/.cache/assay/graphs, else <tmpdir>/assay-graphs',
       }),
     ),
@@ -523,7 +590,10 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'data-dir',
         env: 'ASSAY_DATA_DIR',
         arg: 'DIR',
-        doc: 'where batch jobs keep their inputs and results until they are read or expire (an SQLite file and the uploads being read in; docs/batches.md). A directory that cannot be written turns batches off (503) and says why at startup',
+        doc:
+          'where batch jobs keep their inputs and results until they are read or expire (an SQLite ' +
+          'file and the uploads being read in; docs/batches.md). A directory that cannot be written ' +
+          'turns batches off (503) and says why at startup',
         shownDefault: '$XDG_DATA_HOME/assay or ~/.local/share/assay',
       }),
     ),
@@ -539,7 +609,10 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'batch-queue-url',
         env: 'ASSAY_BATCH_QUEUE_URL',
         arg: 'URL',
-        doc: 'a postgres:// URL: replicas share their batches, lines and results in this PostgreSQL database (queued with pg-boss), so any replica accepts a batch and serves its results, and a replica that dies loses no line. Unset: the embedded store in --data-dir, one server',
+        doc:
+          'a postgres:// URL: replicas share their batches, lines and results in this PostgreSQL ' +
+          'database (queued with pg-boss), so any replica accepts a batch and serves its results, ' +
+          'and a replica that dies loses no line. Unset: the embedded store in --data-dir, one server',
         shownDefault: 'none (embedded store)',
       }),
     ),
@@ -586,7 +659,9 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'batch-read-retention',
         env: 'ASSAY_BATCH_READ_RETENTION',
         arg: 'DURATION',
-        doc: 'how long results stay once their last page was read (a client that crashed while reading reads again); the input is deleted when the last page is read',
+        doc:
+          'how long results stay once their last page was read (a client that crashed while reading ' +
+          'reads again); the input is deleted when the last page is read',
       }),
     ),
   batchLease: duration()
@@ -597,7 +672,10 @@ export const ServeSettingsSchema = z.strictObject({
         flag: 'batch-lease',
         env: 'ASSAY_BATCH_LEASE',
         arg: 'DURATION',
-        doc: 'how long a replica holds the batch lines it claimed: a replica that dies mid-claim delays those lines by at most this, then another takes them up (claims are sized to a quarter of it at the recent pace)',
+        doc:
+          'how long a replica holds the batch lines it claimed: a replica that dies mid-claim delays ' +
+          'those lines by at most this, then another takes them up (claims are sized to a quarter of ' +
+          'it at the recent pace)',
       }),
     ),
   logLevel: oneOf(LOG_LEVELS)

@@ -131,7 +131,10 @@ export interface EngineConfig {
   answerTemperatures?: Partial<Record<'noul' | 'choice' | 'score', number>>;
   /** Prompt wording and label strategy (prompts.ts: v1 = option names, letters = A, B, C…); default the manifest's `prompt_version`, else v1. */
   promptVersion?: string;
-  /** Option-order bias control: ask each choice question over this many rotations of its options and average (default the manifest's `option_rotations`, else 1). */
+  /**
+   * Option-order bias control: ask each choice question over this many rotations of its options and
+   * average (default the manifest's `option_rotations`, else 1).
+   */
   optionRotations?: number;
   /** The `confidence` of choice and score answers (execution/answers.ts): 'entropy' (1 − H/ln N, the default) or 'hosted' (the hosted service's formulas). */
   confidence?: 'entropy' | 'hosted';

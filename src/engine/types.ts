@@ -48,6 +48,17 @@ export interface EvaluateOptions {
    * the shared scope.
    */
   cacheScope?: string;
+  /** Time the request's stages (EvaluateResult.stages), for tracing: off unless asked. */
+  trace?: boolean;
+}
+
+/** One timed stage of a request in the engine (wall-clock ms); counts only, never content. */
+export interface StageSpan {
+  name: 'planning' | 'queue_wait' | 'engine_pass' | 'readout';
+  start: number;
+  end: number;
+  /** The tokens of an engine pass. */
+  tokens?: number;
 }
 
 export interface EvaluateResult {
@@ -63,6 +74,8 @@ export interface EvaluateResult {
   usageParts?: UsageParts;
   /** What the model's family says beside the answers (never part of the answers themselves). */
   notes?: EvaluateNotes;
+  /** The request's stages in the engine, when EvaluateOptions.trace asked for them. */
+  stages?: StageSpan[];
 }
 
 /** A request's usage, per part (EvaluateResult.usageParts). */

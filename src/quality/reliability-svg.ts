@@ -16,7 +16,10 @@ export function reliabilitySvg(title: string, bins: ReliabilityBin[], ece: numbe
     .filter((b) => b.count > 0)
     .map(
       (b) =>
-        `<circle cx="${x(b.confidence).toFixed(1)}" cy="${y(b.accuracy).toFixed(1)}" r="${(3 + 7 * Math.sqrt(b.count / most)).toFixed(1)}" fill="#2563eb" fill-opacity="0.7"><title>confidence ${b.confidence.toFixed(3)}, accuracy ${b.accuracy.toFixed(3)}, ${b.count} answers</title></circle>`,
+        `<circle cx="${x(b.confidence).toFixed(1)}" cy="${y(b.accuracy).toFixed(1)}" ` +
+        `r="${(3 + 7 * Math.sqrt(b.count / most)).toFixed(1)}" fill="#2563eb" ` +
+        `fill-opacity="0.7"><title>confidence ${b.confidence.toFixed(3)}, accuracy ` +
+        `${b.accuracy.toFixed(3)}, ${b.count} answers</title></circle>`,
     );
   const line = bins
     .filter((b) => b.count > 0)

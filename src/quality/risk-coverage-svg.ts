@@ -24,11 +24,15 @@ export function riskCoverageSvg(title: string, curve: RiskPoint[], atBudget: Cov
     `<line x1="${x(0)}" y1="${y(b.budget).toFixed(1)}" x2="${x(1)}" y2="${y(b.budget).toFixed(1)}" stroke="#b45309" stroke-dasharray="4 3"/>`,
     `<text x="${x(1) - 4}" y="${(y(b.budget) - 4).toFixed(1)}" text-anchor="end" fill="#b45309">budget ${+(b.budget * 100).toFixed(2)}%</text>`,
     b.kept > 0
-      ? `<circle cx="${x(b.coverage).toFixed(1)}" cy="${y(b.risk).toFixed(1)}" r="5" fill="#b45309"><title>coverage ${b.coverage.toFixed(3)} at threshold ${b.threshold?.toFixed(3)} (${b.kept} kept, ${b.errors} wrong)</title></circle>`
+      ? `<circle cx="${x(b.coverage).toFixed(1)}" cy="${y(b.risk).toFixed(1)}" r="5" ` +
+        `fill="#b45309"><title>coverage ${b.coverage.toFixed(3)} at threshold ` +
+        `${b.threshold?.toFixed(3)} (${b.kept} kept, ${b.errors} wrong)</title></circle>`
       : '',
     // The chosen point said in words too (a printed or embedded SVG has no tooltip).
     b.kept > 0
-      ? `<text x="${(x(b.coverage) + (b.coverage > 0.5 ? -8 : 8)).toFixed(1)}" y="${(y(b.risk) - 8).toFixed(1)}" text-anchor="${b.coverage > 0.5 ? 'end' : 'start'}" fill="#b45309">${b.coverage.toFixed(2)} kept at ≥ ${b.threshold?.toFixed(3)}</text>`
+      ? `<text x="${(x(b.coverage) + (b.coverage > 0.5 ? -8 : 8)).toFixed(1)}" ` +
+        `y="${(y(b.risk) - 8).toFixed(1)}" text-anchor="${b.coverage > 0.5 ? 'end' : 'start'}" ` +
+        `fill="#b45309">${b.coverage.toFixed(2)} kept at ≥ ${b.threshold?.toFixed(3)}</text>`
       : `<text x="${x(0) + 4}" y="${(y(b.budget) - 4).toFixed(1)}" fill="#b45309">none kept within ${+(b.budget * 100).toFixed(2)}%</text>`,
   ]);
   return [

@@ -44,7 +44,8 @@ export const EscalationSchema = fileObject({
       score: Certainty.optional().describe('Threshold for score questions.'),
     })
     .describe(
-      'Per question type (noul, choice, score): escalate when certainty < value, between 0 and 1; null escalates every question of the type; a type left out never escalates.',
+      'Per question type (noul, choice, score): escalate when certainty < value, between 0 and ' +
+        '1; null escalates every question of the type; a type left out never escalates.',
     ),
   timeout_ms: z.number().positive().optional().describe("The second model's deadline, ms (default 10000)."),
   on_failure: z
@@ -91,7 +92,8 @@ export const ModelEntrySchema = fileObject({
     .string()
     .default('')
     .describe(
-      "Model folder (a Hugging Face ONNX export), relative to the registry file's folder or absolute. Required, except for an escalating entry, which has none.",
+      "Model folder (a Hugging Face ONNX export), relative to the registry file's folder or " +
+        'absolute. Required, except for an escalating entry, which has none.',
     ),
   escalate: EscalationSchema.optional().describe(
     'Answers through two other models (docs/escalation.md); such an entry has no folder of its own.',
@@ -105,7 +107,8 @@ export const ModelEntrySchema = fileObject({
     .enum(FAMILY_NAMES)
     .optional()
     .describe(
-      `The model family, when its files do not say it: ${FAMILY_NAMES.join(', ')}. Default: the folder's decision.json \`layout\`, else what its files show (docs/models.md#model-families).`,
+      `The model family, when its files do not say it: ${FAMILY_NAMES.join(', ')}. Default: the ` +
+        `folder's decision.json \`layout\`, else what its files show (docs/models.md#model-families).`,
     ),
   graph_rewrite: z
     .boolean()
@@ -117,7 +120,8 @@ export const ModelEntrySchema = fileObject({
     .boolean()
     .optional()
     .describe(
-      "false: keep this model's attention as exported instead of rewriting it into onnxruntime's fused GroupQueryAttention (serve's --no-fused-attention, per model).",
+      "false: keep this model's attention as exported instead of rewriting it into onnxruntime's " +
+        "fused GroupQueryAttention (serve's --no-fused-attention, per model).",
     ),
   synthetic: SyntheticSchema.optional().describe(
     'When set and the folder is missing, `assay models synth` (and `npm start`) writes this synthetic model there.',

@@ -63,7 +63,9 @@ export class ModelTooLargeError extends Error {
 
   constructor(id: string, bytes: number, cacheShare: number, budget: number, measured: boolean) {
     super(
-      `Model ${id} needs ${mib(bytes)} (${measured ? 'measured at its load' : 'its files'}, with its prefix cache's ${mib(cacheShare)}), more than the whole memory budget of ${mib(budget)} (--memory-budget)`,
+      `Model ${id} needs ${mib(bytes)} (${measured ? 'measured at its load' : 'its files'}, with ` +
+        `its prefix cache's ${mib(cacheShare)}), more than the whole memory budget of ` +
+        `${mib(budget)} (--memory-budget)`,
     );
     this.name = 'ModelTooLargeError';
   }

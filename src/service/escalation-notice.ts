@@ -22,7 +22,8 @@ export function announceEscalations(registry: Registry, log: PoolLog, env: NodeJ
     }
     log.warn(
       { model: id, first: spec.first, second_url: spec.second.url, second_model: spec.second.model, below: spec.below },
-      'ESCALATING TO A REMOTE MODEL: the questions this model escalates, with their state, are sent to that endpoint; zero data retention does not hold for them',
+      'ESCALATING TO A REMOTE MODEL: the questions this model escalates, with their state, are ' +
+        'sent to that endpoint; zero data retention does not hold for them',
     );
     if (spec.second.api_key_env && !env[spec.second.api_key_env]) {
       log.warn(

@@ -9,6 +9,7 @@ import { ParsedBody, questionOrder, ValidatedBody, type SentOrder } from '../pro
 import { acceptedModelNames, resolveModel, type Registry } from '../registry/index.js';
 import { escalatingEvaluator } from './escalation.js';
 import { withModel, type ModelProvider } from './provider.js';
+import { inSpan, stageSpans, tracing } from './tracing.js';
 
 export interface ServiceContext {
   registry: Registry;
@@ -150,7 +151,8 @@ export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller
   // An escalating entry answers through its two models as one evaluator (escalation.ts). A model is
   // held (leased) while it answers: it is never unloaded under a request.
   const escalate = resolved.entry.escalate;
-  const options = { signal: caller.signal, cacheScope: caller.cacheScope, lane: caller.lane };
+  // Traced: the engine times its stages (planning, queue wait, each pass, readout) for spans here.
+  const options = { signal: caller.signal, cacheScope: caller.cacheScope, lane: caller.lane, trace: tracing() };
   let started = performance.now();
   const run = async (evaluator: Pick<Evaluator, 'evaluate' | 'evaluateBody'>): Promise<EvaluateResult> => {
     started = performance.now();
@@ -161,9 +163,23 @@ export async function evaluateRequest(ctx: ServiceContext, body: unknown, caller
     const { state, questions } = JSON.parse(new TextDecoder().decode(validated!.bytes)) as SystemOneRequest;
     return evaluator.evaluate({ state, questions, order }, options);
   };
-  const result: EvaluateResult = escalate
-    ? await run(escalatingEvaluator(ctx, resolved.id, escalate))
-    : await withModel(ctx.models, resolved.id, caller.signal, run);
+  const result: EvaluateResult = await inSpan(
+    'evaluate',
+    { 'assay.model': resolved.id, 'assay.lane': caller.lane ?? 'interactive' },
+    async (span) => {
+      const r = escalate
+        ? await run(escalatingEvaluator(ctx, resolved.id, escalate))
+        : await withModel(ctx.models, resolved.id, caller.signal, run);
+      if (span) {
+        span.setAttributes({
+          'assay.input_tokens': r.usage.input_tokens,
+          'assay.questions': Object.keys(r.answers).length,
+        });
+        stageSpans(r.stages);
+      }
+      return r;
+    },
+  );
   const engineMs = performance.now() - started;
 
   const response: SystemOneResponse = { model: resolved.id, answers: result.answers, usage: result.usage };

@@ -9,3 +9,4 @@ export * from './provider.js';
 export * from './registry-change.js';
 export * from './residency.js';
 export * from './batches/index.js';
+export { inSpan, stageSpans, tracing } from './tracing.js';

@@ -22,7 +22,7 @@ import { registryChange, type RegistryChange } from './registry-change.js';
 
 export const SYNTHETIC_WARNING =
   'SERVING A SYNTHETIC RANDOM-WEIGHT MODEL: its answers are MEANINGLESS until a real model is configured ' +
-  '(npm run models:fetch, or point models/registry.json at an exported model folder; see README)';
+  '(assay models fetch <owner/name>, or point the registry at an exported model folder: docs/models.md#using-a-real-model)';
 
 /** How the pool logs each kind of the engine's load notes: a note about how the export runs is info; a fallback warns. */
 function logNote(log: PoolLog, model: string, note: EngineNote): void {
@@ -143,7 +143,7 @@ export function createModelPool(
   };
   const all = () => [...slots.values(), ...retiring];
   const prefixBytes = (s: Slot) => (s.ready ? s.ready.stats().prefixCacheBytes : 0);
-  /** Each model's prefix cache may grow to this: its share, counted in full against the budget. */
+  /** Each model's prefix cache may grow to this: reserved only by the "too large" refusal (sizes: residency.ts, model-size.ts). */
   const cacheShare = engine.prefixCacheBytes ?? DEFAULTS.prefixCacheBytes;
   const policy = createResidency<Slot>(opts, cacheShare, all, (s, cause) => unload(s, cause));
 
@@ -188,7 +188,7 @@ export function createModelPool(
       !announced.has(m.dir)
     ) {
       announced.add(m.dir);
-      log.warn({ model: slot.id }, SYNTHETIC_WARNING);
+      log.warn({ model: slot.id, synthetic: true }, SYNTHETIC_WARNING);
     }
     return evaluator;
   }
@@ -224,6 +224,7 @@ export function createModelPool(
     const e = slot.ready;
     if (!e) return;
     const bytes = policy.sizeOf(slot);
+    policy.unloading(slot);
     slot.ready = undefined;
     if (slot.retired) retiring.delete(slot);
     const c = countOf(slot.id);

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { totalmem } from 'node:os';
 import { DEFAULTS } from '../defaults.js';
 import { mib, ModelsBusyError, ModelsPinnedError, ModelTooLargeError } from './errors.js';
+import { expectedBytes, KeptMemory, residentBytes } from './model-size.js';
 
 export interface ResidencyOptions {
   /** Most models resident (loaded or loading) at once. */
@@ -28,10 +29,9 @@ export interface ResidencyOptions {
 export interface ResidentModel {
   model: string;
   /**
-   * What it counts against the budget: the RSS growth over its load (never less than its files)
-   * plus the most RSS grew over one of its requests that ran alone (onnxruntime's working memory),
-   * the largest such figure measured for its folder; plus its prefix cache's share
-   * (--prefix-cache-bytes, the most its cache may grow to).
+   * What it counts against the budget (model-size.ts): the RSS growth over its load (never less
+   * than its files) plus the most RSS grew over one of its requests that ran alone (onnxruntime's
+   * working memory), plus what its prefix cache holds now.
    */
   size_bytes: number;
   /** What its prefix cache holds now (it goes with the model). */
@@ -135,7 +135,7 @@ const BUSY_RETRY_SECONDS = 2;
 export interface Residency<S extends Resident> {
   /** Models that take memory or a place: loaded, or loading. */
   occupying(): S[];
-  /** What a model counts against the budget (measured when loaded, else estimated), with its prefix cache's share. */
+  /** What a model counts against the budget (model-size.ts): measured, with its prefix cache as it is, when loaded; else estimated. */
   sizeOf(s: S): number;
   /** Unloads least recently used idle models until `s` fits; 'full' when the rest are busy. Throws ModelTooLargeError, ModelsPinnedError. */
   makeRoom(s: S): 'ok' | 'full';
@@ -149,6 +149,8 @@ export interface Residency<S extends Resident> {
   wake(): void;
   /** Runs a model's load, measuring its RSS growth into `s.bytes`; loads run one at a time (the pool chains them). */
   measureLoad<T>(s: S, load: () => Promise<T>): Promise<T>;
+  /** A model is unloading: what it frees the allocator may keep for the next load (model-size.ts's KeptMemory). */
+  unloading(s: S): void;
   /** A load queued or running (no request is measured meanwhile); call the returned function when it ends. */
   loadStarted(): () => void;
   /** A request starts holding `s`; the returned function ends it (measuring its working memory when it ran alone). */
@@ -158,8 +160,8 @@ export interface Residency<S extends Resident> {
 }
 
 /**
- * The policy. `cacheShare` is the most each model's prefix cache may grow to, counted in full;
- * `residents` lists every slot the pool has (retiring ones too).
+ * The policy. `cacheShare` is the most each model's prefix cache may grow to, reserved only by the
+ * "too large" refusal; `residents` lists every slot the pool has (retiring ones too).
  */
 export function createResidency<S extends Resident>(
   opts: ResidencyOptions,
@@ -176,12 +178,15 @@ export function createResidency<S extends Resident>(
   let probe: { token: object; before: number; clean: boolean } | undefined;
   /** Loads started and not ended. */
   let loading = 0;
+  /** Freed memory the allocator keeps for the next load; the largest RSS growth a load of each folder measured. */
+  const kept = new KeptMemory();
+  const loads = new Map<string, number>();
 
   const occupying = () => residents().filter((s) => s.ready !== undefined || s.loading !== undefined);
-  /** The most its folder measured (any id loading it), else its files; with its prefix cache's share. */
-  const estimate = (s: S) => (sizes.get(s.source) ?? folderBytes(s.dir)) + cacheShare;
-  const sizeOf = (s: S) =>
-    s.ready ? Math.max(s.bytes + s.workBytes, sizes.get(s.source) ?? 0) + cacheShare : estimate(s);
+  /** Before a load: the most its folder measured (any id loading it), else its files. */
+  const estimate = (s: S) => expectedBytes(sizes.get(s.source), folderBytes(s.dir));
+  /** Resident: its own measurements and its prefix cache now; loading: the estimate. */
+  const sizeOf = (s: S) => (s.ready ? residentBytes(s, s.ready.stats().prefixCacheBytes) : estimate(s));
   /** Keeps the largest measurement of a folder: RSS readings of one process are noisy, the budget errs high. */
   const measured = (s: S) => sizes.set(s.source, Math.max(sizes.get(s.source) ?? 0, s.bytes + s.workBytes));
   const evictable = (s: S) => !!s.ready && !s.loading && !s.pinned && s.leases === 0 && s.queued === 0;
@@ -212,8 +217,8 @@ export function createResidency<S extends Resident>(
     trim,
     makeRoom(slot) {
       const need = estimate(slot);
-      if (need > opts.memoryBudget)
-        throw new ModelTooLargeError(slot.id, need, cacheShare, opts.memoryBudget, sizes.has(slot.source));
+      if (need + cacheShare > opts.memoryBudget)
+        throw new ModelTooLargeError(slot.id, need + cacheShare, cacheShare, opts.memoryBudget, sizes.has(slot.source));
       const pinned = occupying().filter((s) => s !== slot && s.pinned);
       const pinnedBytes = used(pinned);
       const they = pinned.length === 1 ? 'it takes' : 'they take';
@@ -267,13 +272,21 @@ export function createResidency<S extends Resident>(
     async measureLoad(slot, load) {
       if (probe) probe.clean = false; // a load inside a measured request is not that request's memory
       const before = opts.rss();
+      kept.loading(before);
       const loaded = await load();
       // Its resident cost: what the process grew by over the load (weights, rewritten graph, the engine
       // thread). Loads run one at a time, so the growth is this model's; never less than its files
       // (memory an unloaded model freed and the allocator hands out again does not show as growth).
-      slot.bytes = Math.max(opts.rss() - before, folderBytes(slot.dir));
+      // The memory earlier unloads freed and the allocator kept shows as no growth: counted (model-size.ts);
+      // and a folder's load is never taken for less than its largest load in this process.
+      const loadedBefore = loads.get(slot.source);
+      slot.bytes = Math.max(kept.loaded(opts.rss() - before, loadedBefore), loadedBefore ?? 0, folderBytes(slot.dir));
+      loads.set(slot.source, Math.max(loads.get(slot.source) ?? 0, slot.bytes));
       measured(slot);
       return loaded;
+    },
+    unloading(slot) {
+      kept.unloaded(slot.bytes + slot.workBytes, opts.rss());
     },
     loadStarted() {
       loading++;

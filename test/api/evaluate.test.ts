@@ -1,5 +1,6 @@
 // Answers: shapes and invariants of every type, invariance to question order and ids, and 60
 // concurrent requests over a real socket each getting their own answers. Real engine, tiny model.
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SystemOneResponseSchema, type SystemOneResponse } from '../../src/protocol/schemas.js';
 import { auth, KEY, MODEL_ID, mixedRequest, startServer, type TestServer } from './helpers.js';
@@ -186,7 +187,7 @@ describe('operational endpoints', () => {
     expect(res.statusCode).toBe(200);
     const doc = res.json();
     expect(doc.openapi).toBe('3.1.0');
-    expect(doc.info.version).toBe('0.2.0');
+    expect(doc.info.version).toBe((JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version);
     expect(doc.paths['/v1/systemone'].post.operationId).toBe('systemone_v1_systemone_post');
     expect(doc.paths['/v1/models'].get.operationId).toBe('models_v1_v1_models_get');
     const schemas = doc.components.schemas;

@@ -69,8 +69,13 @@ describe.runIf(process.platform === 'linux')('three minutes of churn in a budget
     const sizes = Object.fromEntries((await view(probe)).models.map((m) => [m.model, m.size_bytes]));
     expect(await probe.stop()).toBe(0);
     const other = Math.max(...IDS.slice(1).map((id) => sizes[id]!));
-    // Room for the default (with a quarter to spare for its measurement) and two and a half others.
-    const budget = Math.round(sizes['svc-a']! * 1.25 + other * 2.5);
+    // Room for the default (with a quarter to spare for its measurement) and two others. A model's
+    // size is its load's RSS growth, which varies by a fifth between runs (measured: 307 MiB in one
+    // server, 370 in another): with room for two others, three never fit whichever way it went.
+    const budget = Math.round(sizes['svc-a']! * 1.25 + other * 2);
+    console.log(
+      `probe sizes (MiB): ${JSON.stringify(Object.fromEntries(Object.entries(sizes).map(([k, v]) => [k, Math.round(v! / 2 ** 20)])))}`,
+    );
 
     const s = await startServe(
       registry,

@@ -217,6 +217,47 @@ describe.skipIf(!CHROMIUM)('the browser pages', () => {
     await page.close();
   });
 
+  it("/docs looks like Assay's: no Fastify top bar or logo, its title and version, every route with a working Try it out", async () => {
+    const { page, problems } = await open(`${base}/docs`);
+    await page.locator('.opblock').first().waitFor();
+    expect(await page.locator('.topbar').count()).toBe(0);
+    expect(await page.locator('img[alt*="Fastify" i], a[href*="fastify" i]').count()).toBe(0);
+    expect(await page.title()).toBe('Assay API reference');
+    const info = (await page.locator('.info .title').textContent()) ?? '';
+    const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+    expect(info).toContain('Assay question-evaluation API');
+    expect(info).toContain(version);
+    await page.screenshot({ path: join(SHOTS, 'docs-top.png'), fullPage: false });
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, object> };
+    const operations = Object.values(doc.paths).reduce((n, ops) => n + Object.keys(ops).length, 0);
+    const blocks = page.locator('.opblock');
+    expect(await blocks.count()).toBe(operations);
+    await page.click('.btn.authorize');
+    await page.fill('.modal-ux input', KEY);
+    await page.click('.modal-ux .auth-btn-wrapper .authorize');
+    await page.click('.modal-ux .btn-done');
+    // Each route: open it, Try it out, and its form is there (a body or parameters, or none needed).
+    for (let i = 0; i < operations; i++) {
+      const block = blocks.nth(i);
+      await block.locator('.opblock-summary').first().click();
+      const button = block.locator('.try-out__btn');
+      await button.waitFor();
+      await button.click();
+      await block.locator('.execute').waitFor();
+    }
+    // GET routes without parameters execute and answer 200 from the page.
+    for (const path of ['/v1/models', '/livez', '/readyz', '/startupz', '/healthz', '/metrics']) {
+      const block = page.locator(`.opblock-get:has(.opblock-summary-path[data-path="${path}"])`);
+      await block.locator('.execute').click();
+      const status = block.locator('.live-responses-table tbody .response-col_status').first();
+      await status.waitFor();
+      expect((await status.textContent())?.trim(), path).toBe('200');
+    }
+    await page.screenshot({ path: join(SHOTS, 'docs-routes.png'), fullPage: false });
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
   it('report.html of eval --dataset --compare opens offline, with its tables, diagrams and flipped answers', async () => {
     const out = mkdtempSync(join(tmpdir(), 'assay-report-html-'));
     const sink = new Writable({ write: (_c, _e, cb) => cb() });

@@ -97,8 +97,8 @@ describe('assay eval', () => {
   it('answers on a local engine (the registry default) and on a server (--url) identically', async () => {
     const local = await evalRun(['--state', stateFile, '--questions', questionsFile, '--registry', registry]);
     expect(local.code).toBe(0);
-    // A random-weight model is announced, once.
-    expect(local.err.match(/SYNTHETIC RANDOM-WEIGHT MODEL/g)).toHaveLength(1);
+    // A random-weight model is announced, once (as what answers here: nothing is served).
+    expect(local.err.match(/synthetic model with random weights/g)).toHaveLength(1);
     const localBody = SystemOneResponseSchema.parse(JSON.parse(local.out));
     expect(localBody.model).toBe('svc-1.13.0');
     expect(Object.keys(localBody.answers)).toEqual(['bug', 'area', 'severity']);
@@ -280,10 +280,10 @@ describe('assay models', () => {
     expect(t.out).toMatch(/^nli-1 .* nli-pairs +d$/m);
   });
 
-  it('a remote without a key says so; --help exits 0', async () => {
+  it('a remote without a key says so (a usage error: exit 2); --help exits 0', async () => {
     const r = await modelsRun(['--url', url], {});
-    expect(r.code).toBe(1);
-    expect(r.err).toContain('ASSAY_API_KEY');
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('pass --key KEY or set ASSAY_API_KEY');
     const help = await modelsRun(['--help']);
     expect(help.code).toBe(0);
     expect(help.out).toContain('assay models fetch');

@@ -187,6 +187,7 @@ describe('where each setting goes', () => {
     'registry',
     'keysFile',
     'apiKeys',
+    'apiKey',
     'requestsPerMinute',
     'inputTokensPerSecond',
     'logFormat',

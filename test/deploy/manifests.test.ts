@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { DEFAULTS } from '../../src/defaults.js';
+import { PROBE_PATHS } from '../../src/api/routes/probes.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const deployDir = path.join(root, 'deploy');
@@ -65,6 +66,7 @@ describe('deploy/ manifests', () => {
       'Ingress',
       'PersistentVolumeClaim',
       'Job',
+      'PodDisruptionBudget',
     ]) {
       expect(kinds, kind).toContain(kind);
     }
@@ -93,12 +95,23 @@ describe('deploy/ manifests', () => {
     expect(pod.securityContext.runAsNonRoot).toBe(true);
   });
 
-  it('Deployment: readiness, liveness and startup probes on /healthz at the http port', () => {
-    for (const probe of ['readinessProbe', 'livenessProbe', 'startupProbe']) {
-      expect(container[probe]?.httpGet?.path, probe).toBe('/healthz');
+  it('Deployment: startup on /startupz, readiness on /readyz, liveness on /livez (never the models or the database), at the http port', () => {
+    const expected = { startupProbe: '/startupz', readinessProbe: '/readyz', livenessProbe: '/livez' };
+    for (const [probe, route] of Object.entries(expected)) {
+      expect(container[probe]?.httpGet?.path, probe).toBe(route);
+      expect(PROBE_PATHS, probe).toContain(route);
       const port = container[probe].httpGet.port;
       expect([httpPort.name, httpPort.containerPort], probe).toContain(port);
     }
+  });
+
+  it("PodDisruptionBudget: selects the Deployment's pods and leaves at least one of the HPA's minimum serving", () => {
+    const pdb = one('PodDisruptionBudget');
+    expect(pdb.apiVersion).toBe('policy/v1');
+    expect(deployment.spec.template.metadata.labels).toEqual(expect.objectContaining(pdb.spec.selector.matchLabels));
+    const min = one('HorizontalPodAutoscaler').spec.minReplicas;
+    expect(pdb.spec.maxUnavailable).toBeGreaterThanOrEqual(1);
+    expect(pdb.spec.maxUnavailable).toBeLessThan(min);
   });
 
   it('Deployment: graceful termination outlasts preStop + the request deadline, and liveness does not kill a draining pod', () => {
@@ -234,8 +247,8 @@ describe('Dockerfile.gpu', () => {
     expect(copies.join('\n')).toContain('/app/dist');
     expect(copies.join('\n')).not.toMatch(/\/app\/src\b/);
     expect(text).toMatch(/npm prune --omit=dev/);
-    // The build ships what the CLI runs and nothing else: the image deletes nothing after it.
-    expect(text).not.toMatch(/\brm -/);
+    // The runtime stage deletes nothing (a deletion there only adds a layer): the build stage ships what it keeps.
+    expect(runtime.join('\n')).not.toMatch(/\brm -/);
     const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
       dependencies: Record<string, string>;
       scripts: Record<string, string>;

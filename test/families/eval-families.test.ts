@@ -171,7 +171,18 @@ describe('assay calibrate on a Laya folder', () => {
     const out: string[] = [];
     const sink = new Writable({ write: (c, _e, cb) => void (out.push(String(c)), cb()) });
     const code = await calibrate(
-      ['--dataset', 'examples/support-tickets.jsonl', '--model', 'laya-copy', '--registry', reg, '--holdout', '0.25'],
+      [
+        '--dataset',
+        'examples/support-tickets.jsonl',
+        '--model',
+        'laya-copy',
+        '--registry',
+        reg,
+        '--holdout',
+        '0.25',
+        '--write',
+        '--force',
+      ],
       {
         stdout: sink,
         stderr: sink,

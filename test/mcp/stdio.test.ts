@@ -106,7 +106,7 @@ describe('assay mcp (stdio)', () => {
     } finally {
       await client.close();
     }
-    expect(stderr()).toMatch(/SYNTHETIC/);
+    expect(stderr()).toMatch(/synthetic model with random weights/);
   });
 
   it('--thresholds FILE#ACT,REVIEW: act, review or abstain by the report budgets, with the thresholds that gave it', async () => {

@@ -9,13 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as calibrateCmd } from '../../src/commands/calibrate.js';
 import { loadEvaluator, type Evaluator } from '../../src/engine/index.js';
 import type { Question } from '../../src/engine/types.js';
-import { withTemperature } from '../../src/quality/calibration.js';
+import { split, withTemperature } from '../../src/quality/calibration.js';
 import { seededRandom } from '../../src/common/index.js';
 import { tinyFp32 } from '../engine/fixtures.js';
 
 const T_STAR = 2;
 const LINES = 200;
 const PER_TYPE = 4;
+const DISAGREE = 60;
 const WORDS = [
   'invoice',
   'refund',
@@ -77,6 +78,10 @@ describe('assay calibrate', () => {
   let modelDir: string;
   let registry: string;
   let dataset: string;
+  /** Training lines labelled at T*, held-out lines with the model's own top answers: the fit makes held-out worse. */
+  let disagreeing: string;
+  /** The model's assay.json before any calibration. */
+  let uncalibrated: string;
   const open: Evaluator[] = [];
 
   beforeAll(async () => {
@@ -87,6 +92,7 @@ describe('assay calibrate', () => {
     // about T* per label, so a few hundred lines pin it down.
     const m = JSON.parse(readFileSync(join(modelDir, 'assay.json'), 'utf8'));
     writeFileSync(join(modelDir, 'assay.json'), JSON.stringify({ ...m, temperature: 0.3 }));
+    uncalibrated = readFileSync(join(modelDir, 'assay.json'), 'utf8');
     registry = join(dir, 'registry.json');
     writeFileSync(
       registry,
@@ -102,6 +108,10 @@ describe('assay calibrate', () => {
     open.push(model);
     const random = seededRandom(7);
     const lines: string[] = [];
+    const disagree: string[] = [];
+    // The disagreeing set: the first DISAGREE lines' noul questions (a small, quick run).
+    const { heldOut } = split(DISAGREE, 0.3, 1);
+    const held = new Set(heldOut);
     for (let i = 0; i < LINES; i++) {
       const words = Array.from({ length: 8 }, () => WORDS[Math.floor(random() * WORDS.length)]!);
       const state = `Ticket ${i}: ${words.join(' ')}.`;
@@ -125,36 +135,50 @@ describe('assay calibrate', () => {
         };
       });
       const expected: Record<string, unknown> = {};
+      const top: Record<string, unknown> = {};
       const { answers } = await model.evaluate({ state, questions });
       for (const [id, a] of Object.entries(answers)) {
         const outcomes = a.type === 'noul' ? ['yes', 'no'] : Object.keys(a.probabilities);
         const probs = a.type === 'noul' ? [a.noul, 1 - a.noul] : outcomes.map((o) => a.probabilities[o]!);
-        const pick = sample(withTemperature(probs, T_STAR), random);
-        expected[id] = a.type === 'noul' ? pick === 0 : a.type === 'choice' ? outcomes[pick] : pick;
+        const label = (k: number) => (a.type === 'noul' ? k === 0 : a.type === 'choice' ? outcomes[k] : k);
+        expected[id] = label(sample(withTemperature(probs, T_STAR), random));
+        top[id] = label(probs.indexOf(Math.max(...probs)));
       }
       lines.push(JSON.stringify({ state, questions, expected }));
+      // Held out: the model's own top answers (a softer temperature only makes those worse).
+      const noul = (o: Record<string, unknown>) =>
+        Object.fromEntries(Object.entries(o).filter(([id]) => id[0] === 'n'));
+      if (i < DISAGREE)
+        disagree.push(
+          JSON.stringify({ state, questions: noul(questions), expected: noul(held.has(i) ? top : expected) }),
+        );
     }
     dataset = join(dir, 'sampled.jsonl');
     writeFileSync(dataset, `${lines.join('\n')}\n`);
+    disagreeing = join(dir, 'disagreeing.jsonl');
+    writeFileSync(disagreeing, `${disagree.join('\n')}\n`);
   });
   afterAll(async () => {
     await Promise.all(open.map((e) => e.close()));
   });
 
-  it('--dry-run reports and writes nothing', async () => {
+  it('without --write it shows what it would change and writes nothing', async () => {
     const before = readFileSync(join(modelDir, 'assay.json'), 'utf8');
-    const r = await run(['--dataset', dataset, '--registry', registry, '--dry-run']);
+    const r = await run(['--dataset', dataset, '--registry', registry]);
     expect(r.code, r.err).toBe(0);
-    expect(r.out).toContain('Dry run: nothing written.');
+    expect(r.out).toMatch(/\| noul \| \d+ \| \d+ \| 1\.000 → 1\.9\d\d \|/);
+    expect(r.out).toContain(
+      `Nothing written: run again with --write to write these temperatures into ${join(modelDir, 'assay.json')}`,
+    );
     // Its warnings (the synthetic model) carry its own name, not assay eval's.
-    expect(r.err).toContain('assay calibrate: SERVING A SYNTHETIC RANDOM-WEIGHT MODEL');
+    expect(r.err).toContain('assay calibrate: m is a synthetic model with random weights');
     expect(r.err).not.toContain('assay eval:');
     expect(readFileSync(join(modelDir, 'assay.json'), 'utf8')).toBe(before);
     expect(existsSync(join(modelDir, 'assay.json.tmp'))).toBe(false);
   });
 
   it(`recovers T* = ${T_STAR} per type within 10%, cuts held-out ECE, and the engine applies what it wrote`, async () => {
-    const r = await run(['--dataset', dataset, '--registry', registry]);
+    const r = await run(['--dataset', dataset, '--registry', registry, '--write']);
     expect(r.code, r.err).toBe(0);
     const manifest = JSON.parse(readFileSync(join(modelDir, 'assay.json'), 'utf8'));
     expect(manifest.synthetic).toBe(true); // the rest of the manifest is kept
@@ -183,10 +207,29 @@ describe('assay calibrate', () => {
     expect(logit(b.noul)).toBeCloseTo(logit(a.noul) / manifest.answer_temperature.noul, 5);
 
     // Calibrating again on the same labels finds the model calibrated: the temperatures stay put.
-    const again = await run(['--dataset', dataset, '--registry', registry]);
+    const again = await run(['--dataset', dataset, '--registry', registry, '--write']);
     expect(again.code, again.err).toBe(0);
     const next = JSON.parse(readFileSync(join(modelDir, 'assay.json'), 'utf8'));
     for (const type of ['noul', 'choice', 'score'])
       expect(next.answer_temperature[type] / manifest.answer_temperature[type]).toBeCloseTo(1, 2);
+  });
+
+  it('--write refuses a temperature that makes the held-out split worse, and --force writes it', async () => {
+    const manifestFile = join(modelDir, 'assay.json');
+    writeFileSync(manifestFile, uncalibrated);
+    const before = JSON.parse(uncalibrated);
+    const r = await run(['--dataset', disagreeing, '--registry', registry, '--write']);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toMatch(
+      /Not written: noul's temperature [\d.]+ makes the held-out split worse \(log loss [\d.]+ → [\d.]+, ECE [\d.]+ → [\d.]+\)/,
+    );
+    expect(JSON.parse(readFileSync(manifestFile, 'utf8')).answer_temperature?.noul).toBe(
+      before.answer_temperature?.noul,
+    );
+    const forced = await run(['--dataset', disagreeing, '--registry', registry, '--write', '--force']);
+    expect(forced.code, forced.err).toBe(0);
+    expect(JSON.parse(readFileSync(manifestFile, 'utf8')).answer_temperature.noul).not.toBe(
+      before.answer_temperature?.noul,
+    );
   });
 });

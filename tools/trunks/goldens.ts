@@ -1,6 +1,6 @@
 // Goldens of the causal-row families on real trunks (development only, never packed), made by the
 // independent references, never by Assay: each family's rows by the authors' layout as the toy
-// replicas' goldens lay them out (tools/families/<family>/kev_layout.py, decision_layout.py,
+// replicas' goldens lay them out (tools/families/<family>/: kev_layout.py, decision_layout.py,
 // decider_layout.py, arbiter_layout.py, through the same harness and tokenizers), each row's head
 // outputs by the torch reference forward of the replica (tools/trunks/forward.py: the row alone,
 // unpadded, float64, the DeltaNet layers token by token), and the answers by the layout's own

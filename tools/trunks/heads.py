@@ -1,7 +1,7 @@
 """The causal-row families' heads on a trunk (tools/trunks/trunks.py), in torch: the same heads as the
-toy replicas' (tools/families/kev-replica.ts, decision-replica.ts, decider-slots-replica.ts,
-arbiter-replica.ts; their numpy references tools/families/kit/causal_forward.py,
-endpoint_forward.py, decider_slots_forward.py), so that only the trunk differs. Each gathers the
+toy replicas' (tools/families/<family>/replica.ts for kev, decision, decider-slots and arbiter;
+their numpy references tools/families/kit/causal_forward.py and endpoint_forward.py,
+tools/families/decider-slots/decider_slots_forward.py), so that only the trunk differs. Each gathers the
 final hidden states at the family's position inputs, as the published whole-row graphs do:
 
   kev            decide_pos i64[rows], opt_pos i64[rows, k] -> scores [rows, k]

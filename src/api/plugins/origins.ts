@@ -26,7 +26,8 @@ async function origins(app: FastifyInstance, options: OriginsOptions): Promise<v
     const host = req.headers.host;
     if (!hostAllowed(host, allowedHosts)) {
       throw new HostForbiddenError(
-        `Host ${host ? quoted(host) : '(none)'} is not allowed: send the request to localhost, a loopback address or a name the operator allowed (--allowed-hosts)`,
+        `Host ${host ? quoted(host) : '(none)'} is not allowed: send the request to localhost, a ` +
+          `loopback address or a name the operator allowed (--allowed-hosts)`,
       );
     }
     const origin = req.headers.origin;

@@ -3,14 +3,15 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { DrainingError } from '../api-error.js';
+import { PROBE_PATHS } from '../routes/probes.js';
 
 export interface RequestsOptions {
   /** Sent as `x-assay-replica` on every response when set (a proxy's routing, made visible). */
   replicaId?: string;
 }
 
-/** The health check answers while draining (it says so): /healthz, and /health as the hosted service names it. */
-const HEALTH_PATHS = ['/healthz', '/health'];
+/** The health checks answer while draining (they say so): /healthz, /health as the hosted service names it, the probes. */
+const HEALTH_PATHS = ['/healthz', '/health', ...PROBE_PATHS];
 
 async function requests(app: FastifyInstance, options: RequestsOptions): Promise<void> {
   const { metrics, draining } = app.assay;

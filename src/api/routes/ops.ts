@@ -1,7 +1,6 @@
 // Unauthenticated operational endpoints: /healthz (also as /health, the hosted service's path, which
 // clients and load balancers written for it probe), /metrics, /openapi.json.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { buildOpenApi } from '../openapi.js';
 
 export async function opsRoutes(app: FastifyInstance): Promise<void> {
   const ctx = app.assay;
@@ -19,6 +18,7 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
     return reply.type(ctx.metrics.contentType).send(text);
   });
 
+  // Generated from the routes (openapi/document.ts), once all are registered.
   let doc: object | undefined;
-  app.get('/openapi.json', async () => (doc ??= buildOpenApi()));
+  app.get('/openapi.json', async () => (doc ??= app.swagger()));
 }

@@ -8,14 +8,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
-import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { listModels, resolveModel } from '../../registry/index.js';
 import { escalationModels } from '../../service/index.js';
 import type { ApiContext } from '../context.js';
 import { admission, keyAllows } from '../admission.js';
-import { buildOpenApi } from '../openapi.js';
 
 /** The package's folder, found from src/ (tests, tsx) and from dist/ alike. */
 function packageDir(): string {
@@ -58,6 +56,21 @@ const requestInterceptor = <T>(req: T): T | Promise<T> => {
   return hash ? hash(req) : req;
 };
 
+/** Assay's look on Swagger UI: its own heading over the page, the API's title in the playground's ink. */
+const DOCS_STYLE = `
+body { margin: 0; }
+body::before { content: 'Assay'; display: block; padding: 14px 24px; background: #1d3557; color: #f1faee;
+  font: 600 20px/1.2 system-ui, sans-serif; letter-spacing: .02em; }
+.swagger-ui .info .title { color: #1d3557; }
+.swagger-ui .info { margin: 28px 0 12px; }
+`;
+
+/** A small mark for the tab (no Swagger or Fastify logo). */
+const FAVICON =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" ' +
+  'rx="3" fill="#1d3557"/><path d="M4 12 8 3l4 9M5.6 8.6h4.8" stroke="#f1faee" ' +
+  'stroke-width="1.6" fill="none"/></svg>';
+
 const DOCS_CSP = {
   'default-src': "'self'",
   'base-uri': "'self'",
@@ -99,7 +112,6 @@ export async function pagesRoutes(app: FastifyInstance, o: PagesOptions): Promis
   }
 
   if (o.docs) {
-    await app.register(fastifySwagger, { mode: 'static', specification: { document: buildOpenApi() as never } });
     await app.register(fastifySwaggerUi, {
       routePrefix: '/docs',
       // The plugin's default CSP allows https: styles and fonts (CDNs) and upgrades requests to https
@@ -108,6 +120,10 @@ export async function pagesRoutes(app: FastifyInstance, o: PagesOptions): Promis
       staticCSP: DOCS_CSP,
       // "Try it out" starts off: docs/browser.md says to press it (pressing an active one turns it off).
       uiConfig: {
+        // No top bar: no Fastify logo, no "Explore" box with the document's URL; the page opens
+        // on the API's own title, version and description.
+        layout: 'BaseLayout',
+        docExpansion: 'list',
         tryItOutEnabled: false,
         persistAuthorization: false,
         displayRequestDuration: true,
@@ -117,6 +133,8 @@ export async function pagesRoutes(app: FastifyInstance, o: PagesOptions): Promis
       // Adds x-assay-state-hash to "try it out" calls (src/web/docs/state-hash.ts).
       theme: {
         title: 'Assay API reference',
+        css: [{ filename: 'assay.css', content: DOCS_STYLE }],
+        favicon: [{ filename: 'favicon.svg', rel: 'icon', sizes: 'any', type: 'image/svg+xml', content: FAVICON }],
         js: [{ filename: 'state-hash.js', content: readFileSync(join(web, 'docs', 'state-hash.js'), 'utf8') }],
       },
     });

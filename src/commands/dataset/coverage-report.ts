@@ -186,8 +186,11 @@ export function coverageRows(r: CoverageReport, i: number): string[][] {
 /** Why "enough answers?" says no, and how many would do, for one budget. */
 export function enoughNote(budget: number): string {
   return (
-    `A coverage figure means something when the kept answers' error rate is shown within ${pct(budget)}: its one-sided 95% (Clopper–Pearson) upper bound must be ≤ ${pct(budget)}. ` +
-    `Even with no error that takes ${minKeptForBudget(budget)} kept answers (⌈ln 0.05 / ln(1 − ${budget})⌉), so about ${minKeptForBudget(budget)} ÷ coverage labeled answers of the group ("~N needed"; at least ${minKeptForBudget(budget)} where none is kept).`
+    `A coverage figure means something when the kept answers' error rate is shown within ` +
+    `${pct(budget)}: its one-sided 95% (Clopper–Pearson) upper bound must be ≤ ${pct(budget)}. ` +
+    (`Even with no error that takes ${minKeptForBudget(budget)} kept answers (⌈ln 0.05 / ln(1 − ` +
+      `${budget})⌉), so about ${minKeptForBudget(budget)} ÷ coverage labeled answers of the ` +
+      `group ("~N needed"; at least ${minKeptForBudget(budget)} where none is kept).`)
   );
 }
 
@@ -199,7 +202,8 @@ export function coverageMarkdown(r: CoverageReport): string[] {
       '',
       `## Coverage at ${pct(b)} error`,
       '',
-      `The largest share of answers kept (certainty ≥ threshold) with at most ${pct(b)} of the kept answers wrong (score: right within ${r.scoreTolerance} of the labeled level).`,
+      `The largest share of answers kept (certainty ≥ threshold) with at most ${pct(b)} of the ` +
+        `kept answers wrong (score: right within ${r.scoreTolerance} of the labeled level).`,
       '',
       `| ${COVERAGE_HEAD.join(' | ')} |`,
       `|${COVERAGE_HEAD.map(() => '---').join('|')}|`,

@@ -95,7 +95,10 @@ export function sweepTable(
 ) {
   const types = TYPES.filter((t) => rows[0]?.byType[t]);
   return {
-    intro: `${firstName} answers; a question whose certainty (noul max(p, 1 − p), choice and score confidence) is under its type's threshold is re-asked to ${secondName}. Both answered every line; each row scores the answers that escalation would return.`,
+    intro:
+      `${firstName} answers; a question whose certainty (noul max(p, 1 − p), choice and score ` +
+      `confidence) is under its type's threshold is re-asked to ${secondName}. Both answered ` +
+      `every line; each row scores the answers that escalation would return.`,
     head: ['thresholds', 'below', 'escalated', 'accuracy', ...types.map((t) => `${t} accuracy (escalated)`)],
     rows: rows.map((r) => [
       r.label,
@@ -105,7 +108,8 @@ export function sweepTable(
       ...types.map((t) => `${f3(r.byType[t]!.accuracy)} (${r.byType[t]!.escalated})`),
     ]),
     note: measured
-      ? `Through the service, the entry re-asked ${measured.escalated} of ${measured.questions} questions (its thresholds predict ${measured.predicted} from the first model's answers).`
+      ? `Through the service, the entry re-asked ${measured.escalated} of ${measured.questions} ` +
+        `questions (its thresholds predict ${measured.predicted} from the first model's answers).`
       : '',
   };
 }

@@ -103,9 +103,12 @@ function changedTable(c: HtmlCompare): string {
 const FORMULAS = {
   entropy: 'entropy, 1 − H/ln N over every outcome (<code>assay serve --confidence entropy</code>, the default)',
   hosted:
-    "the hosted service's formulas, (p<sub>max</sub> − 1/k)/(1 − 1/k) for a choice and 1 − distance from the most probable level for a score (<code>assay serve --confidence hosted</code>)",
+    "the hosted service's formulas, (p<sub>max</sub> − 1/k)/(1 − 1/k) for a choice and 1 − " +
+    'distance from the most probable level for a score (<code>assay serve --confidence ' +
+    'hosted</code>)',
   server:
-    'as the server computes it: its <code>--confidence</code>, entropy (1 − H/ln N) unless it was started with <code>--confidence hosted</code>; the API does not report which',
+    'as the server computes it: its <code>--confidence</code>, entropy (1 − H/ln N) unless it ' +
+    'was started with <code>--confidence hosted</code>; the API does not report which',
 } as const;
 
 /** Which formula the choice and score confidence (and so coverage and calibration) comes from, per arm when they differ. */
@@ -128,7 +131,13 @@ export function reportHtml(title: string, synthetic: boolean, arms: HtmlArm[], c
 </head>
 <body>
 <h1>${esc(title)}</h1>
-${synthetic ? '<p class="synthetic" role="alert"><strong>This model is synthetic (random weights): its answers, and so these metrics, mean nothing.</strong> Register a real model to measure quality.</p>' : ''}
+${
+  synthetic
+    ? '<p class="synthetic" role="alert"><strong>This model is synthetic (random weights): its ' +
+      'answers, and so these metrics, mean nothing.</strong> Register a real model to measure ' +
+      'quality.</p>'
+    : ''
+}
 ${arms.length ? confidenceLine(arms) : ''}
 ${arms.map((a) => armSummary(a, arms.length > 1)).join('\n')}
 ${compare ? `<h2>${esc(compare.b)} against ${esc(compare.a)}</h2>\n<p>${esc(compare.driftNote)}</p>\n${table(compare.drift, 'Differences with 95% intervals')}\n${table(compare.flips)}\n${changedTable(compare)}` : ''}

@@ -52,7 +52,9 @@ export function parseArm(text: string, registry: Registry | undefined): ArmSpec 
       spec.model = part; // a server's model name
     else {
       throw new ArmError(
-        `"${part}" (in "${text}") is not a model of the registry, a variant (${VARIANTS.join(', ')}), a prompt version (${PROMPT_VERSIONS.join(', ')}), a family (${FAMILY_NAMES.join(', ')}) or rotN`,
+        `"${part}" (in "${text}") is not a model of the registry, a variant ` +
+          `(${VARIANTS.join(', ')}), a prompt version (${PROMPT_VERSIONS.join(', ')}), a family ` +
+          `(${FAMILY_NAMES.join(', ')}) or rotN`,
       );
     }
   }

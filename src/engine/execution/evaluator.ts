@@ -8,6 +8,7 @@ import { answerQuestions, type AnswerTemperatures } from './answers.js';
 import { RequestBatcher } from './batching.js';
 import { chooseStrategy, fitsOnePass, STRATEGIES } from './strategies.js';
 import { PassCount, Passes } from './passes.js';
+import { StageRecorder } from './stages.js';
 import { openModelFolder } from '../model/model-folder.js';
 import type { Budgets, Plan, ReadQuestion } from '../prompting/plan.js';
 import {
@@ -156,7 +157,10 @@ class OnnxEvaluator implements Evaluator {
       batchTokens = 0;
       config.onNote?.({
         kind: 'packing',
-        message: `${modelId}: packing across requests is off: this export quantizes activations at run time with one scale per pass (DynamicQuantizeLinear, not rewritten per token), so one request's tokens would change another's answers`,
+        message:
+          `${modelId}: packing across requests is off: this export quantizes activations at run time ` +
+          `with one scale per pass (DynamicQuantizeLinear, not rewritten per token), so one ` +
+          `request's tokens would change another's answers`,
       });
     }
     if (this.packs && batchTokens > 0 && runner.splitsPrompt) {
@@ -164,7 +168,10 @@ class OnnxEvaluator implements Evaluator {
       batchTokens = 0;
       config.onNote?.({
         kind: 'packing',
-        message: `${modelId}: packing across requests is off: this int8 graph runs a state's tokens and its questions' in passes of their own kinds, so an answer is the same in any pass (--no-fused-attention runs every pass alike and allows it)`,
+        message:
+          `${modelId}: packing across requests is off: this int8 graph runs a state's tokens and its ` +
+          `questions' in passes of their own kinds, so an answer is the same in any pass ` +
+          `(--no-fused-attention runs every pass alike and allows it)`,
       });
     }
     this.batcher =
@@ -213,25 +220,30 @@ class OnnxEvaluator implements Evaluator {
    */
   private async planned(plan: () => Promise<Plan>, options: EvaluateOptions): Promise<EvaluateResult> {
     const release = options.lane === 'batch' ? undefined : this.scheduler.arrive();
+    const stages = options.trace ? new StageRecorder() : undefined;
     try {
-      const answering = this.answer(await plan(), options);
+      const planned = stages ? await stages.time('planning', plan) : await plan();
+      const answering = this.answer(planned, options, stages);
       release?.();
-      return await answering;
+      const result = await answering;
+      return stages ? { ...result, stages: stages.spans } : result;
     } finally {
       release?.();
     }
   }
 
   /** Answers a planned request: its turn in the scheduler, the strategy the chooser picks, the answers. */
-  private async answer(plan: Plan, options: EvaluateOptions): Promise<EvaluateResult> {
+  private async answer(plan: Plan, options: EvaluateOptions, stages?: StageRecorder): Promise<EvaluateResult> {
     const { signal } = options;
     // What may share a cached prefix: this model, for callers of the same cache scope.
     const cacheScope = `${options.cacheScope ?? ''}\u0001${this.modelId}`;
     const batch = options.lane === 'batch';
     const packTokens = batch ? this.batchPackTokens : this.packTokens;
     const prefillChunk = batch ? this.batchPrefillChunk : this.runner.prefillChunk;
+    const queued = stages?.now();
     const answers = await this.scheduler.request(
       async (ticket) => {
+        if (queued !== undefined) stages!.mark('queue_wait', queued);
         const cached = this.cache.lookup(cacheScope, plan.prefix);
         const prefixBytes = plan.prefix.length * this.runner.kvBytesPerToken;
         // A one-question request on a prefix that missed is a sighting: its prefix is stored on the
@@ -252,7 +264,7 @@ class OnnxEvaluator implements Evaluator {
           plan,
           // Every pass (prefill pieces included) takes its turn: requests interleave pass by pass, and
           // an aborted request stops at its next pass.
-          passes: new Passes(this.runner, ticket, this.count, this.batcher, options.lane, prefillChunk),
+          passes: new Passes(this.runner, ticket, this.count, this.batcher, options.lane, prefillChunk, stages),
           prefillChunk,
           packTokens,
           cache: this.cache,
@@ -261,14 +273,20 @@ class OnnxEvaluator implements Evaluator {
           storesPrefix: !sighting || admitted,
           signal,
         });
+        const readout = stages?.now();
         const logps = plan.questions.map((q) => read.get(q)!);
         // A label-token family reads its answers from its rows (a score question: one row per level).
-        if (plan.readout && this.family.read) {
-          const asked = plan.readout.questions;
-          const answered = this.family.read(asked, logps);
-          return answerQuestions(asked, answered, this.temperatures, this.config.confidence);
-        }
-        return answerQuestions(plan.questions, logps, this.temperatures, this.config.confidence);
+        const out =
+          plan.readout && this.family.read
+            ? answerQuestions(
+                plan.readout.questions,
+                this.family.read(plan.readout.questions, logps),
+                this.temperatures,
+                this.config.confidence,
+              )
+            : answerQuestions(plan.questions, logps, this.temperatures, this.config.confidence);
+        if (readout !== undefined) stages!.mark('readout', readout);
+        return out;
       },
       signal,
       options.lane,

@@ -9,6 +9,8 @@ import type { ForwardResult, KvCache, ModelRunner, PackedPass, PassStep } from '
 import type { Lane } from '../types.js';
 
 /** The engine's running totals: passes run and tokens evaluated (EngineStats). */
+import type { StageRecorder } from './stages.js';
+
 export class PassCount {
   passes = 0;
   tokens = 0;
@@ -38,8 +40,13 @@ export class Passes {
     private readonly batcher?: RequestBatcher,
     private readonly lane: Lane = 'interactive',
     private readonly prefillChunk = runner.prefillChunk,
+    /** Times each pass when the request is traced (stages.ts). */
+    stages?: StageRecorder,
   ) {
-    this.step = (pass, tokens) => ticket.pass(() => count.run(pass, tokens));
+    this.step = stages
+      ? <T>(pass: () => Promise<T>, tokens: number) =>
+          ticket.pass(() => stages.time('engine_pass', () => count.run(pass, tokens), tokens))
+      : (pass, tokens) => ticket.pass(() => count.run(pass, tokens));
   }
 
   /** `ids` after `past` (ModelRunner.forward): each prefill piece is a pass, in its own turn. */

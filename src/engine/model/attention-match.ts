@@ -161,7 +161,7 @@ export class GraphIndex {
 
   private scalar(name: string): number | undefined {
     const t = this.initializers.get(name) ?? constantValue(this.producer.get(name));
-    if (!t || (t.dims ?? []).reduce((a, d) => a * Number(d), 1) !== 1) return undefined;
+    if (!t || (t.dims ?? []).reduce<number>((a, d) => a * Number(d), 1) !== 1) return undefined;
     if (t.dataType === FLOAT) {
       if (t.floatData?.length) return t.floatData[0]!;
       if (t.rawData && t.rawData.byteLength >= 4)

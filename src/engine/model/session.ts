@@ -58,7 +58,9 @@ export async function openSession(
     if (cuda && /cuda|provider/i.test(message)) {
       throw new ModelLoadError(
         `cannot start the CUDA execution provider (${message}). Install onnxruntime-node with its CUDA 12 binaries ` +
-          '(after npm ci: node node_modules/onnxruntime-node/script/install --onnxruntime-node-install=cuda12) on a machine with an NVIDIA driver, CUDA 12 and cuDNN 9, or set the provider to cpu.',
+          ('(after npm ci: node node_modules/onnxruntime-node/script/install ' +
+            '--onnxruntime-node-install=cuda12) on a machine with an NVIDIA driver, CUDA 12 and cuDNN ' +
+            '9, or set the provider to cpu.'),
       );
     }
     throw new ModelLoadError(`${path}: onnxruntime cannot load it (${message})`);

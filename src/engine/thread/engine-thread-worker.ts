@@ -52,10 +52,10 @@ const channel = serveChannel<EngineCalls, EngineEvent>(
       });
       return { synthetic: evaluator.synthetic === true, graph: evaluator.graph, stats: evaluator.stats() };
     },
-    evaluate: ({ request, cacheScope, lane }, { signal }) =>
-      run(() => evaluator!.evaluate(request, { signal, cacheScope, lane })),
-    evaluateBody: ({ body, cacheScope, lane }, { signal }) =>
-      run(() => evaluator!.evaluateBody!(body, { signal, cacheScope, lane })),
+    evaluate: ({ request, cacheScope, lane, trace }, { signal }) =>
+      run(() => evaluator!.evaluate(request, { signal, cacheScope, lane, trace })),
+    evaluateBody: ({ body, cacheScope, lane, trace }, { signal }) =>
+      run(() => evaluator!.evaluateBody!(body, { signal, cacheScope, lane, trace })),
     async close() {
       clearInterval(ticker);
       await evaluator?.close();

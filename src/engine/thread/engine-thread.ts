@@ -18,11 +18,11 @@ export type EngineCalls = {
   /** Loads the evaluator from the thread's data (the config): what the caller needs of it. */
   load: [null, { synthetic: boolean; graph?: string; stats: EngineStats }];
   evaluate: [
-    { request: EvaluateRequest; cacheScope?: string; lane?: Lane },
+    { request: EvaluateRequest; cacheScope?: string; lane?: Lane; trace?: boolean },
     { result: EvaluateResult; stats: EngineStats },
   ];
   evaluateBody: [
-    { body: Uint8Array; cacheScope?: string; lane?: Lane },
+    { body: Uint8Array; cacheScope?: string; lane?: Lane; trace?: boolean },
     { result: EvaluateResult; stats: EngineStats },
   ];
   close: [null, null];
@@ -95,7 +95,7 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineT
       return answered(
         await channel.call(
           'evaluate',
-          { request, cacheScope: options.cacheScope, lane: options.lane },
+          { request, cacheScope: options.cacheScope, lane: options.lane, trace: options.trace },
           { signal: options.signal },
         ),
       );
@@ -106,7 +106,7 @@ export async function loadEvaluatorThread(config: EngineConfig): Promise<EngineT
       return answered(
         await channel.call(
           'evaluateBody',
-          { body: owned, cacheScope: options.cacheScope, lane: options.lane },
+          { body: owned, cacheScope: options.cacheScope, lane: options.lane, trace: options.trace },
           { signal: options.signal, transfer: [owned.buffer] },
         ),
       );

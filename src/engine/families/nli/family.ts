@@ -122,7 +122,8 @@ export const nliRows: RowFamilySpec<FamilyPlan<NliRowInput>, NliReader, NliRowIn
         graph: graph.single,
         notes: alone
           ? [
-              'activations are quantized with one scale per run (a dynamic int8 export): rows run one by one, so no answer depends on another row or on padding',
+              'activations are quantized with one scale per run (a dynamic int8 export): rows run one by ' +
+                'one, so no answer depends on another row or on padding',
             ]
           : [],
         rowsAlone: alone,
