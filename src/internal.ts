@@ -22,6 +22,15 @@ export { convertQ4ToInt8, Q4_INT8_LEVELS, requantize } from './engine/model/q4-t
 export { PerTokenInt8 } from './engine/model/per-token-int8.js';
 export { BLOCKED_QUANTIZE_OPSET } from './engine/model/opset.js';
 export { topologicalOrder } from './engine/model/graph-order.js';
+export {
+  RowReuse,
+  rowReuseGraph,
+  snapshotLength,
+  type ReuseRow,
+  type Snapshot,
+} from './engine/model/row-reuse/index.js';
+export { checkContinuation } from './engine/model/row-reuse/check.js';
+export { paddedIds, positionInput } from './engine/model/row-reuse/feeds.js';
 export { int8SessionConfig } from './engine/model/cpu.js';
 export { logSoftmaxAt, ModelRunner } from './engine/model/runner.js';
 export { firstTokens } from './engine/prompting/labels.js';

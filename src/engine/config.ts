@@ -9,10 +9,13 @@ export type ExecutionProvider = 'cpu' | 'cuda';
  * - q4: 4-bit weights run through the int8 kernels;
  * - attention: fused into GroupQueryAttention, or why not;
  * - family: the model family and what was read of its folder;
- * - fallback: the engine fell back from what was asked (the rewritten graph did not load, …).
+ * - fallback: the engine fell back from what was asked (the rewritten graph did not load, …);
+ * - reuse: a causal-row family's state is read once (its export rewritten into a continuation graph);
+ * - whole-rows: a causal-row family's rows each read the state again, and why (the graph the
+ *   rewrite cannot read, the probe refused, the rewrite off, activations quantized per run).
  */
 export interface EngineNote {
-  kind: 'packing' | 'q4' | 'attention' | 'family' | 'fallback';
+  kind: 'packing' | 'q4' | 'attention' | 'family' | 'fallback' | 'reuse' | 'whole-rows';
   message: string;
 }
 

@@ -39,6 +39,11 @@ function logNote(log: PoolLog, model: string, note: EngineNote): void {
       return log.info({ model, note: note.message }, 'model family');
     case 'fallback':
       return log.warn({ model, reason: note.message }, 'model load fell back');
+    case 'reuse':
+      return log.info({ model, note: note.message }, 'model reads a state once');
+    // A causal-row export whose rows each read the state again: it answers exactly, at whole rows' cost.
+    case 'whole-rows':
+      return log.warn({ model, reason: note.message }, 'model reads the state again for every question');
   }
 }
 

@@ -1,6 +1,8 @@
-// Cross-request prefix cache: an LRU of prefix KV caches, keyed by a SHA-256 digest of the scope
-// (the model and the caller's cache scope) and the exact prefix tokens, bounded in bytes. Size 0
-// keeps nothing (zero-retention deployments).
+// Cross-request prefix cache: an LRU of what a prefix computed (a decoder's prefix KV caches, a
+// causal-row family's state snapshots: model/row-reuse/), keyed by a SHA-256 digest of the scope
+// (the model and the caller's cache scope: a tenant never hits another's entry) and the exact
+// prefix tokens, bounded in bytes. Size 0 keeps nothing (zero-retention deployments). Each loaded
+// model has its own, cleared when the model closes.
 //
 // Admission for one-question requests: storing a prefix costs such a request a pass (prefix, then
 // question, instead of one pass over both), so a prefix is stored on its second sighting: the cache
@@ -13,8 +15,13 @@ import type { KvCache } from '../model/runner.js';
 /** Prefixes remembered (as 32-byte digests) for admission: about 100 KB. */
 const SIGHTINGS = 1024;
 
-export class PrefixCache {
-  private readonly entries = new Map<string, KvCache>();
+/** What the cache holds for a prefix: anything that counts its bytes. */
+export interface Cached {
+  readonly bytes: number;
+}
+
+export class PrefixCache<T extends Cached = KvCache> {
+  private readonly entries = new Map<string, T>();
   /** Keys (digests) of prefixes seen once and not stored, oldest first. */
   private readonly sightings = new Set<string>();
   private usedBytes = 0;
@@ -41,7 +48,7 @@ export class PrefixCache {
    * its second sighting among the last SIGHTINGS (and when an entry of `bytes` is kept at all). Only
    * asks: recordSighting remembers the sighting.
    */
-  admits(scope: string, tokens: number[], bytes: number): boolean {
+  admits(scope: string, tokens: readonly number[], bytes: number): boolean {
     return this.keeps(bytes) && this.sightings.has(keyOf(scope, tokens));
   }
 
@@ -50,7 +57,7 @@ export class PrefixCache {
    * is remembered, the oldest of SIGHTINGS forgotten; a second one is forgotten, as admits() said yes
    * to it and its request stores it.
    */
-  recordSighting(scope: string, tokens: number[], bytes: number): void {
+  recordSighting(scope: string, tokens: readonly number[], bytes: number): void {
     if (!this.keeps(bytes)) return;
     const key = keyOf(scope, tokens);
     if (this.sightings.delete(key)) return;
@@ -58,7 +65,7 @@ export class PrefixCache {
     if (this.sightings.size > SIGHTINGS) this.sightings.delete(this.sightings.values().next().value!);
   }
 
-  lookup(scope: string, tokens: number[]): KvCache | undefined {
+  lookup(scope: string, tokens: readonly number[]): T | undefined {
     if (this.capacityBytes <= 0) return undefined;
     const key = keyOf(scope, tokens);
     const kv = this.entries.get(key);
@@ -72,7 +79,7 @@ export class PrefixCache {
     return kv;
   }
 
-  store(scope: string, tokens: number[], kv: KvCache): void {
+  store(scope: string, tokens: readonly number[], kv: T): void {
     if (kv.bytes > this.capacityBytes) return;
     const key = keyOf(scope, tokens);
     const old = this.entries.get(key);
@@ -81,7 +88,7 @@ export class PrefixCache {
       this.usedBytes -= old.bytes;
     }
     while (this.usedBytes + kv.bytes > this.capacityBytes) {
-      const [oldestKey, oldest] = this.entries.entries().next().value as [string, KvCache];
+      const [oldestKey, oldest] = this.entries.entries().next().value as [string, T];
       this.entries.delete(oldestKey);
       this.usedBytes -= oldest.bytes;
     }
@@ -100,7 +107,7 @@ export class PrefixCache {
  * The key of a prefix: a digest of its scope (what may share the entry: one model, one caller's
  * cache scope) and the token ids, never the tokens themselves.
  */
-function keyOf(scope: string, tokens: number[]): string {
+function keyOf(scope: string, tokens: readonly number[]): string {
   return createHash('sha256')
     .update(scope)
     .update('\u0000')

@@ -73,8 +73,12 @@ export interface FamilyDescriptor<N extends string = string> {
   /** Other layout ids decision.json may declare it by (without `-v<N>`), as other servers write them. */
   readonly layoutIds?: readonly string[];
   readonly engine: FamilyEngine;
-  /** What its engine reuses across a request's questions (and requests): a state's prefix KV, or nothing. */
-  readonly reuses: 'prefix' | 'nothing';
+  /**
+   * What its engine reuses across a request's questions (and requests): a state's prefix KV, a
+   * causal-row trunk's state snapshot (where the load-time rewrite reads its graph: /metrics'
+   * prefix_reuse says per loaded model), or nothing.
+   */
+  readonly reuses: 'prefix' | 'state snapshot' | 'nothing';
   /** How a folder's files show it, when they can (else only decision.json's layout or the registry). */
   readonly detect?: DetectRule;
   /** A row family's hub fetch (a decoder-engine family's repo is fetched as a decoder's). */

@@ -311,7 +311,7 @@ function readNames(nodes: NodeProto[]): Set<string> {
 }
 
 /** The nodes without those whose outputs nothing reads (repeated until none is left). */
-function deadCodeRemoved(nodes: NodeProto[], outputs: string[]): NodeProto[] {
+export function deadCodeRemoved(nodes: NodeProto[], outputs: string[]): NodeProto[] {
   let kept = nodes;
   for (;;) {
     const read = readNames(kept);

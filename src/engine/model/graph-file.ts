@@ -22,7 +22,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import {
   BIAS_INPUT,
@@ -35,6 +34,7 @@ import {
   sharesActivationScales,
   type ModelProto,
 } from './graph-rewrite.js';
+import { defaultGraphCacheDirs } from './cache-dirs.js';
 import type { ModelFolder } from './model-folder.js';
 import { attentionShape, fuseAttention, type Fusion } from './fuse-attention.js';
 import { sumAttentionInFloat64 } from './exact-attention.js';
@@ -81,11 +81,7 @@ interface FactsFile extends GraphFacts {
   fused?: boolean;
 }
 
-/** Where rewritten graphs go by default: the user's cache, else the OS temporary folder. */
-export function defaultGraphCacheDirs(env: NodeJS.ProcessEnv = process.env): string[] {
-  const cache = env.XDG_CACHE_HOME ? resolve(env.XDG_CACHE_HOME) : join(homedir(), '.cache');
-  return [join(cache, 'assay', 'graphs'), join(tmpdir(), 'assay-graphs')];
-}
+export { defaultGraphCacheDirs };
 
 /** How an export is rewritten (each choice is a rewrite of its own in the cache). */
 export interface RewriteOptions {
@@ -288,8 +284,15 @@ async function removeOlderRewrites(
   }
 }
 
-/** Writes the graph (and, unless its weights are already external, a weights file beside it) and its facts, atomically. */
-async function writeGraph(model: ModelProto, target: string, facts: FactsFile): Promise<void> {
+/**
+ * Writes the graph (and, unless its weights are already external, a weights file beside it) and its
+ * facts, atomically. Also the row-reuse rewrite's (row-reuse/graph-cache.ts), with facts of its own.
+ */
+export async function writeGraph<F extends { externalDataDir?: string }>(
+  model: ModelProto,
+  target: string,
+  facts: F,
+): Promise<void> {
   const partial = `${target}.${process.pid}.tmp`;
   const dataName = `${basename(target)}.data`;
   const shared = facts.externalDataDir !== undefined;

@@ -13,18 +13,21 @@
 //   outputs by 1e-2 or more;
 // - the goldens (test/families/trunks/<family>.json, tools/trunks/goldens.ts): the folder holds the
 //   weights they were made with (the digest), the references rerun live give the stored rows and
-//   outputs (on one trunk per family), and Assay as it is today (whole rows, padded batches)
-//   answers every golden request within 1e-5 of the reference answers: the reference's outputs are
+//   outputs (on one trunk per family), and Assay as it serves them (the state read once: the
+//   export rewritten at load into a continuation graph, each question's row from the state's
+//   snapshot; reuse.test.ts holds it to the whole rows bit for bit) answers every golden request
+//   within 1e-5 of the reference answers, its usage the state's snapshot once: the reference's outputs are
 //   float64 (each row alone, unpadded, DeltaNet token by token); fp32 moves the heads' outputs by
 //   ~1e-6 relative, which moves a probability by well under 1e-5 at the replicas' temperatures
 //   (≥ 1), while the trunks' answers differ from one another by more than 1e-3 (checked), so the
 //   bound tells a wrong trunk apart.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import onnxProto from 'onnx-proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadEvaluator, type Evaluator } from '../../../src/engine/index.js';
+import { loadEvaluator, type EngineNote, type Evaluator } from '../../../src/engine/index.js';
 import type { Answer } from '../../../src/engine/types.js';
 import {
   FAMILY_REFERENCES,
@@ -168,12 +171,15 @@ export function describeTrunkFamily(family: TrunkFamily): void {
 
     describe.each(TRUNK_KINDS.map((trunk, i) => [trunk, i] as const))('on the %s trunk', (trunk, i) => {
       let evaluator: Evaluator;
+      const notes: EngineNote[] = [];
       beforeAll(async () => {
         evaluator = await loadEvaluator({
           modelDir: dirs[i]!,
           threads: 1,
           engineThread: false,
           rowBatchTokens: 16_384,
+          graphCacheDir: mkdtempSync(join(tmpdir(), 'assay-trunk-graphs-')),
+          onNote: (note) => notes.push(note),
         });
       }, 120_000);
       afterAll(async () => {
@@ -235,14 +241,22 @@ export function describeTrunkFamily(family: TrunkFamily): void {
           });
         }, 120_000);
 
-      it('answers every golden request within 1e-5 of the reference, as whole rows', async () => {
+      it('answers every golden request within 1e-5 of the reference, the state read once (and its usage once)', async () => {
+        expect(notes.map((n) => n.kind)).toContain('reuse');
+        expect(evaluator.stats().prefixReuse).toBe(true);
         let worst = 0;
         let questions = 0;
         for (const [n, g] of goldens.requests.entries()) {
           const ref = goldens.results[trunk][n]!;
           expect(ref.name).toBe(g.name);
           const result = await evaluator.evaluate(deciderRequest(g as never));
-          expect(result.usage.input_tokens, g.name).toBe(ref.rows.reduce((s, r) => s + r.tokens, 0));
+          // whole rows read the state's P tokens in every row; read once, they count once
+          const shared = result.usageParts?.shared.input_tokens;
+          expect(shared, `${g.name}: usage split`).toBeDefined();
+          expect(shared! % 64, g.name).toBe(0);
+          expect(result.usage.input_tokens + (ref.rows.length - 1) * shared!, g.name).toBe(
+            ref.rows.reduce((s, r) => s + r.tokens, 0),
+          );
           for (const [key, q] of g.questions) {
             const got = answerNumbers(family, result.answers[key] as Answer, q);
             const want = wantNumbers(family, ref.answers[key]!, q.type);

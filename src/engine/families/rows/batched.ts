@@ -35,7 +35,17 @@ export function rowBatches(rows: readonly FamilyRow[], batchTokens: number): num
  * tokens, as when it is asked alone. No parts if a row were read by no question or by several.
  */
 export function wholeRowsUsage(plan: FamilyPlan): RowUsage {
-  const usage = { input_tokens: plan.rows.reduce((n, r) => n + r.tokens, 0), output_tokens: 0 };
+  return rowsUsage(plan, 0);
+}
+
+/**
+ * The usage of rows that share their first `shared` tokens, read once (prefix reuse: ../causal/reuse.ts;
+ * 0: whole rows): those tokens once, then each row's tokens past them; per part, `shared`, and each
+ * question its rows' own tokens. No parts if a row were read by no question or by several.
+ */
+export function rowsUsage(plan: FamilyPlan, shared: number): RowUsage {
+  const own = (i: number) => plan.rows[i]!.tokens - shared;
+  const usage = { input_tokens: plan.rows.reduce((n, _, i) => n + own(i), shared), output_tokens: 0 };
   const owners = new Array<number>(plan.rows.length).fill(0);
   // Own keys: a question id may be named like an Object.prototype member.
   const questions = Object.create(null) as Record<string, Usage>;
@@ -43,11 +53,11 @@ export function wholeRowsUsage(plan: FamilyPlan): RowUsage {
     const part = (questions[q.key] ??= { input_tokens: 0, output_tokens: 0 });
     for (const i of q.rows) {
       owners[i]!++;
-      part.input_tokens += plan.rows[i]!.tokens;
+      part.input_tokens += own(i);
     }
   }
   if (owners.some((n) => n !== 1)) return { usage };
-  const parts: UsageParts = { shared: { input_tokens: 0, output_tokens: 0 }, questions };
+  const parts: UsageParts = { shared: { input_tokens: shared, output_tokens: 0 }, questions };
   return { usage, parts };
 }
 

@@ -65,7 +65,12 @@ export class FamilyEvaluator<P extends FamilyPlan = FamilyPlan> implements Evalu
     const budget = this.config.requestTokenBudget;
     if (read.usage.input_tokens > budget) throw new BudgetError('request', read.usage.input_tokens, budget);
     const outputs = await this.scheduler.request(
-      (ticket) => this.family.runner.run(plan, (pass, tokens) => ticket.pass(() => this.count.run(pass, tokens))),
+      (ticket) =>
+        this.family.runner.run(
+          plan,
+          (pass, tokens) => ticket.pass(() => this.count.run(pass, tokens)),
+          options.cacheScope,
+        ),
       options.signal,
       options.lane,
     );
@@ -91,17 +96,18 @@ export class FamilyEvaluator<P extends FamilyPlan = FamilyPlan> implements Evalu
   }
 
   stats(): EngineStats {
+    const cache = this.family.runner.cacheStats?.() ?? { hits: 0, misses: 0, bytes: 0 };
     return {
       queueDepth: this.scheduler.queueDepth,
       batchQueueDepth: this.scheduler.batchQueueDepth,
       running: this.scheduler.running,
-      prefixCacheHits: 0,
-      prefixCacheMisses: 0,
-      prefixCacheBytes: 0,
+      prefixCacheHits: cache.hits,
+      prefixCacheMisses: cache.misses,
+      prefixCacheBytes: cache.bytes,
       tokensEvaluated: this.count.tokens,
       passes: this.count.passes,
       family: this.family.name,
-      prefixReuse: false,
+      prefixReuse: this.family.runner.prefixReuse ?? false,
     };
   }
 

@@ -75,8 +75,15 @@ export interface RowRunner<P extends FamilyPlan = FamilyPlan, W = unknown> {
   readonly rowsAlone: boolean;
   /** The tokens the plan's rows read as this runner runs them (the request budget is checked on it). */
   usage(plan: P): RowUsage;
-  /** Runs the plan's rows, each pass through `pass` (the request's turn; it counts the pass): one output per row. */
-  run(plan: P, pass: PassStep): Promise<RowOutput[]>;
+  /**
+   * Runs the plan's rows, each pass through `pass` (the request's turn; it counts the pass): one
+   * output per row. `cacheScope`: the caller's prefix cache scope, where the runner keeps one.
+   */
+  run(plan: P, pass: PassStep, cacheScope?: string): Promise<RowOutput[]>;
+  /** Whether it reads a state once across a plan's rows and keeps it across requests (/metrics' prefix_reuse). */
+  readonly prefixReuse?: boolean;
+  /** Its prefix cache now, where it keeps one: hits, misses, bytes (the model's size counts the bytes). */
+  cacheStats?(): { hits: number; misses: number; bytes: number };
   /** One pass over rows as given, any plans' (tests and benches: batch invariance, a bare session beside). */
   pass(rows: readonly W[]): Promise<RowOutput[]>;
   /** The graph's inputs for a batch of rows (a bench's bare session runs the same rows). */
