@@ -345,7 +345,7 @@ function replicaTargets(
       met: from !== undefined && from <= KEV_OWN_THRESHOLD,
       detail:
         from === undefined
-          ? 'reuse did not pay at the longest state measured (the value)'
+          ? 'reuse / whole ≥ 1 at the longest state measured (the value): reuse did not pay at any length measured'
           : 'reuse / whole < 1 there and at every longer state measured',
     });
   }
