@@ -103,10 +103,11 @@ export const SECTIONS: SectionInfo[] = [
   {
     id: 'row-families',
     measures:
-      "The causal-row families (Kev's pointer head, Decision's endpoint head, Arbiter's fixed slots, the decider's slot head; graphs of whole rows, no KV input, BF16 weights in fp32) on synthetic replicas of Qwen2.5-0.5B's and Qwen3.5-0.8B's size: 1 / 5 / 16 questions (the first public client's mix) on 256 / 2,000-token states through Assay as served on CPU (rows one by one), with the request's rows batched (rowBatchTokens 16,384), and on the bare onnxruntime session row by row, interleaved per round; batched / alone and Assay / bare (goal ≤ 1.05). ASSAY_BENCH_ROW_FAMILIES, _SIZES, _CELLS pick a part.",
-    quick: "each family's tiny replica, 1 and 5 questions on a 256-token state",
-    seconds: { full: 9600, quick: 60 },
-    load: async () => (await import('./engine/row-families.js')).rowFamiliesSection,
+      "The causal-row families with the state read once (the export rewritten at load) against whole rows (`--no-graph-rewrite`), both through the family loader as served, in one run, on Kev replicas of the real trunks at the published sizes (Qwen3 attention-only at Qwen2.5-0.5B's size, the Qwen3.5 hybrid with Gated DeltaNet at Qwen3.5-0.8B's; BF16 weights in fp32): 1 / 5 / 16 questions on new 256 / 2,000-token states and on a state already sent (a prefix cache hit), interleaved per round, answers compared; then 2 questions on 64 / 128 / 256 / 512-token states, the shortest from which reuse pays. Goals: 16 questions ≤ 2.5× one on new 2,000-token states, a state already sent ≤ 0.3× a new one, one question ≤ 1.05× a whole row, Kev 0.5B 16 × 2,000 ≥ 8× faster than whole rows. ASSAY_BENCH_ROW_FAMILIES, _TRUNKS (`qwen3:tiny,qwen35:tiny`: the test replicas, a smoke), _CELLS, _THRESHOLD pick a part; ASSAY_BENCH_ROW_TOY=1 the former toy-trunk section (whole rows one by one, batched, bare).",
+    quick:
+      'the 0.5B attention-only replica, one round of 1 and 16 questions on a 256-token state and 1 on 2,000 tokens (ASSAY_BENCH_ROW_CELLS=1x2000,16x2000 for the headline cell, about 8 min more); the threshold at 64 and 256 tokens',
+    seconds: { full: 3300, quick: 300 },
+    load: async () => (await import('./engine/row-reuse-families.js')).rowFamiliesSection,
   },
   {
     id: 'transformersjs',

@@ -1,3 +1,5 @@
+// The former `row-families` section, run by `ASSAY_BENCH_ROW_TOY=1` (row-reuse-families.ts is the
+// section now): whole rows on the toy trunks, which the load-time rewrite does not read.
 // The causal-row families (graphs with a gathered-position head: kev-pointer, decision-endpoint,
 // arbiter-fixed, decider-slots, one entry of FAMILIES each) at the published 0.5B-class and 0.8B
 // models' sizes (synthetic replicas), 1 / 5 / 16 questions (the first public client's mix, in the
@@ -99,6 +101,13 @@ const FAMILIES: RowFamilyEntry[] = [
   entry('decider-slots', [ensureSlotsReplica, ensureSlotsReplicaSize]),
 ];
 
+/** How this section asks a family (its layout id, e.g. `kev-pointer`) questions: the request of `questions` questions on `state`. */
+export function rowFamilyRequest(family: string): RowFamilyEntry['request'] {
+  const found = FAMILIES.find((f) => f.family === family);
+  if (!found) throw new Error(`row-families: no causal-row family ${family}`);
+  return found.request;
+}
+
 /** Rows' padded tokens as run: each batch its row count × its longest row rounded up to 64. */
 function paddedTokens(rows: readonly FamilyRow[], batchTokens: number): number {
   return rowBatches(rows, batchTokens).reduce(
@@ -111,7 +120,7 @@ type Cell = { questions: number; tokens: number; rounds: number };
 const SIDES = ['assay', 'batched', 'bare'] as const;
 type Side = (typeof SIDES)[number];
 
-export async function rowFamiliesSection(ctx: BenchContext): Promise<SectionResult> {
+export async function rowFamiliesToySection(ctx: BenchContext): Promise<SectionResult> {
   const started = performance.now();
   const list = (name: string) => process.env[name]?.split(',').filter(Boolean);
   const onlyFamilies = list('ASSAY_BENCH_ROW_FAMILIES');
