@@ -13,7 +13,7 @@ import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { mountTmpfs, tmpfsMissing } from '../helpers/tmpfs.js';
 import { startServe, tinyRegistryFile } from '../serve-process.js';
 import { completedOnce, getBatch, jsonl, submit } from '../batches/helpers.js';
-import { batchLines, figures, health, interactiveLoad, percentile, waitFor } from './helpers.js';
+import { batchLines, figures, health, interactiveLoad, percentile, waitFor, UNLIMITED_RPM } from './helpers.js';
 
 const KEY = 'fault-disk-key';
 /** How long the disk stays full: the fault's length (interactive requests are measured meanwhile). */
@@ -34,7 +34,10 @@ describe.skipIf(missing)('fault: the data directory disk fills up mid-batch', ()
     const registry = tinyRegistryFile(dir, modelDir);
     const disk = mountTmpfs(16 * 1024 * 1024);
     const lines = batchLines(1500, 10, 'disk');
-    const server = await startServe(registry, ['--data-dir', disk.dir], { ASSAY_API_KEYS: KEY });
+    const server = await startServe(registry, ['--data-dir', disk.dir], {
+      ASSAY_API_KEYS: KEY,
+      ASSAY_RATE_RPM: UNLIMITED_RPM,
+    });
     try {
       await interactiveLoad(server.base, KEY, 1).stop(); // warm-up
       const idle = interactiveLoad(server.base, KEY, 1);

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { mixedRequest } from '../api/helpers.js';
 import { startServe, type ServeProcess } from '../serve-process.js';
-import { figures, interactiveLoad, percentile, waitFor } from './helpers.js';
+import { figures, interactiveLoad, percentile, waitFor, UNLIMITED_RPM } from './helpers.js';
 
 const KEY = 'fault-files-key';
 const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
@@ -66,7 +66,7 @@ describe('fault: a model folder changes under the server', () => {
         aliases: { 'svc-latest': 'svc-1.13.0' },
       }),
     );
-    const s = await startServe(registry, [], { ASSAY_API_KEYS: KEY });
+    const s = await startServe(registry, [], { ASSAY_API_KEYS: KEY, ASSAY_RATE_RPM: UNLIMITED_RPM });
     // The default model's latency idle first (after a warm-up), for the figures.
     await interactiveLoad(s.base, KEY, 1).stop();
     const idle = interactiveLoad(s.base, KEY, 1);

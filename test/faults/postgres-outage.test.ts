@@ -12,7 +12,7 @@ import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { postgresBinDir, startPostgres, type Postgres } from '../helpers/postgres.js';
 import { startServe, tinyRegistryFile, type ServeProcess } from '../serve-process.js';
 import { completedOnce, getBatch, jsonl, submit } from '../batches/helpers.js';
-import { batchLines, figures, health, interactiveLoad, percentile, waitFor } from './helpers.js';
+import { batchLines, figures, health, interactiveLoad, percentile, waitFor, UNLIMITED_RPM } from './helpers.js';
 
 const KEY = 'fault-pg-key';
 /** How long PostgreSQL stays down: the issue's 30 s (ASSAY_FAULT_PG_OUTAGE_MS to try others). */
@@ -31,7 +31,7 @@ describe.skipIf(missing)('fault: PostgreSQL stops and comes back under two repli
     const modelDir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
     const dir = mkdtempSync(join(tmpdir(), 'assay-fault-pg-'));
     const registry = tinyRegistryFile(dir, modelDir);
-    const env = { ASSAY_API_KEYS: KEY, ASSAY_BATCH_QUEUE_URL: pg.url };
+    const env = { ASSAY_API_KEYS: KEY, ASSAY_RATE_RPM: UNLIMITED_RPM, ASSAY_BATCH_QUEUE_URL: pg.url };
     const start = (name: string) => startServe(registry, ['--data-dir', join(dir, name), '--replica-id', name], env);
     const lines = batchLines(1200, 10, 'pg');
     const [a, b] = await Promise.all([start('a'), start('b')]);
@@ -116,7 +116,7 @@ describe.skipIf(missing)('fault: PostgreSQL stops and comes back under two repli
   it('a replica started while PostgreSQL is away takes batches once it is back, without a restart', async () => {
     const modelDir = await ensureSynthModel({ shape: 'tiny', dtype: 'fp32' });
     const dir = mkdtempSync(join(tmpdir(), 'assay-fault-pg-start-'));
-    const env = { ASSAY_API_KEYS: KEY, ASSAY_BATCH_QUEUE_URL: pg.url };
+    const env = { ASSAY_API_KEYS: KEY, ASSAY_RATE_RPM: UNLIMITED_RPM, ASSAY_BATCH_QUEUE_URL: pg.url };
     const lines = batchLines(30, 10, 'start');
     await pg.halt();
     let halted = true;

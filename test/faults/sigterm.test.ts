@@ -12,7 +12,7 @@ import { ensureSynthModel } from '../../src/model-files/synth/ensure.js';
 import { mixedRequest } from '../api/helpers.js';
 import { startServe, tinyRegistryFile } from '../serve-process.js';
 import { completedOnce, getBatch, jsonl, submit } from '../batches/helpers.js';
-import { batchLines, figures, waitFor } from './helpers.js';
+import { batchLines, figures, waitFor, UNLIMITED_RPM } from './helpers.js';
 
 const KEY = 'fault-term-key';
 /** The drain deadline under test: --deadline-ms, plus the 10 s the server adds before it cuts connections. */
@@ -42,7 +42,7 @@ describe('fault: SIGTERM during a batch and interactive load', () => {
     const registry = tinyRegistryFile(dir, modelDir);
     const dataDir = join(dir, 'data');
     const flags = ['--data-dir', dataDir, '--deadline-ms', String(DEADLINE_MS)];
-    const env = { ASSAY_API_KEYS: KEY };
+    const env = { ASSAY_API_KEYS: KEY, ASSAY_RATE_RPM: UNLIMITED_RPM };
     const lines = batchLines(1000, 10, 'term');
 
     const first = await startServe(registry, flags, env);

@@ -14,7 +14,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServe, tinyRegistryFile, type ServeProcess } from '../serve-process.js';
-import { figures, interactiveLoad, percentile, waitFor } from './helpers.js';
+import { figures, interactiveLoad, percentile, waitFor, UNLIMITED_RPM } from './helpers.js';
 
 const KEY = 'fault-slow-key';
 const N = Number(process.env.ASSAY_FAULT_SLOW_CONNECTIONS ?? 1000);
@@ -96,7 +96,7 @@ describe('fault: slow and hostile clients', () => {
         '--rpm',
         '1000000',
       ],
-      { ASSAY_API_KEYS: KEY },
+      { ASSAY_API_KEYS: KEY, ASSAY_RATE_RPM: UNLIMITED_RPM },
     );
     const conns: Conn[] = [];
     const timers: NodeJS.Timeout[] = [];
