@@ -281,7 +281,7 @@ export function createResidency<S extends Resident>(
       // and a folder's load is never taken for less than its largest load in this process.
       const loadedBefore = loads.get(slot.source);
       slot.bytes = Math.max(kept.loaded(opts.rss() - before, loadedBefore), loadedBefore ?? 0, folderBytes(slot.dir));
-      loads.set(slot.source, Math.max(loads.get(slot.source) ?? 0, slot.bytes));
+      loads.set(slot.source, slot.bytes); // never below loadedBefore, by the line above
       measured(slot);
       return loaded;
     },
